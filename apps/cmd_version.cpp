@@ -1,0 +1,28 @@
+#include <cstdio>
+
+#include "apps/command.h"
+#include "engine/device.h"
+#include "engine/error.h"
+
+namespace electra::apps {
+
+int cmd_version(const std::vector<std::string>& args) {
+  ELECTRA_USER_CHECK(args.empty(), "version takes no arguments (got '", args.front(), "')");
+  std::printf("electra %s\n", ELECTRA_VERSION);
+  if (built_with_cuda()) {
+    std::printf("cuda: built for architectures %s\n", ELECTRA_CUDA_ARCHITECTURES);
+  } else {
+    std::printf("cuda: not built (ELECTRA_CUDA=OFF)\n");
+  }
+  std::printf("mpi: %s\n", ELECTRA_WITH_MPI ? "built" : "not built");
+  const int gpus = cuda_device_count();
+  if (gpus == 0) {
+    std::printf("gpus: none (%s)\n", cuda_unavailable_reason().c_str());
+  }
+  for (int i = 0; i < gpus; ++i) {
+    std::printf("gpu %d: %s\n", i, cuda_device_description(i).c_str());
+  }
+  return 0;
+}
+
+}  // namespace electra::apps

@@ -1,0 +1,78 @@
+// Context: what every op receives first. It carries the device, the CUDA stream, the cuBLASLt and
+// cuDNN handles and the cuBLASLt workspace (CUDA only), the compute precision and the RNG key.
+// A CUDA context owns its stream, handles and workspace and releases them on destruction.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "engine/device.h"
+#include "engine/philox.h"
+
+struct cublasLtContext;
+typedef struct cublasLtContext* cublasLtHandle_t;
+struct cudnnContext;
+typedef struct cudnnContext* cudnnHandle_t;
+
+namespace electra {
+
+// Compute precision of activations and matmul inputs. Master weights, optimizer state, softmax,
+// layernorm statistics and losses are always f32 (f64 in gradient checks).
+enum class Precision : uint8_t { F64, F32, BF16, F16 };
+const char* precision_name(Precision precision);
+
+class Context {
+ public:
+  // A CPU context.
+  static Context cpu(uint64_t seed = 0, Precision precision = Precision::F32);
+  // A context on CUDA device `index`: creates a stream, cuBLASLt and cuDNN handles and a cuBLASLt
+  // workspace. Throws Error without CUDA or without that device.
+  static Context cuda(int index = 0, uint64_t seed = 0, Precision precision = Precision::F32);
+
+  ~Context();
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+  Context(Context&& other) noexcept;
+  Context& operator=(Context&& other) noexcept;
+
+  Device device() const { return device_; }
+  bool is_cuda() const { return device_ == Device::CUDA; }
+  int device_index() const { return device_index_; }
+  cudaStream_t stream() const { return stream_; }
+  cublasLtHandle_t cublaslt() const { return cublaslt_; }
+  cudnnHandle_t cudnn() const { return cudnn_; }
+  void* cublaslt_workspace() const { return workspace_; }
+  size_t cublaslt_workspace_bytes() const { return workspace_bytes_; }
+
+  Precision precision() const { return precision_; }
+  void set_precision(Precision precision) { precision_ = precision; }
+  uint64_t seed() const { return seed_; }
+  void set_seed(uint64_t seed) { seed_ = seed; }
+  uint32_t rank() const { return rank_; }
+  void set_rank(uint32_t rank) { rank_ = rank; }
+
+  // The RNG stream for (this context's seed and rank, purpose, step).
+  RngStream rng(RngPurpose purpose, uint32_t step) const {
+    return RngStream{seed_, purpose, step, rank_};
+  }
+
+  // Waits for all work queued on the stream (no-op on the CPU).
+  void synchronize() const;
+
+ private:
+  Context() = default;
+  void release() noexcept;
+
+  Device device_ = Device::CPU;
+  int device_index_ = -1;
+  cudaStream_t stream_ = nullptr;
+  cublasLtHandle_t cublaslt_ = nullptr;
+  cudnnHandle_t cudnn_ = nullptr;
+  void* workspace_ = nullptr;
+  size_t workspace_bytes_ = 0;
+  Precision precision_ = Precision::F32;
+  uint64_t seed_ = 0;
+  uint32_t rank_ = 0;
+};
+
+}  // namespace electra

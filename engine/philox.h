@@ -1,0 +1,145 @@
+// Philox4x32-10 (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3", SC'11), one
+// implementation for host and device. A random number is a pure function of
+// (seed, purpose, step, rank, element index), so masking, dropout and Gumbel noise are the same on
+// CPU and GPU, for any launch shape, and after a resume.
+//
+// Layout: key = seed (64 bits); counter = {block lo32, block hi32, step lo32,
+// purpose << 24 | rank (24 bits)}, where block = element / 4 and one Philox call yields the four
+// 32-bit words of elements 4*block .. 4*block+3.
+//
+// Floats derived from the bits use only correctly rounded IEEE operations with explicit rounding
+// on the device (no FMA contraction) and -ffp-contract=off on the host, so they are bit-identical
+// on both sides. portable_logf follows musl's logf (max error about 1 ulp).
+#pragma once
+
+#include <cstdint>
+
+#include "engine/bf16.h"
+#include "engine/hd.h"
+
+namespace electra {
+
+struct U32x4 {
+  uint32_t v[4];
+};
+
+// What a stream of random numbers is for; part of the counter so streams never overlap.
+enum class RngPurpose : uint32_t {
+  kTest = 0,
+  kMasking = 1,
+  kDropout = 2,
+  kGumbel = 3,
+  kDataOrder = 4,
+  kInit = 5,
+  kBuilder = 6,
+};
+
+ELECTRA_HD void mulhilo32(uint32_t a, uint32_t b, uint32_t& hi, uint32_t& lo) {
+  const uint64_t p = static_cast<uint64_t>(a) * static_cast<uint64_t>(b);
+  hi = static_cast<uint32_t>(p >> 32);
+  lo = static_cast<uint32_t>(p);
+}
+
+// The raw Philox4x32 bijection with 10 rounds (Random123's philox4x32_R(10, ctr, key)).
+ELECTRA_HD U32x4 philox4x32_10(U32x4 ctr, uint32_t key0, uint32_t key1) {
+  constexpr uint32_t kM0 = 0xD2511F53u, kM1 = 0xCD9E8D57u;
+  constexpr uint32_t kW0 = 0x9E3779B9u, kW1 = 0xBB67AE85u;
+  for (int round = 0; round < 10; ++round) {
+    if (round > 0) {
+      key0 += kW0;
+      key1 += kW1;
+    }
+    uint32_t hi0, lo0, hi1, lo1;
+    mulhilo32(kM0, ctr.v[0], hi0, lo0);
+    mulhilo32(kM1, ctr.v[2], hi1, lo1);
+    ctr = U32x4{{hi1 ^ ctr.v[1] ^ key0, lo1, hi0 ^ ctr.v[3] ^ key1, lo0}};
+  }
+  return ctr;
+}
+
+// A keyed stream: (seed, purpose, step, rank). Element i of the stream is word i % 4 of block i / 4.
+struct RngStream {
+  uint64_t seed = 0;
+  RngPurpose purpose = RngPurpose::kTest;
+  uint32_t step = 0;
+  uint32_t rank = 0;  // < 2^24
+
+  ELECTRA_HD U32x4 block(uint64_t block_index) const {
+    const U32x4 ctr{{static_cast<uint32_t>(block_index), static_cast<uint32_t>(block_index >> 32),
+                     step, (static_cast<uint32_t>(purpose) << 24) | (rank & 0xFFFFFFu)}};
+    return philox4x32_10(ctr, static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32));
+  }
+  ELECTRA_HD uint32_t bits(uint64_t element) const { return block(element >> 2).v[element & 3]; }
+};
+
+// Exactly rounded float ops that nvcc may not contract into FMAs.
+ELECTRA_HD float mul_rn(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fmul_rn(a, b);
+#else
+  return a * b;
+#endif
+}
+ELECTRA_HD float add_rn(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fadd_rn(a, b);
+#else
+  return a + b;
+#endif
+}
+ELECTRA_HD float div_rn(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fdiv_rn(a, b);
+#else
+  return a / b;
+#endif
+}
+
+// Uniform in [0, 1): the top 24 bits times 2^-24 (exact).
+ELECTRA_HD float uniform01(uint32_t bits) { return static_cast<float>(bits >> 8) * 0x1.0p-24f; }
+
+// Uniform in (0, 1): (top 23 bits + 0.5) * 2^-23, exact in float, from 2^-24 to 1 - 2^-24: never 0
+// or 1, safe inside log. (With 24 bits, 2^24 - 0.5 would round up to 2^24 and give 1.)
+ELECTRA_HD float uniform_open01(uint32_t bits) {
+  return (static_cast<float>(bits >> 9) + 0.5f) * 0x1.0p-23f;
+}
+
+// Natural log for finite x > 0, identical bits on host and device (musl logf algorithm).
+ELECTRA_HD float portable_logf(float x) {
+  constexpr float kLn2Hi = 6.9313812256e-01f, kLn2Lo = 9.0580006145e-06f;
+  constexpr float kLg1 = 0.66666662693f, kLg2 = 0.40000972152f, kLg3 = 0.28498786688f,
+                  kLg4 = 0.24279078841f;
+  uint32_t ix = float_bits(x);
+  int k = 0;
+  if (ix < 0x00800000u) {  // subnormal: scale up by 2^25
+    k -= 25;
+    ix = float_bits(mul_rn(x, 0x1.0p25f));
+  }
+  // Reduce x to 1 + f with sqrt(2)/2 < 1 + f < sqrt(2).
+  ix += 0x3f800000u - 0x3f3504f3u;
+  k += static_cast<int>(ix >> 23) - 0x7f;
+  ix = (ix & 0x007fffffu) + 0x3f3504f3u;
+  const float f = add_rn(bits_float(ix), -1.0f);
+  const float s = div_rn(f, add_rn(2.0f, f));
+  const float z = mul_rn(s, s);
+  const float w = mul_rn(z, z);
+  const float t1 = mul_rn(w, add_rn(kLg2, mul_rn(w, kLg4)));
+  const float t2 = mul_rn(z, add_rn(kLg1, mul_rn(w, kLg3)));
+  const float r = add_rn(t2, t1);
+  const float hfsq = mul_rn(mul_rn(0.5f, f), f);
+  const float dk = static_cast<float>(k);
+  const float a = add_rn(mul_rn(s, add_rn(hfsq, r)), mul_rn(dk, kLn2Lo));
+  return add_rn(add_rn(add_rn(a, -hfsq), f), mul_rn(dk, kLn2Hi));
+}
+
+// Standard Gumbel noise -log(-log(u)), u uniform in (0, 1).
+ELECTRA_HD float gumbel(uint32_t bits) {
+  return -portable_logf(-portable_logf(uniform_open01(bits)));
+}
+
+// Uniform integer in [0, n) by 64-bit multiply-shift (Lemire); bias < n / 2^32.
+ELECTRA_HD uint32_t uniform_below(uint32_t bits, uint32_t n) {
+  return static_cast<uint32_t>((static_cast<uint64_t>(bits) * n) >> 32);
+}
+
+}  // namespace electra

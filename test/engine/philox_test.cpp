@@ -1,0 +1,103 @@
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "engine/philox.h"
+
+using namespace electra;
+
+// Random123's kat_vectors for philox4x32_10: counter[4], key[2] -> output[4].
+TEST_CASE("Philox4x32-10 matches the Random123 known-answer vectors", "[philox]") {
+  struct Kat {
+    U32x4 ctr;
+    uint32_t key0, key1;
+    U32x4 expected;
+  };
+  const Kat kats[] = {
+      {{{0, 0, 0, 0}}, 0, 0, {{0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8}}},
+      {{{0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff}},
+       0xffffffff,
+       0xffffffff,
+       {{0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd}}},
+      {{{0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344}},
+       0xa4093822,
+       0x299f31d0,
+       {{0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1}}},
+  };
+  for (const Kat& kat : kats) {
+    const U32x4 out = philox4x32_10(kat.ctr, kat.key0, kat.key1);
+    for (int i = 0; i < 4; ++i) CHECK(out.v[i] == kat.expected.v[i]);
+  }
+}
+
+TEST_CASE("RngStream element i is word i%4 of block i/4, and streams are separated", "[philox]") {
+  const RngStream s{0x0123456789abcdefull, RngPurpose::kMasking, 5, 1};
+  const U32x4 b = s.block(1ull << 33);
+  for (int j = 0; j < 4; ++j) CHECK(s.bits((1ull << 35) + j) == b.v[j]);
+  // The seed is the key, step/purpose/rank are in the counter.
+  CHECK(b.v[0] == philox4x32_10(U32x4{{0, 2, 5, (1u << 24) | 1u}}, 0x89abcdef, 0x01234567).v[0]);
+  RngStream other = s;
+  other.purpose = RngPurpose::kDropout;
+  CHECK(other.bits(0) != s.bits(0));
+  other = s;
+  other.rank = 2;
+  CHECK(other.bits(0) != s.bits(0));
+  other = s;
+  other.step = 6;
+  CHECK(other.bits(0) != s.bits(0));
+}
+
+TEST_CASE("Uniform floats stay in range and are exact multiples of 2^-24", "[philox]") {
+  CHECK(uniform01(0) == 0.0f);
+  CHECK(uniform01(0xffffffffu) == 1.0f - 0x1.0p-24f);
+  CHECK(uniform_open01(0) == 0x1.0p-24f);
+  CHECK(uniform_open01(0xffffffffu) == 1.0f - 0x1.0p-24f);
+  CHECK(std::isfinite(gumbel(0)));
+  CHECK(std::isfinite(gumbel(0xffffffffu)));
+  const RngStream s{7, RngPurpose::kTest, 0, 0};
+  double sum = 0;
+  const int n = 200000;
+  for (int i = 0; i < n; ++i) sum += uniform01(s.bits(i));
+  CHECK(sum / n == Approx(0.5).margin(0.005));
+  for (uint32_t n_bins : {1u, 7u, 30522u}) {
+    for (int i = 0; i < 1000; ++i) CHECK(uniform_below(s.bits(i), n_bins) < n_bins);
+  }
+}
+
+TEST_CASE("portable_logf is within 2 ulp of the exact log, subnormals included", "[philox]") {
+  std::vector<float> xs = {1.0f, 0.5f, 2.0f, 0x1.0p-25f, 1e-38f, 1e-42f,
+                           0.70710677f, 1.4142135f, 3.0e38f, 1.0f - 0x1.0p-24f};
+  const RngStream s{11, RngPurpose::kTest, 0, 0};
+  for (int i = 0; i < 100000; ++i) xs.push_back(uniform_open01(s.bits(i)));
+  for (float x : xs) {
+    const double exact = std::log(static_cast<double>(x));
+    const float got = portable_logf(x);
+    const double ulp = std::nextafter(std::abs(static_cast<float>(exact)),
+                                      std::numeric_limits<float>::infinity()) -
+                       std::abs(static_cast<float>(exact));
+    if (exact == 0.0) {
+      CHECK(got == 0.0f);
+    } else {
+      INFO("x = " << x);
+      CHECK(std::abs(got - exact) <= 2 * ulp);
+    }
+  }
+}
+
+TEST_CASE("Gumbel noise has the standard Gumbel mean and variance", "[philox]") {
+  const RngStream s{3, RngPurpose::kGumbel, 0, 0};
+  const int n = 400000;
+  double sum = 0, sum_sq = 0;
+  for (int i = 0; i < n; ++i) {
+    const double g = gumbel(s.bits(i));
+    REQUIRE(std::isfinite(g));
+    sum += g;
+    sum_sq += g * g;
+  }
+  const double mean = sum / n;
+  const double var = sum_sq / n - mean * mean;
+  CHECK(mean == Approx(0.5772156649).margin(0.01));         // Euler-Mascheroni constant
+  CHECK(var == Approx(M_PI * M_PI / 6.0).epsilon(0.02));  // pi^2 / 6
+}
