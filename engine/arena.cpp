@@ -7,7 +7,9 @@
 
 namespace electra {
 
-static size_t round_up(size_t n, size_t alignment) { return (n + alignment - 1) / alignment * alignment; }
+static size_t round_up(size_t n, size_t alignment) {
+  return (n + alignment - 1) / alignment * alignment;
+}
 
 Arena::Arena(std::string name, Device device, size_t capacity)
     : name_(std::move(name)), device_(device), capacity_(round_up(capacity, kAlignment)) {
@@ -21,7 +23,9 @@ Arena::Arena(std::string name, Device device, size_t capacity)
   }
 }
 
-Arena::~Arena() { release(); }
+Arena::~Arena() {
+  release();
+}
 
 Arena::Arena(Arena&& other) noexcept
     : name_(std::move(other.name_)),

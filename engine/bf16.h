@@ -41,6 +41,8 @@ ELECTRA_HD bf16 float_to_bf16(float x) {
   return bf16{static_cast<uint16_t>(u >> 16)};
 }
 
-ELECTRA_HD float bf16_to_float(bf16 x) { return bits_float(static_cast<uint32_t>(x.bits) << 16); }
+ELECTRA_HD float bf16_to_float(bf16 x) {
+  return bits_float(static_cast<uint32_t>(x.bits) << 16);
+}
 
 }  // namespace electra

@@ -59,9 +59,13 @@ Context Context::cuda(int index, uint64_t seed, Precision precision) {
 #endif
 }
 
-Context::~Context() { release(); }
+Context::~Context() {
+  release();
+}
 
-Context::Context(Context&& other) noexcept { *this = std::move(other); }
+Context::Context(Context&& other) noexcept {
+  *this = std::move(other);
+}
 
 Context& Context::operator=(Context&& other) noexcept {
   if (this != &other) {

@@ -10,44 +10,44 @@
 
 #include "engine/error.h"
 
-#define ELECTRA_CUDA_CHECK(call)                                                              \
-  do {                                                                                        \
-    cudaError_t electra_status_ = (call);                                                     \
-    if (electra_status_ != cudaSuccess) {                                                     \
-      ::electra::throw_api_failure("CUDA", #call, static_cast<long>(electra_status_),         \
-                                   cudaGetErrorName(electra_status_),                         \
+#define ELECTRA_CUDA_CHECK(call)                                                             \
+  do {                                                                                       \
+    cudaError_t electra_status_ = (call);                                                    \
+    if (electra_status_ != cudaSuccess) {                                                    \
+      ::electra::throw_api_failure("CUDA", #call, static_cast<long>(electra_status_),        \
+                                   cudaGetErrorName(electra_status_),                        \
                                    cudaGetErrorString(electra_status_), __FILE__, __LINE__); \
-    }                                                                                         \
+    }                                                                                        \
   } while (0)
 
 // Checks the last kernel launch (configuration errors) without synchronising.
 #define ELECTRA_CUDA_CHECK_LAUNCH() ELECTRA_CUDA_CHECK(cudaGetLastError())
 
-#define ELECTRA_CUBLAS_CHECK(call)                                                          \
-  do {                                                                                      \
-    cublasStatus_t electra_status_ = (call);                                                \
-    if (electra_status_ != CUBLAS_STATUS_SUCCESS) {                                         \
-      ::electra::throw_api_failure("cuBLAS", #call, static_cast<long>(electra_status_),     \
-                                   cublasGetStatusName(electra_status_),                    \
+#define ELECTRA_CUBLAS_CHECK(call)                                                              \
+  do {                                                                                          \
+    cublasStatus_t electra_status_ = (call);                                                    \
+    if (electra_status_ != CUBLAS_STATUS_SUCCESS) {                                             \
+      ::electra::throw_api_failure("cuBLAS", #call, static_cast<long>(electra_status_),         \
+                                   cublasGetStatusName(electra_status_),                        \
                                    cublasGetStatusString(electra_status_), __FILE__, __LINE__); \
-    }                                                                                       \
+    }                                                                                           \
   } while (0)
 
-#define ELECTRA_CUDNN_CHECK(call)                                                            \
-  do {                                                                                       \
-    cudnnStatus_t electra_status_ = (call);                                                  \
-    if (electra_status_ != CUDNN_STATUS_SUCCESS) {                                           \
-      ::electra::throw_api_failure("cuDNN", #call, static_cast<long>(electra_status_),       \
+#define ELECTRA_CUDNN_CHECK(call)                                                                 \
+  do {                                                                                            \
+    cudnnStatus_t electra_status_ = (call);                                                       \
+    if (electra_status_ != CUDNN_STATUS_SUCCESS) {                                                \
+      ::electra::throw_api_failure("cuDNN", #call, static_cast<long>(electra_status_),            \
                                    cudnnGetErrorString(electra_status_), "", __FILE__, __LINE__); \
-    }                                                                                        \
+    }                                                                                             \
   } while (0)
 
-#define ELECTRA_NCCL_CHECK(call)                                                           \
-  do {                                                                                     \
-    ncclResult_t electra_status_ = (call);                                                 \
-    if (electra_status_ != ncclSuccess) {                                                  \
-      ::electra::throw_api_failure("NCCL", #call, static_cast<long>(electra_status_),      \
+#define ELECTRA_NCCL_CHECK(call)                                                                   \
+  do {                                                                                             \
+    ncclResult_t electra_status_ = (call);                                                         \
+    if (electra_status_ != ncclSuccess) {                                                          \
+      ::electra::throw_api_failure("NCCL", #call, static_cast<long>(electra_status_),              \
                                    ncclGetErrorString(electra_status_), ncclGetLastError(nullptr), \
-                                   __FILE__, __LINE__);                                    \
-    }                                                                                      \
+                                   __FILE__, __LINE__);                                            \
+    }                                                                                              \
   } while (0)

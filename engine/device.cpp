@@ -32,8 +32,8 @@ std::string cuda_unavailable_reason() {
 std::string cuda_device_description(int index) {
   cudaDeviceProp prop{};
   ELECTRA_CUDA_CHECK(cudaGetDeviceProperties(&prop, index));
-  return str_cat(prop.name, " (sm_", prop.major, prop.minor, ", ",
-                 prop.totalGlobalMem >> 30, " GiB)");
+  return str_cat(prop.name, " (sm_", prop.major, prop.minor, ", ", prop.totalGlobalMem >> 30,
+                 " GiB)");
 }
 
 void* cuda_malloc(size_t bytes) {
@@ -42,7 +42,9 @@ void* cuda_malloc(size_t bytes) {
   return ptr;
 }
 
-void cuda_free(void* ptr) noexcept { cudaFree(ptr); }
+void cuda_free(void* ptr) noexcept {
+  cudaFree(ptr);
+}
 
 void copy_tensor(cudaStream_t stream, const Tensor& dst, const Tensor& src) {
   ELECTRA_CHECK(dst.dtype == src.dtype && dst.numel() == src.numel(), "copy_tensor: ", dst.str(),
@@ -65,10 +67,18 @@ static void fill_bytes(cudaStream_t stream, const Tensor& t, int byte) {
 
 #else
 
-int cuda_device_count() { return 0; }
-std::string cuda_unavailable_reason() { return "built without CUDA (ELECTRA_CUDA=OFF)"; }
-std::string cuda_device_description(int) { throw Error("built without CUDA (ELECTRA_CUDA=OFF)"); }
-void* cuda_malloc(size_t) { throw Error("cuda_malloc: built without CUDA (ELECTRA_CUDA=OFF)"); }
+int cuda_device_count() {
+  return 0;
+}
+std::string cuda_unavailable_reason() {
+  return "built without CUDA (ELECTRA_CUDA=OFF)";
+}
+std::string cuda_device_description(int) {
+  throw Error("built without CUDA (ELECTRA_CUDA=OFF)");
+}
+void* cuda_malloc(size_t) {
+  throw Error("cuda_malloc: built without CUDA (ELECTRA_CUDA=OFF)");
+}
 void cuda_free(void*) noexcept {}
 
 void copy_tensor(cudaStream_t, const Tensor& dst, const Tensor& src) {
@@ -86,7 +96,11 @@ static void fill_bytes(cudaStream_t, const Tensor& t, int byte) {
 
 #endif
 
-void poison_tensor(cudaStream_t stream, const Tensor& t) { fill_bytes(stream, t, 0xFF); }
-void zero_tensor(cudaStream_t stream, const Tensor& t) { fill_bytes(stream, t, 0); }
+void poison_tensor(cudaStream_t stream, const Tensor& t) {
+  fill_bytes(stream, t, 0xFF);
+}
+void zero_tensor(cudaStream_t stream, const Tensor& t) {
+  fill_bytes(stream, t, 0);
+}
 
 }  // namespace electra

@@ -17,7 +17,9 @@ typedef struct CUevent_st* cudaEvent_t;
 namespace electra {
 
 // True when this binary was compiled with CUDA support.
-constexpr bool built_with_cuda() { return ELECTRA_WITH_CUDA != 0; }
+constexpr bool built_with_cuda() {
+  return ELECTRA_WITH_CUDA != 0;
+}
 
 // Number of usable CUDA devices (0 without CUDA, without a driver, or without a GPU).
 int cuda_device_count();

@@ -2,10 +2,9 @@
 
 namespace electra {
 
-void throw_check_failure(const char* cond, const std::string& message, const char* file,
-                         int line) {
-  throw Error(str_cat(file, ":", line, ": check `", cond, "` failed",
-                      message.empty() ? "" : ": ", message));
+void throw_check_failure(const char* cond, const std::string& message, const char* file, int line) {
+  throw Error(str_cat(file, ":", line, ": check `", cond, "` failed", message.empty() ? "" : ": ",
+                      message));
 }
 
 void throw_api_failure(const char* api, const char* call, long code, const char* code_name,

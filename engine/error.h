@@ -35,17 +35,16 @@ class UserError : public std::runtime_error {
 }  // namespace electra
 
 // ELECTRA_CHECK(cond, message parts...): an internal invariant (shape, dtype, device).
-#define ELECTRA_CHECK(cond, ...)                                                        \
-  do {                                                                                  \
-    if (!(cond)) {                                                                      \
-      ::electra::throw_check_failure(#cond, ::electra::str_cat(__VA_ARGS__), __FILE__, \
-                                     __LINE__);                                         \
-    }                                                                                   \
+#define ELECTRA_CHECK(cond, ...)                                                                  \
+  do {                                                                                            \
+    if (!(cond)) {                                                                                \
+      ::electra::throw_check_failure(#cond, ::electra::str_cat(__VA_ARGS__), __FILE__, __LINE__); \
+    }                                                                                             \
   } while (0)
 
 // ELECTRA_USER_CHECK(cond, message parts...): a user-facing error; the message must name the
 // offending file/key/position.
-#define ELECTRA_USER_CHECK(cond, ...)                                  \
-  do {                                                                 \
+#define ELECTRA_USER_CHECK(cond, ...)                                         \
+  do {                                                                        \
     if (!(cond)) throw ::electra::UserError(::electra::str_cat(__VA_ARGS__)); \
   } while (0)

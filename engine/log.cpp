@@ -27,8 +27,12 @@ static std::atomic<int>& level_storage() {
   return level;
 }
 
-LogLevel log_level() { return static_cast<LogLevel>(level_storage().load()); }
-void set_log_level(LogLevel level) { level_storage().store(static_cast<int>(level)); }
+LogLevel log_level() {
+  return static_cast<LogLevel>(level_storage().load());
+}
+void set_log_level(LogLevel level) {
+  level_storage().store(static_cast<int>(level));
+}
 
 LogLevel parse_log_level(const std::string& name) {
   if (name == "debug") return LogLevel::kDebug;

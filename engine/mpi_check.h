@@ -11,12 +11,12 @@ namespace electra {
 std::string mpi_error_string(int code);
 }  // namespace electra
 
-#define ELECTRA_MPI_CHECK(call)                                                               \
-  do {                                                                                        \
-    int electra_status_ = (call);                                                             \
-    if (electra_status_ != MPI_SUCCESS) {                                                     \
-      ::electra::throw_api_failure("MPI", #call, electra_status_, "MPI error",                \
+#define ELECTRA_MPI_CHECK(call)                                                                    \
+  do {                                                                                             \
+    int electra_status_ = (call);                                                                  \
+    if (electra_status_ != MPI_SUCCESS) {                                                          \
+      ::electra::throw_api_failure("MPI", #call, electra_status_, "MPI error",                     \
                                    ::electra::mpi_error_string(electra_status_).c_str(), __FILE__, \
-                                   __LINE__);                                                 \
-    }                                                                                         \
+                                   __LINE__);                                                      \
+    }                                                                                              \
   } while (0)

@@ -57,7 +57,8 @@ ELECTRA_HD U32x4 philox4x32_10(U32x4 ctr, uint32_t key0, uint32_t key1) {
   return ctr;
 }
 
-// A keyed stream: (seed, purpose, step, rank). Element i of the stream is word i % 4 of block i / 4.
+// A keyed stream: (seed, purpose, step, rank). Element i of the stream is word i % 4 of block i
+// / 4.
 struct RngStream {
   uint64_t seed = 0;
   RngPurpose purpose = RngPurpose::kTest;
@@ -96,7 +97,9 @@ ELECTRA_HD float div_rn(float a, float b) {
 }
 
 // Uniform in [0, 1): the top 24 bits times 2^-24 (exact).
-ELECTRA_HD float uniform01(uint32_t bits) { return static_cast<float>(bits >> 8) * 0x1.0p-24f; }
+ELECTRA_HD float uniform01(uint32_t bits) {
+  return static_cast<float>(bits >> 8) * 0x1.0p-24f;
+}
 
 // Uniform in (0, 1): (top 23 bits + 0.5) * 2^-23, exact in float, from 2^-24 to 1 - 2^-24: never 0
 // or 1, safe inside log. (With 24 bits, 2^24 - 0.5 would round up to 2^24 and give 1.)

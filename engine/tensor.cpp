@@ -37,7 +37,9 @@ const char* dtype_name(DType dtype) {
   return "?";
 }
 
-const char* device_name(Device device) { return device == Device::CPU ? "cpu" : "cuda"; }
+const char* device_name(Device device) {
+  return device == Device::CPU ? "cpu" : "cuda";
+}
 
 static void set_dims(Tensor& t, std::initializer_list<int64_t> dims) {
   ELECTRA_CHECK(dims.size() <= static_cast<size_t>(kMaxRank), "rank ", dims.size(),

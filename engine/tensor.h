@@ -63,7 +63,8 @@ struct Tensor {
   Shape shape{};
 
   // A view of `data` with the given dims; throws Error on rank > 4 or a negative dim.
-  static Tensor view_of(void* data, DType dtype, Device device, std::initializer_list<int64_t> dims);
+  static Tensor view_of(void* data, DType dtype, Device device,
+                        std::initializer_list<int64_t> dims);
   template <class T>
   static Tensor view_of(T* data, Device device, std::initializer_list<int64_t> dims) {
     return view_of(static_cast<void*>(data), DTypeOf<T>::value, device, dims);

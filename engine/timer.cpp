@@ -15,8 +15,12 @@ CudaEventTimer::~CudaEventTimer() {
   cudaEventDestroy(start_);
   cudaEventDestroy(stop_);
 }
-void CudaEventTimer::start() { ELECTRA_CUDA_CHECK(cudaEventRecord(start_, stream_)); }
-void CudaEventTimer::stop() { ELECTRA_CUDA_CHECK(cudaEventRecord(stop_, stream_)); }
+void CudaEventTimer::start() {
+  ELECTRA_CUDA_CHECK(cudaEventRecord(start_, stream_));
+}
+void CudaEventTimer::stop() {
+  ELECTRA_CUDA_CHECK(cudaEventRecord(stop_, stream_));
+}
 float CudaEventTimer::milliseconds() const {
   ELECTRA_CUDA_CHECK(cudaEventSynchronize(stop_));
   float ms = 0;
@@ -30,7 +34,9 @@ CudaEventTimer::CudaEventTimer(cudaStream_t stream) : stream_(stream) {
 CudaEventTimer::~CudaEventTimer() = default;
 void CudaEventTimer::start() {}
 void CudaEventTimer::stop() {}
-float CudaEventTimer::milliseconds() const { return 0; }
+float CudaEventTimer::milliseconds() const {
+  return 0;
+}
 #endif
 
 }  // namespace electra

@@ -57,9 +57,9 @@ struct GradcheckResult {
   size_t checked = 0;             // number of coordinates checked
 };
 
-// Central differences: for each checked coordinate i of x, (loss(x + h e_i) - loss(x - h e_i)) / 2h,
-// compared with analytic[i]. `max_checks` > 0 checks an evenly spaced subset (for large inputs).
-// loss() must read x through the same storage (x is perturbed in place and restored).
+// Central differences: for each checked coordinate i of x, (loss(x + h e_i) - loss(x - h e_i)) /
+// 2h, compared with analytic[i]. `max_checks` > 0 checks an evenly spaced subset (for large
+// inputs). loss() must read x through the same storage (x is perturbed in place and restored).
 inline GradcheckResult gradcheck(std::vector<double>& x, const std::vector<double>& analytic,
                                  const std::function<double()>& loss, double h = 1e-6,
                                  size_t max_checks = 0) {

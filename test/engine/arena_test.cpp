@@ -37,9 +37,9 @@ TEST_CASE("Arena mark/rewind reuses memory without lowering the high-water mark"
 TEST_CASE("Arena over capacity names the arena, the request and the sizes", "[arena]") {
   Arena arena("parameters", Device::CPU, 1024);
   arena.alloc<float>({200});
-  CHECK_THROWS_WITH(arena.alloc<float>({100}),
-                    Catch::Contains("arena 'parameters'") && Catch::Contains("400 bytes") &&
-                        Catch::Contains("1024"));
+  CHECK_THROWS_WITH(arena.alloc<float>({100}), Catch::Contains("arena 'parameters'") &&
+                                                   Catch::Contains("400 bytes") &&
+                                                   Catch::Contains("1024"));
   CHECK(arena.used() == 1024);  // a failed request changes nothing
 }
 
@@ -54,6 +54,8 @@ TEST_CASE("Arena moves transfer ownership", "[arena]") {
 }
 
 TEST_CASE("A CUDA arena is refused without a usable GPU", "[arena]") {
-  if (cuda_device_count() > 0) SUCCEED("GPU present: covered by engine_gpu_tests");
-  else CHECK_THROWS_AS(Arena("device", Device::CUDA, 1024), Error);
+  if (cuda_device_count() > 0)
+    SUCCEED("GPU present: covered by engine_gpu_tests");
+  else
+    CHECK_THROWS_AS(Arena("device", Device::CUDA, 1024), Error);
 }

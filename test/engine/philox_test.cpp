@@ -67,8 +67,8 @@ TEST_CASE("Uniform floats stay in range and are exact multiples of 2^-24", "[phi
 }
 
 TEST_CASE("portable_logf is within 2 ulp of the exact log, subnormals included", "[philox]") {
-  std::vector<float> xs = {1.0f, 0.5f, 2.0f, 0x1.0p-25f, 1e-38f, 1e-42f,
-                           0.70710677f, 1.4142135f, 3.0e38f, 1.0f - 0x1.0p-24f};
+  std::vector<float> xs = {1.0f,   0.5f,        2.0f,       0x1.0p-25f, 1e-38f,
+                           1e-42f, 0.70710677f, 1.4142135f, 3.0e38f,    1.0f - 0x1.0p-24f};
   const RngStream s{11, RngPurpose::kTest, 0, 0};
   for (int i = 0; i < 100000; ++i) xs.push_back(uniform_open01(s.bits(i)));
   for (float x : xs) {
@@ -98,6 +98,6 @@ TEST_CASE("Gumbel noise has the standard Gumbel mean and variance", "[philox]") 
   }
   const double mean = sum / n;
   const double var = sum_sq / n - mean * mean;
-  CHECK(mean == Approx(0.5772156649).margin(0.01));         // Euler-Mascheroni constant
+  CHECK(mean == Approx(0.5772156649).margin(0.01));       // Euler-Mascheroni constant
   CHECK(var == Approx(M_PI * M_PI / 6.0).epsilon(0.02));  // pi^2 / 6
 }

@@ -53,9 +53,9 @@ TEST_CASE("shape and dtype checks name the tensor", "[tensor]") {
   std::vector<float> storage(6);
   Tensor t = Tensor::view_of(storage.data(), Device::CPU, {2, 3});
   CHECK_NOTHROW(check_shape(t, {2, 3}, "x"));
-  CHECK_THROWS_WITH(check_shape(t, {3, 2}, "input x"),
-                    Catch::Contains("input x") && Catch::Contains("f32[3,2]") &&
-                        Catch::Contains("f32[2,3]"));
+  CHECK_THROWS_WITH(check_shape(t, {3, 2}, "input x"), Catch::Contains("input x") &&
+                                                           Catch::Contains("f32[3,2]") &&
+                                                           Catch::Contains("f32[2,3]"));
   CHECK_THROWS_WITH(check_dtype(t, DType::BF16, "w"), Catch::Contains("bf16"));
   Tensor u = t.reshape({6});
   CHECK_THROWS_AS(check_same_shape(t, u, "a/b"), Error);

@@ -1,0 +1,99 @@
+// Device helpers shared by the kernels: bf16/f32 conversion, warp and block reductions,
+// 16-byte vector access, launch arithmetic. Include only from .cu files.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "engine/cuda_check.h"
+
+namespace electra::cuda {
+
+constexpr int kWarpSize = 32;
+
+__host__ __device__ constexpr int64_t ceil_div(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
+
+__device__ __forceinline__ float to_float(float x) {
+  return x;
+}
+__device__ __forceinline__ float to_float(__nv_bfloat16 x) {
+  return __bfloat162float(x);
+}
+
+template <class T>
+__device__ __forceinline__ T from_float(float x);
+template <>
+__device__ __forceinline__ float from_float<float>(float x) {
+  return x;
+}
+template <>
+__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float x) {
+  return __float2bfloat16_rn(x);
+}
+
+__device__ __forceinline__ float warp_sum(float x) {
+  for (int offset = kWarpSize / 2; offset > 0; offset /= 2) {
+    x += __shfl_xor_sync(0xffffffffu, x, offset);
+  }
+  return x;
+}
+
+__device__ __forceinline__ float warp_max(float x) {
+  for (int offset = kWarpSize / 2; offset > 0; offset /= 2) {
+    x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, offset));
+  }
+  return x;
+}
+
+// Sum over the block (blockDim.x a multiple of 32, at most 1024); every thread gets the result.
+// `scratch` holds 32 floats of shared memory. Deterministic: a fixed reduction tree.
+__device__ __forceinline__ float block_sum(float x, float* scratch) {
+  const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
+  const int warps = blockDim.x / kWarpSize;
+  x = warp_sum(x);
+  __syncthreads();  // scratch may still be read by a previous call
+  if (lane == 0) scratch[warp] = x;
+  __syncthreads();
+  x = lane < warps ? scratch[lane] : 0.0f;
+  return warp_sum(x);
+}
+
+__device__ __forceinline__ float block_max(float x, float* scratch) {
+  const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
+  const int warps = blockDim.x / kWarpSize;
+  x = warp_max(x);
+  __syncthreads();
+  if (lane == 0) scratch[warp] = x;
+  __syncthreads();
+  x = lane < warps ? scratch[lane] : -INFINITY;
+  return warp_max(x);
+}
+
+// 16 bytes of T (4 floats or 8 bf16) loaded or stored in one instruction.
+template <class T>
+struct alignas(16) Pack {
+  static constexpr int kSize = 16 / sizeof(T);
+  T v[kSize];
+};
+
+template <class T>
+__device__ __forceinline__ Pack<T> load_pack(const T* p) {
+  Pack<T> out;
+  *reinterpret_cast<int4*>(&out) = *reinterpret_cast<const int4*>(p);
+  return out;
+}
+
+template <class T>
+__device__ __forceinline__ void store_pack(T* p, const Pack<T>& pack) {
+  *reinterpret_cast<int4*>(p) = *reinterpret_cast<const int4*>(&pack);
+}
+
+inline bool is_aligned16(const void* p) {
+  return reinterpret_cast<uintptr_t>(p) % 16 == 0;
+}
+
+}  // namespace electra::cuda
