@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Installs every system dependency of electra-engine from Debian's packages (bookworm or newer).
+# Idempotent: packages already present are left alone. Works as root or through sudo.
+# The CUDA toolkit is not a Debian dependency: when nvcc is present (PATH or /usr/local/cuda/bin)
+# the CUDA build is enabled, otherwise the CPU-only build is used.
+set -euo pipefail
+
+# Tested with Debian 12 (bookworm): cmake 3.25, catch2 2.13.10, eigen 3.4.0, yaml-cpp 0.7.0,
+# utf8proc 2.8.0, nlohmann-json 3.11.2, zstd 1.5.4, openmpi 4.1.4. Minimum versions we rely on:
+declare -A MIN_VERSION=([cmake]=3.24 [catch2]=2.13 [libeigen3-dev]=3.4 [nlohmann-json3-dev]=3.10)
+
+PACKAGES=(
+  build-essential cmake ninja-build pkg-config git clang-format python3
+  catch2 libeigen3-dev libyaml-cpp-dev libutf8proc-dev nlohmann-json3-dev libzstd-dev zstd
+  libopenmpi-dev openmpi-bin
+)
+
+if [[ $(id -u) -eq 0 ]]; then
+  SUDO=()
+elif command -v sudo >/dev/null; then
+  SUDO=(sudo)
+else
+  echo "setup.sh: error: run as root or install sudo" >&2
+  exit 1
+fi
+
+missing=()
+for pkg in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+done
+
+if ((${#missing[@]})); then
+  echo "setup.sh: installing: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  "${SUDO[@]}" apt-get update -qq
+  "${SUDO[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  echo "setup.sh: installed ${#missing[@]} package(s)"
+else
+  echo "setup.sh: all ${#PACKAGES[@]} packages already installed"
+fi
+
+for pkg in "${!MIN_VERSION[@]}"; do
+  have=$(dpkg-query -W -f='${Version}' "$pkg")
+  if ! dpkg --compare-versions "$have" ge "${MIN_VERSION[$pkg]}"; then
+    echo "setup.sh: error: $pkg $have is older than the required ${MIN_VERSION[$pkg]}" >&2
+    exit 1
+  fi
+done
+
+NVCC=$(command -v nvcc || true)
+[[ -z "$NVCC" && -x /usr/local/cuda/bin/nvcc ]] && NVCC=/usr/local/cuda/bin/nvcc
+if [[ -n "$NVCC" ]]; then
+  echo "setup.sh: CUDA will be built ($("$NVCC" --version | tail -1), sm_80 and sm_90)"
+  # cuobjdump proves the objects hold sm_80/sm_90 machine code (test cuda_architectures). Toolkits
+  # installed without it get NVIDIA's PyPI package; without it that test reports itself skipped.
+  if ! command -v cuobjdump >/dev/null && [[ ! -x "$(dirname "$NVCC")/cuobjdump" ]] &&
+    ! python3 -c 'import nvidia.cu13' 2>/dev/null; then
+    python3 -m pip install -q "nvidia-cuda-cuobjdump==13.2.51" 2>/dev/null ||
+      echo "setup.sh: note: could not install cuobjdump; the cuda_architectures test will be skipped"
+  fi
+else
+  echo "setup.sh: CUDA will NOT be built (nvcc not found): CPU-only build"
+fi
