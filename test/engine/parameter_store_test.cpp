@@ -1,0 +1,40 @@
+#include <catch2/catch.hpp>
+#include <cstdint>
+
+#include "engine/parameter_store.h"
+
+using namespace electra;
+
+TEST_CASE("ParameterStore lays parameters out aligned in one flat buffer", "[params]") {
+  ParameterStore store;
+  store.add("electra.embeddings.word_embeddings.weight", {11, 4}, ParamKind::kEmbedding);
+  store.add("electra.embeddings.LayerNorm.bias", {4}, ParamKind::kLayerNormBeta);
+  store.add("discriminator_predictions.dense.weight", {3, 5}, ParamKind::kWeight);
+  CHECK(store.parameter_count() == 44 + 4 + 15);
+  CHECK(store.total_elements() == 64 * 3);
+  Arena params("params", Device::CPU, store.bytes_needed());
+  Arena grads("grads", Device::CPU, store.bytes_needed());
+  store.allocate(params, grads);
+  Tensor w = store.param("discriminator_predictions.dense.weight");
+  CHECK(w.str() == "f32[3,5]@cpu");
+  CHECK(w.ptr<float>() == store.flat_params().ptr<float>() + 128);
+  CHECK(reinterpret_cast<uintptr_t>(w.data) % 256 == 0);
+  CHECK(store.grad(1).ptr<float>() == store.flat_grads().ptr<float>() + 64);
+  CHECK(store.info("electra.embeddings.LayerNorm.bias").kind == ParamKind::kLayerNormBeta);
+  CHECK_FALSE(param_decays(ParamKind::kBias));
+  CHECK(param_decays(ParamKind::kEmbedding));
+}
+
+TEST_CASE("ParameterStore rejects duplicates, late adds and unknown names", "[params]") {
+  ParameterStore store;
+  store.add("a", {2}, ParamKind::kBias);
+  CHECK_THROWS_WITH(store.add("a", {3}, ParamKind::kBias), Catch::Contains("duplicate"));
+  CHECK_THROWS_AS(store.add("z", {0}, ParamKind::kBias), Error);
+  CHECK_THROWS_WITH(store.param("a"), Catch::Contains("before allocate"));
+  Arena params("p", Device::CPU, store.bytes_needed(DType::F64));
+  Arena grads("g", Device::CPU, store.bytes_needed(DType::F64));
+  store.allocate(params, grads, DType::F64);
+  CHECK(store.param("a").dtype == DType::F64);
+  CHECK_THROWS_WITH(store.param("b"), Catch::Contains("no parameter named 'b'"));
+  CHECK_THROWS_AS(store.add("c", {1}, ParamKind::kBias), Error);
+}
