@@ -1,0 +1,171 @@
+#include "engine/yaml_config.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <sstream>
+
+namespace electra {
+
+namespace {
+
+std::string scalar_text(const YAML::Node& node) {
+  if (node.IsScalar()) return node.Scalar();
+  if (node.IsSequence()) return "a list";
+  if (node.IsMap()) return "a mapping";
+  return "null";
+}
+
+}  // namespace
+
+ConfigNode ConfigNode::parse(const std::string& text, const std::string& name) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    throw UserError(str_cat(name, ":", e.mark.line + 1, ": invalid YAML: ", e.msg));
+  }
+  if (root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
+  ELECTRA_USER_CHECK(root.IsMap(), name, ": the top level must be a mapping of keys");
+  auto shared = std::make_shared<Shared>();
+  shared->file = name;
+  return ConfigNode(root, shared, "");
+}
+
+ConfigNode ConfigNode::load(const std::string& path) {
+  std::ifstream in(path);
+  ELECTRA_USER_CHECK(in, path, ": cannot open config (", std::strerror(errno), ")");
+  std::stringstream text;
+  text << in.rdbuf();
+  return parse(text.str(), path);
+}
+
+std::string ConfigNode::where(const YAML::Node& node) const {
+  const YAML::Mark mark = node.Mark();
+  if (mark.line < 0) return shared_->file;
+  return str_cat(shared_->file, ":", mark.line + 1);
+}
+
+bool ConfigNode::has(const std::string& key) const {
+  return node_.IsMap() && node_[key].IsDefined() && !node_[key].IsNull();
+}
+
+ConfigNode ConfigNode::section(const std::string& key) {
+  shared_->consumed.insert(path_of(key));
+  if (!node_.IsMap() || !node_[key].IsDefined() || node_[key].IsNull()) {
+    return ConfigNode(YAML::Node(YAML::NodeType::Map), shared_, path_of(key));
+  }
+  const YAML::Node child = node_[key];
+  ELECTRA_USER_CHECK(child.IsMap(), where(child), ": ", path_of(key),
+                     ": expected a mapping of keys, got ", scalar_text(child));
+  return ConfigNode(child, shared_, path_of(key));
+}
+
+template <class T>
+T ConfigNode::read(const std::string& key) {
+  const YAML::Node value = node_[key];
+  shared_->consumed.insert(path_of(key));
+  const std::string text = scalar_text(value);
+  auto fail = [&](const char* expected) -> T {
+    throw UserError(
+        str_cat(where(value), ": ", path_of(key), ": expected ", expected, ", got '", text, "'"));
+  };
+  if (!value.IsScalar()) fail(std::is_same_v<T, std::string> ? "a string" : "a scalar");
+  if constexpr (std::is_same_v<T, std::string>) {
+    return value.Scalar();
+  } else if constexpr (std::is_same_v<T, bool>) {
+    if (text == "true") return true;
+    if (text == "false") return false;
+    return fail("true or false");
+  } else if constexpr (std::is_unsigned_v<T>) {
+    errno = 0;
+    char* end = nullptr;
+    const unsigned long long v = std::strtoull(text.c_str(), &end, 10);
+    if (text.empty() || text[0] == '-' || *end != '\0' || errno != 0 ||
+        v > std::numeric_limits<T>::max()) {
+      return fail("a non-negative integer");
+    }
+    return static_cast<T>(v);
+  } else if constexpr (std::is_integral_v<T>) {
+    errno = 0;
+    char* end = nullptr;
+    const long long v = std::strtoll(text.c_str(), &end, 10);
+    if (text.empty() || *end != '\0' || errno != 0 ||
+        v < static_cast<long long>(std::numeric_limits<T>::min()) ||
+        v > static_cast<long long>(std::numeric_limits<T>::max())) {
+      return fail("an integer");
+    }
+    return static_cast<T>(v);
+  } else {
+    errno = 0;
+    char* end = nullptr;
+    const double v = std::strtod(text.c_str(), &end);
+    if (text.empty() || *end != '\0' || errno != 0 || !std::isfinite(v)) return fail("a number");
+    return static_cast<T>(v);
+  }
+}
+
+template int ConfigNode::read<int>(const std::string&);
+template int64_t ConfigNode::read<int64_t>(const std::string&);
+template uint64_t ConfigNode::read<uint64_t>(const std::string&);
+template double ConfigNode::read<double>(const std::string&);
+template float ConfigNode::read<float>(const std::string&);
+template bool ConfigNode::read<bool>(const std::string&);
+template std::string ConfigNode::read<std::string>(const std::string&);
+
+std::string ConfigNode::choice(const std::string& key, const std::string& fallback,
+                               const std::vector<std::string>& choices) {
+  const std::string value = get<std::string>(key, fallback);
+  for (const auto& c : choices) {
+    if (c == value) return value;
+  }
+  std::string allowed;
+  for (const auto& c : choices) allowed += (allowed.empty() ? "" : ", ") + c;
+  throw UserError(
+      str_cat(where(node_[key]), ": ", path_of(key), ": '", value, "' is not one of: ", allowed));
+}
+
+void ConfigNode::finish_node(const YAML::Node& node, const std::string& prefix) const {
+  if (!node.IsMap()) return;
+  for (const auto& item : node) {
+    const std::string key = item.first.as<std::string>();
+    const std::string path = prefix.empty() ? key : prefix + "." + key;
+    if (!shared_->consumed.count(path)) {
+      throw UserError(str_cat(where(item.first), ": unknown key '", path, "'"));
+    }
+    if (item.second.IsMap()) finish_node(item.second, path);
+  }
+}
+
+void ConfigNode::finish() const {
+  finish_node(node_, prefix_);
+}
+
+void ConfigNode::apply_override(const std::string& assignment) {
+  const size_t eq = assignment.find('=');
+  ELECTRA_USER_CHECK(eq != std::string::npos && eq > 0, "--set ", assignment,
+                     ": expected section.key=value");
+  const std::string path = assignment.substr(0, eq);
+  const std::string value = assignment.substr(eq + 1);
+  YAML::Node node = node_;
+  std::vector<std::string> parts;
+  for (size_t start = 0;;) {
+    const size_t dot = path.find('.', start);
+    parts.push_back(path.substr(start, dot - start));
+    if (dot == std::string::npos) break;
+    start = dot + 1;
+  }
+  for (size_t i = 0; i + 1 < parts.size(); ++i) {
+    ELECTRA_USER_CHECK(node.IsMap() && node[parts[i]].IsDefined() && node[parts[i]].IsMap(),
+                       "--set ", assignment, ": no section '", parts[i], "' in ", shared_->file);
+    node.reset(node[parts[i]]);  // rebind; operator= would overwrite the document
+  }
+  ELECTRA_USER_CHECK(node[parts.back()].IsDefined(), "--set ", assignment, ": no key '", path,
+                     "' in ", shared_->file);
+  node[parts.back()] = YAML::Load(value);
+}
+
+}  // namespace electra

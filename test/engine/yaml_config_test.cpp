@@ -1,0 +1,73 @@
+#include <catch2/catch.hpp>
+
+#include "engine/yaml_config.h"
+
+using namespace electra;
+
+namespace {
+const char* kConfig = R"(model:
+  hidden: 256
+  layers: 12
+optimizer:
+  lr: 5.0e-4
+  bias_correction: false
+  name: adamw
+steps: 1000
+)";
+}
+
+TEST_CASE("config values are read with types, defaults and sections", "[config]") {
+  ConfigNode root = ConfigNode::parse(kConfig, "small.yaml");
+  ConfigNode model = root.section("model");
+  CHECK(model.require<int>("hidden") == 256);
+  CHECK(model.get<int>("layers", 1) == 12);
+  CHECK(model.get<int>("heads", 4) == 4);
+  ConfigNode opt = root.section("optimizer");
+  CHECK(opt.get<double>("lr", 0) == 5e-4);
+  CHECK(opt.get<bool>("bias_correction", true) == false);
+  CHECK(opt.choice("name", "lamb", {"adamw", "lamb"}) == "adamw");
+  CHECK(root.require<int64_t>("steps") == 1000);
+  CHECK(root.section("absent").get<int>("x", 7) == 7);
+  CHECK_NOTHROW(root.finish());
+}
+
+TEST_CASE("unknown keys are errors naming the file, line and dotted key", "[config]") {
+  ConfigNode root = ConfigNode::parse(kConfig, "small.yaml");
+  root.section("model").require<int>("hidden");
+  root.section("optimizer").get<double>("lr", 0);
+  root.require<int>("steps");
+  CHECK_THROWS_WITH(root.finish(), "small.yaml:3: unknown key 'model.layers'");
+}
+
+TEST_CASE("wrong types and missing keys are errors naming the key and line", "[config]") {
+  ConfigNode root = ConfigNode::parse("a:\n  n: fast\n  b: maybe\n  big: 99999999999\n", "c.yaml");
+  ConfigNode a = root.section("a");
+  CHECK_THROWS_WITH(a.get<double>("n", 0), "c.yaml:2: a.n: expected a number, got 'fast'");
+  CHECK_THROWS_WITH(a.get<bool>("b", false), "c.yaml:3: a.b: expected true or false, got 'maybe'");
+  CHECK_THROWS_WITH(a.get<int>("big", 0), Catch::Contains("c.yaml:4: a.big: expected an integer"));
+  CHECK_THROWS_WITH(a.require<int>("missing"), Catch::Contains("missing required key 'a.missing'"));
+  CHECK_THROWS_WITH(a.choice("n", "x", {"x", "y"}), Catch::Contains("'fast' is not one of: x, y"));
+  CHECK_THROWS_WITH(root.section("a").section("n"), Catch::Contains("expected a mapping"));
+}
+
+TEST_CASE("invalid YAML and missing files are user errors", "[config]") {
+  CHECK_THROWS_WITH(ConfigNode::parse("a: [1, 2\n", "bad.yaml"),
+                    Catch::StartsWith("bad.yaml:") && Catch::Contains("invalid YAML"));
+  CHECK_THROWS_WITH(ConfigNode::load("/nonexistent/x.yaml"),
+                    Catch::Contains("/nonexistent/x.yaml: cannot open config"));
+  CHECK_THROWS_WITH(ConfigNode::parse("- 1\n- 2\n", "list.yaml"),
+                    Catch::Contains("top level must be a mapping"));
+}
+
+TEST_CASE("overrides (--set a.b=c) apply to existing keys only", "[config]") {
+  ConfigNode root = ConfigNode::parse(kConfig, "small.yaml");
+  root.apply_override("optimizer.lr=1e-3");
+  root.apply_override("steps=20");
+  CHECK(root.section("optimizer").get<double>("lr", 0) == 1e-3);
+  CHECK(root.require<int>("steps") == 20);
+  CHECK_THROWS_WITH(root.apply_override("optimizer.lr_peak=1"),
+                    Catch::Contains("no key 'optimizer.lr_peak'"));
+  CHECK_THROWS_WITH(root.apply_override("optimiser.lr=1"),
+                    Catch::Contains("no section 'optimiser'"));
+  CHECK_THROWS_WITH(root.apply_override("steps"), Catch::Contains("expected section.key=value"));
+}
