@@ -1,0 +1,81 @@
+#include "models/electra_config.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace electra {
+
+void EncoderConfig::validate(const std::string& what) const {
+  auto positive = [&](int v, const char* field) {
+    ELECTRA_USER_CHECK(v > 0, what, ".", field, " must be positive (got ", v, ")");
+  };
+  positive(vocab_size, "vocab_size");
+  positive(embedding_size, "embedding_size");
+  positive(hidden, "hidden");
+  positive(layers, "layers");
+  positive(heads, "heads");
+  positive(ffn, "ffn");
+  positive(max_positions, "max_positions");
+  positive(type_vocab_size, "type_vocab_size");
+  ELECTRA_USER_CHECK(hidden % heads == 0, what, ".hidden (", hidden, ") is not divisible by ", what,
+                     ".heads (", heads, ")");
+  ELECTRA_USER_CHECK(hidden_dropout >= 0 && hidden_dropout < 1, what,
+                     ".hidden_dropout must be in [0, 1) (got ", hidden_dropout, ")");
+  ELECTRA_USER_CHECK(attention_dropout >= 0 && attention_dropout < 1, what,
+                     ".attention_dropout must be in [0, 1) (got ", attention_dropout, ")");
+}
+
+EncoderConfig ElectraConfig::generator() const {
+  EncoderConfig g = discriminator;
+  g.hidden =
+      std::max(1, static_cast<int>(std::lround(discriminator.hidden * generator_multiplier)));
+  g.ffn = 4 * g.hidden;
+  g.heads = std::max(1, g.hidden / 64);
+  return g;
+}
+
+ElectraConfig electra_preset(const std::string& name) {
+  ElectraConfig c;
+  EncoderConfig& d = c.discriminator;
+  if (name == "small") {
+    d.embedding_size = 128, d.hidden = 256, d.layers = 12, d.heads = 4, d.ffn = 1024;
+    c.generator_multiplier = 0.25;
+  } else if (name == "base") {
+    d.embedding_size = 768, d.hidden = 768, d.layers = 12, d.heads = 12, d.ffn = 3072;
+    c.generator_multiplier = 1.0 / 3.0;
+  } else if (name == "large") {
+    d.embedding_size = 1024, d.hidden = 1024, d.layers = 24, d.heads = 16, d.ffn = 4096;
+    c.generator_multiplier = 0.25;
+  } else if (name == "tiny") {
+    d.embedding_size = 64, d.hidden = 128, d.layers = 2, d.heads = 2, d.ffn = 512;
+    d.max_positions = 128;
+    c.generator_multiplier = 0.5;
+  } else {
+    throw UserError(str_cat("unknown model preset '", name, "' (use tiny, small, base, large)"));
+  }
+  return c;
+}
+
+ElectraConfig read_electra_config(ConfigNode model) {
+  ElectraConfig c =
+      electra_preset(model.choice("preset", "small", {"tiny", "small", "base", "large"}));
+  EncoderConfig& d = c.discriminator;
+  d.vocab_size = model.get<int>("vocab_size", d.vocab_size);
+  d.embedding_size = model.get<int>("embedding_size", d.embedding_size);
+  d.hidden = model.get<int>("hidden", d.hidden);
+  d.layers = model.get<int>("layers", d.layers);
+  d.heads = model.get<int>("heads", d.heads);
+  d.ffn = model.get<int>("ffn", d.ffn);
+  d.max_positions = model.get<int>("max_positions", d.max_positions);
+  d.hidden_dropout = model.get<float>("hidden_dropout", d.hidden_dropout);
+  d.attention_dropout = model.get<float>("attention_dropout", d.attention_dropout);
+  c.generator_multiplier = model.get<double>("generator_multiplier", c.generator_multiplier);
+  ELECTRA_USER_CHECK(c.generator_multiplier > 0 && c.generator_multiplier <= 1,
+                     "model.generator_multiplier must be in (0, 1] (got ", c.generator_multiplier,
+                     ")");
+  d.validate("model");
+  c.generator().validate("model (generator)");
+  return c;
+}
+
+}  // namespace electra

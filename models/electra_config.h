@@ -1,0 +1,49 @@
+// Model sizes (paper Table 6) and the generator-size rule of DESIGN section 4.
+//
+// The generator shares the discriminator's embedding tables (so the same embedding size E), has
+// the same number of layers, hidden = round(H_disc * multiplier), FFN = 4 * hidden and
+// heads = max(1, hidden / 64). Multipliers: Small 1/4, Small++ 1, Base 1/3, Large 1/4.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "engine/yaml_config.h"
+
+namespace electra {
+
+struct EncoderConfig {
+  int vocab_size = 30522;
+  int embedding_size = 128;  // E; an embeddings_project E -> H exists when E != hidden
+  int hidden = 256;
+  int layers = 12;
+  int heads = 4;
+  int ffn = 1024;
+  int max_positions = 512;
+  int type_vocab_size = 2;
+  float hidden_dropout = 0.1f;
+  float attention_dropout = 0.1f;
+  float layer_norm_eps = 1e-12f;
+
+  int head_dim() const { return hidden / heads; }
+  bool has_projection() const { return embedding_size != hidden; }
+  // Throws UserError naming the offending field when sizes are inconsistent.
+  void validate(const std::string& what) const;
+};
+
+struct ElectraConfig {
+  EncoderConfig discriminator;
+  double generator_multiplier = 0.25;
+
+  EncoderConfig generator() const;
+};
+
+// "small", "base", "large" (Table 6) or "tiny" (tests and the CPU demo); UserError otherwise.
+ElectraConfig electra_preset(const std::string& name);
+
+// Reads a `model:` section: `preset` then any field overrides (hidden, layers, heads, ffn,
+// embedding_size, vocab_size, max_positions, hidden_dropout, attention_dropout,
+// generator_multiplier). Validates the result.
+ElectraConfig read_electra_config(ConfigNode model);
+
+}  // namespace electra

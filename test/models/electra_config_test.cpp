@@ -1,0 +1,48 @@
+#include <catch2/catch.hpp>
+
+#include "models/electra_config.h"
+
+using namespace electra;
+
+TEST_CASE("paper presets and the generator-size rule (Table 6, DESIGN section 4)", "[config]") {
+  const ElectraConfig small = electra_preset("small");
+  CHECK(small.discriminator.hidden == 256);
+  CHECK(small.discriminator.embedding_size == 128);
+  CHECK(small.discriminator.has_projection());
+  const EncoderConfig small_gen = small.generator();
+  CHECK(small_gen.hidden == 64);
+  CHECK(small_gen.ffn == 256);
+  CHECK(small_gen.heads == 1);
+  CHECK(small_gen.layers == 12);
+  CHECK(small_gen.embedding_size == 128);  // shared tables
+
+  const EncoderConfig base_gen = electra_preset("base").generator();
+  CHECK(base_gen.hidden == 256);
+  CHECK(base_gen.heads == 4);
+  CHECK(base_gen.ffn == 1024);
+  CHECK_FALSE(electra_preset("base").discriminator.has_projection());
+
+  const ElectraConfig large = electra_preset("large");
+  CHECK(large.discriminator.layers == 24);
+  CHECK(large.generator().hidden == 256);
+  CHECK(large.generator().heads == 4);
+  CHECK_THROWS_WITH(electra_preset("huge"), Catch::Contains("unknown model preset 'huge'"));
+}
+
+TEST_CASE("model sections override presets and are validated", "[config]") {
+  ConfigNode root = ConfigNode::parse(
+      "model:\n  preset: tiny\n  hidden: 96\n  heads: 3\n  generator_multiplier: 0.5\n", "m.yaml");
+  const ElectraConfig c = read_electra_config(root.section("model"));
+  CHECK(c.discriminator.hidden == 96);
+  CHECK(c.discriminator.head_dim() == 32);
+  CHECK(c.generator().hidden == 48);
+  CHECK(c.generator().heads == 1);
+  CHECK_NOTHROW(root.finish());
+
+  ConfigNode bad = ConfigNode::parse("model:\n  preset: tiny\n  heads: 5\n", "bad.yaml");
+  CHECK_THROWS_WITH(read_electra_config(bad.section("model")),
+                    Catch::Contains("model.hidden (128) is not divisible by model.heads (5)"));
+  ConfigNode bad_gen = ConfigNode::parse("model:\n  generator_multiplier: 2\n", "g.yaml");
+  CHECK_THROWS_WITH(read_electra_config(bad_gen.section("model")),
+                    Catch::Contains("generator_multiplier must be in (0, 1]"));
+}
