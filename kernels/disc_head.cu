@@ -1,0 +1,90 @@
+// disc_head kernels: elementwise loss and dlogit, with the counts reduced deterministically in two
+// passes. Pass 1: each block takes kDiscHeadThreads * kDiscHeadItemsPerThread consecutive tokens
+// (coalesced: item k of thread t is token k * threads + t), sums the six counts in f32 with a
+// fixed tree and writes them to workspace[block]. Pass 2: one block adds the partials in block
+// order per thread and then in a fixed tree. The partition depends on N only, never on the GPU.
+// Memory-bound: 4 (or 2) + 4 + 4 bytes read and 4 + 4 (or 2) written per token.
+#include "kernels/cuda_common.cuh"
+#include "kernels/disc_head.h"
+
+namespace electra::cuda {
+namespace {
+
+template <class T>
+__global__ void __launch_bounds__(kDiscHeadThreads)
+    disc_head_kernel(const T* logits, const int32_t* labels, const float* weights, float scale,
+                     int64_t n, float* loss, T* dlogits, float* partials) {
+  __shared__ float scratch[kWarpSize];
+  float sums[kDiscCounts] = {};
+  const int64_t first = blockIdx.x * int64_t{kDiscHeadThreads} * kDiscHeadItemsPerThread;
+#pragma unroll
+  for (int k = 0; k < kDiscHeadItemsPerThread; ++k) {
+    const int64_t i = first + k * kDiscHeadThreads + threadIdx.x;
+    if (i >= n) break;
+    const float z = to_float(logits[i]), w = weights[i];
+    const bool actual = labels[i] == 1, predicted = z > 0.0f;
+    const float y = actual ? 1.0f : 0.0f;
+    const float l = w * (fmaxf(z, 0.0f) - y * z + log1pf(expf(-fabsf(z))));
+    const float s = 1.0f / (1.0f + expf(-z));
+    loss[i] = l;
+    dlogits[i] = from_float<T>(w * scale * (s - y));
+    sums[kDiscCorrect] += predicted == actual ? w : 0.0f;
+    sums[kDiscTruePositive] += predicted && actual ? w : 0.0f;
+    sums[kDiscPredictedPositive] += predicted ? w : 0.0f;
+    sums[kDiscActualPositive] += actual ? w : 0.0f;
+    sums[kDiscWeight] += w;
+    sums[kDiscLoss] += l;
+  }
+#pragma unroll
+  for (int c = 0; c < kDiscCounts; ++c) {
+    const float total = block_sum(sums[c], scratch);
+    if (threadIdx.x == 0) partials[blockIdx.x * int64_t{kDiscCounts} + c] = total;
+  }
+}
+
+__global__ void __launch_bounds__(kDiscHeadThreads)
+    disc_head_counts_kernel(const float* partials, int64_t blocks, float* counts) {
+  __shared__ float scratch[kWarpSize];
+  for (int c = 0; c < kDiscCounts; ++c) {
+    float sum = 0.0f;
+    for (int64_t b = threadIdx.x; b < blocks; b += kDiscHeadThreads) {
+      sum += partials[b * kDiscCounts + c];
+    }
+    const float total = block_sum(sum, scratch);
+    if (threadIdx.x == 0) counts[c] = total;
+  }
+}
+
+template <class T>
+void launch(Context& ctx, const T* logits, const Tensor& labels, const Tensor& weights, float scale,
+            const Tensor& loss, T* dlogits, const Tensor& counts, const Tensor& workspace) {
+  const int64_t n = labels.numel();
+  const int64_t blocks = disc_head_workspace_size(n) / kDiscCounts;
+  disc_head_kernel<T><<<blocks, kDiscHeadThreads, 0, ctx.stream()>>>(
+      logits, labels.ptr<int32_t>(), weights.ptr<float>(), scale, n, loss.ptr<float>(), dlogits,
+      workspace.ptr<float>());
+  ELECTRA_CUDA_CHECK_LAUNCH();
+  disc_head_counts_kernel<<<1, kDiscHeadThreads, 0, ctx.stream()>>>(workspace.ptr<float>(), blocks,
+                                                                    counts.ptr<float>());
+  ELECTRA_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace
+
+void disc_head(Context& ctx, const Tensor& logits, const Tensor& labels, const Tensor& weights,
+               float scale, const Tensor& loss, const Tensor& dlogits, const Tensor& counts,
+               const Tensor& workspace) {
+  check_dtype(loss, DType::F32, "disc_head (cuda) loss");
+  check_dtype(counts, DType::F32, "disc_head (cuda) counts");
+  if (logits.dtype == DType::F32) {
+    launch(ctx, logits.ptr<float>(), labels, weights, scale, loss, dlogits.ptr<float>(), counts,
+           workspace);
+  } else if (logits.dtype == DType::BF16) {
+    launch(ctx, static_cast<const __nv_bfloat16*>(logits.data), labels, weights, scale, loss,
+           static_cast<__nv_bfloat16*>(dlogits.data), counts, workspace);
+  } else {
+    throw Error(str_cat("disc_head (cuda): logits must be f32 or bf16, got ", logits.str()));
+  }
+}
+
+}  // namespace electra::cuda

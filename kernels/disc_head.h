@@ -1,0 +1,79 @@
+// disc_head: the discriminator's sigmoid loss ("was this token replaced?") with its gradient and
+// the counts behind accuracy, precision and recall.
+//
+// Shapes: logits [N], labels [N] i32 (1 = replaced, 0 = original), weights [N] f32 (0 on padding),
+// loss [N], dlogits [N] (may alias logits: each element is read before it is written),
+// counts [kDiscCounts]. With z = logits[i], y = labels[i], w = weights[i], s = sigmoid(z):
+//   loss[i]    = w * BCE(s, y) = w * (max(z, 0) - y z + log1p(exp(-|z|)))   (softplus form: stable)
+//   dlogits[i] = w * scale * (s - y)
+// A prediction is "replaced" when z > 0. The counts are sums over all tokens of w times an
+// indicator (see DiscCount), and the summed loss; precision = TP / predicted positives, recall =
+// TP / actual positives, accuracy = correct / total weight are left to the caller.
+//
+// Dtypes: CUDA logits/dlogits f32 or bf16, loss and counts f32 (f32 math). CPU logits, dlogits,
+// loss and counts f32 or f64. The CUDA counts are a deterministic two-pass reduction: per-block
+// partials into `workspace` (f32, at least disc_head_workspace_size(N) elements), then one block
+// sums them in a fixed order. The CPU ignores the workspace (pass an empty Tensor).
+#pragma once
+
+#include "kernels/dispatch.h"
+
+namespace electra {
+
+enum DiscCount : int {
+  kDiscCorrect = 0,            // sum w * [(z > 0) == (y == 1)]
+  kDiscTruePositive = 1,       // sum w * [z > 0 and y == 1]
+  kDiscPredictedPositive = 2,  // sum w * [z > 0]
+  kDiscActualPositive = 3,     // sum w * [y == 1]
+  kDiscWeight = 4,             // sum w
+  kDiscLoss = 5,               // sum loss[i] (unscaled)
+  kDiscCounts = 6,
+};
+
+// Threads per block and elements per thread of the CUDA kernel: the partial count is fixed by N
+// alone, so the reduction order (and the result) does not depend on the GPU.
+constexpr int kDiscHeadThreads = 256;
+constexpr int kDiscHeadItemsPerThread = 8;
+
+// Elements of f32 workspace the CUDA op needs for N tokens: kDiscCounts partials per block.
+inline int64_t disc_head_workspace_size(int64_t n) {
+  const int64_t per_block = int64_t{kDiscHeadThreads} * kDiscHeadItemsPerThread;
+  return ((n + per_block - 1) / per_block) * kDiscCounts;
+}
+
+namespace cpu {
+void disc_head(Context& ctx, const Tensor& logits, const Tensor& labels, const Tensor& weights,
+               float scale, const Tensor& loss, const Tensor& dlogits, const Tensor& counts,
+               const Tensor& workspace);
+}
+namespace cuda {
+void disc_head(Context& ctx, const Tensor& logits, const Tensor& labels, const Tensor& weights,
+               float scale, const Tensor& loss, const Tensor& dlogits, const Tensor& counts,
+               const Tensor& workspace);
+}
+
+inline void disc_head(Context& ctx, const Tensor& logits, const Tensor& labels,
+                      const Tensor& weights, float scale, const Tensor& loss, const Tensor& dlogits,
+                      const Tensor& counts, const Tensor& workspace) {
+  check_devices(ctx, "disc_head", {&logits, &labels, &weights, &loss, &dlogits, &counts});
+  const int64_t n = logits.numel();
+  ELECTRA_CHECK(n > 0, "disc_head: no tokens in ", logits.str());
+  ELECTRA_CHECK(
+      labels.numel() == n && weights.numel() == n && loss.numel() == n && dlogits.numel() == n,
+      "disc_head: logits ", logits.str(), ", labels ", labels.str(), ", weights ", weights.str(),
+      ", loss ", loss.str(), ", dlogits ", dlogits.str());
+  check_dtype(labels, DType::I32, "disc_head labels");
+  check_dtype(weights, DType::F32, "disc_head weights");
+  check_dtype(dlogits, logits.dtype, "disc_head dlogits");
+  check_shape(counts, {kDiscCounts}, "disc_head counts");
+  if (ctx.is_cuda()) {
+    check_devices(ctx, "disc_head", {&workspace});
+    check_dtype(workspace, DType::F32, "disc_head workspace");
+    ELECTRA_CHECK(workspace.numel() >= disc_head_workspace_size(n), "disc_head: workspace ",
+                  workspace.str(), " < ", disc_head_workspace_size(n), " floats");
+  }
+  ELECTRA_DISPATCH(ctx, disc_head, logits, labels, weights, scale, loss, dlogits, counts,
+                   workspace);
+}
+
+}  // namespace electra

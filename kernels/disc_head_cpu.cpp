@@ -1,0 +1,48 @@
+#include <cmath>
+
+#include "kernels/disc_head.h"
+
+namespace electra::cpu {
+namespace {
+
+template <class T>
+void run(const Tensor& logits, const Tensor& labels, const Tensor& weights, float scale,
+         const Tensor& loss, const Tensor& dlogits, const Tensor& counts) {
+  const int64_t n = logits.numel();
+  const T* z = logits.ptr<T>();
+  const int32_t* y = labels.ptr<int32_t>();
+  const float* w = weights.ptr<float>();
+  T* out_loss = loss.ptr<T>();
+  T* dz = dlogits.ptr<T>();
+  double sums[kDiscCounts] = {};
+  for (int64_t i = 0; i < n; ++i) {
+    const T zi = z[i], wi = static_cast<T>(w[i]);
+    const T yi = y[i] == 1 ? T{1} : T{0};
+    const T l = wi * (std::max(zi, T{0}) - yi * zi + std::log1p(std::exp(-std::abs(zi))));
+    const T s = T{1} / (T{1} + std::exp(-zi));
+    const bool predicted = zi > 0, actual = y[i] == 1;
+    out_loss[i] = l;
+    dz[i] = wi * static_cast<T>(scale) * (s - yi);
+    sums[kDiscCorrect] += predicted == actual ? wi : 0;
+    sums[kDiscTruePositive] += predicted && actual ? wi : 0;
+    sums[kDiscPredictedPositive] += predicted ? wi : 0;
+    sums[kDiscActualPositive] += actual ? wi : 0;
+    sums[kDiscWeight] += wi;
+    sums[kDiscLoss] += l;
+  }
+  T* out_counts = counts.ptr<T>();
+  for (int k = 0; k < kDiscCounts; ++k) out_counts[k] = static_cast<T>(sums[k]);
+}
+
+}  // namespace
+
+void disc_head(Context&, const Tensor& logits, const Tensor& labels, const Tensor& weights,
+               float scale, const Tensor& loss, const Tensor& dlogits, const Tensor& counts,
+               const Tensor&) {
+  dispatch_cpu_float(logits.dtype, "disc_head", [&](auto zero) {
+    using T = decltype(zero);
+    run<T>(logits, labels, weights, scale, loss, dlogits, counts);
+  });
+}
+
+}  // namespace electra::cpu

@@ -1,0 +1,100 @@
+// masking: ELECTRA's dynamic masking of a pre-training batch, identical on CPU and GPU.
+//
+// Shapes: ids [B, T] i32 -> masked_ids [B, T] i32, positions [B, N] i32, original [B, N] i32,
+// weights [B, N] f32, with N = max_predictions(p, T) in the usual case (any N >= 0 works).
+// Per sequence b:
+//   non_pad    = #{t : ids[b, t] != pad}
+//   candidates = {t : ids[b, t] not in {pad, cls, sep}}
+//   k          = min(N, #candidates, max(1, round_half_even(p * non_pad)))
+// i.e. the official max(1, min(N, round(p * non_pad))) additionally capped by the candidates: a
+// sequence without candidates gets k = 0 (nothing masked, all slots empty). p * non_pad is one
+// exactly rounded f32 multiply and rounds half to even like tf.round.
+// Choice: k candidates uniformly WITHOUT replacement (the official code's duplicates are an
+// artefact): candidate t gets the key stream.bits(b * T + t) and the k smallest (key, t) win.
+// Slots 0..k-1 hold the chosen positions in ascending order, their original ids and weight 1;
+// slots k..N-1 hold position 0, id 0, weight 0.
+// masked_ids = ids, except that a chosen position becomes `mask` when
+// stream.bits(kMaskingDecisionOffset + b * T + t) < mask_token_threshold (probability
+// mask_token_prob, 0.85 by default) and keeps its token otherwise; no random-token replacement.
+// Every decision is an integer comparison, so CPU and GPU outputs are bit-identical.
+//
+// CUDA: one block per sequence, T <= kMaskingMaxSeqLen. No workspace.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/dispatch.h"
+
+namespace electra {
+
+constexpr int kMaskingMaxSeqLen = 512;
+// The mask-or-keep draws start here so that they never overlap the selection keys (b * T + t).
+constexpr uint64_t kMaskingDecisionOffset = uint64_t{1} << 40;
+
+struct MaskingParams {
+  int32_t pad_id = 0;
+  int32_t cls_id = 101;
+  int32_t sep_id = 102;
+  int32_t mask_id = 103;
+  float mask_prob = 0.15f;        // p
+  float mask_token_prob = 0.85f;  // a chosen position becomes [MASK] with this probability
+  RngStream stream;               // usually ctx.rng(RngPurpose::kMasking, step)
+};
+
+// The official ELECTRA/BERT slot count: int((p + 0.005) * seq_len), e.g. 19 for p = 0.15, T = 128.
+inline int max_predictions(float p, int seq_len) {
+  return static_cast<int>((static_cast<double>(p) + 0.005) * seq_len);
+}
+
+// bits < threshold happens with probability `prob` (to within 2^-32).
+inline uint32_t probability_threshold(float prob) {
+  if (prob <= 0) return 0;
+  if (prob >= 1) return UINT32_MAX;
+  return static_cast<uint32_t>(static_cast<double>(prob) * 4294967296.0);
+}
+
+// round(p * n) with ties to even, from one exactly rounded f32 multiply (identical on both sides).
+ELECTRA_HD int masking_target_count(float p, int n) {
+  const float x = mul_rn(p, static_cast<float>(n));
+  const int whole = static_cast<int>(x);  // x >= 0: truncation is floor
+  const float frac = add_rn(x, -static_cast<float>(whole));
+  if (frac > 0.5f || (frac == 0.5f && (whole & 1))) return whole + 1;
+  return whole;
+}
+
+namespace cpu {
+void mask_tokens(Context& ctx, const Tensor& ids, const MaskingParams& params,
+                 const Tensor& masked_ids, const Tensor& positions, const Tensor& original,
+                 const Tensor& weights);
+}
+namespace cuda {
+void mask_tokens(Context& ctx, const Tensor& ids, const MaskingParams& params,
+                 const Tensor& masked_ids, const Tensor& positions, const Tensor& original,
+                 const Tensor& weights);
+}
+
+inline void mask_tokens(Context& ctx, const Tensor& ids, const MaskingParams& params,
+                        const Tensor& masked_ids, const Tensor& positions, const Tensor& original,
+                        const Tensor& weights) {
+  check_devices(ctx, "mask_tokens", {&ids, &masked_ids, &positions, &original, &weights});
+  ELECTRA_CHECK(ids.rank == 2, "mask_tokens: ids must be [B, T], got ", ids.str());
+  ELECTRA_CHECK(positions.rank == 2, "mask_tokens: positions must be [B, N], got ",
+                positions.str());
+  const int64_t b = ids.dim(0), t = ids.dim(1), n = positions.dim(1);
+  check_dtype(ids, DType::I32, "mask_tokens ids");
+  check_shape(masked_ids, {b, t}, "mask_tokens masked_ids");
+  check_dtype(masked_ids, DType::I32, "mask_tokens masked_ids");
+  check_shape(positions, {b, n}, "mask_tokens positions");
+  check_dtype(positions, DType::I32, "mask_tokens positions");
+  check_shape(original, {b, n}, "mask_tokens original");
+  check_dtype(original, DType::I32, "mask_tokens original");
+  check_shape(weights, {b, n}, "mask_tokens weights");
+  check_dtype(weights, DType::F32, "mask_tokens weights");
+  ELECTRA_CHECK(params.mask_prob >= 0 && params.mask_prob <= 1, "mask_tokens: mask_prob ",
+                params.mask_prob);
+  ELECTRA_CHECK(!ctx.is_cuda() || t <= kMaskingMaxSeqLen, "mask_tokens: seq_len ", t, " > ",
+                kMaskingMaxSeqLen, " on CUDA");
+  ELECTRA_DISPATCH(ctx, mask_tokens, ids, params, masked_ids, positions, original, weights);
+}
+
+}  // namespace electra

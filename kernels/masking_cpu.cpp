@@ -1,0 +1,57 @@
+#include <algorithm>
+#include <vector>
+
+#include "kernels/masking.h"
+
+namespace electra::cpu {
+
+void mask_tokens(Context&, const Tensor& ids, const MaskingParams& params, const Tensor& masked_ids,
+                 const Tensor& positions, const Tensor& original, const Tensor& weights) {
+  const int64_t batch = ids.dim(0), seq = ids.dim(1), slots = positions.dim(1);
+  const int32_t* in = ids.ptr<int32_t>();
+  int32_t* out = masked_ids.ptr<int32_t>();
+  int32_t* pos = positions.ptr<int32_t>();
+  int32_t* orig = original.ptr<int32_t>();
+  float* w = weights.ptr<float>();
+  const uint32_t threshold = probability_threshold(params.mask_token_prob);
+  struct Candidate {
+    uint32_t key;
+    int32_t t;
+  };
+  std::vector<Candidate> candidates;
+  for (int64_t b = 0; b < batch; ++b) {
+    const int32_t* row = in + b * seq;
+    candidates.clear();
+    int non_pad = 0;
+    for (int64_t t = 0; t < seq; ++t) {
+      const int32_t id = row[t];
+      non_pad += id != params.pad_id;
+      if (id != params.pad_id && id != params.cls_id && id != params.sep_id) {
+        candidates.push_back(
+            {params.stream.bits(static_cast<uint64_t>(b * seq + t)), static_cast<int32_t>(t)});
+      }
+    }
+    const int64_t k =
+        std::min<int64_t>({slots, static_cast<int64_t>(candidates.size()),
+                           std::max(1, masking_target_count(params.mask_prob, non_pad))});
+    std::sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& c) {
+      return a.key != c.key ? a.key < c.key : a.t < c.t;
+    });
+    std::sort(candidates.begin(), candidates.begin() + k,
+              [](const Candidate& a, const Candidate& c) { return a.t < c.t; });
+    std::copy(row, row + seq, out + b * seq);
+    for (int64_t s = 0; s < slots; ++s) {
+      const int64_t slot = b * slots + s;
+      if (s >= k) {
+        pos[slot] = 0, orig[slot] = 0, w[slot] = 0.0f;
+        continue;
+      }
+      const int32_t t = candidates[s].t;
+      pos[slot] = t, orig[slot] = row[t], w[slot] = 1.0f;
+      const uint32_t bits = params.stream.bits(kMaskingDecisionOffset + b * seq + t);
+      if (bits < threshold) out[b * seq + t] = params.mask_id;
+    }
+  }
+}
+
+}  // namespace electra::cpu

@@ -1,0 +1,210 @@
+// optimizer kernels. Every elementwise kernel runs one block per chunk of the segment table (at
+// most kOptimChunk elements of one segment, kThreads threads, coalesced scalar loads: segments
+// start at arbitrary offsets). Reductions are two-pass and deterministic:
+//   per-chunk partials (f32, fixed block tree) -> one block of 32 warps, warp w owning segments
+//   w, w + 32, ...: lanes add the segment's partials in f64 with a fixed stride, a fixed butterfly
+//   combines the lanes, and warp totals are added in warp order by thread 0.
+// Hyper-parameters and the global norm are read from device memory by every thread (cached
+// broadcasts), so the launches never wait for the host. AdamW is one kernel (28 bytes moved per
+// parameter); LAMB is three: moments + norms, trust ratios, apply (24 + 16 = 40 bytes per
+// parameter).
+#include "kernels/cuda_common.cuh"
+#include "kernels/optimizer.h"
+
+namespace electra::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kReduceThreads = 1024;
+
+__device__ __forceinline__ double warp_sum_f64(double x) {
+  for (int offset = kWarpSize / 2; offset > 0; offset /= 2) {
+    x += __shfl_xor_sync(0xffffffffu, x, offset);
+  }
+  return x;
+}
+
+// What one block works on: elements [begin, end) of the flat buffer, in segment `segment`.
+struct Chunk {
+  int segment;
+  int64_t begin, end;
+  bool decay;
+};
+
+__device__ __forceinline__ Chunk chunk_of_block(const int32_t* segments, const int32_t* blocks) {
+  const int32_t segment = blocks[2 * blockIdx.x], start = blocks[2 * blockIdx.x + 1];
+  const int32_t* f = segments + segment * kSegFields;
+  const int64_t offset = f[kSegOffset], end = int64_t{start} + kOptimChunk;
+  return {segment, offset + start, offset + (end < f[kSegSize] ? end : f[kSegSize]),
+          f[kSegDecay] != 0};
+}
+
+// Writes sum_{b in blocks of segment s} partials[b] (f64) to out(s, value) for every segment and
+// returns the total over the segments (valid in thread 0). One block of kReduceThreads.
+template <class Out>
+__device__ double reduce_segments(const int32_t* segments, int num_segments, const float* partials,
+                                  Out out) {
+  __shared__ double warp_totals[kReduceThreads / kWarpSize];
+  const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
+  constexpr int kWarps = kReduceThreads / kWarpSize;
+  double warp_total = 0.0;
+  for (int s = warp; s < num_segments; s += kWarps) {
+    const int32_t* f = segments + s * kSegFields;
+    const int first = f[kSegFirstBlock], count = f[kSegBlockCount];
+    double sum = 0.0;
+    for (int b = lane; b < count; b += kWarpSize) sum += partials[first + b];
+    sum = warp_sum_f64(sum);
+    if (lane == 0) out(s, sum);
+    warp_total += sum;
+  }
+  if (lane == 0) warp_totals[warp] = warp_total;
+  __syncthreads();
+  double total = 0.0;
+  if (threadIdx.x == 0) {
+    for (int w = 0; w < kWarps; ++w) total += warp_totals[w];
+  }
+  return total;
+}
+
+__global__ void __launch_bounds__(kThreads)
+    sum_squares_kernel(const float* x, const int32_t* segments, const int32_t* blocks,
+                       float* partials) {
+  __shared__ float scratch[kWarpSize];
+  const Chunk c = chunk_of_block(segments, blocks);
+  float sum = 0.0f;
+  for (int64_t i = c.begin + threadIdx.x; i < c.end; i += kThreads) sum += x[i] * x[i];
+  sum = block_sum(sum, scratch);
+  if (threadIdx.x == 0) partials[blockIdx.x] = sum;
+}
+
+__global__ void __launch_bounds__(kReduceThreads)
+    grad_norm_final_kernel(const int32_t* segments, int num_segments, const float* partials,
+                           float* norm, float* segment_norms) {
+  const double total = reduce_segments(segments, num_segments, partials, [&](int s, double sum) {
+    if (segment_norms != nullptr) segment_norms[s] = static_cast<float>(sqrt(sum));
+  });
+  if (threadIdx.x == 0) norm[0] = static_cast<float>(sqrt(total));
+}
+
+__global__ void __launch_bounds__(kThreads)
+    adamw_kernel(float* params, const float* grads, float* m, float* v, const int32_t* segments,
+                 const float* lr_mult, const int32_t* blocks, const float* hyper, const float* norm,
+                 bool bias_correction) {
+  const Chunk c = chunk_of_block(segments, blocks);
+  const AdamCoeffs k = adam_coeffs(hyper, norm[0], bias_correction);
+  const float step = k.lr * lr_mult[c.segment];
+  for (int64_t i = c.begin + threadIdx.x; i < c.end; i += kThreads) {
+    float mi = m[i], vi = v[i];
+    const float p = params[i];
+    const float update = adam_update(k, p, grads[i], mi, vi, c.decay);
+    m[i] = mi;
+    v[i] = vi;
+    params[i] = p - step * update;
+  }
+}
+
+// LAMB pass 1: advances the moments and writes per-chunk sums of p^2 and update^2.
+__global__ void __launch_bounds__(kThreads)
+    lamb_moments_kernel(const float* params, const float* grads, float* m, float* v,
+                        const int32_t* segments, const int32_t* blocks, const float* hyper,
+                        const float* norm, bool bias_correction, float* p_partials,
+                        float* u_partials) {
+  __shared__ float scratch[kWarpSize];
+  const Chunk c = chunk_of_block(segments, blocks);
+  const AdamCoeffs k = adam_coeffs(hyper, norm[0], bias_correction);
+  float p_sq = 0.0f, u_sq = 0.0f;
+  for (int64_t i = c.begin + threadIdx.x; i < c.end; i += kThreads) {
+    float mi = m[i], vi = v[i];
+    const float p = params[i];
+    const float update = adam_update(k, p, grads[i], mi, vi, c.decay);
+    m[i] = mi;
+    v[i] = vi;
+    p_sq += p * p;
+    u_sq += update * update;
+  }
+  p_sq = block_sum(p_sq, scratch);
+  u_sq = block_sum(u_sq, scratch);
+  if (threadIdx.x == 0) {
+    p_partials[blockIdx.x] = p_sq;
+    u_partials[blockIdx.x] = u_sq;
+  }
+}
+
+// LAMB pass 2: ratio[s] = ||p_s|| / ||update_s||, 1 when either is 0. One block.
+__global__ void __launch_bounds__(kReduceThreads)
+    lamb_ratio_kernel(const int32_t* segments, int num_segments, const float* p_partials,
+                      const float* u_partials, float* ratios) {
+  // Two reductions: the first stores ||p_s||^2 in ratios, the second divides.
+  reduce_segments(segments, num_segments, p_partials,
+                  [&](int s, double sum) { ratios[s] = static_cast<float>(sum); });
+  __syncthreads();
+  reduce_segments(segments, num_segments, u_partials, [&](int s, double u_sq) {
+    const double p_sq = ratios[s];
+    ratios[s] = p_sq > 0.0 && u_sq > 0.0 ? static_cast<float>(sqrt(p_sq / u_sq)) : 1.0f;
+  });
+}
+
+// LAMB pass 3: p -= lr * lr_mult * ratio * update, the update recomputed from the new moments.
+__global__ void __launch_bounds__(kThreads)
+    lamb_apply_kernel(float* params, const float* m, const float* v, const int32_t* segments,
+                      const float* lr_mult, const int32_t* blocks, const float* hyper,
+                      const float* norm, bool bias_correction, const float* ratios) {
+  const Chunk c = chunk_of_block(segments, blocks);
+  const AdamCoeffs k = adam_coeffs(hyper, norm[0], bias_correction);
+  const float step = k.lr * lr_mult[c.segment] * ratios[c.segment];
+  for (int64_t i = c.begin + threadIdx.x; i < c.end; i += kThreads) {
+    const float p = params[i];
+    params[i] = p - step * adam_direction(k, p, m[i], v[i], c.decay);
+  }
+}
+
+}  // namespace
+
+void grad_norm(Context& ctx, const Tensor& grads, const SegmentTable& table,
+               const Tensor& workspace, const Tensor& norm, const Tensor& segment_norms) {
+  float* partials = workspace.ptr<float>();
+  if (table.num_blocks > 0) {
+    sum_squares_kernel<<<table.num_blocks, kThreads, 0, ctx.stream()>>>(
+        grads.ptr<float>(), table.segments.ptr<int32_t>(), table.blocks.ptr<int32_t>(), partials);
+    ELECTRA_CUDA_CHECK_LAUNCH();
+  }
+  grad_norm_final_kernel<<<1, kReduceThreads, 0, ctx.stream()>>>(
+      table.segments.ptr<int32_t>(), static_cast<int>(table.num_segments), partials,
+      norm.ptr<float>(), segment_norms.data != nullptr ? segment_norms.ptr<float>() : nullptr);
+  ELECTRA_CUDA_CHECK_LAUNCH();
+}
+
+void adamw_step(Context& ctx, const Tensor& params, const Tensor& grads, const Tensor& m,
+                const Tensor& v, const SegmentTable& table, const Tensor& hyper, const Tensor& norm,
+                bool bias_correction) {
+  if (table.num_blocks == 0) return;
+  adamw_kernel<<<table.num_blocks, kThreads, 0, ctx.stream()>>>(
+      params.ptr<float>(), grads.ptr<float>(), m.ptr<float>(), v.ptr<float>(),
+      table.segments.ptr<int32_t>(), table.lr_mult.ptr<float>(), table.blocks.ptr<int32_t>(),
+      hyper.ptr<float>(), norm.ptr<float>(), bias_correction);
+  ELECTRA_CUDA_CHECK_LAUNCH();
+}
+
+void lamb_step(Context& ctx, const Tensor& params, const Tensor& grads, const Tensor& m,
+               const Tensor& v, const SegmentTable& table, const Tensor& hyper, const Tensor& norm,
+               bool bias_correction, const Tensor& workspace) {
+  if (table.num_blocks == 0) return;
+  float* p_partials = workspace.ptr<float>();
+  float* u_partials = p_partials + table.num_blocks;
+  float* ratios = u_partials + table.num_blocks;
+  const int32_t* segments = table.segments.ptr<int32_t>();
+  const int32_t* blocks = table.blocks.ptr<int32_t>();
+  lamb_moments_kernel<<<table.num_blocks, kThreads, 0, ctx.stream()>>>(
+      params.ptr<float>(), grads.ptr<float>(), m.ptr<float>(), v.ptr<float>(), segments, blocks,
+      hyper.ptr<float>(), norm.ptr<float>(), bias_correction, p_partials, u_partials);
+  ELECTRA_CUDA_CHECK_LAUNCH();
+  lamb_ratio_kernel<<<1, kReduceThreads, 0, ctx.stream()>>>(
+      segments, static_cast<int>(table.num_segments), p_partials, u_partials, ratios);
+  ELECTRA_CUDA_CHECK_LAUNCH();
+  lamb_apply_kernel<<<table.num_blocks, kThreads, 0, ctx.stream()>>>(
+      params.ptr<float>(), m.ptr<float>(), v.ptr<float>(), segments, table.lr_mult.ptr<float>(),
+      blocks, hyper.ptr<float>(), norm.ptr<float>(), bias_correction, ratios);
+  ELECTRA_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace electra::cuda

@@ -1,0 +1,223 @@
+// optimizer: global gradient norm, AdamW and LAMB over the flat f32 parameter buffer.
+//
+// Parameters p, gradients g and the moments m, v are f32 [P] buffers with one layout. A segment
+// table describes the parameters in it: (offset, size, weight-decay flag, lr multiplier for
+// layer-wise LR decay). Elements outside every segment are neither counted nor updated.
+// The table also cuts every segment into chunks of kOptimChunk elements ("blocks"): one CUDA block
+// per chunk, so a block never straddles two segments and per-segment sums are sums of whole blocks.
+//
+// Hyper-parameters live in a small f32 tensor on the context's device (layout OptimHyper), so a
+// CUDA graph can replay the step while the schedule rewrites lr and step in place: nothing in the
+// update is a host value except the bias-correction switch.
+//
+// grad_norm (deterministic two-pass reduction):
+//   segment_norm[s] = sqrt(sum_{i in s} g_i^2),   norm = sqrt(sum_s segment_norm[s]^2)
+//   Pass 1: each block sums its chunk's squares in f32 (fixed tree) into workspace[block].
+//   Pass 2: one block adds each segment's block partials in f64, in block order, then the
+//   segments in a fixed tree; the result is rounded to f32 once.
+//
+// adamw_step (the official ELECTRA AdamWeightDecayOptimizer by default):
+//   clip   = max_norm > 0 && norm > max_norm ? max_norm / norm : 1   (norm read from the device)
+//   g'     = clip * g
+//   m      = b1 m + (1 - b1) g'            v = b2 v + (1 - b2) g'^2
+//   update = m / (sqrt(v) + eps)           [bias_correction: m / (1 - b1^t), v / (1 - b2^t)]
+//   update += wd * p                       (segments with the decay flag only)
+//   p     -= lr * lr_mult[s] * update
+// lamb_step: the same moments and update, then the per-segment trust ratio
+//   r_s = ||p_s|| / ||update_s|| (1 when either is 0),   p -= lr * lr_mult[s] * r_s * update
+// with ||p_s|| taken before the step. The gradients are never modified (zeroing them is the
+// caller's job).
+//
+// Dtypes: everything f32 on both devices (optimizer state is f32 by design). The CPU reference
+// accumulates norms in f64.
+#pragma once
+
+#include <array>
+#include <cmath>
+#include <vector>
+
+#include "engine/arena.h"
+#include "kernels/dispatch.h"
+
+namespace electra {
+
+constexpr int kOptimChunk = 4096;  // elements per block of the segment table
+
+// One parameter (or group of parameters sharing the flags) inside the flat buffer.
+struct ParamSegment {
+  int64_t offset = 0;
+  int64_t size = 0;
+  bool decay = true;     // weight decay applies (false for LayerNorm and biases)
+  float lr_mult = 1.0f;  // layer-wise LR decay factor
+};
+
+// Layout of the segment-table tensors (int32 offsets: the buffer holds < 2^31 values).
+enum SegmentField : int {
+  kSegOffset = 0,
+  kSegSize = 1,
+  kSegDecay = 2,
+  kSegFirstBlock = 3,
+  kSegBlockCount = 4,
+  kSegFields = 5,
+};
+
+struct SegmentTable {
+  Tensor segments;  // i32 [S, kSegFields]
+  Tensor lr_mult;   // f32 [S]
+  Tensor blocks;    // i32 [num_blocks, 2]: segment, first element of the chunk within the segment
+  int64_t num_segments = 0;
+  int64_t num_blocks = 0;
+  int64_t num_params = 0;  // P, the size of the flat buffers
+};
+
+// Bytes of arena the table for these segments takes (with the arena's 256-byte alignment).
+size_t segment_table_bytes(const std::vector<ParamSegment>& segments);
+// Builds the table on the host and copies it into tensors from `arena` (on ctx's device). Setup
+// time only: it allocates and synchronises. Segments must be sorted by offset, must not overlap
+// and must lie inside [0, num_params) (empty segments are allowed); throws Error otherwise.
+SegmentTable make_segment_table(Context& ctx, Arena& arena,
+                                const std::vector<ParamSegment>& segments, int64_t num_params);
+
+// The hyper-parameter tensor: f32 [kNumHyper] on the context's device.
+enum OptimHyper : int {
+  kHyperLr = 0,
+  kHyperStep = 1,  // t, counted from 1 (only read with bias correction)
+  kHyperBeta1 = 2,
+  kHyperBeta2 = 3,
+  kHyperEps = 4,
+  kHyperWeightDecay = 5,
+  kHyperMaxNorm = 6,  // global-norm clipping threshold; <= 0 disables clipping
+  kNumHyper = 7,
+};
+
+// Host-side values of the hyper-parameter tensor, with the official ELECTRA defaults.
+struct OptimHyperValues {
+  float lr = 0;
+  float step = 1;
+  float beta1 = 0.9f;
+  float beta2 = 0.999f;
+  float eps = 1e-6f;
+  float weight_decay = 0.01f;
+  float max_norm = 1.0f;
+  std::array<float, kNumHyper> packed() const {
+    return {lr, step, beta1, beta2, eps, weight_decay, max_norm};
+  }
+};
+
+// The per-step scalars of the Adam update, derived from the hyper tensor and the global norm.
+struct AdamCoeffs {
+  float beta1, beta2, eps, weight_decay, lr, clip;
+  float m_scale, v_scale;  // 1 / (1 - beta^t) with bias correction, 1 without
+};
+
+ELECTRA_HD AdamCoeffs adam_coeffs(const float* hyper, float norm, bool bias_correction) {
+  AdamCoeffs c;
+  c.beta1 = hyper[kHyperBeta1];
+  c.beta2 = hyper[kHyperBeta2];
+  c.eps = hyper[kHyperEps];
+  c.weight_decay = hyper[kHyperWeightDecay];
+  c.lr = hyper[kHyperLr];
+  const float max_norm = hyper[kHyperMaxNorm];
+  c.clip = max_norm > 0.0f && norm > max_norm ? max_norm / norm : 1.0f;
+  c.m_scale = 1.0f;
+  c.v_scale = 1.0f;
+  if (bias_correction) {
+    const float t = hyper[kHyperStep];
+    c.m_scale = 1.0f / (1.0f - powf(c.beta1, t));
+    c.v_scale = 1.0f / (1.0f - powf(c.beta2, t));
+  }
+  return c;
+}
+
+// One element's update from its (already advanced) moments, before lr and the trust ratio.
+ELECTRA_HD float adam_direction(const AdamCoeffs& c, float p, float m, float v, bool decay) {
+  float update = (m * c.m_scale) / (sqrtf(v * c.v_scale) + c.eps);
+  if (decay) update += c.weight_decay * p;
+  return update;
+}
+
+// Advances one element's moments with the clipped gradient and returns its update.
+ELECTRA_HD float adam_update(const AdamCoeffs& c, float p, float g, float& m, float& v,
+                             bool decay) {
+  const float gc = c.clip * g;
+  m = c.beta1 * m + (1.0f - c.beta1) * gc;
+  v = c.beta2 * v + (1.0f - c.beta2) * gc * gc;
+  return adam_direction(c, p, m, v, decay);
+}
+
+// Workspace floats: grad_norm needs num_blocks; lamb_step needs 2 * num_blocks + num_segments.
+inline int64_t grad_norm_workspace_size(const SegmentTable& table) {
+  return table.num_blocks;
+}
+inline int64_t lamb_workspace_size(const SegmentTable& table) {
+  return 2 * table.num_blocks + table.num_segments;
+}
+
+namespace cpu {
+void grad_norm(Context& ctx, const Tensor& grads, const SegmentTable& table,
+               const Tensor& workspace, const Tensor& norm, const Tensor& segment_norms);
+void adamw_step(Context& ctx, const Tensor& params, const Tensor& grads, const Tensor& m,
+                const Tensor& v, const SegmentTable& table, const Tensor& hyper, const Tensor& norm,
+                bool bias_correction);
+void lamb_step(Context& ctx, const Tensor& params, const Tensor& grads, const Tensor& m,
+               const Tensor& v, const SegmentTable& table, const Tensor& hyper, const Tensor& norm,
+               bool bias_correction, const Tensor& workspace);
+}  // namespace cpu
+namespace cuda {
+void grad_norm(Context& ctx, const Tensor& grads, const SegmentTable& table,
+               const Tensor& workspace, const Tensor& norm, const Tensor& segment_norms);
+void adamw_step(Context& ctx, const Tensor& params, const Tensor& grads, const Tensor& m,
+                const Tensor& v, const SegmentTable& table, const Tensor& hyper, const Tensor& norm,
+                bool bias_correction);
+void lamb_step(Context& ctx, const Tensor& params, const Tensor& grads, const Tensor& m,
+               const Tensor& v, const SegmentTable& table, const Tensor& hyper, const Tensor& norm,
+               bool bias_correction, const Tensor& workspace);
+}  // namespace cuda
+
+// Throws Error unless the table, the flat buffers, the hyper tensor and the norm fit together.
+void check_optimizer_args(const Context& ctx, const char* op, const SegmentTable& table,
+                          std::initializer_list<const Tensor*> flat_buffers, const Tensor* hyper,
+                          const Tensor& norm);
+// Throws Error unless workspace is an f32 tensor on ctx's device with at least `floats` values.
+void check_optimizer_workspace(const Context& ctx, const char* op, const Tensor& workspace,
+                               int64_t floats);
+
+// norm: f32 [1]; segment_norms: f32 [S], or an unset Tensor{} (data == nullptr) to skip them.
+// workspace: f32 with grad_norm_workspace_size(table) values (CUDA only; the CPU ignores it).
+inline void grad_norm(Context& ctx, const Tensor& grads, const SegmentTable& table,
+                      const Tensor& workspace, const Tensor& norm, const Tensor& segment_norms) {
+  check_optimizer_args(ctx, "grad_norm", table, {&grads}, nullptr, norm);
+  if (segment_norms.data != nullptr) {
+    check_devices(ctx, "grad_norm", {&segment_norms});
+    check_shape(segment_norms, {table.num_segments}, "grad_norm segment_norms");
+    check_dtype(segment_norms, DType::F32, "grad_norm segment_norms");
+  }
+  if (ctx.is_cuda()) {
+    check_optimizer_workspace(ctx, "grad_norm", workspace, grad_norm_workspace_size(table));
+  }
+  ELECTRA_DISPATCH(ctx, grad_norm, grads, table, workspace, norm, segment_norms);
+}
+
+// params, m, v are updated in place; hyper: f32 [kNumHyper]; norm: f32 [1] from grad_norm (read
+// only when hyper[kHyperMaxNorm] > 0).
+inline void adamw_step(Context& ctx, const Tensor& params, const Tensor& grads, const Tensor& m,
+                       const Tensor& v, const SegmentTable& table, const Tensor& hyper,
+                       const Tensor& norm, bool bias_correction) {
+  check_optimizer_args(ctx, "adamw_step", table, {&params, &grads, &m, &v}, &hyper, norm);
+  ELECTRA_DISPATCH(ctx, adamw_step, params, grads, m, v, table, hyper, norm, bias_correction);
+}
+
+// As adamw_step, with the trust ratio; workspace: f32 with lamb_workspace_size(table) values
+// (CUDA only: the CPU finishes one segment before the next and ignores it).
+inline void lamb_step(Context& ctx, const Tensor& params, const Tensor& grads, const Tensor& m,
+                      const Tensor& v, const SegmentTable& table, const Tensor& hyper,
+                      const Tensor& norm, bool bias_correction, const Tensor& workspace) {
+  check_optimizer_args(ctx, "lamb_step", table, {&params, &grads, &m, &v}, &hyper, norm);
+  if (ctx.is_cuda()) {
+    check_optimizer_workspace(ctx, "lamb_step", workspace, lamb_workspace_size(table));
+  }
+  ELECTRA_DISPATCH(ctx, lamb_step, params, grads, m, v, table, hyper, norm, bias_correction,
+                   workspace);
+}
+
+}  // namespace electra

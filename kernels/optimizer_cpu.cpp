@@ -1,0 +1,176 @@
+// The optimizer's CPU reference, and the device-independent parts shared with the CUDA path (the
+// segment table and the argument checks).
+#include <cmath>
+
+#include "engine/device.h"
+#include "kernels/optimizer.h"
+
+namespace electra {
+namespace {
+
+int64_t block_count(int64_t size) {
+  return (size + kOptimChunk - 1) / kOptimChunk;
+}
+
+size_t aligned(size_t bytes) {
+  return (bytes + Arena::kAlignment - 1) / Arena::kAlignment * Arena::kAlignment;
+}
+
+}  // namespace
+
+size_t segment_table_bytes(const std::vector<ParamSegment>& segments) {
+  int64_t blocks = 0;
+  for (const ParamSegment& s : segments) blocks += block_count(s.size);
+  return aligned(segments.size() * kSegFields * 4) + aligned(segments.size() * 4) +
+         aligned(static_cast<size_t>(blocks) * 2 * 4);
+}
+
+SegmentTable make_segment_table(Context& ctx, Arena& arena,
+                                const std::vector<ParamSegment>& segments, int64_t num_params) {
+  ELECTRA_CHECK(arena.device() == ctx.device(), "make_segment_table: arena ", arena.name(),
+                " is not on ", device_name(ctx.device()));
+  ELECTRA_CHECK(num_params < (int64_t{1} << 31), "make_segment_table: ", num_params,
+                " parameters exceed the int32 offsets of the table");
+  std::vector<int32_t> fields, blocks;
+  std::vector<float> lr_mult;
+  int64_t end = 0;
+  for (size_t s = 0; s < segments.size(); ++s) {
+    const ParamSegment& seg = segments[s];
+    ELECTRA_CHECK(seg.offset >= end && seg.size >= 0 && seg.offset + seg.size <= num_params,
+                  "make_segment_table: segment ", s, " [", seg.offset, ", +", seg.size,
+                  ") overlaps the previous one or leaves [0, ", num_params, ")");
+    end = seg.offset + seg.size;
+    const int64_t first = static_cast<int64_t>(blocks.size()) / 2, count = block_count(seg.size);
+    fields.insert(fields.end(),
+                  {static_cast<int32_t>(seg.offset), static_cast<int32_t>(seg.size),
+                   seg.decay ? 1 : 0, static_cast<int32_t>(first), static_cast<int32_t>(count)});
+    lr_mult.push_back(seg.lr_mult);
+    for (int64_t c = 0; c < count; ++c) {
+      blocks.insert(blocks.end(), {static_cast<int32_t>(s), static_cast<int32_t>(c * kOptimChunk)});
+    }
+  }
+  SegmentTable table;
+  table.num_segments = static_cast<int64_t>(segments.size());
+  table.num_blocks = static_cast<int64_t>(blocks.size()) / 2;
+  table.num_params = num_params;
+  table.segments = arena.alloc<int32_t>({table.num_segments, kSegFields});
+  table.lr_mult = arena.alloc<float>({table.num_segments});
+  table.blocks = arena.alloc<int32_t>({table.num_blocks, 2});
+  if (table.num_segments > 0) {
+    copy_tensor(ctx.stream(), table.segments,
+                Tensor::view_of(fields.data(), Device::CPU, {table.num_segments, kSegFields}));
+    copy_tensor(ctx.stream(), table.lr_mult,
+                Tensor::view_of(lr_mult.data(), Device::CPU, {table.num_segments}));
+  }
+  if (table.num_blocks > 0) {
+    copy_tensor(ctx.stream(), table.blocks,
+                Tensor::view_of(blocks.data(), Device::CPU, {table.num_blocks, 2}));
+  }
+  return table;
+}
+
+void check_optimizer_args(const Context& ctx, const char* op, const SegmentTable& table,
+                          std::initializer_list<const Tensor*> flat_buffers, const Tensor* hyper,
+                          const Tensor& norm) {
+  check_devices(ctx, op, {&table.segments, &table.lr_mult, &table.blocks, &norm});
+  for (const Tensor* t : flat_buffers) {
+    check_devices(ctx, op, {t});
+    check_shape(*t, {table.num_params}, op);
+    check_dtype(*t, DType::F32, op);
+  }
+  if (hyper != nullptr) {
+    check_devices(ctx, op, {hyper});
+    check_shape(*hyper, {kNumHyper}, op);
+    check_dtype(*hyper, DType::F32, op);
+  }
+  check_shape(norm, {1}, op);
+  check_dtype(norm, DType::F32, op);
+}
+
+void check_optimizer_workspace(const Context& ctx, const char* op, const Tensor& workspace,
+                               int64_t floats) {
+  check_devices(ctx, op, {&workspace});
+  check_dtype(workspace, DType::F32, op);
+  ELECTRA_CHECK(workspace.numel() >= floats, op, ": workspace ", workspace.str(), " < ", floats,
+                " floats");
+}
+
+namespace cpu {
+namespace {
+
+// Views of one segment's fields in the host table.
+struct SegmentView {
+  int64_t offset, size;
+  bool decay;
+  float lr_mult;
+};
+
+SegmentView segment(const SegmentTable& table, int64_t s) {
+  const int32_t* f = table.segments.ptr<int32_t>() + s * kSegFields;
+  return {f[kSegOffset], f[kSegSize], f[kSegDecay] != 0, table.lr_mult.ptr<float>()[s]};
+}
+
+double sum_squares(const float* x, int64_t n) {
+  double sum = 0;
+  for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(x[i]) * x[i];
+  return sum;
+}
+
+}  // namespace
+
+void grad_norm(Context&, const Tensor& grads, const SegmentTable& table, const Tensor&,
+               const Tensor& norm, const Tensor& segment_norms) {
+  const float* g = grads.ptr<float>();
+  double total = 0;
+  for (int64_t s = 0; s < table.num_segments; ++s) {
+    const SegmentView seg = segment(table, s);
+    const double sq = sum_squares(g + seg.offset, seg.size);
+    total += sq;
+    if (segment_norms.data != nullptr)
+      segment_norms.ptr<float>()[s] = static_cast<float>(std::sqrt(sq));
+  }
+  norm.ptr<float>()[0] = static_cast<float>(std::sqrt(total));
+}
+
+void adamw_step(Context&, const Tensor& params, const Tensor& grads, const Tensor& m,
+                const Tensor& v, const SegmentTable& table, const Tensor& hyper, const Tensor& norm,
+                bool bias_correction) {
+  const AdamCoeffs c = adam_coeffs(hyper.ptr<float>(), norm.ptr<float>()[0], bias_correction);
+  float *p = params.ptr<float>(), *pm = m.ptr<float>(), *pv = v.ptr<float>();
+  const float* g = grads.ptr<float>();
+  for (int64_t s = 0; s < table.num_segments; ++s) {
+    const SegmentView seg = segment(table, s);
+    const float step = c.lr * seg.lr_mult;
+    for (int64_t i = seg.offset; i < seg.offset + seg.size; ++i) {
+      p[i] -= step * adam_update(c, p[i], g[i], pm[i], pv[i], seg.decay);
+    }
+  }
+}
+
+void lamb_step(Context&, const Tensor& params, const Tensor& grads, const Tensor& m,
+               const Tensor& v, const SegmentTable& table, const Tensor& hyper, const Tensor& norm,
+               bool bias_correction, const Tensor&) {
+  const AdamCoeffs c = adam_coeffs(hyper.ptr<float>(), norm.ptr<float>()[0], bias_correction);
+  float *p = params.ptr<float>(), *pm = m.ptr<float>(), *pv = v.ptr<float>();
+  const float* g = grads.ptr<float>();
+  for (int64_t s = 0; s < table.num_segments; ++s) {
+    const SegmentView seg = segment(table, s);
+    const int64_t end = seg.offset + seg.size;
+    // Pass 1 advances the moments and measures ||p|| and ||update||; pass 2 recomputes the update
+    // from the new moments (as the CUDA kernel does) and applies it.
+    double p_sq = 0, u_sq = 0;
+    for (int64_t i = seg.offset; i < end; ++i) {
+      const float u = adam_update(c, p[i], g[i], pm[i], pv[i], seg.decay);
+      p_sq += static_cast<double>(p[i]) * p[i];
+      u_sq += static_cast<double>(u) * u;
+    }
+    const float ratio = p_sq > 0 && u_sq > 0 ? static_cast<float>(std::sqrt(p_sq / u_sq)) : 1.0f;
+    const float step = c.lr * seg.lr_mult * ratio;
+    for (int64_t i = seg.offset; i < end; ++i) {
+      p[i] -= step * adam_direction(c, p[i], pm[i], pv[i], seg.decay);
+    }
+  }
+}
+
+}  // namespace cpu
+}  // namespace electra

@@ -1,0 +1,67 @@
+// softmax_xent: fused softmax cross-entropy over the vocabulary and Gumbel-max sampling of the same
+// row, in one pass over the logits (the generator's MLM head).
+//
+// Shapes: logits [M, Vs] (Vs >= V; columns >= V are padding, e.g. a vocabulary padded to a multiple
+// of 128), labels [M] i32, weights [M] f32 (0 for padding rows), loss [M], sample [M] i32,
+// argmax [M] i32. With x = logits[i, 0:V], w = weights[i], y = labels[i], lse = log sum_j exp x_j:
+//   loss[i]      = w * (lse - x_y)                                   (0 when w == 0)
+//   logits[i, j] <- w * scale * (exp(x_j - lse) - [j == y])  for j < V, 0 for j >= V  (IN PLACE)
+//   sample[i]    = argmax_{j < V} (x_j / T + g_j),  g_j = gumbel(stream.bits(i * V + j))
+//   argmax[i]    = argmax_{j < V} x_j
+// Ties in both argmaxes go to the lowest index. Every row gets a sample and an argmax, weighted or
+// not; rows with w == 0 get loss 0 and dlogits 0 and their label is not read (it may be anything).
+// A weighted row's label must be in [0, V): the CPU reference throws, the kernel writes a NaN loss.
+//
+// Dtypes: CUDA logits f32 or bf16 (dlogits written back in the same dtype), loss f32, all math in
+// f32. CPU logits and loss f32 or f64. The noise is always f32 and x_j / T + g_j is computed with
+// exactly rounded f32 operations (div_rn, add_rn) on float(x_j), so CPU and GPU pick identical
+// samples from identical logits (for bf16 logits: from the same values widened to f32).
+//
+// No backward: dlogits are the gradient of scale * sum_i loss[i] and replace the logits. No
+// workspace.
+#pragma once
+
+#include "kernels/dispatch.h"
+
+namespace electra {
+
+struct SoftmaxXentParams {
+  int64_t vocab = 0;         // V: valid columns of each row
+  float temperature = 1.0f;  // T of the sampling (the loss uses T = 1)
+  float scale = 1.0f;        // e.g. 1 / sum(weights) for a mean over the weighted rows
+  RngStream stream;          // usually ctx.rng(RngPurpose::kGumbel, step)
+};
+
+namespace cpu {
+void softmax_xent(Context& ctx, const Tensor& logits, const Tensor& labels, const Tensor& weights,
+                  const SoftmaxXentParams& params, const Tensor& loss, const Tensor& sample,
+                  const Tensor& argmax);
+}
+namespace cuda {
+void softmax_xent(Context& ctx, const Tensor& logits, const Tensor& labels, const Tensor& weights,
+                  const SoftmaxXentParams& params, const Tensor& loss, const Tensor& sample,
+                  const Tensor& argmax);
+}
+
+inline void softmax_xent(Context& ctx, const Tensor& logits, const Tensor& labels,
+                         const Tensor& weights, const SoftmaxXentParams& params, const Tensor& loss,
+                         const Tensor& sample, const Tensor& argmax) {
+  check_devices(ctx, "softmax_xent", {&logits, &labels, &weights, &loss, &sample, &argmax});
+  ELECTRA_CHECK(logits.rank == 2, "softmax_xent: logits must be [M, V_stride], got ", logits.str());
+  const int64_t m = logits.dim(0);
+  ELECTRA_CHECK(params.vocab > 0 && params.vocab <= logits.dim(1), "softmax_xent: vocab ",
+                params.vocab, " for logits ", logits.str());
+  ELECTRA_CHECK(params.temperature > 0, "softmax_xent: temperature ", params.temperature);
+  check_shape(labels, {m}, "softmax_xent labels");
+  check_dtype(labels, DType::I32, "softmax_xent labels");
+  check_shape(weights, {m}, "softmax_xent weights");
+  check_dtype(weights, DType::F32, "softmax_xent weights");
+  check_shape(loss, {m}, "softmax_xent loss");
+  check_shape(sample, {m}, "softmax_xent sample");
+  check_dtype(sample, DType::I32, "softmax_xent sample");
+  check_shape(argmax, {m}, "softmax_xent argmax");
+  check_dtype(argmax, DType::I32, "softmax_xent argmax");
+  ELECTRA_DISPATCH(ctx, softmax_xent, logits, labels, weights, params, loss, sample, argmax);
+}
+
+}  // namespace electra

@@ -1,0 +1,67 @@
+#include <cmath>
+
+#include "kernels/softmax_xent.h"
+
+namespace electra::cpu {
+namespace {
+
+template <class T>
+void run(const Tensor& logits, const Tensor& labels, const Tensor& weights,
+         const SoftmaxXentParams& params, const Tensor& loss, const Tensor& sample,
+         const Tensor& argmax) {
+  const int64_t m = logits.dim(0), stride = logits.dim(1), v = params.vocab;
+  T* x = logits.ptr<T>();
+  const int32_t* y = labels.ptr<int32_t>();
+  const float* w = weights.ptr<float>();
+  T* out_loss = loss.ptr<T>();
+  int32_t* out_sample = sample.ptr<int32_t>();
+  int32_t* out_argmax = argmax.ptr<int32_t>();
+  for (int64_t i = 0; i < m; ++i) {
+    T* row = x + i * stride;
+    // Sampling and argmax read the logits before they are overwritten by the gradient.
+    int64_t best = 0, top = 0;
+    float best_score = -INFINITY;
+    for (int64_t j = 0; j < v; ++j) {
+      const uint32_t bits = params.stream.bits(static_cast<uint64_t>(i * v + j));
+      const float score =
+          add_rn(div_rn(static_cast<float>(row[j]), params.temperature), gumbel(bits));
+      if (score > best_score) best_score = score, best = j;
+      if (row[j] > row[top]) top = j;
+    }
+    out_sample[i] = static_cast<int32_t>(best);
+    out_argmax[i] = static_cast<int32_t>(top);
+
+    // The sum is accumulated in f64 even for f32 rows: a sequential f32 sum over 30k terms would
+    // drift by ~1e-5 relative, more than the kernel's tree-shaped f32 sum it is the oracle for.
+    const T max = row[top];
+    double sum = 0;
+    for (int64_t j = 0; j < v; ++j) sum += static_cast<double>(std::exp(row[j] - max));
+    const T lse = max + static_cast<T>(std::log(sum));
+    const T wi = static_cast<T>(w[i]);
+    if (wi == 0) {
+      out_loss[i] = 0;
+      for (int64_t j = 0; j < stride; ++j) row[j] = 0;
+      continue;
+    }
+    ELECTRA_CHECK(y[i] >= 0 && y[i] < v, "softmax_xent: label ", y[i], " of row ", i,
+                  " outside the vocabulary of ", v);
+    out_loss[i] = wi * (lse - row[y[i]]);
+    const T coef = wi * static_cast<T>(params.scale);
+    for (int64_t j = 0; j < v; ++j) row[j] = coef * std::exp(row[j] - lse);
+    row[y[i]] -= coef;
+    for (int64_t j = v; j < stride; ++j) row[j] = 0;
+  }
+}
+
+}  // namespace
+
+void softmax_xent(Context&, const Tensor& logits, const Tensor& labels, const Tensor& weights,
+                  const SoftmaxXentParams& params, const Tensor& loss, const Tensor& sample,
+                  const Tensor& argmax) {
+  dispatch_cpu_float(logits.dtype, "softmax_xent", [&](auto zero) {
+    using T = decltype(zero);
+    run<T>(logits, labels, weights, params, loss, sample, argmax);
+  });
+}
+
+}  // namespace electra::cpu

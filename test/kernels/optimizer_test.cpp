@@ -1,0 +1,180 @@
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <vector>
+
+#include "kernels/optimizer.h"
+#include "test/common/test_util.h"
+
+using namespace electra;
+
+namespace {
+
+Tensor cpu_view(std::vector<float>& v) {
+  return Tensor::view_of(v.data(), Device::CPU, {static_cast<int64_t>(v.size())});
+}
+
+// Three segments with gaps: [0, 6) decays, [8, 13) does not (LayerNorm-like, lr x 0.5),
+// [14, 20) decays with lr x 0.8. Elements 6, 7 and 13 belong to no segment.
+const std::vector<ParamSegment> kSegments = {
+    {0, 6, true, 1.0f}, {8, 5, false, 0.5f}, {14, 6, true, 0.8f}};
+constexpr int64_t kParams = 20;
+
+bool in_segment(int64_t i) {
+  return i < 6 || (i >= 8 && i < 13) || i >= 14;
+}
+
+// The reference update in f64, written out per element: returns the new p, m, v.
+struct State {
+  std::vector<double> p, m, v;
+};
+
+void reference_step(State& s, const std::vector<float>& g, const OptimHyperValues& h, double norm,
+                    bool bias_correction, bool lamb) {
+  const double clip = h.max_norm > 0 && norm > h.max_norm ? h.max_norm / norm : 1.0;
+  for (const ParamSegment& seg : kSegments) {
+    std::vector<double> update(seg.size);
+    double p_sq = 0, u_sq = 0;
+    for (int64_t k = 0; k < seg.size; ++k) {
+      const int64_t i = seg.offset + k;
+      const double gc = clip * g[i];
+      s.m[i] = h.beta1 * s.m[i] + (1 - h.beta1) * gc;
+      s.v[i] = h.beta2 * s.v[i] + (1 - h.beta2) * gc * gc;
+      double mh = s.m[i], vh = s.v[i];
+      if (bias_correction) {
+        mh /= 1 - std::pow(static_cast<double>(h.beta1), static_cast<double>(h.step));
+        vh /= 1 - std::pow(static_cast<double>(h.beta2), static_cast<double>(h.step));
+      }
+      update[k] = mh / (std::sqrt(vh) + h.eps) + (seg.decay ? h.weight_decay * s.p[i] : 0.0);
+      p_sq += s.p[i] * s.p[i];
+      u_sq += update[k] * update[k];
+    }
+    const double ratio = lamb && p_sq > 0 && u_sq > 0 ? std::sqrt(p_sq / u_sq) : 1.0;
+    for (int64_t k = 0; k < seg.size; ++k) {
+      s.p[seg.offset + k] -= static_cast<double>(h.lr) * seg.lr_mult * ratio * update[k];
+    }
+  }
+}
+
+template <class A, class B>
+void require_close(const std::vector<A>& got, const std::vector<B>& expect, double tol) {
+  REQUIRE(got.size() == expect.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    INFO("element " << i);
+    REQUIRE(static_cast<double>(got[i]) ==
+            Approx(static_cast<double>(expect[i])).epsilon(tol).margin(1e-12));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("segment table cuts segments into chunks and rejects overlaps", "[optimizer]") {
+  Context ctx = Context::cpu();
+  const std::vector<ParamSegment> segs = {
+      {0, 10, true, 1.0f}, {10, 0, false, 1.0f}, {12, 2 * kOptimChunk + 1, false, 0.5f}};
+  Arena arena("table", Device::CPU, segment_table_bytes(segs));
+  const SegmentTable table = make_segment_table(ctx, arena, segs, 12 + 2 * kOptimChunk + 1);
+  CHECK(table.num_segments == 3);
+  CHECK(table.num_blocks == 4);
+  const int32_t* f = table.segments.ptr<int32_t>();
+  CHECK(f[2 * kSegFields + kSegFirstBlock] == 1);
+  CHECK(f[2 * kSegFields + kSegBlockCount] == 3);
+  CHECK(table.blocks.ptr<int32_t>()[3 * 2 + 1] == 2 * kOptimChunk);
+  Arena more("table2", Device::CPU, 4096);
+  CHECK_THROWS_WITH(make_segment_table(ctx, more, {{0, 10, true, 1.0f}, {5, 10, true, 1.0f}}, 20),
+                    Catch::Contains("overlaps"));
+  CHECK_THROWS_AS(make_segment_table(ctx, more, {{0, 30, true, 1.0f}}, 20), Error);
+}
+
+TEST_CASE("grad_norm equals the direct sum over the segments", "[optimizer]") {
+  Context ctx = Context::cpu();
+  Arena arena("table", Device::CPU, segment_table_bytes(kSegments));
+  const SegmentTable table = make_segment_table(ctx, arena, kSegments, kParams);
+  std::vector<float> g = test::random_vector<float>(kParams, 41, -2, 2);
+  g[6] = g[7] = g[13] = 1e3f;  // outside every segment: not counted
+  std::vector<float> norm(1), seg_norms(3);
+  grad_norm(ctx, cpu_view(g), table, Tensor{}, cpu_view(norm), cpu_view(seg_norms));
+  double total = 0;
+  for (size_t s = 0; s < kSegments.size(); ++s) {
+    double sq = 0;
+    for (int64_t k = 0; k < kSegments[s].size; ++k) {
+      sq += static_cast<double>(g[kSegments[s].offset + k]) * g[kSegments[s].offset + k];
+    }
+    total += sq;
+    CHECK(seg_norms[s] == Approx(std::sqrt(sq)).epsilon(1e-6));
+  }
+  CHECK(norm[0] == Approx(std::sqrt(total)).epsilon(1e-6));
+}
+
+TEST_CASE("adamw first step on one element by hand", "[optimizer]") {
+  Context ctx = Context::cpu();
+  const std::vector<ParamSegment> segs = {{0, 1, true, 1.0f}};
+  Arena arena("table", Device::CPU, segment_table_bytes(segs));
+  const SegmentTable table = make_segment_table(ctx, arena, segs, 1);
+  OptimHyperValues h;
+  h.lr = 0.1f;
+  h.max_norm = 0;  // no clipping
+  std::array<float, kNumHyper> hyper = h.packed();
+  for (bool bias_correction : {false, true}) {
+    std::vector<float> p = {1.0f}, g = {0.5f}, m = {0.0f}, v = {0.0f}, norm = {0.5f};
+    adamw_step(ctx, cpu_view(p), cpu_view(g), cpu_view(m), cpu_view(v), table,
+               Tensor::view_of(hyper.data(), Device::CPU, {kNumHyper}), cpu_view(norm),
+               bias_correction);
+    // The betas are f32 (1 - 0.999f = 0.00099998713), so the hand values use them as such.
+    const double b1 = 0.9f, b2 = 0.999f, m1 = (1 - b1) * 0.5, v1 = (1 - b2) * 0.25;
+    CHECK(m[0] == Approx(m1).epsilon(1e-6));
+    CHECK(v[0] == Approx(v1).epsilon(1e-6));
+    // Without bias correction the update is m / (sqrt(v) + eps) ~ 3.162; with it the first step
+    // is 0.5 / (0.5 + 1e-6) ~ 1. Decay adds 0.01 * p = 0.01.
+    const double update = bias_correction ? 0.5 / (0.5 + 1e-6) : m1 / (std::sqrt(v1) + 1e-6);
+    CHECK(p[0] == Approx(1.0 - 0.1 * (update + 0.01)).epsilon(1e-6));
+    CHECK(g[0] == 0.5f);
+  }
+}
+
+TEST_CASE("adamw and lamb two steps match the f64 reference", "[optimizer]") {
+  Context ctx = Context::cpu();
+  Arena arena("table", Device::CPU, segment_table_bytes(kSegments));
+  const SegmentTable table = make_segment_table(ctx, arena, kSegments, kParams);
+  for (bool lamb : {false, true}) {
+    for (bool bias_correction : {false, true}) {
+      for (float max_norm : {0.0f, 1.0f}) {
+        INFO("lamb " << lamb << " bias_correction " << bias_correction << " max_norm " << max_norm);
+        std::vector<float> p = test::random_vector<float>(kParams, 51, -1, 1);
+        std::vector<float> m = test::random_vector<float>(kParams, 52, -0.1, 0.1);
+        std::vector<float> v = test::random_vector<float>(kParams, 53, 0.001, 0.01);
+        State ref{std::vector<double>(p.begin(), p.end()), std::vector<double>(m.begin(), m.end()),
+                  std::vector<double>(v.begin(), v.end())};
+        const std::vector<float> outside = {p[6], p[7], p[13]}, m0 = m;
+        std::vector<float> workspace(lamb_workspace_size(table)), norm(1);
+        for (int step = 1; step <= 2; ++step) {
+          std::vector<float> g = test::random_vector<float>(kParams, 60 + step, -3, 3);
+          const std::vector<float> g0 = g;
+          grad_norm(ctx, cpu_view(g), table, Tensor{}, cpu_view(norm), Tensor{});
+          REQUIRE(norm[0] > 1.0f);  // so that max_norm = 1 clips
+          OptimHyperValues h;
+          h.lr = 0.05f;
+          h.step = static_cast<float>(step);
+          h.max_norm = max_norm;
+          std::array<float, kNumHyper> hyper = h.packed();
+          const Tensor hyper_t = Tensor::view_of(hyper.data(), Device::CPU, {kNumHyper});
+          if (lamb) {
+            lamb_step(ctx, cpu_view(p), cpu_view(g), cpu_view(m), cpu_view(v), table, hyper_t,
+                      cpu_view(norm), bias_correction, cpu_view(workspace));
+          } else {
+            adamw_step(ctx, cpu_view(p), cpu_view(g), cpu_view(m), cpu_view(v), table, hyper_t,
+                       cpu_view(norm), bias_correction);
+          }
+          reference_step(ref, g, h, norm[0], bias_correction, lamb);
+          CHECK(g == g0);
+          require_close(m, ref.m, 1e-5);
+          require_close(v, ref.v, 1e-5);
+          require_close(p, ref.p, 1e-5);
+        }
+        CHECK(std::vector<float>{p[6], p[7], p[13]} == outside);
+        for (int64_t i = 0; i < kParams; ++i) {
+          if (!in_segment(i)) CHECK(m[i] == m0[i]);
+        }
+      }
+    }
+  }
+}
