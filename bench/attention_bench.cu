@@ -1,0 +1,159 @@
+// attention (version 1: cuBLASLt GEMMs around the fused softmax kernels), bf16, dropout 0.1, at
+// T = 128 and 512 with the head counts of ELECTRA-Small (4), Base (12) and Large (16), 16384
+// tokens per call: forward and backward timed separately, beside the bf16 GEMM rate.
+// Baseline: a plain unfused forward (one thread per query row and head, scores, softmax and the
+// weighted sum in plain loops over global memory). cuDNN's fused attention (SDPA through
+// the cuDNN 9 backend graph API) is NOT written yet: that baseline is missing.
+// Ours is validated against the CPU reference at a small batch first.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "bench_common.cuh"
+#include "engine/arena.h"
+#include "kernels/attention.h"
+#include "kernels/dropout_mask.h"
+#include "test/common/device_util.h"
+#include "test/common/test_util.h"
+
+using namespace electra;
+
+namespace {
+
+// out[b, i, h*d + c] = sum_j softmax_j(<q_i, k_j> / sqrt(d), padded keys excluded) v_j[c],
+// with the same dropout as ours; one thread per (b, h, i), f32 math, three passes over the keys.
+__global__ void naive_attention_forward(const __nv_bfloat16* qkv, const int32_t* mask,
+                                        __nv_bfloat16* out, int b, int t, int h, int heads,
+                                        RngStream rng, uint64_t site, float p) {
+  const int64_t id = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (id >= static_cast<int64_t>(b) * heads * t) return;
+  const int i = id % t, hi = (id / t) % heads, bi = id / (static_cast<int64_t>(t) * heads);
+  const int d = h / heads;
+  const float scale = rsqrtf(static_cast<float>(d));
+  const __nv_bfloat16* q = qkv + (static_cast<int64_t>(bi) * t + i) * 3 * h + hi * d;
+  const auto score = [&](int j) {
+    const __nv_bfloat16* k = qkv + (static_cast<int64_t>(bi) * t + j) * 3 * h + h + hi * d;
+    float s = 0.0f;
+    for (int c = 0; c < d; ++c) s += __bfloat162float(q[c]) * __bfloat162float(k[c]);
+    return s * scale;
+  };
+  float max = -INFINITY, sum = 0.0f;
+  for (int j = 0; j < t; ++j) {
+    if (mask[bi * t + j] != 0) max = fmaxf(max, score(j));
+  }
+  for (int j = 0; j < t; ++j) {
+    if (mask[bi * t + j] != 0) sum += expf(score(j) - max);
+  }
+  __nv_bfloat16* o = out + (static_cast<int64_t>(bi) * t + i) * h + hi * d;
+  for (int c = 0; c < d; ++c) o[c] = __float2bfloat16(0.0f);
+  for (int j = 0; j < t; ++j) {
+    if (mask[bi * t + j] == 0) continue;
+    const uint64_t index = site + ((static_cast<uint64_t>(bi) * heads + hi) * t + i) * t + j;
+    if (!dropout_keep(rng, index, p)) continue;
+    const float w = expf(score(j) - max) / sum / (1.0f - p);
+    const __nv_bfloat16* v = qkv + (static_cast<int64_t>(bi) * t + j) * 3 * h + 2 * h + hi * d;
+    for (int c = 0; c < d; ++c) {
+      o[c] = __float2bfloat16(__bfloat162float(o[c]) + w * __bfloat162float(v[c]));
+    }
+  }
+}
+
+std::vector<int32_t> make_mask(int64_t b, int64_t t) {
+  std::vector<int32_t> mask(b * t, 1);
+  for (int64_t bi = 1; bi < b; bi += 2) {
+    for (int64_t j = t - t / 4; j < t; ++j) mask[bi * t + j] = 0;
+  }
+  return mask;
+}
+
+// Ours at batch 2 against the CPU reference (f32 on bf16-rounded inputs).
+bool validate(Context& ctx, Arena& arena, int64_t t, int64_t h, int64_t heads,
+              const AttentionArgs& args) {
+  const int64_t b = 2;
+  const size_t mark = arena.mark();
+  std::vector<float> qkv = test::random_vector<float>(b * t * 3 * h, 5);
+  for (float& x : qkv) x = bf16_to_float(float_to_bf16(x));
+  std::vector<int32_t> mask = make_mask(b, t);
+  std::vector<float> probs(b * heads * t * t), scratch(probs.size()), out(b * t * h);
+  Context cpu = Context::cpu();
+  attention_forward(cpu, Tensor::view_of(qkv.data(), Device::CPU, {b, t, 3 * h}),
+                    Tensor::view_of(mask.data(), Device::CPU, {b, t}), args,
+                    Tensor::view_of(probs.data(), Device::CPU, {b, heads, t, t}),
+                    Tensor::view_of(scratch.data(), Device::CPU, {b, heads, t, t}),
+                    Tensor::view_of(out.data(), Device::CPU, {b, t, h}));
+  const Tensor gqkv = test::upload_bf16(ctx, arena, qkv, {b, t, 3 * h});
+  const Tensor gmask = test::upload(ctx, arena, mask, {b, t});
+  const Tensor gprobs = arena.alloc<bf16>({b, heads, t, t});
+  const Tensor gscratch = arena.alloc<bf16>({b, heads, t, t});
+  const Tensor gout = arena.alloc<bf16>({b, t, h});
+  poison_tensor(ctx.stream(), gout);
+  attention_forward(ctx, gqkv, gmask, args, gprobs, gscratch, gout);
+  const double err = test::max_relative_error(test::download_f32(ctx, gout), out);
+  arena.rewind(mark);
+  std::printf("validate attention T=%ld H=%ld heads=%ld: max rel err %.3g\n", static_cast<long>(t),
+              static_cast<long>(h), static_cast<long>(heads), err);
+  return err < 2e-2;
+}
+
+}  // namespace
+
+int main() {
+  Context ctx = Context::cuda(0);
+  const int64_t tokens = 16384;
+  struct Model {
+    const char* name;
+    int64_t h, heads;
+  };
+  Arena arena("bench", Device::CUDA, size_t{4} << 30);
+  for (const Model& model :
+       {Model{"small", 256, 4}, Model{"base", 768, 12}, Model{"large", 1024, 16}}) {
+    for (int64_t t : {int64_t{128}, int64_t{512}}) {
+      const int64_t b = tokens / t, h = model.h, heads = model.heads;
+      const AttentionArgs args{heads, 0.1f, RngStream{1, RngPurpose::kDropout, 0, 0}, 1};
+      if (!validate(ctx, arena, t, h, heads, args)) {
+        std::printf("FAILED validation of %s T=%ld\n", model.name, static_cast<long>(t));
+        return 1;
+      }
+      const size_t mark = arena.mark();
+      const Tensor qkv = test::upload_bf16(ctx, arena, test::random_vector<float>(b * t * 3 * h, 6),
+                                           {b, t, 3 * h});
+      const Tensor mask = test::upload(ctx, arena, make_mask(b, t), {b, t});
+      const Tensor dout =
+          test::upload_bf16(ctx, arena, test::random_vector<float>(b * t * h, 7), {b, t, h});
+      const Tensor probs = arena.alloc<bf16>({b, heads, t, t});
+      const Tensor scratch = arena.alloc<bf16>({b, heads, t, t});
+      const Tensor out = arena.alloc<bf16>({b, t, h});
+      const Tensor dqkv = arena.alloc<bf16>({b, t, 3 * h});
+      const std::string shape = std::string(model.name) + "_B" + std::to_string(b) + "_T" +
+                                std::to_string(t) + "_H" + std::to_string(h);
+      // Two GEMMs of 2 B heads T^2 d FLOPs each forward, four backward.
+      const double gemm_flops = 2.0 * b * heads * t * t * (h / heads);
+      const double prob_bytes = 2.0 * b * heads * t * t;
+      const double fwd = bench::time_median_ms(
+          ctx, [&] { attention_forward(ctx, qkv, mask, args, probs, scratch, out); });
+      bench::report(ctx, "attention_fwd", shape, "ours", fwd,
+                    2.0 * qkv.numel() + 2.0 * out.numel() + 3 * prob_bytes, 2 * gemm_flops);
+      const double bwd = bench::time_median_ms(
+          ctx, [&] { attention_backward(ctx, qkv, mask, args, probs, dout, scratch, dqkv); });
+      bench::report(ctx, "attention_bwd", shape, "ours", bwd,
+                    4.0 * qkv.numel() + 2.0 * dout.numel() + 6 * prob_bytes, 4 * gemm_flops);
+      const int64_t threads = b * heads * t;
+      const double naive = bench::time_median_ms(
+          ctx,
+          [&] {
+            naive_attention_forward<<<static_cast<unsigned>((threads + 127) / 128), 128, 0,
+                                      ctx.stream()>>>(
+                static_cast<const __nv_bfloat16*>(qkv.data), mask.ptr<int32_t>(),
+                static_cast<__nv_bfloat16*>(out.data), static_cast<int>(b), static_cast<int>(t),
+                static_cast<int>(h), static_cast<int>(heads), args.rng,
+                dropout_site_offset(args.site), args.dropout_p);
+            ELECTRA_CUDA_CHECK_LAUNCH();
+          },
+          5, 1);
+      bench::report(ctx, "attention_fwd", shape, "baseline_naive_unfused", naive,
+                    2.0 * qkv.numel() + 2.0 * out.numel(), 2 * gemm_flops);
+      arena.rewind(mark);
+    }
+  }
+  return 0;
+}

@@ -1,0 +1,240 @@
+// attention on the GPU, version 1: strided-batched cuBLASLt GEMMs (through matmul_batched) around
+// one fused scale-mask-softmax-dropout kernel (forward) and its backward.
+//
+// GEMM batching: matrix (b, h) of every operand sits at base + b * per_batch + h * per_head of its
+// tensor (a head of Q is a [T, d] matrix with leading dimension 3H), so for a fixed head the
+// batch over b has one stride, and for a fixed b the batch over heads has one stride. We loop over
+// the shorter of the two and batch over the longer: min(B, heads) GEMM calls per product.
+//
+// Softmax kernels: one warp per row of T keys, three passes over the row (max, sum, write), which
+// stays in L1 for T <= 512; f32 math, warp reductions in a fixed order (deterministic). The
+// dropout mask is a pure function of (rng, site, element index), regenerated in the backward.
+#include "kernels/attention.h"
+#include "kernels/cuda_common.cuh"
+#include "kernels/dropout_mask.h"
+#include "kernels/matmul.h"
+
+namespace electra::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kRowsPerBlock = kThreads / kWarpSize;
+
+// S (already scaled) -> P in place over `probs`, Pd = P * keep / (1 - p) into `pd` (skipped when
+// pd is null, i.e. p == 0). Row r = (b * heads + h) * T + i covers keys j < T.
+template <class T>
+__global__ void softmax_dropout_forward_kernel(T* probs, T* pd, const int32_t* mask, int64_t rows,
+                                               int t, int64_t rows_per_batch, RngStream rng,
+                                               uint64_t site, float p, float keep_scale) {
+  const int64_t row = blockIdx.x * static_cast<int64_t>(kRowsPerBlock) + threadIdx.x / kWarpSize;
+  const int lane = threadIdx.x % kWarpSize;
+  if (row >= rows) return;
+  const int32_t* m = mask + (row / rows_per_batch) * t;
+  T* s = probs + row * t;
+  float max = -INFINITY;
+  for (int j = lane; j < t; j += kWarpSize) {
+    if (m[j] != 0) max = fmaxf(max, to_float(s[j]));
+  }
+  max = warp_max(max);
+  float sum = 0.0f;
+  for (int j = lane; j < t; j += kWarpSize) {
+    if (m[j] != 0) sum += expf(to_float(s[j]) - max);
+  }
+  sum = warp_sum(sum);
+  const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
+  for (int j = lane; j < t; j += kWarpSize) {
+    const float prob = m[j] != 0 ? expf(to_float(s[j]) - max) * inv : 0.0f;
+    s[j] = from_float<T>(prob);
+    if (pd != nullptr) {
+      const bool keep = dropout_keep(rng, site + row * t + j, p);
+      pd[row * t + j] = from_float<T>(keep ? prob * keep_scale : 0.0f);
+    }
+  }
+}
+
+// Pd = P * keep / (1 - p), elementwise over [B, heads, T, T].
+template <class T>
+__global__ void dropout_probs_kernel(const T* probs, T* pd, int64_t n, RngStream rng, uint64_t site,
+                                     float p, float keep_scale) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const bool keep = dropout_keep(rng, site + i, p);
+    pd[i] = from_float<T>(keep ? to_float(probs[i]) * keep_scale : 0.0f);
+  }
+}
+
+// dPd -> dS in place over `grad`: dP = dPd * keep / (1 - p), dS = P (dP - sum_k P_k dP_k).
+template <class T>
+__global__ void softmax_dropout_backward_kernel(const T* probs, T* grad, int64_t rows, int t,
+                                                RngStream rng, uint64_t site, float p,
+                                                float keep_scale) {
+  const int64_t row = blockIdx.x * static_cast<int64_t>(kRowsPerBlock) + threadIdx.x / kWarpSize;
+  const int lane = threadIdx.x % kWarpSize;
+  if (row >= rows) return;
+  const T* prob = probs + row * t;
+  T* g = grad + row * t;
+  float dot = 0.0f;
+  for (int j = lane; j < t; j += kWarpSize) {
+    const bool keep = dropout_keep(rng, site + row * t + j, p);
+    if (keep) dot += to_float(prob[j]) * to_float(g[j]) * keep_scale;
+  }
+  dot = warp_sum(dot);
+  for (int j = lane; j < t; j += kWarpSize) {
+    const bool keep = dropout_keep(rng, site + row * t + j, p);
+    const float dp = keep ? to_float(g[j]) * keep_scale : 0.0f;
+    g[j] = from_float<T>(to_float(prob[j]) * (dp - dot));
+  }
+}
+
+// Where matrix (b, h) of an operand lives: element base + b * per_batch + h * per_head.
+struct HeadMatrices {
+  Tensor storage;
+  int64_t base, per_batch, per_head, rows, cols, ld;
+};
+
+struct Plan {
+  int64_t b, t, h, heads, d;
+  bool loop_over_heads;  // loop over heads, batch over b (else loop over b, batch over heads)
+  int64_t steps() const { return loop_over_heads ? heads : b; }
+  int64_t batch() const { return loop_over_heads ? b : heads; }
+
+  MatrixBatch at(const HeadMatrices& x, int64_t step) const {
+    return loop_over_heads
+               ? MatrixBatch{x.storage,  x.base + step * x.per_head, x.rows, x.cols, x.ld,
+                             x.per_batch}
+               : MatrixBatch{x.storage, x.base + step * x.per_batch, x.rows, x.cols, x.ld,
+                             x.per_head};
+  }
+  // Head views of a [B, T, 3H] tensor: part 0 = Q, 1 = K, 2 = V.
+  HeadMatrices qkv_part(const Tensor& qkv, int part) const {
+    return HeadMatrices{qkv, part * h, t * 3 * h, d, t, d, 3 * h};
+  }
+  HeadMatrices hidden(const Tensor& x) const { return HeadMatrices{x, 0, t * h, d, t, d, h}; }
+  HeadMatrices scores(const Tensor& x) const {
+    return HeadMatrices{x, 0, heads * t * t, t * t, t, t, t};
+  }
+};
+
+Plan plan_of(const Tensor& qkv, const AttentionArgs& args) {
+  const int64_t b = qkv.dim(0), h = qkv.dim(2) / 3;
+  return Plan{b, qkv.dim(1), h, args.heads, h / args.heads, args.heads <= b};
+}
+
+uint64_t site_of(const AttentionArgs& args) {
+  return dropout_site_offset(args.site);
+}
+
+float keep_scale_of(const AttentionArgs& args) {
+  return 1.0f / (1.0f - args.dropout_p);
+}
+
+template <class T>
+T* data_of(const Tensor& t) {
+  return static_cast<T*>(t.data);
+}
+
+template <class T>
+void launch_softmax_forward(Context& ctx, const Plan& pl, const Tensor& mask,
+                            const AttentionArgs& args, const Tensor& probs, const Tensor* pd) {
+  const int64_t rows = pl.b * pl.heads * pl.t;
+  softmax_dropout_forward_kernel<T><<<ceil_div(rows, kRowsPerBlock), kThreads, 0, ctx.stream()>>>(
+      data_of<T>(probs), pd != nullptr ? data_of<T>(*pd) : nullptr, mask.ptr<int32_t>(), rows,
+      static_cast<int>(pl.t), pl.heads * pl.t, args.rng, site_of(args), args.dropout_p,
+      keep_scale_of(args));
+  ELECTRA_CUDA_CHECK_LAUNCH();
+}
+
+template <class T>
+void launch_dropout_probs(Context& ctx, const AttentionArgs& args, const Tensor& probs,
+                          const Tensor& pd) {
+  const int64_t n = probs.numel();
+  const int64_t blocks = std::min<int64_t>(ceil_div(n, kThreads), 65535);
+  dropout_probs_kernel<T>
+      <<<blocks, kThreads, 0, ctx.stream()>>>(data_of<T>(probs), data_of<T>(pd), n, args.rng,
+                                              site_of(args), args.dropout_p, keep_scale_of(args));
+  ELECTRA_CUDA_CHECK_LAUNCH();
+}
+
+template <class T>
+void launch_softmax_backward(Context& ctx, const Plan& pl, const AttentionArgs& args,
+                             const Tensor& probs, const Tensor& grad) {
+  const int64_t rows = pl.b * pl.heads * pl.t;
+  softmax_dropout_backward_kernel<T><<<ceil_div(rows, kRowsPerBlock), kThreads, 0, ctx.stream()>>>(
+      data_of<T>(probs), data_of<T>(grad), rows, static_cast<int>(pl.t), args.rng, site_of(args),
+      args.dropout_p, keep_scale_of(args));
+  ELECTRA_CUDA_CHECK_LAUNCH();
+}
+
+template <class T>
+void forward_typed(Context& ctx, const Tensor& qkv, const Tensor& mask, const AttentionArgs& args,
+                   const Tensor& probs, const Tensor& scratch, const Tensor& out) {
+  const Plan pl = plan_of(qkv, args);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(pl.d));
+  const HeadMatrices q = pl.qkv_part(qkv, 0), k = pl.qkv_part(qkv, 1), v = pl.qkv_part(qkv, 2);
+  const HeadMatrices s = pl.scores(probs), o = pl.hidden(out);
+  for (int64_t step = 0; step < pl.steps(); ++step) {
+    matmul_batched(ctx, pl.at(q, step), false, pl.at(k, step), true, pl.at(s, step), pl.batch(),
+                   scale, 0);
+  }
+  const bool drop = args.dropout_p > 0;
+  launch_softmax_forward<T>(ctx, pl, mask, args, probs, drop ? &scratch : nullptr);
+  const HeadMatrices pd = pl.scores(drop ? scratch : probs);
+  for (int64_t step = 0; step < pl.steps(); ++step) {
+    matmul_batched(ctx, pl.at(pd, step), false, pl.at(v, step), false, pl.at(o, step), pl.batch());
+  }
+}
+
+template <class T>
+void backward_typed(Context& ctx, const Tensor& qkv, const AttentionArgs& args, const Tensor& probs,
+                    const Tensor& dout, const Tensor& scratch, const Tensor& dqkv) {
+  const Plan pl = plan_of(qkv, args);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(pl.d));
+  const HeadMatrices q = pl.qkv_part(qkv, 0), k = pl.qkv_part(qkv, 1), v = pl.qkv_part(qkv, 2);
+  const HeadMatrices dq = pl.qkv_part(dqkv, 0), dk = pl.qkv_part(dqkv, 1),
+                     dv = pl.qkv_part(dqkv, 2);
+  const HeadMatrices g = pl.hidden(dout), w = pl.scores(scratch);
+  const bool drop = args.dropout_p > 0;
+  if (drop) launch_dropout_probs<T>(ctx, args, probs, scratch);
+  const HeadMatrices pd = pl.scores(drop ? scratch : probs);
+  // dV = Pd^T dout, then dPd = dout V^T over the same scratch (stream order keeps Pd alive).
+  for (int64_t step = 0; step < pl.steps(); ++step) {
+    matmul_batched(ctx, pl.at(pd, step), true, pl.at(g, step), false, pl.at(dv, step), pl.batch());
+  }
+  for (int64_t step = 0; step < pl.steps(); ++step) {
+    matmul_batched(ctx, pl.at(g, step), false, pl.at(v, step), true, pl.at(w, step), pl.batch());
+  }
+  launch_softmax_backward<T>(ctx, pl, args, probs, scratch);
+  // dQ = dS K / sqrt(d), dK = dS^T Q / sqrt(d).
+  for (int64_t step = 0; step < pl.steps(); ++step) {
+    matmul_batched(ctx, pl.at(w, step), false, pl.at(k, step), false, pl.at(dq, step), pl.batch(),
+                   scale, 0);
+    matmul_batched(ctx, pl.at(w, step), true, pl.at(q, step), false, pl.at(dk, step), pl.batch(),
+                   scale, 0);
+  }
+}
+
+}  // namespace
+
+void attention_forward(Context& ctx, const Tensor& qkv, const Tensor& mask,
+                       const AttentionArgs& args, const Tensor& probs, const Tensor& scratch,
+                       const Tensor& out) {
+  if (qkv.dtype == DType::F32) {
+    forward_typed<float>(ctx, qkv, mask, args, probs, scratch, out);
+  } else {
+    check_dtype(qkv, DType::BF16, "attention (cuda): qkv");
+    forward_typed<__nv_bfloat16>(ctx, qkv, mask, args, probs, scratch, out);
+  }
+}
+
+void attention_backward(Context& ctx, const Tensor& qkv, const Tensor&, const AttentionArgs& args,
+                        const Tensor& probs, const Tensor& dout, const Tensor& scratch,
+                        const Tensor& dqkv) {
+  if (qkv.dtype == DType::F32) {
+    backward_typed<float>(ctx, qkv, args, probs, dout, scratch, dqkv);
+  } else {
+    check_dtype(qkv, DType::BF16, "attention (cuda): qkv");
+    backward_typed<__nv_bfloat16>(ctx, qkv, args, probs, dout, scratch, dqkv);
+  }
+}
+
+}  // namespace electra::cuda

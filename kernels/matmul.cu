@@ -1,0 +1,322 @@
+// matmul on the GPU: cuBLASLt with f32 accumulation and TF32 off (CUBLAS_COMPUTE_32F).
+//
+// Row-major to column-major: a row-major [r, c] matrix with leading dimension ld is the
+// column-major [c, r] matrix with the same ld, so C = op(A) op(B) is computed as the column-major
+// C^T = op(B)^T op(A)^T: cuBLAS's first operand is our B, its second our A, with m = N, n = M.
+// The bias epilogue (CUBLASLT_EPILOGUE_BIAS) adds a vector along cuBLAS's rows, i.e. along our N.
+//
+// GELU: cuBLASLt's GELU epilogues (GELU, GELU_AUX_BIAS) compute the tanh approximation of GELU
+// (which is why XLA and PyTorch route only their approximate="tanh" GELU through them), while
+// ELECTRA uses the exact erf GELU. So the GEMM writes the pre-activation (with the fused bias) to
+// gelu_pre and a separate elementwise kernel computes C = pre * Phi(pre) with erff.
+//
+// Plans (matmul descriptor, three layouts, the heuristic's algorithm) are cached per shape, type,
+// alignment and epilogue in a host-side map, so a repeated call costs a map lookup: no heuristic
+// query and no device allocation. When cuBLASLt offers no algorithm for a fused bias (e.g. an f32
+// bias with a bf16 output, or a bias not 16-byte aligned) the plan runs without the epilogue and
+// the bias is added by the elementwise kernel instead.
+#include <algorithm>
+#include <array>
+#include <map>
+#include <memory>
+#include <mutex>
+
+#include "kernels/cuda_common.cuh"
+#include "kernels/matmul.h"
+
+namespace electra::cuda {
+namespace {
+
+cudaDataType_t cuda_type(DType dtype, const char* what) {
+  switch (dtype) {
+    case DType::F32:
+      return CUDA_R_32F;
+    case DType::BF16:
+      return CUDA_R_16BF;
+    default:
+      throw Error(
+          str_cat("matmul (cuda): ", what, " must be f32 or bf16, got ", dtype_name(dtype)));
+  }
+}
+
+char* element_ptr(const Tensor& t, int64_t offset) {
+  return static_cast<char*>(t.data) + offset * static_cast<int64_t>(dtype_size(t.dtype));
+}
+
+// The largest power of two (<= 256, cuBLASLt's default assumption) dividing the matrix address,
+// its row pitch and its batch stride in bytes: what the heuristic may assume about every matrix
+// of the batch.
+uint32_t alignment_bytes(const MatrixBatch& x, int64_t batch) {
+  const int64_t size = static_cast<int64_t>(dtype_size(x.storage.dtype));
+  uint64_t bits = reinterpret_cast<uintptr_t>(element_ptr(x.storage, x.offset)) |
+                  static_cast<uint64_t>(x.ld * size) | 256u;
+  if (batch > 1) bits |= static_cast<uint64_t>(x.stride * size);
+  return static_cast<uint32_t>(bits & (~bits + 1));
+}
+
+template <class T>
+void set_desc(cublasLtMatmulDesc_t desc, cublasLtMatmulDescAttributes_t attr, const T& value) {
+  ELECTRA_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, attr, &value, sizeof(value)));
+}
+
+template <class T>
+void set_layout(cublasLtMatrixLayout_t layout, cublasLtMatrixLayoutAttribute_t attr,
+                const T& value) {
+  ELECTRA_CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(layout, attr, &value, sizeof(value)));
+}
+
+template <class T>
+void set_pref(cublasLtMatmulPreference_t pref, cublasLtMatmulPreferenceAttributes_t attr,
+              const T& value) {
+  ELECTRA_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, attr, &value, sizeof(value)));
+}
+
+// The column-major layout of a row-major [rows, cols] batch: [cols, rows] with the same ld.
+cublasLtMatrixLayout_t make_layout(cudaDataType_t type, const MatrixBatch& x, int64_t batch) {
+  cublasLtMatrixLayout_t layout = nullptr;
+  ELECTRA_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&layout, type, static_cast<uint64_t>(x.cols),
+                                                  static_cast<uint64_t>(x.rows), x.ld));
+  if (batch > 1) {
+    set_layout(layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, static_cast<int32_t>(batch));
+    set_layout(layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, x.stride);
+  }
+  return layout;
+}
+
+struct Plan {
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;  // cuBLAS's A, B and C = D
+  cublasLtMatmulAlgo_t algo{};
+  bool found = false;
+  bool fused_bias = false;
+
+  Plan() = default;
+  Plan(const Plan&) = delete;
+  Plan& operator=(const Plan&) = delete;
+  ~Plan() {
+    if (d != nullptr) cublasLtMatrixLayoutDestroy(d);
+    if (b != nullptr) cublasLtMatrixLayoutDestroy(b);
+    if (a != nullptr) cublasLtMatrixLayoutDestroy(a);
+    if (desc != nullptr) cublasLtMatmulDescDestroy(desc);
+  }
+};
+
+// The output the GEMM itself writes: C, or gelu_pre with the GELU epilogue.
+MatrixBatch gemm_output(const GemmArgs& g) {
+  if (g.epilogue.gelu_pre == nullptr) return g.c;
+  MatrixBatch out = g.c;
+  out.storage = *g.epilogue.gelu_pre;
+  return out;
+}
+
+std::unique_ptr<Plan> build_plan(Context& ctx, const GemmArgs& g, bool fuse_bias) {
+  auto plan = std::make_unique<Plan>();
+  const cudaDataType_t ab_type = cuda_type(g.a.storage.dtype, "A and B");
+  const cudaDataType_t c_type = cuda_type(g.c.storage.dtype, "C");
+  const MatrixBatch out = gemm_output(g);
+  ELECTRA_CUBLAS_CHECK(cublasLtMatmulDescCreate(&plan->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  set_desc(plan->desc, CUBLASLT_MATMUL_DESC_TRANSA,
+           static_cast<int32_t>(g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N));
+  set_desc(plan->desc, CUBLASLT_MATMUL_DESC_TRANSB,
+           static_cast<int32_t>(g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N));
+  if (fuse_bias) {
+    set_desc(plan->desc, CUBLASLT_MATMUL_DESC_EPILOGUE,
+             static_cast<uint32_t>(CUBLASLT_EPILOGUE_BIAS));
+    set_desc(plan->desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
+             static_cast<int32_t>(cuda_type(g.epilogue.bias->dtype, "bias")));
+  }
+  plan->a = make_layout(ab_type, g.b, g.batch);
+  plan->b = make_layout(ab_type, g.a, g.batch);
+  plan->d = make_layout(c_type, out, g.batch);
+
+  cublasLtMatmulPreference_t pref = nullptr;
+  ELECTRA_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+  set_pref(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+           static_cast<uint64_t>(ctx.cublaslt_workspace_bytes()));
+  set_pref(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, alignment_bytes(g.b, g.batch));
+  set_pref(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, alignment_bytes(g.a, g.batch));
+  set_pref(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, alignment_bytes(out, g.batch));
+  set_pref(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, alignment_bytes(out, g.batch));
+  cublasLtMatmulHeuristicResult_t result{};
+  int count = 0;
+  const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(
+      ctx.cublaslt(), plan->desc, plan->a, plan->b, plan->d, plan->d, pref, 1, &result, &count);
+  cublasLtMatmulPreferenceDestroy(pref);
+  if (status != CUBLAS_STATUS_NOT_SUPPORTED) ELECTRA_CUBLAS_CHECK(status);
+  plan->found = status == CUBLAS_STATUS_SUCCESS && count > 0;
+  plan->algo = result.algo;
+  plan->fused_bias = fuse_bias;
+  return plan;
+}
+
+using PlanKey = std::array<int64_t, 24>;
+
+PlanKey plan_key(Context& ctx, const GemmArgs& g, bool fuse_bias) {
+  const MatrixBatch out = gemm_output(g);
+  return PlanKey{ctx.device_index(),
+                 g.trans_a,
+                 g.trans_b,
+                 g.m(),
+                 g.n(),
+                 g.k(),
+                 g.a.ld,
+                 g.b.ld,
+                 out.ld,
+                 g.batch,
+                 g.batch > 1 ? g.a.stride : 0,
+                 g.batch > 1 ? g.b.stride : 0,
+                 g.batch > 1 ? out.stride : 0,
+                 static_cast<int64_t>(g.a.storage.dtype),
+                 static_cast<int64_t>(g.c.storage.dtype),
+                 fuse_bias,
+                 fuse_bias ? static_cast<int64_t>(g.epilogue.bias->dtype) : -1,
+                 alignment_bytes(g.a, g.batch),
+                 alignment_bytes(g.b, g.batch),
+                 alignment_bytes(out, g.batch),
+                 static_cast<int64_t>(ctx.cublaslt_workspace_bytes()),
+                 g.a.rows,
+                 g.b.rows,
+                 out.rows};
+}
+
+std::mutex& plan_mutex() {
+  static std::mutex mutex;
+  return mutex;
+}
+
+std::map<PlanKey, std::unique_ptr<Plan>>& plan_cache() {
+  static std::map<PlanKey, std::unique_ptr<Plan>> cache;
+  return cache;
+}
+
+const Plan& cached_plan(Context& ctx, const GemmArgs& g, bool fuse_bias) {
+  auto& cache = plan_cache();
+  const PlanKey key = plan_key(ctx, g, fuse_bias);
+  auto it = cache.find(key);
+  if (it == cache.end()) it = cache.emplace(key, build_plan(ctx, g, fuse_bias)).first;
+  return *it->second;
+}
+
+// The plan for g; with a bias, the fused-epilogue plan when cuBLASLt has one, else a plain one.
+// Call with plan_mutex() held.
+const Plan& get_plan(Context& ctx, const GemmArgs& g) {
+  if (g.epilogue.bias != nullptr && is_aligned16(g.epilogue.bias->data)) {
+    const Plan& fused = cached_plan(ctx, g, true);
+    if (fused.found) return fused;
+  }
+  const Plan& plain = cached_plan(ctx, g, false);
+  ELECTRA_CHECK(plain.found, "matmul (cuda): cuBLASLt has no algorithm for M=", g.m(), " N=", g.n(),
+                " K=", g.k(), " batch ", g.batch, ", A ", g.a.storage.str(), ", B ",
+                g.b.storage.str(), ", C ", g.c.storage.str());
+  return plain;
+}
+
+__device__ __forceinline__ float gelu(float x) {
+  return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
+}
+
+// The unfused part of the epilogue, elementwise over the [rows, n] output `pre`:
+//   pre += bias (when bias), then y = gelu(pre) (when y). Bias-only runs in place on C.
+template <class TC, class TB>
+__global__ void bias_gelu_kernel(TC* pre, TC* y, const TB* bias, int64_t total, int64_t n) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    float v = to_float(pre[i]);
+    if (bias != nullptr) {
+      v = to_float(from_float<TC>(v + to_float(bias[i % n])));
+      pre[i] = from_float<TC>(v);
+    }
+    if (y != nullptr) y[i] = from_float<TC>(gelu(v));
+  }
+}
+
+template <class TC, class TB>
+void launch_bias_gelu(Context& ctx, void* pre, void* y, const void* bias, int64_t total,
+                      int64_t n) {
+  constexpr int kThreads = 256;
+  const int64_t blocks = std::min<int64_t>(ceil_div(total, kThreads), 65535);
+  bias_gelu_kernel<TC, TB><<<blocks, kThreads, 0, ctx.stream()>>>(
+      static_cast<TC*>(pre), static_cast<TC*>(y), static_cast<const TB*>(bias), total, n);
+  ELECTRA_CUDA_CHECK_LAUNCH();
+}
+
+template <class TC>
+void epilogue_kernel(Context& ctx, const Tensor& pre, const Tensor* y, const Tensor* bias,
+                     int64_t n) {
+  void* y_data = y != nullptr ? y->data : nullptr;
+  if (bias != nullptr && bias->dtype == DType::F32) {
+    launch_bias_gelu<TC, float>(ctx, pre.data, y_data, bias->data, pre.numel(), n);
+  } else if (bias != nullptr) {
+    launch_bias_gelu<TC, __nv_bfloat16>(ctx, pre.data, y_data, bias->data, pre.numel(), n);
+  } else {
+    launch_bias_gelu<TC, float>(ctx, pre.data, y_data, nullptr, pre.numel(), n);
+  }
+}
+
+// db[c] += sum_r dy[r, c]. A block owns 32 columns; thread (x, y) sums rows y, y + 32, ... of
+// column x, then one fixed-order pass over the 32 partial sums: deterministic, no atomics.
+template <class T>
+__global__ void bias_grad_kernel(const T* dy, float* db, int64_t m, int64_t n) {
+  __shared__ float partial[32][33];
+  const int64_t col = blockIdx.x * 32 + threadIdx.x;
+  float sum = 0.0f;
+  if (col < n) {
+    for (int64_t r = threadIdx.y; r < m; r += 32) sum += to_float(dy[r * n + col]);
+  }
+  partial[threadIdx.y][threadIdx.x] = sum;
+  __syncthreads();
+  if (threadIdx.y == 0 && col < n) {
+    float total = 0.0f;
+    for (int k = 0; k < 32; ++k) total += partial[k][threadIdx.x];
+    db[col] += total;
+  }
+}
+
+}  // namespace
+
+void gemm(Context& ctx, const GemmArgs& g) {
+  const MatmulEpilogue& e = g.epilogue;
+  if (e.bias != nullptr) {
+    ELECTRA_CHECK(e.bias->dtype == DType::F32 || e.bias->dtype == g.c.storage.dtype,
+                  "matmul (cuda): bias ", e.bias->str(), " must be f32 or C's dtype (",
+                  g.c.storage.str(), ")");
+  }
+  const MatrixBatch out = gemm_output(g);
+  bool fused_bias = false;
+  {
+    std::lock_guard<std::mutex> lock(plan_mutex());
+    const Plan& plan = get_plan(ctx, g);
+    fused_bias = plan.fused_bias;
+    if (fused_bias) set_desc(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, e.bias->data);
+    void* d = element_ptr(out.storage, out.offset);
+    ELECTRA_CUBLAS_CHECK(cublasLtMatmul(
+        ctx.cublaslt(), plan.desc, &g.alpha, element_ptr(g.b.storage, g.b.offset), plan.a,
+        element_ptr(g.a.storage, g.a.offset), plan.b, &g.beta, d, plan.d, d, plan.d, &plan.algo,
+        ctx.cublaslt_workspace(), ctx.cublaslt_workspace_bytes(), ctx.stream()));
+  }
+  const Tensor* bias = fused_bias ? nullptr : e.bias;
+  if (bias == nullptr && e.gelu_pre == nullptr) return;
+  const Tensor* y = e.gelu_pre != nullptr ? &g.c.storage : nullptr;
+  if (g.c.storage.dtype == DType::F32) {
+    epilogue_kernel<float>(ctx, out.storage, y, bias, g.n());
+  } else {
+    epilogue_kernel<__nv_bfloat16>(ctx, out.storage, y, bias, g.n());
+  }
+}
+
+void bias_grad(Context& ctx, const Tensor& dy, const Tensor& db) {
+  check_dtype(db, DType::F32, "bias_grad (cuda): db");
+  const int64_t n = dy.dim(-1), m = dy.numel() / n;
+  const dim3 block(32, 32);
+  const unsigned blocks = static_cast<unsigned>(ceil_div(n, 32));
+  if (dy.dtype == DType::F32) {
+    bias_grad_kernel<<<blocks, block, 0, ctx.stream()>>>(dy.ptr<float>(), db.ptr<float>(), m, n);
+  } else {
+    check_dtype(dy, DType::BF16, "bias_grad (cuda): dy");
+    bias_grad_kernel<<<blocks, block, 0, ctx.stream()>>>(static_cast<const __nv_bfloat16*>(dy.data),
+                                                         db.ptr<float>(), m, n);
+  }
+  ELECTRA_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace electra::cuda

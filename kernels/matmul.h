@@ -1,0 +1,178 @@
+// matmul: the one wrapper every matmul in the engine goes through (cuBLASLt on the GPU, Eigen on
+// the CPU). Row-major semantics throughout:
+//
+//   C[M,N] = alpha * op(A) * op(B) + beta * C,   op(X) = X or X^T,   op(A) [M,K], op(B) [K,N]
+//
+// then an optional epilogue:
+//   bias      C += bias[N] on every row
+//   GELU      pre = alpha * op(A) op(B) (+ bias) is written to `gelu_pre` (same shape and dtype
+//             as C; the GELU backward needs it) and C = gelu(pre) = pre * Phi(pre), exact erf.
+//             Requires beta == 0 (C is write-only then).
+// With beta == 0, C is never read (it may hold NaN).
+//
+// Two forms: matmul() views rank >= 2 tensors as matrices [numel / last dim, last dim] (so
+// x[B,T,H] is a [B*T, H] matrix), and matmul_batched() takes explicit strided batches of
+// matrices inside a tensor's storage (attention: one head of packed qkv is a [T, d] matrix with
+// leading dimension 3H). bias_grad() is the deterministic db[N] += sum over rows of dY[M,N].
+//
+// Linear y = x W^T + b with W [out, in] (HF layout), x [rows, in]:
+//   forward    matmul(ctx, x, false, W, true, y, 1, 0, {.bias = &b})
+//   backward   matmul(ctx, dy, false, W, false, dx)            dx  = dy W      (written)
+//              matmul(ctx, dy, true, x, false, dW, 1, 1)       dW += dy^T x    (accumulated)
+//              bias_grad(ctx, dy, db)                          db += colsum(dy)
+// linear_forward / linear_backward below are exactly these calls.
+//
+// Dtypes: CPU, every tensor f32 or every tensor f64. CUDA: A and B both f32 or both bf16; C f32
+// or bf16; bias f32 or C's dtype; gelu_pre C's dtype; accumulation in f32 with TF32 off
+// (CUBLAS_COMPUTE_32F), so f32 results match the CPU to rounding.
+// Workspace: none from the caller; cuBLASLt uses the context's workspace.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/dispatch.h"
+
+namespace electra {
+
+// A batch of row-major matrices inside a tensor's storage: matrix i, row r, column c is element
+// offset + i * stride + r * ld + c of `storage` (flat, in elements).
+struct MatrixBatch {
+  Tensor storage;
+  int64_t offset = 0;
+  int64_t rows = 0;
+  int64_t cols = 0;
+  int64_t ld = 0;
+  int64_t stride = 0;
+};
+
+// t (rank >= 1) as one contiguous [numel / last dim, last dim] matrix.
+inline MatrixBatch as_matrix(const Tensor& t) {
+  ELECTRA_CHECK(t.rank >= 1, "matmul: a matrix needs rank >= 1, got ", t.str());
+  const int64_t cols = t.dim(-1);
+  const int64_t rows = cols == 0 ? 0 : t.numel() / cols;
+  return MatrixBatch{t, 0, rows, cols, cols, rows * cols};
+}
+
+struct MatmulEpilogue {
+  const Tensor* bias = nullptr;      // [N]
+  const Tensor* gelu_pre = nullptr;  // C's shape and dtype; selects the GELU epilogue
+};
+
+// Everything one GEMM call needs, validated (see check_gemm below).
+struct GemmArgs {
+  MatrixBatch a, b, c;
+  bool trans_a = false, trans_b = false;
+  int64_t batch = 1;
+  float alpha = 1, beta = 0;
+  MatmulEpilogue epilogue;
+
+  int64_t m() const { return trans_a ? a.cols : a.rows; }
+  int64_t k() const { return trans_a ? a.rows : a.cols; }
+  int64_t n() const { return trans_b ? b.rows : b.cols; }
+};
+
+namespace cpu {
+void gemm(Context& ctx, const GemmArgs& args);
+void bias_grad(Context& ctx, const Tensor& dy, const Tensor& db);
+}  // namespace cpu
+namespace cuda {
+void gemm(Context& ctx, const GemmArgs& args);
+void bias_grad(Context& ctx, const Tensor& dy, const Tensor& db);
+}  // namespace cuda
+
+namespace detail {
+
+inline void check_in_bounds(const MatrixBatch& x, int64_t batch, const char* name) {
+  ELECTRA_CHECK(
+      x.offset >= 0 && x.rows >= 0 && x.cols >= 0 && x.ld >= x.cols && x.ld >= 1 && x.stride >= 0,
+      "matmul: ", name, " has a bad layout (offset ", x.offset, ", ", x.rows, "x", x.cols, ", ld ",
+      x.ld, ", stride ", x.stride, ") in ", x.storage.str());
+  if (x.rows == 0 || x.cols == 0 || batch == 0) return;
+  const int64_t last = x.offset + (batch - 1) * x.stride + (x.rows - 1) * x.ld + x.cols;
+  ELECTRA_CHECK(last <= x.storage.numel(), "matmul: ", name, " (", batch, " x ", x.rows, "x",
+                x.cols, ", ld ", x.ld, ", stride ", x.stride, ", offset ", x.offset,
+                ") reaches element ", last, " of ", x.storage.str());
+}
+
+inline void check_gemm(const Context& ctx, const GemmArgs& g) {
+  check_devices(ctx, "matmul", {&g.a.storage, &g.b.storage, &g.c.storage});
+  ELECTRA_CHECK(g.batch >= 1, "matmul: batch ", g.batch);
+  ELECTRA_CHECK(g.k() >= 1, "matmul: inner dimension K = ", g.k(), " (", g.a.storage.str(), ")");
+  check_in_bounds(g.a, g.batch, "A");
+  check_in_bounds(g.b, g.batch, "B");
+  check_in_bounds(g.c, g.batch, "C");
+  const int64_t kb = g.trans_b ? g.b.cols : g.b.rows;
+  ELECTRA_CHECK(g.k() == kb, "matmul: op(A) is ", g.m(), "x", g.k(), " (", g.a.storage.str(),
+                g.trans_a ? ", transposed" : "", ") but op(B) is ", kb, "x", g.n(), " (",
+                g.b.storage.str(), g.trans_b ? ", transposed" : "", ")");
+  ELECTRA_CHECK(g.c.rows == g.m() && g.c.cols == g.n(), "matmul: C is ", g.c.rows, "x", g.c.cols,
+                " (", g.c.storage.str(), "), op(A) op(B) is ", g.m(), "x", g.n());
+  ELECTRA_CHECK(g.a.storage.dtype == g.b.storage.dtype, "matmul: A is ", g.a.storage.str(),
+                ", B is ", g.b.storage.str());
+  const MatmulEpilogue& e = g.epilogue;
+  if (e.bias != nullptr) {
+    check_devices(ctx, "matmul", {e.bias});
+    ELECTRA_CHECK(e.bias->numel() == g.n(), "matmul: bias ", e.bias->str(), " for N = ", g.n());
+  }
+  if (e.gelu_pre != nullptr) {
+    check_devices(ctx, "matmul", {e.gelu_pre});
+    check_same_shape(*e.gelu_pre, g.c.storage, "matmul: gelu_pre vs C");
+    check_dtype(*e.gelu_pre, g.c.storage.dtype, "matmul: gelu_pre");
+    ELECTRA_CHECK(g.beta == 0, "matmul: the GELU epilogue needs beta == 0, got ", g.beta);
+  }
+  ELECTRA_CHECK((e.bias == nullptr && e.gelu_pre == nullptr) ||
+                    (g.batch == 1 && g.c.offset == 0 && g.c.ld == g.c.cols &&
+                     g.c.rows * g.c.cols == g.c.storage.numel()),
+                "matmul: epilogues need one whole contiguous C, got ", g.c.storage.str());
+}
+
+}  // namespace detail
+
+inline void gemm(Context& ctx, const GemmArgs& args) {
+  detail::check_gemm(ctx, args);
+  if (args.m() == 0 || args.n() == 0) return;
+  ELECTRA_DISPATCH(ctx, gemm, args);
+}
+
+// C = alpha op(A) op(B) + beta C (+ epilogue); A, B, C rank >= 2, viewed with as_matrix.
+inline void matmul(Context& ctx, const Tensor& a, bool trans_a, const Tensor& b, bool trans_b,
+                   const Tensor& c, float alpha = 1, float beta = 0,
+                   const MatmulEpilogue& epilogue = {}) {
+  ELECTRA_CHECK(a.rank >= 2 && b.rank >= 2 && c.rank >= 2, "matmul: rank >= 2 needed, got A ",
+                a.str(), ", B ", b.str(), ", C ", c.str());
+  gemm(ctx, GemmArgs{as_matrix(a), as_matrix(b), as_matrix(c), trans_a, trans_b, 1, alpha, beta,
+                     epilogue});
+}
+
+// For i < batch: C_i = alpha op(A_i) op(B_i) + beta C_i. No epilogue.
+inline void matmul_batched(Context& ctx, const MatrixBatch& a, bool trans_a, const MatrixBatch& b,
+                           bool trans_b, const MatrixBatch& c, int64_t batch, float alpha = 1,
+                           float beta = 0) {
+  gemm(ctx, GemmArgs{a, b, c, trans_a, trans_b, batch, alpha, beta, {}});
+}
+
+// db[N] += sum over the rows of dy (rank >= 2, [M, N] as in as_matrix). Deterministic. CPU: dy
+// and db both f32 or f64; CUDA: dy f32 or bf16, db f32.
+inline void bias_grad(Context& ctx, const Tensor& dy, const Tensor& db) {
+  check_devices(ctx, "bias_grad", {&dy, &db});
+  ELECTRA_CHECK(dy.rank >= 1 && db.numel() == dy.dim(-1), "bias_grad: dy ", dy.str(), ", db ",
+                db.str());
+  if (dy.numel() == 0) return;
+  ELECTRA_DISPATCH(ctx, bias_grad, dy, db);
+}
+
+// y = x W^T + b: x [..., in], W [out, in], b [out], y [..., out].
+inline void linear_forward(Context& ctx, const Tensor& x, const Tensor& w, const Tensor& b,
+                           const Tensor& y) {
+  matmul(ctx, x, false, w, true, y, 1, 0, MatmulEpilogue{&b, nullptr});
+}
+
+// dx = dy W (written); dW += dy^T x and db += colsum(dy) (accumulated).
+inline void linear_backward(Context& ctx, const Tensor& x, const Tensor& w, const Tensor& dy,
+                            const Tensor& dx, const Tensor& dw, const Tensor& db) {
+  matmul(ctx, dy, false, w, false, dx);
+  matmul(ctx, dy, true, x, false, dw, 1, 1);
+  bias_grad(ctx, dy, db);
+}
+
+}  // namespace electra

@@ -1,0 +1,152 @@
+#include <catch2/catch.hpp>
+#include <cmath>
+
+#include "kernels/attention.h"
+#include "kernels/dropout_mask.h"
+#include "test/common/test_util.h"
+
+using namespace electra;
+
+namespace {
+
+template <class T>
+Tensor view(std::vector<T>& v, std::initializer_list<int64_t> dims) {
+  return Tensor::view_of(v.data(), Device::CPU, dims);
+}
+
+struct Naive {
+  std::vector<double> probs, out;
+};
+
+// The textbook formula per (batch, head): slice out Q_h, K_h, V_h, S = Q_h K_h^T / sqrt(d) with
+// padded keys at -inf, P = softmax(S), out_h = dropout(P) V_h, heads concatenated.
+Naive naive_attention(const std::vector<double>& qkv, const std::vector<int32_t>& mask, int64_t b,
+                      int64_t t, int64_t h, int64_t heads, float p, const RngStream& rng,
+                      uint32_t site) {
+  const int64_t d = h / heads;
+  Naive r{std::vector<double>(b * heads * t * t), std::vector<double>(b * t * h)};
+  for (int64_t bi = 0; bi < b; ++bi) {
+    for (int64_t hi = 0; hi < heads; ++hi) {
+      std::vector<double> q(t * d), k(t * d), v(t * d);
+      for (int64_t i = 0; i < t; ++i) {
+        for (int64_t c = 0; c < d; ++c) {
+          const int64_t base = (bi * t + i) * 3 * h + hi * d + c;
+          q[i * d + c] = qkv[base];
+          k[i * d + c] = qkv[base + h];
+          v[i * d + c] = qkv[base + 2 * h];
+        }
+      }
+      for (int64_t i = 0; i < t; ++i) {
+        std::vector<double> s(t);
+        double max = -INFINITY, sum = 0;
+        for (int64_t j = 0; j < t; ++j) {
+          s[j] = -INFINITY;
+          if (mask[bi * t + j] == 0) continue;
+          s[j] = 0;
+          for (int64_t c = 0; c < d; ++c) s[j] += q[i * d + c] * k[j * d + c];
+          s[j] /= std::sqrt(static_cast<double>(d));
+          max = std::max(max, s[j]);
+        }
+        for (int64_t j = 0; j < t; ++j) sum += std::exp(s[j] - max);
+        for (int64_t j = 0; j < t; ++j) {
+          const int64_t at = ((bi * heads + hi) * t + i) * t + j;
+          const double prob = std::exp(s[j] - max) / sum;
+          r.probs[at] = prob;
+          const bool keep = dropout_keep(rng, dropout_site_offset(site) + at, p);
+          const double dropped = keep ? prob / (1.0 - static_cast<double>(p)) : 0.0;
+          for (int64_t c = 0; c < d; ++c) {
+            r.out[(bi * t + i) * h + hi * d + c] += dropped * v[j * d + c];
+          }
+        }
+      }
+    }
+  }
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("attention forward equals the per-head formula, with padding and dropout",
+          "[attention]") {
+  Context ctx = Context::cpu();
+  const int64_t b = 2, t = 6, h = 12, heads = 3;
+  std::vector<double> qkv = test::random_vector<double>(b * t * 3 * h, 71, -2, 2);
+  std::vector<int32_t> mask = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0};
+  for (float p : {0.0f, 0.25f}) {
+    const AttentionArgs args{heads, p, RngStream{99, RngPurpose::kDropout, 3, 0}, 5};
+    std::vector<double> probs(b * heads * t * t), scratch(probs.size()), out(b * t * h);
+    attention_forward(ctx, view(qkv, {b, t, 3 * h}), view(mask, {b, t}), args,
+                      view(probs, {b, heads, t, t}), view(scratch, {b, heads, t, t}),
+                      view(out, {b, t, h}));
+    const Naive expect = naive_attention(qkv, mask, b, t, h, heads, p, args.rng, args.site);
+    INFO("p " << p);
+    CHECK(test::max_relative_error(probs, expect.probs) < 1e-13);
+    CHECK(test::max_relative_error(out, expect.out) < 1e-13);
+    if (p > 0) {
+      int dropped = 0;
+      for (size_t i = 0; i < probs.size(); ++i) dropped += probs[i] > 0 && scratch[i] == 0;
+      CHECK(dropped > 10);  // the mask really drops (about a quarter of 144 real entries)
+    }
+  }
+}
+
+TEST_CASE("attention gives padded keys exactly zero probability and rows that sum to one",
+          "[attention]") {
+  Context ctx = Context::cpu();
+  const int64_t b = 3, t = 5, h = 8, heads = 2;
+  std::vector<float> qkv = test::random_vector<float>(b * t * 3 * h, 72, -3, 3);
+  // Sequence 2 is all padding: its rows must be zeros, not NaN.
+  std::vector<int32_t> mask = {1, 1, 1, 0, 0, 1, 0, 1, 1, 0, 0, 0, 0, 0, 0};
+  std::vector<float> probs(b * heads * t * t), scratch(probs.size()), out(b * t * h);
+  const AttentionArgs args{heads, 0.0f, RngStream{}, 0};
+  attention_forward(ctx, view(qkv, {b, t, 3 * h}), view(mask, {b, t}), args,
+                    view(probs, {b, heads, t, t}), view(scratch, {b, heads, t, t}),
+                    view(out, {b, t, h}));
+  for (int64_t bi = 0; bi < b; ++bi) {
+    for (int64_t row = 0; row < heads * t; ++row) {
+      double sum = 0;
+      for (int64_t j = 0; j < t; ++j) {
+        const float prob = probs[(bi * heads * t + row) * t + j];
+        if (mask[bi * t + j] == 0) REQUIRE(prob == 0.0f);
+        if (mask[bi * t + j] != 0) REQUIRE(prob > 0.0f);
+        sum += prob;
+      }
+      CHECK(sum == Approx(bi == 2 ? 0.0 : 1.0).margin(1e-6));
+    }
+  }
+  for (int64_t i = 2 * t * h; i < b * t * h; ++i) REQUIRE(out[i] == 0.0f);
+}
+
+TEST_CASE("attention rejects bad shapes, dtypes and arguments with a message", "[attention]") {
+  Context ctx = Context::cpu();
+  const int64_t b = 2, t = 4, h = 6;
+  std::vector<float> qkv(b * t * 3 * h, 1.0f), probs(b * 2 * t * t), scratch(probs.size());
+  std::vector<float> out(b * t * h);
+  std::vector<int32_t> mask(b * t, 1);
+  const auto run = [&](int64_t heads, float p, const Tensor& m, const Tensor& pr) {
+    attention_forward(ctx, view(qkv, {b, t, 3 * h}), m, AttentionArgs{heads, p, RngStream{}, 0}, pr,
+                      view(scratch, {b, 2, t, t}), view(out, {b, t, h}));
+  };
+  const Tensor good_mask = view(mask, {b, t}), good_probs = view(probs, {b, 2, t, t});
+  CHECK_NOTHROW(run(2, 0.1f, good_mask, good_probs));
+  CHECK_THROWS_WITH(run(4, 0.1f, good_mask, good_probs),
+                    Catch::Contains("hidden 6 is not divisible by 4 heads"));
+  CHECK_THROWS_WITH(run(2, 1.0f, good_mask, good_probs), Catch::Contains("dropout p"));
+  CHECK_THROWS_WITH(run(2, 0.1f, view(mask, {t, b}), good_probs),
+                    Catch::Contains("attention: mask"));
+  CHECK_THROWS_WITH(run(2, 0.1f, good_mask, view(probs, {b, 2, t * t})),
+                    Catch::Contains("attention: probs"));
+  std::vector<float> fmask(b * t, 1.0f);
+  CHECK_THROWS_WITH(run(2, 0.1f, view(fmask, {b, t}), good_probs),
+                    Catch::Contains("attention: mask"));
+  std::vector<double> dqkv(qkv.size());
+  CHECK_THROWS_WITH(
+      attention_backward(ctx, view(qkv, {b, t, 3 * h}), good_mask,
+                         AttentionArgs{2, 0.0f, RngStream{}, 0}, good_probs, view(out, {b, t, h}),
+                         view(scratch, {b, 2, t, t}), view(dqkv, {b, t, 3 * h})),
+      Catch::Contains("attention: dqkv"));
+  CHECK_THROWS_WITH(attention_forward(ctx, view(qkv, {b, t * 3 * h}), good_mask,
+                                      AttentionArgs{2, 0.0f, RngStream{}, 0}, good_probs,
+                                      view(scratch, {b, 2, t, t}), view(out, {b, t, h})),
+                    Catch::Contains("qkv must be [B, T, 3H]"));
+}

@@ -1,0 +1,180 @@
+// matmul on the GPU against the CPU reference run in f64 on the same inputs (bf16-rounded where the
+// GPU reads bf16): f32 with TF32 off within 1e-5, bf16 within 2e-2. Outputs are poisoned first.
+// Products use positive inputs so that no output is a cancellation: the relative error then
+// measures the kernel, not the conditioning of a sum that happens to be near zero.
+#include <catch2/catch.hpp>
+
+#include "engine/arena.h"
+#include "kernels/matmul.h"
+#include "test/common/device_util.h"
+#include "test/common/test_util.h"
+
+using namespace electra;
+
+namespace {
+
+double tolerance(DType dtype) {
+  return dtype == DType::F32 ? 1e-5 : 2e-2;
+}
+
+// values as the GPU sees them in `dtype` (bf16 rounds), widened back to f32 for the CPU.
+std::vector<float> as_seen(const std::vector<float>& values, DType dtype) {
+  if (dtype == DType::F32) return values;
+  std::vector<float> out(values.size());
+  for (size_t i = 0; i < values.size(); ++i) out[i] = bf16_to_float(float_to_bf16(values[i]));
+  return out;
+}
+
+Tensor upload_as(Context& gpu, Arena& arena, const std::vector<float>& values,
+                 std::initializer_list<int64_t> dims, DType dtype) {
+  return dtype == DType::F32 ? test::upload(gpu, arena, values, dims)
+                             : test::upload_bf16(gpu, arena, values, dims);
+}
+
+std::vector<double> widen(const std::vector<float>& v) {
+  return std::vector<double>(v.begin(), v.end());
+}
+
+Tensor host(std::vector<double>& v, std::initializer_list<int64_t> dims) {
+  return Tensor::view_of(v.data(), Device::CPU, dims);
+}
+
+}  // namespace
+
+TEST_CASE("matmul GPU equals CPU for every transpose combination, f32 and bf16, beta 0 and 1",
+          "[matmul][gpu]") {
+  Context gpu = Context::cuda(0);
+  Context cpu = Context::cpu();
+  Arena arena("matmul", Device::CUDA, 64 << 20);
+  const int64_t m = 67, n = 45, k = 33;
+  for (DType dtype : {DType::F32, DType::BF16}) {
+    for (bool ta : {false, true}) {
+      for (bool tb : {false, true}) {
+        for (float beta : {0.0f, 1.0f}) {
+          INFO(dtype_name(dtype) << " ta " << ta << " tb " << tb << " beta " << beta);
+          const size_t mark = arena.mark();
+          const std::vector<float> a = as_seen(test::random_vector<float>(m * k, 1, 0.1, 1), dtype);
+          const std::vector<float> b = as_seen(test::random_vector<float>(k * n, 2, 0.1, 1), dtype);
+          const std::vector<float> c = as_seen(test::random_vector<float>(m * n, 3), dtype);
+          const int64_t a_rows = ta ? k : m, a_cols = ta ? m : k;
+          const int64_t b_rows = tb ? n : k, b_cols = tb ? k : n;
+          Tensor ga = upload_as(gpu, arena, a, {a_rows, a_cols}, dtype);
+          Tensor gb = upload_as(gpu, arena, b, {b_rows, b_cols}, dtype);
+          Tensor gc = upload_as(gpu, arena, c, {m, n}, dtype);
+          if (beta == 0) poison_tensor(gpu.stream(), gc);
+          std::vector<double> ha = widen(a), hb = widen(b), hc = widen(c);
+          matmul(cpu, host(ha, {a_rows, a_cols}), ta, host(hb, {b_rows, b_cols}), tb,
+                 host(hc, {m, n}), 0.75f, beta);
+          matmul(gpu, ga, ta, gb, tb, gc, 0.75f, beta);
+          CHECK(test::max_relative_error(test::download_f32(gpu, gc), hc) < tolerance(dtype));
+          arena.rewind(mark);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("matmul GPU bias and GELU epilogues equal CPU (f32 / bf16 bias, aligned or not)",
+          "[matmul][gpu]") {
+  Context gpu = Context::cuda(0);
+  Context cpu = Context::cpu();
+  Arena arena("matmul", Device::CUDA, 64 << 20);
+  const int64_t m = 130, n = 96, k = 64;
+  for (DType dtype : {DType::F32, DType::BF16}) {
+    for (DType bias_dtype : {DType::F32, dtype}) {
+      for (bool aligned : {true, false}) {
+        INFO(dtype_name(dtype) << " bias " << dtype_name(bias_dtype) << " aligned " << aligned);
+        const size_t mark = arena.mark();
+        // x W^T is about 2.6 (64 positive terms near 0.04); the bias puts every other column
+        // near -2 and the rest near +3: both GELU branches, no value close to zero.
+        const std::vector<float> x = as_seen(test::random_vector<float>(m * k, 4, 0.1, 0.3), dtype);
+        const std::vector<float> w = as_seen(test::random_vector<float>(n * k, 5, 0.1, 0.3), dtype);
+        std::vector<float> bias = test::random_vector<float>(n + 1, 6, 0, 1);
+        for (int64_t i = 0; i <= n; i += 2) bias[i] -= 5.0f;
+        bias = as_seen(bias, bias_dtype);
+        Tensor gx = upload_as(gpu, arena, x, {m, k}, dtype);
+        Tensor gw = upload_as(gpu, arena, w, {n, k}, dtype);
+        Tensor gbias_all = upload_as(gpu, arena, bias, {n + 1}, bias_dtype);
+        // An unaligned bias (one element in) takes the unfused path.
+        const int64_t skip = aligned ? 0 : 1;
+        Tensor gbias =
+            Tensor::view_of(static_cast<char*>(gbias_all.data) + skip * dtype_size(bias_dtype),
+                            bias_dtype, Device::CUDA, {n});
+        std::vector<double> hbias(bias.begin() + skip, bias.begin() + skip + n);
+        Tensor hbias_t = host(hbias, {n});
+
+        std::vector<double> y(m * n), pre(m * n), hx = widen(x), hw = widen(w);
+        matmul(cpu, host(hx, {m, k}), false, host(hw, {n, k}), true, host(y, {m, n}), 1, 0,
+               MatmulEpilogue{&hbias_t, nullptr});
+        Tensor gy = arena.alloc(dtype, {m, n});
+        poison_tensor(gpu.stream(), gy);
+        matmul(gpu, gx, false, gw, true, gy, 1, 0, MatmulEpilogue{&gbias, nullptr});
+        CHECK(test::max_relative_error(test::download_f32(gpu, gy), y) < tolerance(dtype));
+
+        Tensor hpre_t = host(pre, {m, n});
+        matmul(cpu, host(hx, {m, k}), false, host(hw, {n, k}), true, host(y, {m, n}), 1, 0,
+               MatmulEpilogue{&hbias_t, &hpre_t});
+        Tensor gpre = arena.alloc(dtype, {m, n});
+        poison_tensor(gpu.stream(), gy);
+        poison_tensor(gpu.stream(), gpre);
+        matmul(gpu, gx, false, gw, true, gy, 1, 0, MatmulEpilogue{&gbias, &gpre});
+        CHECK(test::max_relative_error(test::download_f32(gpu, gpre), pre) < tolerance(dtype));
+        CHECK(test::max_relative_error(test::download_f32(gpu, gy), y) < tolerance(dtype));
+        arena.rewind(mark);
+      }
+    }
+  }
+}
+
+TEST_CASE("matmul_batched GPU equals CPU with offsets, leading dimensions and strides",
+          "[matmul][gpu]") {
+  Context gpu = Context::cuda(0);
+  Context cpu = Context::cpu();
+  Arena arena("matmul", Device::CUDA, 64 << 20);
+  // Attention-like: A [37, 32] heads inside rows of 3 * 64, B^T likewise, C [37, 37] dense.
+  const int64_t batch = 6, m = 37, n = 37, k = 32, ld = 192;
+  for (DType dtype : {DType::F32, DType::BF16}) {
+    INFO(dtype_name(dtype));
+    const size_t mark = arena.mark();
+    const int64_t size = batch * m * ld;
+    const std::vector<float> qkv = as_seen(test::random_vector<float>(size, 7, 0.1, 1), dtype);
+    Tensor gqkv = upload_as(gpu, arena, qkv, {size}, dtype);
+    Tensor gs = arena.alloc(dtype, {batch * m * n});
+    poison_tensor(gpu.stream(), gs);
+    std::vector<double> hqkv = widen(qkv), s(batch * m * n);
+    const auto run = [&](Context& ctx, const Tensor& x, const Tensor& out) {
+      const MatrixBatch q{x, 32, m, k, ld, m * ld};
+      const MatrixBatch kk{x, 64 + 32, n, k, ld, m * ld};
+      matmul_batched(ctx, q, false, kk, true, MatrixBatch{out, 0, m, n, n, m * n}, batch, 0.125f,
+                     0);
+    };
+    run(cpu, host(hqkv, {size}), host(s, {batch * m * n}));
+    run(gpu, gqkv, gs);
+    CHECK(test::max_relative_error(test::download_f32(gpu, gs), s) < tolerance(dtype));
+    arena.rewind(mark);
+  }
+}
+
+TEST_CASE("bias_grad GPU equals CPU and is deterministic", "[matmul][gpu]") {
+  Context gpu = Context::cuda(0);
+  Context cpu = Context::cpu();
+  Arena arena("matmul", Device::CUDA, 64 << 20);
+  const int64_t m = 1031, n = 77;
+  for (DType dtype : {DType::F32, DType::BF16}) {
+    INFO(dtype_name(dtype));
+    const size_t mark = arena.mark();
+    const std::vector<float> dy = as_seen(test::random_vector<float>(m * n, 8, 0.1, 1), dtype);
+    const std::vector<float> db0 = test::random_vector<float>(n, 9, 0.1, 1);
+    Tensor gdy = upload_as(gpu, arena, dy, {m, n}, dtype);
+    Tensor gdb = test::upload(gpu, arena, db0, {n});
+    Tensor gdb2 = test::upload(gpu, arena, db0, {n});
+    std::vector<double> hdy = widen(dy), db = widen(db0);
+    bias_grad(cpu, host(hdy, {m, n}), host(db, {n}));
+    bias_grad(gpu, gdy, gdb);
+    bias_grad(gpu, gdy, gdb2);
+    const std::vector<float> got = test::download<float>(gpu, gdb);
+    CHECK(test::max_relative_error(got, db) < 1e-5);
+    CHECK(got == test::download<float>(gpu, gdb2));
+    arena.rewind(mark);
+  }
+}

@@ -1,0 +1,171 @@
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <limits>
+
+#include "kernels/matmul.h"
+#include "test/common/test_util.h"
+
+using namespace electra;
+
+namespace {
+
+// Element (r, c) of op(X) for matrix i of a batch.
+template <class T>
+double op_at(const std::vector<T>& x, const MatrixBatch& m, int64_t i, bool trans, int64_t r,
+             int64_t c) {
+  if (trans) std::swap(r, c);
+  return static_cast<double>(x[m.offset + i * m.stride + r * m.ld + c]);
+}
+
+// C_i = alpha op(A_i) op(B_i) + beta C_i by the triple loop, in double.
+template <class T>
+std::vector<double> naive(const std::vector<T>& a, const MatrixBatch& ma, bool ta,
+                          const std::vector<T>& b, const MatrixBatch& mb, bool tb,
+                          const std::vector<T>& c, const MatrixBatch& mc, int64_t batch,
+                          double alpha, double beta) {
+  std::vector<double> out(c.begin(), c.end());
+  const int64_t k_dim = ta ? ma.rows : ma.cols;
+  for (int64_t i = 0; i < batch; ++i) {
+    for (int64_t r = 0; r < mc.rows; ++r) {
+      for (int64_t col = 0; col < mc.cols; ++col) {
+        double s = 0;
+        for (int64_t k = 0; k < k_dim; ++k)
+          s += op_at(a, ma, i, ta, r, k) * op_at(b, mb, i, tb, k, col);
+        const int64_t at = mc.offset + i * mc.stride + r * mc.ld + col;
+        out[at] = alpha * s + (beta == 0 ? 0.0 : beta * static_cast<double>(c[at]));
+      }
+    }
+  }
+  return out;
+}
+
+template <class T>
+Tensor view(std::vector<T>& v, std::initializer_list<int64_t> dims) {
+  return Tensor::view_of(v.data(), Device::CPU, dims);
+}
+
+}  // namespace
+
+TEMPLATE_TEST_CASE("matmul equals the triple loop for every transpose combination", "[matmul]",
+                   float, double) {
+  Context ctx = Context::cpu();
+  const int64_t m = 5, n = 7, k = 3;
+  const double tol = std::is_same_v<TestType, float> ? 1e-5 : 1e-13;
+  for (bool ta : {false, true}) {
+    for (bool tb : {false, true}) {
+      for (double beta : {0.0, 1.0, -0.5}) {
+        // Positive A and B: no output is a cancellation, so f32 rounding stays near 1e-7.
+        std::vector<TestType> a = test::random_vector<TestType>(m * k, 1 + ta, 0.1, 1);
+        std::vector<TestType> b = test::random_vector<TestType>(k * n, 3 + tb, 0.1, 1);
+        std::vector<TestType> c = test::random_vector<TestType>(m * n, 5);
+        Tensor ta_t = ta ? view(a, {k, m}) : view(a, {m, k});
+        Tensor tb_t = tb ? view(b, {n, k}) : view(b, {k, n});
+        const auto expect = naive(a, as_matrix(ta_t), ta, b, as_matrix(tb_t), tb, c,
+                                  as_matrix(view(c, {m, n})), 1, 1.5, beta);
+        matmul(ctx, ta_t, ta, tb_t, tb, view(c, {m, n}), 1.5f, static_cast<float>(beta));
+        INFO("ta " << ta << " tb " << tb << " beta " << beta);
+        CHECK(test::max_relative_error(c, expect) < tol);
+      }
+    }
+  }
+}
+
+TEST_CASE("matmul with beta 0 never reads C and views rank-3 tensors as matrices", "[matmul]") {
+  Context ctx = Context::cpu();
+  std::vector<float> x = test::random_vector<float>(2 * 3 * 4, 7);
+  std::vector<float> w = test::random_vector<float>(5 * 4, 8);
+  std::vector<float> y(2 * 3 * 5, std::numeric_limits<float>::quiet_NaN());
+  matmul(ctx, view(x, {2, 3, 4}), false, view(w, {5, 4}), true, view(y, {2, 3, 5}));
+  const auto expect =
+      naive(x, MatrixBatch{view(x, {6, 4}), 0, 6, 4, 4, 0}, false, w,
+            MatrixBatch{view(w, {5, 4}), 0, 5, 4, 4, 0}, true, std::vector<float>(30, 0.0f),
+            MatrixBatch{view(y, {6, 5}), 0, 6, 5, 5, 0}, 1, 1.0, 0.0);
+  CHECK(test::max_relative_error(y, expect) < 1e-5);
+}
+
+TEST_CASE("matmul bias and exact-erf GELU epilogues", "[matmul]") {
+  Context ctx = Context::cpu();
+  const int64_t m = 6, n = 5, k = 4;
+  std::vector<double> a = test::random_vector<double>(m * k, 11, -2, 2);
+  std::vector<double> w = test::random_vector<double>(n * k, 12, -2, 2);
+  std::vector<double> bias = test::random_vector<double>(n, 13);
+  std::vector<double> y(m * n, std::nan("")), pre(m * n, std::nan(""));
+  Tensor bias_t = view(bias, {n});
+  Tensor pre_t = view(pre, {m, n});
+  matmul(ctx, view(a, {m, k}), false, view(w, {n, k}), true, view(y, {m, n}), 1, 0,
+         MatmulEpilogue{&bias_t, &pre_t});
+  std::vector<double> biased(m * n);
+  int negative = 0;
+  for (int64_t r = 0; r < m; ++r) {
+    for (int64_t c = 0; c < n; ++c) {
+      double s = bias[c];
+      for (int64_t i = 0; i < k; ++i) s += a[r * k + i] * w[c * k + i];
+      biased[r * n + c] = s;
+      negative += s < 0;
+    }
+  }
+  REQUIRE(negative > 0);  // GELU's negative branch is exercised
+  CHECK(test::max_relative_error(pre, biased) < 1e-14);
+  std::vector<double> gelu(m * n);
+  for (size_t i = 0; i < gelu.size(); ++i) {
+    gelu[i] = biased[i] * 0.5 * std::erfc(-biased[i] / std::sqrt(2.0));
+  }
+  CHECK(test::max_relative_error(y, gelu) < 1e-13);
+  std::vector<double> only_bias(m * n, std::nan(""));
+  matmul(ctx, view(a, {m, k}), false, view(w, {n, k}), true, view(only_bias, {m, n}), 1, 0,
+         MatmulEpilogue{&bias_t, nullptr});
+  CHECK(test::max_relative_error(only_bias, biased) < 1e-14);
+}
+
+TEST_CASE("matmul_batched honours offsets, leading dimensions and strides", "[matmul]") {
+  Context ctx = Context::cpu();
+  const int64_t batch = 3, m = 4, n = 3, k = 5;
+  // A: op(A) = A [m, k] with ld k + 2 and one element of offset; B^T stored [n, k], ld k + 1;
+  // C: [m, n] with ld n + 3 (padding columns must stay untouched).
+  std::vector<double> a = test::random_vector<double>(1 + batch * m * (k + 2), 21);
+  std::vector<double> b = test::random_vector<double>(batch * n * (k + 1), 22);
+  std::vector<double> c = test::random_vector<double>(batch * m * (n + 3), 23);
+  const MatrixBatch ma{view(a, {static_cast<int64_t>(a.size())}), 1, m, k, k + 2, m * (k + 2)};
+  const MatrixBatch mb{view(b, {static_cast<int64_t>(b.size())}), 0, n, k, k + 1, n * (k + 1)};
+  const MatrixBatch mc{view(c, {static_cast<int64_t>(c.size())}), 0, m, n, n + 3, m * (n + 3)};
+  const auto expect = naive(a, ma, false, b, mb, true, c, mc, batch, 0.5, 2.0);
+  matmul_batched(ctx, ma, false, mb, true, mc, batch, 0.5f, 2.0f);
+  CHECK(test::max_relative_error(c, expect) < 1e-14);
+}
+
+TEST_CASE("bias_grad accumulates column sums", "[matmul]") {
+  Context ctx = Context::cpu();
+  std::vector<float> dy = test::random_vector<float>(4 * 3 * 5, 31);
+  std::vector<float> db = {1, 2, 3, 4, 5};
+  std::vector<double> expect(db.begin(), db.end());
+  for (int r = 0; r < 12; ++r) {
+    for (int c = 0; c < 5; ++c) expect[c] += dy[r * 5 + c];
+  }
+  bias_grad(ctx, view(dy, {4, 3, 5}), view(db, {5}));
+  CHECK(test::max_relative_error(db, expect) < 1e-6);
+}
+
+TEST_CASE("matmul rejects mismatched shapes, dtypes and layouts with a message", "[matmul]") {
+  Context ctx = Context::cpu();
+  std::vector<float> a(5 * 3, 1.0f), b(4 * 7, 1.0f), c(5 * 7, 0.0f), bias(6, 0.0f);
+  CHECK_THROWS_WITH(matmul(ctx, view(a, {5, 3}), false, view(b, {4, 7}), false, view(c, {5, 7})),
+                    Catch::Contains("op(A) is 5x3") && Catch::Contains("op(B) is 4x7"));
+  CHECK_THROWS_WITH(matmul(ctx, view(a, {5, 3}), false, view(b, {3, 7}), false, view(c, {7, 5})),
+                    Catch::Contains("C is 7x5"));
+  Tensor bias_t = view(bias, {6});
+  CHECK_THROWS_WITH(matmul(ctx, view(a, {5, 3}), false, view(b, {3, 7}), false, view(c, {5, 7}), 1,
+                           0, MatmulEpilogue{&bias_t, nullptr}),
+                    Catch::Contains("bias f32[6]") && Catch::Contains("N = 7"));
+  Tensor pre_t = view(c, {5, 7});
+  CHECK_THROWS_WITH(matmul(ctx, view(a, {5, 3}), false, view(b, {3, 7}), false, view(c, {5, 7}), 1,
+                           1, MatmulEpilogue{nullptr, &pre_t}),
+                    Catch::Contains("beta == 0"));
+  std::vector<double> b64(3 * 7, 1.0);
+  CHECK_THROWS_WITH(matmul(ctx, view(a, {5, 3}), false, view(b64, {3, 7}), false, view(c, {5, 7})),
+                    Catch::Contains("A is f32[5,3]") && Catch::Contains("B is f64[3,7]"));
+  const MatrixBatch ma{view(a, {15}), 0, 5, 3, 3, 15};
+  const MatrixBatch mb{view(b, {28}), 0, 3, 7, 7, 21};
+  const MatrixBatch mc{view(c, {35}), 0, 5, 7, 7, 35};
+  CHECK_THROWS_WITH(matmul_batched(ctx, ma, false, mb, false, mc, 2),
+                    Catch::Contains("A (2 x 5x3") && Catch::Contains("reaches element 30"));
+}
