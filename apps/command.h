@@ -18,5 +18,8 @@ struct Command {
 const std::vector<Command>& commands();
 
 int cmd_version(const std::vector<std::string>& args);
+int cmd_build_vocab(const std::vector<std::string>& args);
+int cmd_build_data(const std::vector<std::string>& args);
+int cmd_info(const std::vector<std::string>& args);
 
 }  // namespace electra::apps

@@ -5,6 +5,9 @@ namespace electra::apps {
 const std::vector<Command>& commands() {
   static const std::vector<Command> kCommands = {
       {"version", "print the version, the build configuration and the visible GPUs", cmd_version},
+      {"build-vocab", "train a WordPiece vocabulary (vocab.txt) from text", cmd_build_vocab},
+      {"build-data", "tokenize text into pre-training shards", cmd_build_data},
+      {"info", "print the header and statistics of pre-training shards", cmd_info},
   };
   return kCommands;
 }

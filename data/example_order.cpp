@@ -1,0 +1,45 @@
+#include "data/example_order.h"
+
+#include <numeric>
+#include <utility>
+
+#include "engine/error.h"
+#include "engine/philox.h"
+
+namespace electra::data {
+
+ExampleOrder::ExampleOrder(uint64_t num_examples, uint64_t seed, uint32_t rank, uint32_t world_size)
+    : num_examples_(num_examples), seed_(seed), rank_(rank), world_size_(world_size) {
+  ELECTRA_CHECK(world_size >= 1 && rank < world_size, "rank ", rank, " of ", world_size);
+  ELECTRA_USER_CHECK(num_examples >= world_size, "the data has ", num_examples,
+                     " examples, fewer than the ", world_size, " ranks reading it");
+  ELECTRA_CHECK(num_examples <= UINT32_MAX, "ExampleOrder supports < 2^32 examples, got ",
+                num_examples);
+}
+
+const std::vector<uint32_t>& ExampleOrder::permutation(uint64_t epoch) {
+  if (epoch == cached_epoch_) return perm_;
+  ELECTRA_CHECK(epoch <= UINT32_MAX, "epoch ", epoch, " does not fit the RNG step counter");
+  perm_.resize(num_examples_);
+  std::iota(perm_.begin(), perm_.end(), 0u);
+  const RngStream rng{seed_, RngPurpose::kDataOrder, static_cast<uint32_t>(epoch), 0};
+  for (uint64_t i = num_examples_ - 1; i > 0; --i) {
+    const uint32_t j = uniform_below(rng.bits(i), static_cast<uint32_t>(i + 1));
+    std::swap(perm_[i], perm_[j]);
+  }
+  cached_epoch_ = epoch;
+  return perm_;
+}
+
+uint64_t ExampleOrder::next(DataCursor& cursor) {
+  ELECTRA_CHECK(cursor.position < per_rank(), "cursor position ", cursor.position,
+                " beyond the epoch's ", per_rank(), " examples per rank");
+  const uint64_t index = permutation(cursor.epoch)[cursor.position * world_size_ + rank_];
+  if (++cursor.position == per_rank()) {
+    ++cursor.epoch;
+    cursor.position = 0;
+  }
+  return index;
+}
+
+}  // namespace electra::data

@@ -1,0 +1,56 @@
+// WordPiece vocabulary training (`electra build-vocab`).
+//
+// The corpus is basic-tokenized (basic_tokenizer.h) and its words counted. Every word starts as its
+// characters, the first as "c" and the others as continuations "##c". The alphabet (every such
+// symbol) enters the vocabulary first, by decreasing frequency; then, as long as the vocabulary is
+// below its size, the adjacent pair (a, b) with the best WordPiece likelihood score
+//     count(ab) / (count(a) x count(b))
+// (counts weighted by word frequency; ties: larger count(ab), then older symbols) is merged into
+// one symbol "a" + "b" without its "##" everywhere it occurs. A pair seen fewer than min_frequency
+// times is never merged. When the alphabet alone exceeds the size, only its most frequent symbols
+// are kept (words with other characters become [UNK]).
+//
+// The vocabulary begins with the special tokens in BERT's order: [PAD], [unused0..N-1], [UNK],
+// [CLS], [SEP], [MASK].
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "data/basic_tokenizer.h"
+
+namespace electra::data {
+
+struct VocabTrainerOptions {
+  size_t vocab_size = 30522;
+  uint64_t min_frequency = 2;
+  size_t unused_tokens = 0;  // [unusedK] placeholders after [PAD]
+  bool lowercase = true;
+  bool progress = false;  // progress lines on stderr
+};
+
+// Word frequencies of basic-tokenized text.
+class WordCounter {
+ public:
+  explicit WordCounter(bool lowercase) : basic_(lowercase) {}
+  void add(std::string_view text);
+  // Reads every line of every file (expand_text_inputs order).
+  void add_files(const std::vector<std::string>& files, bool progress);
+  const std::unordered_map<std::string, uint64_t>& counts() const { return counts_; }
+
+ private:
+  BasicTokenizer basic_;
+  WordList words_;
+  std::unordered_map<std::string, uint64_t> counts_;
+};
+
+// The vocabulary's tokens in id order. Throws UserError when vocab_size cannot hold the special
+// tokens and at least one more.
+std::vector<std::string> train_wordpiece_vocab(
+    const std::unordered_map<std::string, uint64_t>& word_counts,
+    const VocabTrainerOptions& options);
+
+}  // namespace electra::data

@@ -1,0 +1,208 @@
+// Shard format round trip, validation errors, and the reading order (epoch permutation, rank
+// slices, resumable cursor).
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "data/example_order.h"
+#include "data/shard.h"
+#include "data/shard_reader.h"
+#include "datatok_test_util.h"
+#include "engine/error.h"
+
+using namespace electra;
+using namespace electra::data;
+using electra::data::test::TempDir;
+
+namespace {
+
+constexpr uint32_t kSeqLen = 16;
+constexpr uint64_t kVocabHash = 0x1234abcd5678ef00ull;
+
+ShardHeader test_header() {
+  ShardHeader h;
+  h.seq_len = kSeqLen;
+  h.vocab_size = 1000;
+  h.vocab_hash = kVocabHash;
+  h.pad_id = 0;
+  h.cls_id = 101;
+  h.sep_id = 102;
+  h.mask_id = 103;
+  return h;
+}
+
+// Example i: [CLS] (i % 5 + 1 tokens) [SEP] (i % 3 tokens [SEP] when i % 3 != 0) then padding.
+std::vector<uint16_t> record(uint64_t i) {
+  std::vector<uint16_t> r{101};
+  for (uint64_t k = 0; k <= i % 5; ++k) r.push_back(static_cast<uint16_t>(1000 - k - i % 7));
+  r.push_back(102);
+  if (i % 3 != 0) {
+    for (uint64_t k = 0; k < i % 3; ++k) r.push_back(static_cast<uint16_t>(500 + k));
+    r.push_back(102);
+  }
+  r.resize(kSeqLen, 0);
+  return r;
+}
+
+std::string write_shard(const TempDir& dir, const std::string& name, uint64_t first, uint64_t count,
+                        ShardHeader h = test_header()) {
+  const std::string path = dir / name;
+  ShardWriter writer(path, h);
+  for (uint64_t i = first; i < first + count; ++i) writer.add(record(i));
+  writer.finish();
+  return path;
+}
+
+void corrupt(const std::string& path, size_t offset) {
+  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+  f.seekg(static_cast<std::streamoff>(offset));
+  const char c = static_cast<char>(f.get() ^ 0x5A);
+  f.seekp(static_cast<std::streamoff>(offset));
+  f.put(c);
+}
+
+}  // namespace
+
+TEST_CASE("shards round-trip records, header fields and statistics", "[shard]") {
+  TempDir dir("shard-roundtrip");
+  const std::string path = write_shard(dir, "a.bin", 0, 30);
+  CHECK_FALSE(std::filesystem::exists(path + ".tmp"));
+  CHECK(std::filesystem::file_size(path) == kShardHeaderBytes + 30 * kSeqLen * 2);
+  const ShardFile shard(path);
+  CHECK(shard.size() == 30);
+  CHECK(shard.header().vocab_hash == kVocabHash);
+  CHECK(shard.header().sep_id == 102);
+  for (uint64_t i = 0; i < 30; ++i) {
+    const auto r = shard.example(i);
+    const auto want = record(i);
+    REQUIRE(std::equal(r.begin(), r.end(), want.begin(), want.end()));
+  }
+  // Segment ids follow the [SEP]s: example 4 is [CLS] x x x x x [SEP] y [SEP].
+  std::vector<int32_t> seg(kSeqLen);
+  segment_ids_from_tokens(shard.example(4), 102, seg);
+  CHECK(seg == std::vector<int32_t>{0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 0, 0, 0, 0, 0, 0});
+  CHECK(record_length(shard.example(4), 102) == 9);
+  const ShardStats s = shard_stats(shard);
+  CHECK(s.examples == 30);
+  CHECK(s.single_segment == 10);  // i % 3 == 0
+  uint64_t tokens = 0;
+  for (uint64_t i = 0; i < 30; ++i) tokens += 3 + i % 5 + (i % 3 != 0 ? 1 + i % 3 : 0);
+  CHECK(s.tokens == tokens);
+  CHECK(s.padding_fraction() == Approx(1.0 - tokens / (30.0 * kSeqLen)));
+}
+
+TEST_CASE("a truncated, corrupted or foreign shard is a UserError naming the file", "[shard]") {
+  TempDir dir("shard-errors");
+  const std::string path = write_shard(dir, "s.bin", 0, 20);
+  SECTION("truncated payload") {
+    std::filesystem::resize_file(path, std::filesystem::file_size(path) - 10);
+    CHECK_THROWS_AS(ShardFile(path), UserError);
+    CHECK_THROWS_WITH(ShardFile(path), Catch::Contains(path) && Catch::Contains("truncated"));
+  }
+  SECTION("truncated header") {
+    std::filesystem::resize_file(path, 40);
+    CHECK_THROWS_WITH(ShardFile(path), Catch::Contains(path) && Catch::Contains("truncated"));
+  }
+  SECTION("corrupted payload") {
+    corrupt(path, kShardHeaderBytes + 100);
+    CHECK_THROWS_AS(ShardFile(path), UserError);
+    CHECK_THROWS_WITH(ShardFile(path), Catch::Contains(path) && Catch::Contains("corrupted"));
+  }
+  SECTION("corrupted header") {
+    corrupt(path, 33);  // inside example_count
+    CHECK_THROWS_WITH(ShardFile(path), Catch::Contains(path) && Catch::Contains("header"));
+  }
+  SECTION("not a shard") {
+    test::write_file(path, std::string(200, 'x'));
+    CHECK_THROWS_WITH(ShardFile(path), Catch::Contains(path) && Catch::Contains("magic"));
+  }
+  SECTION("another vocabulary") {
+    CHECK_NOTHROW(ShardSet({path}, kVocabHash, kSeqLen));
+    CHECK_THROWS_AS(ShardSet({path}, kVocabHash + 1, kSeqLen), UserError);
+    CHECK_THROWS_WITH(ShardSet({path}, 0xfeedull, kSeqLen),
+                      Catch::Contains(path) && Catch::Contains("1234abcd5678ef00") &&
+                          Catch::Contains("000000000000feed"));
+  }
+  SECTION("another seq_len") {
+    CHECK_THROWS_WITH(ShardSet({path}, kVocabHash, 128), Catch::Contains(path) &&
+                                                             Catch::Contains("seq_len 16") &&
+                                                             Catch::Contains("seq_len 128"));
+  }
+  SECTION("shards that disagree with each other") {
+    ShardHeader other = test_header();
+    other.vocab_hash = 77;
+    const std::string second = write_shard(dir, "t.bin", 0, 5, other);
+    CHECK_THROWS_WITH(ShardSet({path, second}), Catch::Contains(second));
+  }
+}
+
+TEST_CASE("a shard set concatenates shards in order", "[shard]") {
+  TempDir dir("shard-set");
+  write_shard(dir, "shard-00001.bin", 7, 5);
+  write_shard(dir, "shard-00000.bin", 0, 7);
+  const ShardSet set(expand_shard_inputs({dir.path().string()}), kVocabHash, kSeqLen);
+  REQUIRE(set.size() == 12);
+  for (uint64_t i = 0; i < 12; ++i) {
+    const auto r = set.example(i);
+    const auto want = record(i);
+    REQUIRE(std::equal(r.begin(), r.end(), want.begin(), want.end()));
+  }
+}
+
+TEST_CASE("each epoch is a seeded permutation and ranks read disjoint slices", "[shard][order]") {
+  constexpr uint64_t n = 1003;
+  ExampleOrder order(n, 42);
+  const std::vector<uint32_t> p0 = order.permutation(0);
+  const std::vector<uint32_t> p1 = order.permutation(1);
+  std::vector<uint32_t> sorted = p0;
+  std::sort(sorted.begin(), sorted.end());
+  for (uint32_t i = 0; i < n; ++i) REQUIRE(sorted[i] == i);
+  CHECK(p0 != p1);
+  CHECK(ExampleOrder(n, 42).permutation(1) == p1);  // a pure function of (seed, epoch)
+  CHECK(ExampleOrder(n, 43).permutation(0) != p0);
+  // Not the identity nor a rotation: most elements move.
+  size_t fixed = 0;
+  for (uint32_t i = 0; i < n; ++i) fixed += p0[i] == i;
+  CHECK(fixed < 20);
+
+  constexpr uint32_t world = 4;
+  std::vector<uint64_t> seen;
+  for (uint32_t rank = 0; rank < world; ++rank) {
+    ExampleOrder r(n, 42, rank, world);
+    CHECK(r.per_rank() == n / world);
+    DataCursor c;
+    for (uint64_t k = 0; k < r.per_rank(); ++k) {
+      const uint64_t idx = r.next(c);
+      CHECK(idx == p0[k * world + rank]);  // interleaved: a global batch is a contiguous range
+      seen.push_back(idx);
+    }
+    CHECK(c == DataCursor{1, 0});  // the epoch rolled over
+  }
+  std::sort(seen.begin(), seen.end());
+  CHECK(std::adjacent_find(seen.begin(), seen.end()) == seen.end());  // disjoint
+  CHECK(seen.size() == n - n % world);                                // cover all but N mod n
+}
+
+TEST_CASE("a saved cursor resumes exactly the same sequence", "[shard][order]") {
+  ExampleOrder order(37, 9, 1, 2);
+  DataCursor cursor;
+  std::vector<uint64_t> straight;
+  for (int i = 0; i < 100; ++i) straight.push_back(order.next(cursor));  // crosses epochs
+
+  DataCursor c;
+  ExampleOrder first(37, 9, 1, 2);
+  std::vector<uint64_t> resumed;
+  for (int i = 0; i < 45; ++i) resumed.push_back(first.next(c));
+  const DataCursor saved = c;  // as a checkpoint stores it
+  CHECK(saved.epoch == 2);     // 18 per epoch: 45 = 2 x 18 + 9
+  CHECK(saved.position == 9);
+  ExampleOrder second(37, 9, 1, 2);  // a new process
+  DataCursor restored = saved;
+  for (int i = 45; i < 100; ++i) resumed.push_back(second.next(restored));
+  CHECK(resumed == straight);
+}

@@ -1,0 +1,137 @@
+// Vocabulary files (errors name the file and line; the hash is the file's FNV-1a) and WordPiece
+// vocabulary training.
+#include <catch2/catch.hpp>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "data/fnv.h"
+#include "data/tokenizer.h"
+#include "data/vocab.h"
+#include "data/vocab_trainer.h"
+#include "datatok_test_util.h"
+#include "engine/error.h"
+
+using namespace electra;
+using namespace electra::data;
+using electra::data::test::TempDir;
+using electra::data::test::write_file;
+
+namespace {
+const std::string kSpecials = "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\n";
+}
+
+TEST_CASE("vocab.txt loads ids by line, special ids and a hash of the file bytes", "[vocab]") {
+  TempDir dir("vocab-load");
+  const std::string bytes = "[PAD]\r\n[unused0]\r\n[UNK]\r\n[CLS]\r\n[SEP]\r\n[MASK]\r\nthe\r\n##s";
+  write_file(dir / "vocab.txt", bytes);
+  const Vocab v = Vocab::load(dir / "vocab.txt");
+  CHECK(v.size() == 8);
+  CHECK(v.pad_id() == 0);
+  CHECK(v.unk_id() == 2);
+  CHECK(v.cls_id() == 3);
+  CHECK(v.sep_id() == 4);
+  CHECK(v.mask_id() == 5);
+  CHECK(v.find("the") == 6);
+  CHECK(v.find_continuation("s") == 7);
+  CHECK(v.find_initial("s") == -1);
+  CHECK(v.token(7) == "##s");
+  CHECK(v.hash() == fnv1a64(bytes.data(), bytes.size()));
+  // save() writes the canonical form (LF, final newline): a different file, a different hash.
+  v.save(dir / "saved.txt");
+  const Vocab saved = Vocab::load(dir / "saved.txt");
+  CHECK(saved.size() == v.size());
+  CHECK(saved.hash() != v.hash());
+  CHECK(saved.hash() ==
+        Vocab::from_tokens(
+            {"[PAD]", "[unused0]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "##s"}, "x")
+            .hash());
+}
+
+TEST_CASE("vocab.txt errors name the file, the line and the problem", "[vocab]") {
+  TempDir dir("vocab-errors");
+  const std::string path = dir / "vocab.txt";
+  SECTION("missing file") {
+    CHECK_THROWS_WITH(Vocab::load(dir / "nope.txt"), Catch::Contains("nope.txt"));
+  }
+  SECTION("empty file") {
+    write_file(path, "");
+    CHECK_THROWS_AS(Vocab::load(path), UserError);
+    CHECK_THROWS_WITH(Vocab::load(path), Catch::Contains(path) && Catch::Contains("empty"));
+  }
+  SECTION("duplicate token") {
+    write_file(path, kSpecials + "a\nb\na\n");
+    CHECK_THROWS_AS(Vocab::load(path), UserError);
+    CHECK_THROWS_WITH(Vocab::load(path), Catch::Contains(path + ":8: duplicate token 'a'") &&
+                                             Catch::Contains("first at line 6"));
+  }
+  SECTION("empty line") {
+    write_file(path, kSpecials + "a\n\nb\n");
+    CHECK_THROWS_WITH(Vocab::load(path), Catch::Contains(path + ":7: empty token"));
+  }
+  for (const std::string special : {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"}) {
+    SECTION("missing " + special) {
+      std::string bytes = kSpecials + "a\n";
+      bytes.erase(bytes.find(special), special.size() + 1);
+      write_file(path, bytes);
+      CHECK_THROWS_AS(Vocab::load(path), UserError);
+      CHECK_THROWS_WITH(Vocab::load(path),
+                        Catch::Contains(path) && Catch::Contains("no special token " + special));
+    }
+  }
+}
+
+TEST_CASE("build-vocab trains a WordPiece vocabulary: specials first, size respected",
+          "[vocab][trainer]") {
+  WordCounter counter(true);
+  const std::string corpus = test::synthetic_corpus(60, 20, 7);
+  size_t start = 0;
+  while (start < corpus.size()) {
+    const size_t end = corpus.find('\n', start);
+    counter.add(std::string_view(corpus).substr(start, end - start));
+    start = end + 1;
+  }
+  CHECK(counter.counts().at("the") > 100);
+  CHECK(counter.counts().count("The") == 0);  // lowercased
+
+  VocabTrainerOptions options;
+  options.vocab_size = 120;
+  options.unused_tokens = 3;
+  const auto tokens = train_wordpiece_vocab(counter.counts(), options);
+  REQUIRE(tokens.size() == 120);
+  CHECK(std::vector<std::string>(tokens.begin(), tokens.begin() + 8) ==
+        std::vector<std::string>{"[PAD]", "[unused0]", "[unused1]", "[unused2]", "[UNK]", "[CLS]",
+                                 "[SEP]", "[MASK]"});
+  CHECK(std::set<std::string>(tokens.begin(), tokens.end()).size() == tokens.size());
+
+  // Tokenizing with the trained vocabulary never gives [UNK] on corpus words and round-trips
+  // them: the pieces, "##" removed, spell the word.
+  const Vocab vocab = Vocab::from_tokens(tokens, "trained");
+  Tokenizer tok(vocab);
+  size_t multi_char_tokens = 0;
+  for (const auto& t : tokens)
+    multi_char_tokens += t.size() > 1 && !t.starts_with("#") && t[0] != '[';
+  CHECK(multi_char_tokens > 10);  // merges happened
+  for (const auto& word : test::corpus_words()) {
+    std::string spelled;
+    for (int32_t id : tok.encode(word)) {
+      REQUIRE(id != vocab.unk_id());
+      const std::string_view piece = vocab.token(id);
+      spelled += piece.starts_with("##") ? piece.substr(2) : piece;
+    }
+    CHECK(spelled == word);
+  }
+
+  SECTION("a corpus smaller than the target stops when no pair is frequent enough") {
+    options.vocab_size = 100000;
+    const auto all = train_wordpiece_vocab(counter.counts(), options);
+    CHECK(all.size() < 100000);
+    // Every corpus word became one token: nothing frequent is left to merge.
+    const Vocab full = Vocab::from_tokens(all, "full");
+    for (const auto& word : test::corpus_words()) CHECK(full.find(word) >= 0);
+  }
+  SECTION("a size that cannot hold the special tokens is a user error") {
+    options.vocab_size = 8;
+    CHECK_THROWS_AS(train_wordpiece_vocab(counter.counts(), options), UserError);
+  }
+}
