@@ -1,0 +1,315 @@
+// embedding kernels.
+// Forward: one warp per token, 8 tokens per 256-thread block, lanes over columns in groups of V
+// (V = 8 with 16-byte accesses when E % 8 == 0 and the pointers are aligned, else 1). The three
+// table rows are added in f32 in the order word + position + segment and rounded once.
+// Backward, deterministic and without float atomics:
+//   dword: keys (id << 32 | token) for the B * T tokens (UINT64_MAX for padding and bad ids) are
+//     sorted by a bitonic sort in the workspace (tiles of 2048 keys in shared memory, larger
+//     strides by global passes); then one warp per (sorted position that starts a run of equal
+//     ids, chunk of 32 * V columns) sums dout over the run in token order and adds it to dword.
+//     Cost: log2(n)^2 / 2 compare passes over n keys, then one read of dout; a long run (e.g. a
+//     padding id) is summed by one warp per column chunk.
+//   dposition and dsegment: one thread per (position t, column) sums dout over b in order into
+//     dposition[t] and into per-(t, segment) partials; a second kernel adds the partials over t in
+//     order into dsegment. S <= kEmbeddingMaxSegments.
+#include "kernels/cuda_common.cuh"
+#include "kernels/embedding.h"
+
+namespace electra::cuda {
+namespace {
+
+constexpr int kTokensPerBlock = 8;
+constexpr int kTile = 2048;  // keys sorted per block in shared memory
+constexpr int kTileThreads = kTile / 2;
+constexpr int kColumnThreads = 256;
+constexpr uint64_t kNoKey = ~uint64_t{0};
+
+template <int V, class T>
+__device__ __forceinline__ void load_vec(const T* p, float* out) {
+  if constexpr (V == 1) {
+    out[0] = to_float(p[0]);
+  } else {
+    constexpr int kPack = Pack<T>::kSize;
+    for (int q = 0; q < V / kPack; ++q) {
+      const Pack<T> pack = load_pack(p + q * kPack);
+      for (int j = 0; j < kPack; ++j) out[q * kPack + j] = to_float(pack.v[j]);
+    }
+  }
+}
+
+template <int V, class T>
+__device__ __forceinline__ void store_vec(T* p, const float* in) {
+  if constexpr (V == 1) {
+    p[0] = from_float<T>(in[0]);
+  } else {
+    constexpr int kPack = Pack<T>::kSize;
+    for (int q = 0; q < V / kPack; ++q) {
+      Pack<T> pack;
+      for (int j = 0; j < kPack; ++j) pack.v[j] = from_float<T>(in[q * kPack + j]);
+      store_pack(p + q * kPack, pack);
+    }
+  }
+}
+
+template <class T, int V>
+__global__ void embedding_forward_kernel(const int32_t* ids, const int32_t* segment_ids,
+                                         const float* word, const float* position,
+                                         const float* segment, T* out, int64_t tokens, int64_t len,
+                                         int64_t e, int64_t vocab, int64_t segments) {
+  const int64_t token =
+      blockIdx.x * static_cast<int64_t>(kTokensPerBlock) + threadIdx.x / kWarpSize;
+  if (token >= tokens) return;
+  const int lane = threadIdx.x % kWarpSize;
+  const int32_t id = ids[token], sid = segment_ids[token];
+  const bool valid = id >= 0 && id < vocab && sid >= 0 && sid < segments;
+  const int64_t t = token % len;
+  float w[V], p[V], s[V];
+  for (int64_t c = lane * V; c < e; c += kWarpSize * V) {
+    if (valid) {
+      load_vec<V>(word + id * e + c, w);
+      load_vec<V>(position + t * e + c, p);
+      load_vec<V>(segment + sid * e + c, s);
+      for (int j = 0; j < V; ++j) w[j] = w[j] + p[j] + s[j];
+    } else {
+      for (int j = 0; j < V; ++j) w[j] = __int_as_float(0x7fc00000);  // NaN marks a bad id
+    }
+    store_vec<V>(out + token * e + c, w);
+  }
+}
+
+__global__ void make_keys_kernel(const int32_t* ids, uint64_t* keys, int64_t tokens, int64_t padded,
+                                 int64_t vocab) {
+  const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (i >= padded) return;
+  uint64_t key = kNoKey;
+  if (i < tokens && ids[i] >= 0 && ids[i] < vocab) {
+    key = (static_cast<uint64_t>(ids[i]) << 32) | static_cast<uint64_t>(i);
+  }
+  keys[i] = key;
+}
+
+// Compare-exchange of keys i < l for the bitonic stage of size k: ascending where i & k == 0.
+__device__ __forceinline__ void order_pair(uint64_t& a, uint64_t& b, bool ascending) {
+  if ((a > b) == ascending) {
+    const uint64_t tmp = a;
+    a = b;
+    b = tmp;
+  }
+}
+
+// The index of the lower element of pair `t` at stride j.
+__device__ __forceinline__ int64_t pair_low(int64_t t, int64_t j) {
+  return (t / j) * 2 * j + (t % j);
+}
+
+// Stages k = 2 .. kTile (full sort) or, with k_fixed > 0, the strides j < kTile of stage k_fixed,
+// on one tile of kTile keys in shared memory.
+__global__ void bitonic_tile_kernel(uint64_t* keys, int64_t k_fixed) {
+  __shared__ uint64_t tile[kTile];
+  const int64_t base = blockIdx.x * static_cast<int64_t>(kTile);
+  for (int i = threadIdx.x; i < kTile; i += blockDim.x) tile[i] = keys[base + i];
+  __syncthreads();
+  const int64_t k_begin = k_fixed > 0 ? k_fixed : 2;
+  const int64_t k_end = k_fixed > 0 ? k_fixed : kTile;
+  for (int64_t k = k_begin; k <= k_end; k *= 2) {
+    for (int64_t j = std::min<int64_t>(k, kTile) / 2; j > 0; j /= 2) {
+      const int64_t i = pair_low(threadIdx.x, j);
+      order_pair(tile[i], tile[i + j], ((base + i) & k) == 0);
+      __syncthreads();
+    }
+  }
+  for (int i = threadIdx.x; i < kTile; i += blockDim.x) keys[base + i] = tile[i];
+}
+
+// One stride j >= kTile of stage k over all keys.
+__global__ void bitonic_global_kernel(uint64_t* keys, int64_t pairs, int64_t j, int64_t k) {
+  const int64_t t = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (t >= pairs) return;
+  const int64_t i = pair_low(t, j);
+  uint64_t a = keys[i], b = keys[i + j];
+  order_pair(a, b, (i & k) == 0);
+  keys[i] = a;
+  keys[i + j] = b;
+}
+
+// One warp per (sorted position s, column chunk): when s starts a run of equal ids, sums dout
+// over the run (token order: the keys sort by token within an id) and adds it to dword.
+template <class T, int V>
+__global__ void word_grad_kernel(const uint64_t* keys, const T* dout, float* dword, int64_t tokens,
+                                 int64_t e) {
+  const int64_t s = blockIdx.x * static_cast<int64_t>(kTokensPerBlock) + threadIdx.x / kWarpSize;
+  const int64_t c = (blockIdx.y * static_cast<int64_t>(kWarpSize) + threadIdx.x % kWarpSize) * V;
+  if (s >= tokens || c >= e) return;
+  const uint64_t key = keys[s];
+  const uint64_t id = key >> 32;
+  if (key == kNoKey || (s > 0 && (keys[s - 1] >> 32) == id)) return;
+  float acc[V] = {}, d[V];
+  for (int64_t r = s; r < tokens && keys[r] != kNoKey && (keys[r] >> 32) == id; ++r) {
+    load_vec<V>(dout + static_cast<int64_t>(keys[r] & 0xffffffffu) * e + c, d);
+    for (int j = 0; j < V; ++j) acc[j] += d[j];
+  }
+  float* row = dword + id * e + c;
+  for (int j = 0; j < V; ++j) row[j] += acc[j];
+}
+
+// One thread per (position t, column): dposition[t] += sum_b dout[b, t]; partial[t, s] = sum of
+// dout[b, t] over b with segment s.
+template <class T>
+__global__ void position_segment_kernel(const T* dout, const int32_t* segment_ids, float* dposition,
+                                        float* partial, int64_t batch, int64_t len, int64_t e,
+                                        int64_t segments) {
+  const int64_t c = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  const int64_t t = blockIdx.y;
+  if (c >= e) return;
+  float pos = 0, seg[kEmbeddingMaxSegments] = {};
+  for (int64_t b = 0; b < batch; ++b) {
+    const float v = to_float(dout[(b * len + t) * e + c]);
+    const int32_t sid = segment_ids[b * len + t];
+    pos += v;
+    for (int s = 0; s < kEmbeddingMaxSegments; ++s) {
+      if (s == sid) seg[s] += v;
+    }
+  }
+  dposition[t * e + c] += pos;
+  for (int s = 0; s < segments; ++s) partial[(t * segments + s) * e + c] = seg[s];
+}
+
+__global__ void segment_finish_kernel(const float* partial, float* dsegment, int64_t len, int64_t e,
+                                      int64_t segments) {
+  const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;  // s * e + c
+  if (i >= segments * e) return;
+  float sum = 0;
+  for (int64_t t = 0; t < len; ++t) sum += partial[t * segments * e + i];
+  dsegment[i] += sum;
+}
+
+bool vectorizable(int64_t e, std::initializer_list<const void*> ptrs) {
+  bool ok = e % 8 == 0;
+  for (const void* p : ptrs) ok = ok && is_aligned16(p);
+  return ok;
+}
+
+template <class F>
+void dispatch_activation(const Tensor& act, const char* op, F&& f) {
+  if (act.dtype == DType::F32) {
+    f(float{});
+  } else if (act.dtype == DType::BF16) {
+    f(__nv_bfloat16{});
+  } else {
+    throw Error(str_cat(op, " (cuda): activations must be f32 or bf16, got ", act.str()));
+  }
+}
+
+void check_tables(const char* op, std::initializer_list<const Tensor*> tables) {
+  for (const Tensor* t : tables) check_dtype(*t, DType::F32, op);
+}
+
+template <class T>
+void forward(Context& ctx, const Tensor& ids, const Tensor& segment_ids, const Tensor& word,
+             const Tensor& position, const Tensor& segment, const Tensor& out) {
+  const int64_t tokens = ids.numel(), len = ids.dim(1), e = word.dim(1);
+  if (tokens == 0 || e == 0) return;
+  const float* w = word.ptr<float>();
+  const float* p = position.ptr<float>();
+  const float* s = segment.ptr<float>();
+  T* y = static_cast<T*>(out.data);
+  const unsigned blocks = static_cast<unsigned>(ceil_div(tokens, kTokensPerBlock));
+  const int threads = kTokensPerBlock * kWarpSize;
+  if (vectorizable(e, {w, p, s, y})) {
+    embedding_forward_kernel<T, 8>
+        <<<blocks, threads, 0, ctx.stream()>>>(ids.ptr<int32_t>(), segment_ids.ptr<int32_t>(), w, p,
+                                               s, y, tokens, len, e, word.dim(0), segment.dim(0));
+  } else {
+    embedding_forward_kernel<T, 1>
+        <<<blocks, threads, 0, ctx.stream()>>>(ids.ptr<int32_t>(), segment_ids.ptr<int32_t>(), w, p,
+                                               s, y, tokens, len, e, word.dim(0), segment.dim(0));
+  }
+  ELECTRA_CUDA_CHECK_LAUNCH();
+}
+
+// Sorts the (id, token) keys of the batch into workspace keys[0, padded).
+void sort_keys(Context& ctx, const Tensor& ids, int64_t vocab, uint64_t* keys, int64_t padded) {
+  const int64_t tokens = ids.numel();
+  make_keys_kernel<<<ceil_div(padded, kColumnThreads), kColumnThreads, 0, ctx.stream()>>>(
+      ids.ptr<int32_t>(), keys, tokens, padded, vocab);
+  ELECTRA_CUDA_CHECK_LAUNCH();
+  const unsigned tiles = static_cast<unsigned>(padded / kTile);
+  bitonic_tile_kernel<<<tiles, kTileThreads, 0, ctx.stream()>>>(keys, 0);
+  ELECTRA_CUDA_CHECK_LAUNCH();
+  for (int64_t k = 2 * kTile; k <= padded; k *= 2) {
+    for (int64_t j = k / 2; j >= kTile; j /= 2) {
+      bitonic_global_kernel<<<ceil_div(padded / 2, kColumnThreads), kColumnThreads, 0,
+                              ctx.stream()>>>(keys, padded / 2, j, k);
+      ELECTRA_CUDA_CHECK_LAUNCH();
+    }
+    bitonic_tile_kernel<<<tiles, kTileThreads, 0, ctx.stream()>>>(keys, k);
+    ELECTRA_CUDA_CHECK_LAUNCH();
+  }
+}
+
+template <class T>
+void backward(Context& ctx, const Tensor& dout, const Tensor& ids, const Tensor& segment_ids,
+              const Tensor& dword, const Tensor& dposition, const Tensor& dsegment,
+              const Tensor& workspace) {
+  const int64_t batch = ids.dim(0), len = ids.dim(1), tokens = ids.numel(), e = dword.dim(1);
+  const int64_t segments = dsegment.dim(0);
+  if (tokens == 0 || e == 0) return;
+  ELECTRA_CHECK(segments <= kEmbeddingMaxSegments, "embedding_backward (cuda): ", segments,
+                " segment types, the GPU supports at most ", kEmbeddingMaxSegments);
+  ELECTRA_CHECK(tokens < (int64_t{1} << 32), "embedding_backward (cuda): too many tokens ", tokens);
+  const size_t need = embedding_backward_workspace_bytes(batch, len, segments, e);
+  ELECTRA_CHECK(workspace.device == Device::CUDA && workspace.nbytes() >= need &&
+                    is_aligned16(workspace.data),
+                "embedding_backward (cuda): workspace ", workspace.str(), " must be on cuda, ",
+                "16-byte aligned, with at least ", need, " bytes");
+  const int64_t padded = static_cast<int64_t>(embedding_sort_keys(batch, len));
+  uint64_t* keys = static_cast<uint64_t*>(workspace.data);
+  float* partial = reinterpret_cast<float*>(keys + padded);
+  const T* d = static_cast<const T*>(dout.data);
+
+  sort_keys(ctx, ids, dword.dim(0), keys, padded);
+  const bool vec = vectorizable(e, {d, dword.data});
+  const int v = vec ? 8 : 1;
+  const dim3 grid(static_cast<unsigned>(ceil_div(tokens, kTokensPerBlock)),
+                  static_cast<unsigned>(ceil_div(e, kWarpSize * v)));
+  if (vec) {
+    word_grad_kernel<T, 8><<<grid, kTokensPerBlock * kWarpSize, 0, ctx.stream()>>>(
+        keys, d, dword.ptr<float>(), tokens, e);
+  } else {
+    word_grad_kernel<T, 1><<<grid, kTokensPerBlock * kWarpSize, 0, ctx.stream()>>>(
+        keys, d, dword.ptr<float>(), tokens, e);
+  }
+  ELECTRA_CUDA_CHECK_LAUNCH();
+
+  const dim3 pos_grid(static_cast<unsigned>(ceil_div(e, kColumnThreads)),
+                      static_cast<unsigned>(len));
+  position_segment_kernel<T><<<pos_grid, kColumnThreads, 0, ctx.stream()>>>(
+      d, segment_ids.ptr<int32_t>(), dposition.ptr<float>(), partial, batch, len, e, segments);
+  ELECTRA_CUDA_CHECK_LAUNCH();
+  segment_finish_kernel<<<ceil_div(segments * e, kColumnThreads), kColumnThreads, 0,
+                          ctx.stream()>>>(partial, dsegment.ptr<float>(), len, e, segments);
+  ELECTRA_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace
+
+void embedding_forward(Context& ctx, const Tensor& ids, const Tensor& segment_ids,
+                       const Tensor& word, const Tensor& position, const Tensor& segment,
+                       const Tensor& out) {
+  check_tables("embedding_forward (cuda): tables must be f32", {&word, &position, &segment});
+  dispatch_activation(out, "embedding_forward", [&](auto tag) {
+    forward<decltype(tag)>(ctx, ids, segment_ids, word, position, segment, out);
+  });
+}
+
+void embedding_backward(Context& ctx, const Tensor& dout, const Tensor& ids,
+                        const Tensor& segment_ids, const Tensor& dword, const Tensor& dposition,
+                        const Tensor& dsegment, const Tensor& workspace) {
+  check_tables("embedding_backward (cuda): table gradients must be f32",
+               {&dword, &dposition, &dsegment});
+  dispatch_activation(dout, "embedding_backward", [&](auto tag) {
+    backward<decltype(tag)>(ctx, dout, ids, segment_ids, dword, dposition, dsegment, workspace);
+  });
+}
+
+}  // namespace electra::cuda

@@ -1,0 +1,65 @@
+#include "kernels/embedding.h"
+
+namespace electra::cpu {
+namespace {
+
+// Throws UserError naming the token unless 0 <= id < rows.
+void check_id(const char* what, int32_t id, int64_t rows, int64_t b, int64_t t) {
+  ELECTRA_USER_CHECK(id >= 0 && id < rows, "embedding: ", what, " ", id, " at position (batch ", b,
+                     ", token ", t, ") is outside [0, ", rows, ")");
+}
+
+}  // namespace
+
+void embedding_forward(Context&, const Tensor& ids, const Tensor& segment_ids, const Tensor& word,
+                       const Tensor& position, const Tensor& segment, const Tensor& out) {
+  dispatch_cpu_float(out.dtype, "embedding_forward", [&](auto tag) {
+    using T = decltype(tag);
+    const int64_t batch = ids.dim(0), len = ids.dim(1), e = word.dim(1);
+    const int32_t* id = ids.ptr<int32_t>();
+    const int32_t* sid = segment_ids.ptr<int32_t>();
+    const T* w = word.ptr<T>();
+    const T* p = position.ptr<T>();
+    const T* s = segment.ptr<T>();
+    T* y = out.ptr<T>();
+    for (int64_t b = 0; b < batch; ++b) {
+      for (int64_t t = 0; t < len; ++t) {
+        const int64_t i = b * len + t;
+        check_id("token id", id[i], word.dim(0), b, t);
+        check_id("segment id", sid[i], segment.dim(0), b, t);
+        for (int64_t j = 0; j < e; ++j) {
+          y[i * e + j] = w[id[i] * e + j] + p[t * e + j] + s[sid[i] * e + j];
+        }
+      }
+    }
+  });
+}
+
+void embedding_backward(Context&, const Tensor& dout, const Tensor& ids, const Tensor& segment_ids,
+                        const Tensor& dword, const Tensor& dposition, const Tensor& dsegment,
+                        const Tensor&) {
+  dispatch_cpu_float(dout.dtype, "embedding_backward", [&](auto tag) {
+    using T = decltype(tag);
+    const int64_t batch = ids.dim(0), len = ids.dim(1), e = dword.dim(1);
+    const int32_t* id = ids.ptr<int32_t>();
+    const int32_t* sid = segment_ids.ptr<int32_t>();
+    const T* dy = dout.ptr<T>();
+    T* dw = dword.ptr<T>();
+    T* dp = dposition.ptr<T>();
+    T* ds = dsegment.ptr<T>();
+    for (int64_t b = 0; b < batch; ++b) {
+      for (int64_t t = 0; t < len; ++t) {
+        const int64_t i = b * len + t;
+        check_id("token id", id[i], dword.dim(0), b, t);
+        check_id("segment id", sid[i], dsegment.dim(0), b, t);
+        for (int64_t j = 0; j < e; ++j) {
+          dw[id[i] * e + j] += dy[i * e + j];
+          dp[t * e + j] += dy[i * e + j];
+          ds[sid[i] * e + j] += dy[i * e + j];
+        }
+      }
+    }
+  });
+}
+
+}  // namespace electra::cpu

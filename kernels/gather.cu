@@ -1,0 +1,141 @@
+// gather kernels. Forward: one block per output row (b, k), threads over column groups of V
+// (V = 8 with 16-byte accesses when H % 8 == 0 and the pointers are aligned, else 1).
+// Backward: a 2-D grid of (column groups, sequences b); each thread walks the K slots of its
+// sequence in slot order and adds dout into dx at its columns, so repeated positions accumulate in
+// a fixed order without atomics. Memory-bound: forward reads and writes B * K * H elements; the
+// backward reads B * K * H of dout and reads and writes the same amount of dx.
+#include "kernels/cuda_common.cuh"
+#include "kernels/gather.h"
+
+namespace electra::cuda {
+namespace {
+
+constexpr int kMaxThreads = 256;
+
+template <int V, class T>
+__device__ __forceinline__ void load_vec(const T* p, float* out) {
+  if constexpr (V == 1) {
+    out[0] = to_float(p[0]);
+  } else {
+    constexpr int kPack = Pack<T>::kSize;
+    for (int q = 0; q < V / kPack; ++q) {
+      const Pack<T> pack = load_pack(p + q * kPack);
+      for (int j = 0; j < kPack; ++j) out[q * kPack + j] = to_float(pack.v[j]);
+    }
+  }
+}
+
+template <int V, class T>
+__device__ __forceinline__ void store_vec(T* p, const float* in) {
+  if constexpr (V == 1) {
+    p[0] = from_float<T>(in[0]);
+  } else {
+    constexpr int kPack = Pack<T>::kSize;
+    for (int q = 0; q < V / kPack; ++q) {
+      Pack<T> pack;
+      for (int j = 0; j < kPack; ++j) pack.v[j] = from_float<T>(in[q * kPack + j]);
+      store_pack(p + q * kPack, pack);
+    }
+  }
+}
+
+template <class T, int V>
+__global__ void gather_forward_kernel(const T* x, const int32_t* positions, T* out, int64_t len,
+                                      int64_t h, int64_t slots) {
+  const int64_t slot = blockIdx.x;  // b * K + k
+  const int32_t pos = positions[slot];
+  const int64_t b = slot / slots;
+  const bool valid = pos >= 0 && pos < len;
+  float v[V];
+  for (int64_t c = threadIdx.x * V; c < h; c += static_cast<int64_t>(blockDim.x) * V) {
+    if (valid) {
+      load_vec<V>(x + (b * len + pos) * h + c, v);
+    } else {
+      for (int j = 0; j < V; ++j) v[j] = __int_as_float(0x7fc00000);  // NaN marks a bad position
+    }
+    store_vec<V>(out + slot * h + c, v);
+  }
+}
+
+template <class T, int V>
+__global__ void gather_backward_kernel(const T* dout, const int32_t* positions, T* dx, int64_t len,
+                                       int64_t h, int64_t slots) {
+  const int64_t col = (blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x) * V;
+  const int64_t b = blockIdx.y;
+  if (col >= h) return;
+  float d[V], acc[V];
+  for (int64_t k = 0; k < slots; ++k) {
+    const int32_t pos = positions[b * slots + k];
+    if (pos < 0 || pos >= len) continue;
+    T* row = dx + (b * len + pos) * h + col;
+    load_vec<V>(dout + (b * slots + k) * h + col, d);
+    load_vec<V>(row, acc);
+    for (int j = 0; j < V; ++j) acc[j] += d[j];
+    store_vec<V>(row, acc);
+  }
+}
+
+int threads_for(int64_t groups) {
+  return static_cast<int>(std::min<int64_t>(kMaxThreads, ceil_div(groups, kWarpSize) * kWarpSize));
+}
+
+template <class T>
+void forward(Context& ctx, const Tensor& x, const Tensor& positions, const Tensor& out) {
+  const int64_t batch = x.dim(0), len = x.dim(1), h = x.dim(2), slots = positions.dim(1);
+  if (batch * slots == 0 || h == 0) return;
+  const T* in = static_cast<const T*>(x.data);
+  T* y = static_cast<T*>(out.data);
+  const int32_t* pos = positions.ptr<int32_t>();
+  if (h % 8 == 0 && is_aligned16(in) && is_aligned16(y)) {
+    gather_forward_kernel<T, 8>
+        <<<batch * slots, threads_for(h / 8), 0, ctx.stream()>>>(in, pos, y, len, h, slots);
+  } else {
+    gather_forward_kernel<T, 1>
+        <<<batch * slots, threads_for(h), 0, ctx.stream()>>>(in, pos, y, len, h, slots);
+  }
+  ELECTRA_CUDA_CHECK_LAUNCH();
+}
+
+template <class T>
+void backward(Context& ctx, const Tensor& dout, const Tensor& positions, const Tensor& dx) {
+  const int64_t batch = dx.dim(0), len = dx.dim(1), h = dx.dim(2), slots = positions.dim(1);
+  if (batch * slots == 0 || h == 0) return;
+  const T* d = static_cast<const T*>(dout.data);
+  T* out = static_cast<T*>(dx.data);
+  const int32_t* pos = positions.ptr<int32_t>();
+  const int v = (h % 8 == 0 && is_aligned16(d) && is_aligned16(out)) ? 8 : 1;
+  const int threads = threads_for(ceil_div(h, v));
+  const dim3 grid(static_cast<unsigned>(ceil_div(ceil_div(h, v), threads)),
+                  static_cast<unsigned>(batch));
+  if (v == 8) {
+    gather_backward_kernel<T, 8><<<grid, threads, 0, ctx.stream()>>>(d, pos, out, len, h, slots);
+  } else {
+    gather_backward_kernel<T, 1><<<grid, threads, 0, ctx.stream()>>>(d, pos, out, len, h, slots);
+  }
+  ELECTRA_CUDA_CHECK_LAUNCH();
+}
+
+template <class F>
+void dispatch_activation(const Tensor& act, const char* op, F&& f) {
+  if (act.dtype == DType::F32) {
+    f(float{});
+  } else if (act.dtype == DType::BF16) {
+    f(__nv_bfloat16{});
+  } else {
+    throw Error(str_cat(op, " (cuda): activations must be f32 or bf16, got ", act.str()));
+  }
+}
+
+}  // namespace
+
+void gather_forward(Context& ctx, const Tensor& x, const Tensor& positions, const Tensor& out) {
+  dispatch_activation(x, "gather_forward",
+                      [&](auto tag) { forward<decltype(tag)>(ctx, x, positions, out); });
+}
+
+void gather_backward(Context& ctx, const Tensor& dout, const Tensor& positions, const Tensor& dx) {
+  dispatch_activation(dx, "gather_backward",
+                      [&](auto tag) { backward<decltype(tag)>(ctx, dout, positions, dx); });
+}
+
+}  // namespace electra::cuda

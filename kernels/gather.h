@@ -1,0 +1,51 @@
+// gather: the rows of the masked positions (ELECTRA's generator head runs only there).
+//
+// Forward:  out[b * K + k, :] = x[b, positions[b, k], :]                         (written, =)
+// Backward: dx[b, positions[b, k], :] += dout[b * K + k, :] for every (b, k)     (accumulated, +=)
+// Positions may repeat within a sequence (padding slots all point at position 0 with weight 0);
+// repeated slots accumulate in slot order k = 0, 1, ... (the GPU walks the K slots of a sequence
+// in order in one thread per column, so dx is deterministic without atomics).
+// Shapes: x, dx [B, T, H]; positions i32 [B, K]; out, dout [B * K, H].
+// Dtypes: CPU all f32 or all f64; GPU f32 or bf16 (x, out, dout, dx the same), f32 arithmetic.
+// Out-of-range positions (< 0 or >= T): the CPU throws UserError naming (b, k) and the value; the
+// GPU forward writes a row of NaN for that slot and the backward skips it.
+#pragma once
+
+#include "kernels/dispatch.h"
+
+namespace electra {
+
+namespace cpu {
+void gather_forward(Context& ctx, const Tensor& x, const Tensor& positions, const Tensor& out);
+void gather_backward(Context& ctx, const Tensor& dout, const Tensor& positions, const Tensor& dx);
+}  // namespace cpu
+namespace cuda {
+void gather_forward(Context& ctx, const Tensor& x, const Tensor& positions, const Tensor& out);
+void gather_backward(Context& ctx, const Tensor& dout, const Tensor& positions, const Tensor& dx);
+}  // namespace cuda
+
+inline void check_gather_shapes(const char* op, const Tensor& x, const Tensor& positions,
+                                const Tensor& out) {
+  ELECTRA_CHECK(x.rank == 3, op, ": x must be [B, T, H], got ", x.str());
+  check_dtype(positions, DType::I32, op);
+  ELECTRA_CHECK(positions.rank == 2 && positions.dim(0) == x.dim(0), op, ": positions ",
+                positions.str(), " must be [B, K] for x ", x.str());
+  check_shape(out, {x.dim(0) * positions.dim(1), x.dim(2)}, op);
+  ELECTRA_CHECK(out.dtype == x.dtype, op, ": dtypes differ: ", x.str(), " vs ", out.str());
+}
+
+inline void gather_forward(Context& ctx, const Tensor& x, const Tensor& positions,
+                           const Tensor& out) {
+  check_devices(ctx, "gather_forward", {&x, &positions, &out});
+  check_gather_shapes("gather_forward", x, positions, out);
+  ELECTRA_DISPATCH(ctx, gather_forward, x, positions, out);
+}
+
+inline void gather_backward(Context& ctx, const Tensor& dout, const Tensor& positions,
+                            const Tensor& dx) {
+  check_devices(ctx, "gather_backward", {&dout, &positions, &dx});
+  check_gather_shapes("gather_backward", dx, positions, dout);
+  ELECTRA_DISPATCH(ctx, gather_backward, dout, positions, dx);
+}
+
+}  // namespace electra

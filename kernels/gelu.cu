@@ -1,0 +1,216 @@
+// bias + GELU kernels. Launch shape (forward and backward): a 2-D grid, x over column groups of V
+// elements (V = 8 with 16-byte accesses when H % 8 == 0 and the pointers are aligned, else 1), y
+// over blocks of R = bias_gelu_rows_per_block(N) rows; a thread walks its R rows, so the bias is
+// loaded once per thread. The backward thread also sums its column's dx over its rows into
+// workspace[blockIdx.y, :]; a second kernel adds those partials into db in row-block order
+// (deterministic, no atomics). Memory-bound: forward 2, backward 3 activation reads/writes per
+// element (plus N / R * H f32 partials).
+#include "kernels/cuda_common.cuh"
+#include "kernels/gelu.h"
+
+namespace electra::cuda {
+namespace {
+
+constexpr float kInvSqrt2 = 0.70710678118654752f;
+constexpr float kInvSqrt2Pi = 0.39894228040143268f;
+
+// Phi(u) = 0.5 erfc(-u / sqrt 2), accurate in the left tail (1 + erf would cancel there).
+__device__ __forceinline__ float normal_cdf(float u) {
+  return 0.5f * erfcf(-u * kInvSqrt2);
+}
+
+__device__ __forceinline__ float gelu(float u) {
+  return u * normal_cdf(u);
+}
+
+__device__ __forceinline__ float gelu_grad(float u) {
+  return normal_cdf(u) + u * expf(-0.5f * u * u) * kInvSqrt2Pi;
+}
+
+// V consecutive elements of T as floats (16-byte packs when V > 1).
+template <int V, class T>
+__device__ __forceinline__ void load_vec(const T* p, float* out) {
+  if constexpr (V == 1) {
+    out[0] = to_float(p[0]);
+  } else {
+    constexpr int kPack = Pack<T>::kSize;
+    for (int q = 0; q < V / kPack; ++q) {
+      const Pack<T> pack = load_pack(p + q * kPack);
+      for (int j = 0; j < kPack; ++j) out[q * kPack + j] = to_float(pack.v[j]);
+    }
+  }
+}
+
+template <int V, class T>
+__device__ __forceinline__ void store_vec(T* p, const float* in) {
+  if constexpr (V == 1) {
+    p[0] = from_float<T>(in[0]);
+  } else {
+    constexpr int kPack = Pack<T>::kSize;
+    for (int q = 0; q < V / kPack; ++q) {
+      Pack<T> pack;
+      for (int j = 0; j < kPack; ++j) pack.v[j] = from_float<T>(in[q * kPack + j]);
+      store_pack(p + q * kPack, pack);
+    }
+  }
+}
+
+template <class T, int V>
+__global__ void bias_gelu_forward_kernel(const T* x, const float* b, T* y, int64_t n, int64_t h,
+                                         int64_t rows) {
+  const int64_t col = (blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x) * V;
+  if (col >= h) return;
+  float bias[V], v[V];
+  load_vec<V>(b + col, bias);
+  const int64_t end = std::min<int64_t>(n, (blockIdx.y + 1) * rows);
+  for (int64_t r = blockIdx.y * rows; r < end; ++r) {
+    load_vec<V>(x + r * h + col, v);
+    for (int j = 0; j < V; ++j) v[j] = gelu(v[j] + bias[j]);
+    store_vec<V>(y + r * h + col, v);
+  }
+}
+
+// b == nullptr: x already holds u = x + b.
+template <class T, int V>
+__global__ void bias_gelu_backward_kernel(const T* dy, const T* x, const float* b, T* dx,
+                                          float* partial, int64_t n, int64_t h, int64_t rows) {
+  const int64_t col = (blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x) * V;
+  if (col >= h) return;
+  float bias[V] = {}, sum[V] = {}, u[V], g[V];
+  if (b != nullptr) load_vec<V>(b + col, bias);
+  const int64_t end = std::min<int64_t>(n, (blockIdx.y + 1) * rows);
+  for (int64_t r = blockIdx.y * rows; r < end; ++r) {
+    load_vec<V>(x + r * h + col, u);
+    load_vec<V>(dy + r * h + col, g);
+    for (int j = 0; j < V; ++j) {
+      g[j] *= gelu_grad(u[j] + bias[j]);
+      sum[j] += g[j];
+    }
+    store_vec<V>(dx + r * h + col, g);
+  }
+  for (int j = 0; j < V; ++j) partial[blockIdx.y * h + col + j] = sum[j];
+}
+
+// db[j] += sum over row blocks p (in order) of partial[p, j].
+__global__ void column_sum_kernel(const float* partial, float* db, int64_t blocks, int64_t h) {
+  const int64_t col = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (col >= h) return;
+  float sum = 0;
+  for (int64_t p = 0; p < blocks; ++p) sum += partial[p * h + col];
+  db[col] += sum;
+}
+
+constexpr int kMaxThreads = 256;
+
+// Threads per block: enough column groups for one row, rounded up to a warp, at most 256.
+dim3 grid_for(int64_t n, int64_t h, int v, int& threads) {
+  const int64_t groups = ceil_div(h, v);
+  threads =
+      static_cast<int>(std::min<int64_t>(kMaxThreads, ceil_div(groups, kWarpSize) * kWarpSize));
+  return dim3(static_cast<unsigned>(ceil_div(groups, threads)),
+              static_cast<unsigned>(ceil_div(n, bias_gelu_rows_per_block(n))));
+}
+
+bool vectorizable(int64_t h, std::initializer_list<const void*> ptrs) {
+  bool ok = h % 8 == 0;
+  for (const void* p : ptrs) ok = ok && (p == nullptr || is_aligned16(p));
+  return ok;
+}
+
+template <class T>
+void forward(Context& ctx, const Tensor& x, const Tensor& b, const Tensor& y) {
+  const int64_t n = x.dim(0), h = x.dim(1);
+  if (n == 0 || h == 0) return;
+  const T* in = static_cast<const T*>(x.data);
+  T* out = static_cast<T*>(y.data);
+  const float* bias = b.ptr<float>();
+  const int64_t rows = bias_gelu_rows_per_block(n);
+  int threads = 0;
+  if (vectorizable(h, {in, out, bias})) {
+    const dim3 grid = grid_for(n, h, 8, threads);
+    bias_gelu_forward_kernel<T, 8><<<grid, threads, 0, ctx.stream()>>>(in, bias, out, n, h, rows);
+  } else {
+    const dim3 grid = grid_for(n, h, 1, threads);
+    bias_gelu_forward_kernel<T, 1><<<grid, threads, 0, ctx.stream()>>>(in, bias, out, n, h, rows);
+  }
+  ELECTRA_CUDA_CHECK_LAUNCH();
+}
+
+template <class T>
+void backward(Context& ctx, const Tensor& dy, const Tensor& x, const float* bias, const Tensor& dx,
+              const Tensor& db, const Tensor& workspace, const char* op) {
+  const int64_t n = x.dim(0), h = x.dim(1);
+  if (n == 0 || h == 0) return;
+  ELECTRA_CHECK(workspace.device == Device::CUDA && workspace.dtype == DType::F32 &&
+                    workspace.numel() >= bias_gelu_backward_workspace_floats(n, h),
+                op, ": workspace ", workspace.str(), " must be f32 on cuda with at least ",
+                bias_gelu_backward_workspace_floats(n, h), " elements");
+  const T* g = static_cast<const T*>(dy.data);
+  const T* in = static_cast<const T*>(x.data);
+  T* out = static_cast<T*>(dx.data);
+  float* partial = workspace.ptr<float>();
+  const int64_t rows = bias_gelu_rows_per_block(n);
+  int threads = 0;
+  if (vectorizable(h, {g, in, out, bias})) {
+    const dim3 grid = grid_for(n, h, 8, threads);
+    bias_gelu_backward_kernel<T, 8>
+        <<<grid, threads, 0, ctx.stream()>>>(g, in, bias, out, partial, n, h, rows);
+  } else {
+    const dim3 grid = grid_for(n, h, 1, threads);
+    bias_gelu_backward_kernel<T, 1>
+        <<<grid, threads, 0, ctx.stream()>>>(g, in, bias, out, partial, n, h, rows);
+  }
+  ELECTRA_CUDA_CHECK_LAUNCH();
+  column_sum_kernel<<<ceil_div(h, kMaxThreads), kMaxThreads, 0, ctx.stream()>>>(
+      partial, db.ptr<float>(), ceil_div(n, rows), h);
+  ELECTRA_CUDA_CHECK_LAUNCH();
+}
+
+// Calls f(T{}) for the activation dtype (f32 or bf16); parameters must be f32.
+template <class F>
+void dispatch_activation(const Tensor& act, const char* op, F&& f) {
+  if (act.dtype == DType::F32) {
+    f(float{});
+  } else if (act.dtype == DType::BF16) {
+    f(__nv_bfloat16{});
+  } else {
+    throw Error(str_cat(op, " (cuda): activations must be f32 or bf16, got ", act.str()));
+  }
+}
+
+void check_activations(const char* op, const Tensor& a, std::initializer_list<const Tensor*> rest) {
+  for (const Tensor* t : rest) {
+    ELECTRA_CHECK(t->dtype == a.dtype, op, " (cuda): activation ", t->str(), " differs from ",
+                  a.str());
+  }
+}
+
+}  // namespace
+
+void bias_gelu_forward(Context& ctx, const Tensor& x, const Tensor& b, const Tensor& y) {
+  check_activations("bias_gelu_forward", x, {&y});
+  check_dtype(b, DType::F32, "bias_gelu_forward (cuda): b");
+  dispatch_activation(x, "bias_gelu_forward",
+                      [&](auto tag) { forward<decltype(tag)>(ctx, x, b, y); });
+}
+
+void bias_gelu_backward(Context& ctx, const Tensor& dy, const Tensor& x, const Tensor& b,
+                        const Tensor& dx, const Tensor& db, const Tensor& workspace) {
+  check_activations("bias_gelu_backward", x, {&dy, &dx});
+  check_dtype(b, DType::F32, "bias_gelu_backward (cuda): b");
+  check_dtype(db, DType::F32, "bias_gelu_backward (cuda): db");
+  dispatch_activation(x, "bias_gelu_backward", [&](auto tag) {
+    backward<decltype(tag)>(ctx, dy, x, b.ptr<float>(), dx, db, workspace, "bias_gelu_backward");
+  });
+}
+
+void bias_gelu_backward_preact(Context& ctx, const Tensor& dy, const Tensor& u, const Tensor& dx,
+                               const Tensor& db, const Tensor& workspace) {
+  check_activations("bias_gelu_backward_preact", u, {&dy, &dx});
+  check_dtype(db, DType::F32, "bias_gelu_backward_preact (cuda): db");
+  dispatch_activation(u, "bias_gelu_backward_preact", [&](auto tag) {
+    backward<decltype(tag)>(ctx, dy, u, nullptr, dx, db, workspace, "bias_gelu_backward_preact");
+  });
+}
+
+}  // namespace electra::cuda

@@ -1,0 +1,76 @@
+// bias + GELU (exact erf form), the FFN activation of BERT/ELECTRA.
+//
+// Forward:  u = x + b (b broadcast over rows), y = gelu(u) = 0.5 u (1 + erf(u / sqrt 2))
+//           (evaluated as u Phi(u) with Phi(u) = 0.5 erfc(-u / sqrt 2), accurate for u << 0).
+// Backward: gelu'(u) = Phi(u) + u phi(u) = 0.5 (1 + erf(u / sqrt 2)) + u exp(-u^2 / 2) / sqrt(2 pi)
+//           dx = dy * gelu'(u)              (activation gradient: written, =)
+//           db += sum over rows of dx       (parameter gradient: accumulated, +=)
+// Shapes: x, y, dy, dx, u [N, H]; b, db [H].
+// Dtypes: CPU all f32 or all f64; GPU activations (x, y, dy, dx, u) f32 or bf16 (all the same),
+// b and db f32, arithmetic in f32.
+// Saves nothing beyond its input x (and b). bias_gelu_backward_preact takes u = x + b directly,
+// for callers that already hold it (a cuBLASLt GELU_AUX epilogue stores exactly u).
+// Workspace (GPU only; the CPU ignores it): an f32 tensor of at least
+// bias_gelu_backward_workspace_floats(N, H) elements holding per-row-block partial sums of db,
+// reduced in a fixed order so that db is deterministic.
+#pragma once
+
+#include <algorithm>
+
+#include "kernels/dispatch.h"
+
+namespace electra {
+
+// Rows per block of the GPU backward (each block writes one row of db partials).
+inline int64_t bias_gelu_rows_per_block(int64_t n) {
+  return std::max<int64_t>(32, (n + 8191) / 8192);
+}
+inline int64_t bias_gelu_backward_workspace_floats(int64_t n, int64_t h) {
+  return (n + bias_gelu_rows_per_block(n) - 1) / bias_gelu_rows_per_block(n) * h;
+}
+
+namespace cpu {
+void bias_gelu_forward(Context& ctx, const Tensor& x, const Tensor& b, const Tensor& y);
+void bias_gelu_backward(Context& ctx, const Tensor& dy, const Tensor& x, const Tensor& b,
+                        const Tensor& dx, const Tensor& db, const Tensor& workspace);
+void bias_gelu_backward_preact(Context& ctx, const Tensor& dy, const Tensor& u, const Tensor& dx,
+                               const Tensor& db, const Tensor& workspace);
+}  // namespace cpu
+namespace cuda {
+void bias_gelu_forward(Context& ctx, const Tensor& x, const Tensor& b, const Tensor& y);
+void bias_gelu_backward(Context& ctx, const Tensor& dy, const Tensor& x, const Tensor& b,
+                        const Tensor& dx, const Tensor& db, const Tensor& workspace);
+void bias_gelu_backward_preact(Context& ctx, const Tensor& dy, const Tensor& u, const Tensor& dx,
+                               const Tensor& db, const Tensor& workspace);
+}  // namespace cuda
+
+inline void bias_gelu_forward(Context& ctx, const Tensor& x, const Tensor& b, const Tensor& y) {
+  check_devices(ctx, "bias_gelu_forward", {&x, &b, &y});
+  ELECTRA_CHECK(x.rank == 2, "bias_gelu_forward: x must be [N, H], got ", x.str());
+  check_shape(b, {x.dim(1)}, "bias_gelu_forward: b");
+  check_same_shape(x, y, "bias_gelu_forward: x and y");
+  ELECTRA_DISPATCH(ctx, bias_gelu_forward, x, b, y);
+}
+
+inline void bias_gelu_backward(Context& ctx, const Tensor& dy, const Tensor& x, const Tensor& b,
+                               const Tensor& dx, const Tensor& db, const Tensor& workspace) {
+  check_devices(ctx, "bias_gelu_backward", {&dy, &x, &b, &dx, &db});
+  ELECTRA_CHECK(x.rank == 2, "bias_gelu_backward: x must be [N, H], got ", x.str());
+  check_shape(b, {x.dim(1)}, "bias_gelu_backward: b");
+  check_shape(db, {x.dim(1)}, "bias_gelu_backward: db");
+  check_same_shape(x, dy, "bias_gelu_backward: x and dy");
+  check_same_shape(x, dx, "bias_gelu_backward: x and dx");
+  ELECTRA_DISPATCH(ctx, bias_gelu_backward, dy, x, b, dx, db, workspace);
+}
+
+inline void bias_gelu_backward_preact(Context& ctx, const Tensor& dy, const Tensor& u,
+                                      const Tensor& dx, const Tensor& db, const Tensor& workspace) {
+  check_devices(ctx, "bias_gelu_backward_preact", {&dy, &u, &dx, &db});
+  ELECTRA_CHECK(u.rank == 2, "bias_gelu_backward_preact: u must be [N, H], got ", u.str());
+  check_shape(db, {u.dim(1)}, "bias_gelu_backward_preact: db");
+  check_same_shape(u, dy, "bias_gelu_backward_preact: u and dy");
+  check_same_shape(u, dx, "bias_gelu_backward_preact: u and dx");
+  ELECTRA_DISPATCH(ctx, bias_gelu_backward_preact, dy, u, dx, db, workspace);
+}
+
+}  // namespace electra

@@ -1,0 +1,341 @@
+// layernorm kernels.
+// Forward (and the fused residual forward): one warp per row, 8 rows per 256-thread block; a lane
+// owns columns lane * V + 32 * V * k (V = 8 with 16-byte accesses when H % 8 == 0 and every
+// pointer is aligned, else 1). Three passes over the row: sum, sum of squared deviations (two-pass
+// variance, robust for large means), normalise; passes 2 and 3 re-read the row from L1/L2, so HBM
+// sees each element read once and written once. The fused variant forms
+// sum = dropout(x) + residual in pass 1, stores it rounded to T, and normalises the stored value.
+// Backward: (1) one warp per row computes dx (two passes: the row sums of g and g * xhat, then
+// dx); (2) a 2-D grid (column groups x blocks of R = layernorm_rows_per_block(N) rows) writes
+// per-row-block partial sums of dgamma and dbeta into the workspace; (3) one thread per column
+// adds the partials in row-block order into dgamma and dbeta. Deterministic, no atomics; pass (2)
+// re-reads dy and x (the price of a fixed-order parameter reduction).
+#include "kernels/cuda_common.cuh"
+#include "kernels/layernorm.h"
+
+namespace electra::cuda {
+namespace {
+
+constexpr int kRowsPerBlock = 8;  // warps per block in the row kernels
+constexpr int kColumnThreads = 256;
+
+template <int V, class T>
+__device__ __forceinline__ void load_vec(const T* p, float* out) {
+  if constexpr (V == 1) {
+    out[0] = to_float(p[0]);
+  } else {
+    constexpr int kPack = Pack<T>::kSize;
+    for (int q = 0; q < V / kPack; ++q) {
+      const Pack<T> pack = load_pack(p + q * kPack);
+      for (int j = 0; j < kPack; ++j) out[q * kPack + j] = to_float(pack.v[j]);
+    }
+  }
+}
+
+template <int V, class T>
+__device__ __forceinline__ void store_vec(T* p, const float* in) {
+  if constexpr (V == 1) {
+    p[0] = from_float<T>(in[0]);
+  } else {
+    constexpr int kPack = Pack<T>::kSize;
+    for (int q = 0; q < V / kPack; ++q) {
+      Pack<T> pack;
+      for (int j = 0; j < kPack; ++j) pack.v[j] = from_float<T>(in[q * kPack + j]);
+      store_pack(p + q * kPack, pack);
+    }
+  }
+}
+
+// keep[j] for flat indices index0 .. index0 + V - 1 (one Philox call per 4 when 4-aligned).
+template <int V>
+__device__ __forceinline__ void keep_mask(const DropoutSite& site, uint64_t index0, bool* keep) {
+  const uint64_t first = site.offset + index0;
+  if (V % 4 == 0 && first % 4 == 0) {
+    for (int q = 0; q < V / 4; ++q) {
+      const U32x4 bits = site.stream.block(first / 4 + q);
+      for (int j = 0; j < 4; ++j) keep[q * 4 + j] = uniform01(bits.v[j]) >= site.p;
+    }
+  } else {
+    for (int j = 0; j < V; ++j) keep[j] = dropout_keep(site.stream, first + j, site.p);
+  }
+}
+
+// Rounds v to T and back, so that statistics describe the stored value.
+template <class T>
+__device__ __forceinline__ float round_to(float v) {
+  return to_float(from_float<T>(v));
+}
+
+template <class T, int V, bool kResidual>
+__global__ void layernorm_forward_kernel(const T* x, const T* residual, T* sum, const float* gamma,
+                                         const float* beta, float eps, T* y, float* mean,
+                                         float* rstd, int64_t n, int64_t h, DropoutSite site,
+                                         float scale) {
+  const int64_t row = blockIdx.x * static_cast<int64_t>(kRowsPerBlock) + threadIdx.x / kWarpSize;
+  if (row >= n) return;
+  const int lane = threadIdx.x % kWarpSize;
+  const T* src = x + row * h;
+  float v[V], acc = 0;
+  if constexpr (kResidual) {
+    T* dst = sum + row * h;
+    float r[V];
+    bool keep[V];
+    for (int64_t c = lane * V; c < h; c += kWarpSize * V) {
+      load_vec<V>(src + c, v);
+      load_vec<V>(residual + row * h + c, r);
+      keep_mask<V>(site, row * h + c, keep);
+      for (int j = 0; j < V; ++j) {
+        v[j] = round_to<T>((keep[j] ? mul_rn(v[j], scale) : 0.0f) + r[j]);  // no FMA: as the CPU
+        acc += v[j];
+      }
+      store_vec<V>(dst + c, v);
+    }
+    src = dst;
+  } else {
+    for (int64_t c = lane * V; c < h; c += kWarpSize * V) {
+      load_vec<V>(src + c, v);
+      for (int j = 0; j < V; ++j) acc += v[j];
+    }
+  }
+  const float mu = warp_sum(acc) / static_cast<float>(h);
+  float sq = 0;
+  for (int64_t c = lane * V; c < h; c += kWarpSize * V) {
+    load_vec<V>(src + c, v);
+    for (int j = 0; j < V; ++j) sq += (v[j] - mu) * (v[j] - mu);
+  }
+  const float rs = 1.0f / sqrtf(warp_sum(sq) / static_cast<float>(h) + eps);
+  float g[V], b[V];
+  for (int64_t c = lane * V; c < h; c += kWarpSize * V) {
+    load_vec<V>(src + c, v);
+    load_vec<V>(gamma + c, g);
+    load_vec<V>(beta + c, b);
+    for (int j = 0; j < V; ++j) v[j] = (v[j] - mu) * rs * g[j] + b[j];
+    store_vec<V>(y + row * h + c, v);
+  }
+  if (lane == 0) {
+    mean[row] = mu;
+    rstd[row] = rs;
+  }
+}
+
+// dx (or, fused, dresidual = d and dx = d * keep * scale) for one row per warp.
+template <class T, int V, bool kResidual>
+__global__ void layernorm_backward_dx_kernel(const T* dy, const T* x, const float* gamma,
+                                             const float* mean, const float* rstd, T* dx,
+                                             T* dresidual, int64_t n, int64_t h, DropoutSite site,
+                                             float scale) {
+  const int64_t row = blockIdx.x * static_cast<int64_t>(kRowsPerBlock) + threadIdx.x / kWarpSize;
+  if (row >= n) return;
+  const int lane = threadIdx.x % kWarpSize;
+  const float mu = mean[row], rs = rstd[row];
+  float d[V], v[V], g[V], sum_g = 0, sum_gx = 0;
+  for (int64_t c = lane * V; c < h; c += kWarpSize * V) {
+    load_vec<V>(dy + row * h + c, d);
+    load_vec<V>(x + row * h + c, v);
+    load_vec<V>(gamma + c, g);
+    for (int j = 0; j < V; ++j) {
+      sum_g += d[j] * g[j];
+      sum_gx += d[j] * g[j] * (v[j] - mu) * rs;
+    }
+  }
+  const float mean_g = warp_sum(sum_g) / static_cast<float>(h);
+  const float mean_gx = warp_sum(sum_gx) / static_cast<float>(h);
+  bool keep[V];
+  for (int64_t c = lane * V; c < h; c += kWarpSize * V) {
+    load_vec<V>(dy + row * h + c, d);
+    load_vec<V>(x + row * h + c, v);
+    load_vec<V>(gamma + c, g);
+    for (int j = 0; j < V; ++j) d[j] = rs * (d[j] * g[j] - mean_g - (v[j] - mu) * rs * mean_gx);
+    if constexpr (kResidual) {
+      store_vec<V>(dresidual + row * h + c, d);
+      keep_mask<V>(site, row * h + c, keep);
+      for (int j = 0; j < V; ++j) d[j] = keep[j] ? d[j] * scale : 0.0f;
+    }
+    store_vec<V>(dx + row * h + c, d);
+  }
+}
+
+// partial[2p, j] = sum over rows r of block p of dy[r, j] * xhat[r, j]; partial[2p + 1, j] = sum
+// of dy[r, j].
+template <class T, int V>
+__global__ void layernorm_param_partial_kernel(const T* dy, const T* x, const float* mean,
+                                               const float* rstd, float* partial, int64_t n,
+                                               int64_t h, int64_t rows) {
+  const int64_t col = (blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x) * V;
+  if (col >= h) return;
+  float d[V], v[V], dg[V] = {}, db[V] = {};
+  const int64_t end = std::min<int64_t>(n, (blockIdx.y + 1) * rows);
+  for (int64_t r = blockIdx.y * rows; r < end; ++r) {
+    const float mu = mean[r], rs = rstd[r];
+    load_vec<V>(dy + r * h + col, d);
+    load_vec<V>(x + r * h + col, v);
+    for (int j = 0; j < V; ++j) {
+      dg[j] += d[j] * (v[j] - mu) * rs;
+      db[j] += d[j];
+    }
+  }
+  for (int j = 0; j < V; ++j) {
+    partial[2 * blockIdx.y * h + col + j] = dg[j];
+    partial[(2 * blockIdx.y + 1) * h + col + j] = db[j];
+  }
+}
+
+__global__ void layernorm_param_finish_kernel(const float* partial, float* dgamma, float* dbeta,
+                                              int64_t blocks, int64_t h) {
+  const int64_t col = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (col >= h) return;
+  float dg = 0, db = 0;
+  for (int64_t p = 0; p < blocks; ++p) {
+    dg += partial[2 * p * h + col];
+    db += partial[(2 * p + 1) * h + col];
+  }
+  dgamma[col] += dg;
+  dbeta[col] += db;
+}
+
+bool vectorizable(int64_t h, std::initializer_list<const void*> ptrs) {
+  bool ok = h % 8 == 0;
+  for (const void* p : ptrs) ok = ok && (p == nullptr || is_aligned16(p));
+  return ok;
+}
+
+// Calls f(T{}) for the activation dtype (f32 or bf16) after checking the other tensors' dtypes.
+template <class F>
+void dispatch_activation(const char* op, const Tensor& act,
+                         std::initializer_list<const Tensor*> same,
+                         std::initializer_list<const Tensor*> f32, F&& f) {
+  for (const Tensor* t : same) {
+    ELECTRA_CHECK(t->dtype == act.dtype, op, " (cuda): activation ", t->str(), " differs from ",
+                  act.str());
+  }
+  for (const Tensor* t : f32) check_dtype(*t, DType::F32, op);
+  if (act.dtype == DType::F32) {
+    f(float{});
+  } else if (act.dtype == DType::BF16) {
+    f(__nv_bfloat16{});
+  } else {
+    throw Error(str_cat(op, " (cuda): activations must be f32 or bf16, got ", act.str()));
+  }
+}
+
+template <class T, bool kResidual>
+void forward(Context& ctx, const Tensor& x, const Tensor* residual, const Tensor* sum,
+             const DropoutSite& site, const Tensor& gamma, const Tensor& beta, float eps,
+             const Tensor& y, const Tensor& mean, const Tensor& rstd) {
+  const int64_t n = x.dim(0), h = x.dim(1);
+  if (n == 0 || h == 0) return;
+  const T* in = static_cast<const T*>(x.data);
+  const T* res = residual ? static_cast<const T*>(residual->data) : nullptr;
+  T* s = sum ? static_cast<T*>(sum->data) : nullptr;
+  T* out = static_cast<T*>(y.data);
+  const float scale = 1.0f / (1.0f - site.p);
+  const unsigned blocks = static_cast<unsigned>(ceil_div(n, kRowsPerBlock));
+  const int threads = kRowsPerBlock * kWarpSize;
+  if (vectorizable(h, {in, res, s, out, gamma.data, beta.data})) {
+    layernorm_forward_kernel<T, 8, kResidual><<<blocks, threads, 0, ctx.stream()>>>(
+        in, res, s, gamma.ptr<float>(), beta.ptr<float>(), eps, out, mean.ptr<float>(),
+        rstd.ptr<float>(), n, h, site, scale);
+  } else {
+    layernorm_forward_kernel<T, 1, kResidual><<<blocks, threads, 0, ctx.stream()>>>(
+        in, res, s, gamma.ptr<float>(), beta.ptr<float>(), eps, out, mean.ptr<float>(),
+        rstd.ptr<float>(), n, h, site, scale);
+  }
+  ELECTRA_CUDA_CHECK_LAUNCH();
+}
+
+template <class T, bool kResidual>
+void backward(Context& ctx, const Tensor& dy, const Tensor& x, const Tensor& gamma,
+              const Tensor& mean, const Tensor& rstd, const DropoutSite& site, const Tensor& dx,
+              const Tensor* dresidual, const Tensor& dgamma, const Tensor& dbeta,
+              const Tensor& workspace, const char* op) {
+  const int64_t n = x.dim(0), h = x.dim(1);
+  if (n == 0 || h == 0) return;
+  ELECTRA_CHECK(workspace.device == Device::CUDA && workspace.dtype == DType::F32 &&
+                    workspace.numel() >= layernorm_backward_workspace_floats(n, h),
+                op, ": workspace ", workspace.str(), " must be f32 on cuda with at least ",
+                layernorm_backward_workspace_floats(n, h), " elements");
+  const T* d = static_cast<const T*>(dy.data);
+  const T* in = static_cast<const T*>(x.data);
+  T* out = static_cast<T*>(dx.data);
+  T* dres = dresidual ? static_cast<T*>(dresidual->data) : nullptr;
+  const float scale = 1.0f / (1.0f - site.p);
+  const bool vec = vectorizable(h, {d, in, out, dres, gamma.data});
+  const unsigned row_blocks = static_cast<unsigned>(ceil_div(n, kRowsPerBlock));
+  const int row_threads = kRowsPerBlock * kWarpSize;
+  if (vec) {
+    layernorm_backward_dx_kernel<T, 8, kResidual><<<row_blocks, row_threads, 0, ctx.stream()>>>(
+        d, in, gamma.ptr<float>(), mean.ptr<float>(), rstd.ptr<float>(), out, dres, n, h, site,
+        scale);
+  } else {
+    layernorm_backward_dx_kernel<T, 1, kResidual><<<row_blocks, row_threads, 0, ctx.stream()>>>(
+        d, in, gamma.ptr<float>(), mean.ptr<float>(), rstd.ptr<float>(), out, dres, n, h, site,
+        scale);
+  }
+  ELECTRA_CUDA_CHECK_LAUNCH();
+
+  const int64_t rows = layernorm_rows_per_block(n);
+  const int v = vec ? 8 : 1;
+  const int64_t groups = ceil_div(h, v);
+  const int threads =
+      static_cast<int>(std::min<int64_t>(kColumnThreads, ceil_div(groups, kWarpSize) * kWarpSize));
+  const dim3 grid(static_cast<unsigned>(ceil_div(groups, threads)),
+                  static_cast<unsigned>(ceil_div(n, rows)));
+  float* partial = workspace.ptr<float>();
+  if (vec) {
+    layernorm_param_partial_kernel<T, 8><<<grid, threads, 0, ctx.stream()>>>(
+        d, in, mean.ptr<float>(), rstd.ptr<float>(), partial, n, h, rows);
+  } else {
+    layernorm_param_partial_kernel<T, 1><<<grid, threads, 0, ctx.stream()>>>(
+        d, in, mean.ptr<float>(), rstd.ptr<float>(), partial, n, h, rows);
+  }
+  ELECTRA_CUDA_CHECK_LAUNCH();
+  layernorm_param_finish_kernel<<<ceil_div(h, kColumnThreads), kColumnThreads, 0, ctx.stream()>>>(
+      partial, dgamma.ptr<float>(), dbeta.ptr<float>(), ceil_div(n, rows), h);
+  ELECTRA_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace
+
+void layernorm_forward(Context& ctx, const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                       float eps, const Tensor& y, const Tensor& mean, const Tensor& rstd) {
+  dispatch_activation("layernorm_forward", x, {&y}, {&gamma, &beta, &mean, &rstd}, [&](auto tag) {
+    forward<decltype(tag), false>(ctx, x, nullptr, nullptr, DropoutSite{}, gamma, beta, eps, y,
+                                  mean, rstd);
+  });
+}
+
+void layernorm_backward(Context& ctx, const Tensor& dy, const Tensor& x, const Tensor& gamma,
+                        const Tensor& mean, const Tensor& rstd, const Tensor& dx,
+                        const Tensor& dgamma, const Tensor& dbeta, const Tensor& workspace) {
+  dispatch_activation(
+      "layernorm_backward", x, {&dy, &dx}, {&gamma, &mean, &rstd, &dgamma, &dbeta}, [&](auto tag) {
+        backward<decltype(tag), false>(ctx, dy, x, gamma, mean, rstd, DropoutSite{}, dx, nullptr,
+                                       dgamma, dbeta, workspace, "layernorm_backward");
+      });
+}
+
+void residual_layernorm_forward(Context& ctx, const Tensor& x, const Tensor& residual,
+                                const DropoutSite& site, const Tensor& gamma, const Tensor& beta,
+                                float eps, const Tensor& sum, const Tensor& y, const Tensor& mean,
+                                const Tensor& rstd) {
+  dispatch_activation("residual_layernorm_forward", x, {&residual, &sum, &y},
+                      {&gamma, &beta, &mean, &rstd}, [&](auto tag) {
+                        forward<decltype(tag), true>(ctx, x, &residual, &sum, site, gamma, beta,
+                                                     eps, y, mean, rstd);
+                      });
+}
+
+void residual_layernorm_backward(Context& ctx, const Tensor& dy, const Tensor& sum,
+                                 const Tensor& gamma, const Tensor& mean, const Tensor& rstd,
+                                 const DropoutSite& site, const Tensor& dx, const Tensor& dresidual,
+                                 const Tensor& dgamma, const Tensor& dbeta,
+                                 const Tensor& workspace) {
+  dispatch_activation("residual_layernorm_backward", sum, {&dy, &dx, &dresidual},
+                      {&gamma, &mean, &rstd, &dgamma, &dbeta}, [&](auto tag) {
+                        backward<decltype(tag), true>(ctx, dy, sum, gamma, mean, rstd, site, dx,
+                                                      &dresidual, dgamma, dbeta, workspace,
+                                                      "residual_layernorm_backward");
+                      });
+}
+
+}  // namespace electra::cuda

@@ -1,0 +1,130 @@
+// layernorm over the last dim, and the post-LN residual block of BERT fused with its dropout.
+//
+// layernorm_forward:  mean = sum_j x_j / H, var = sum_j (x_j - mean)^2 / H (biased, as BERT),
+//                     rstd = 1 / sqrt(var + eps), xhat = (x - mean) * rstd,
+//                     y = xhat * gamma + beta.  Saves mean [N] and rstd [N].
+// layernorm_backward: g = dy * gamma,
+//                     dx = rstd * (g - mean_j(g) - xhat * mean_j(g * xhat))   (written, =)
+//                     dgamma += sum over rows of dy * xhat, dbeta += sum over rows of dy.
+// residual_layernorm_forward (BERT's "LayerNorm(dropout(x) + residual)"):
+//                     sum = dropout(x) + residual, the dropout of kernels/dropout.h with `site`
+//                     (flat index r * H + j); y = layernorm(sum). Saves sum [N, H] (in the
+//                     activation dtype: the layernorm normalises the stored, rounded sum), mean
+//                     and rstd; the dropout mask is regenerated in the backward, not stored.
+// residual_layernorm_backward: dresidual = layernorm_backward(dy) w.r.t. sum (written, =),
+//                     dx = dresidual * keep / (1 - p) (written, =), dgamma, dbeta (+=).
+// Shapes: x, y, dy, dx, residual, sum, dresidual [N, H]; gamma, beta, dgamma, dbeta [H];
+// mean, rstd [N]. ELECTRA uses eps = 1e-12.
+// Dtypes: CPU all f32 or all f64 (statistics too); GPU activations f32 or bf16 (all the same),
+// gamma, beta, dgamma, dbeta, mean and rstd f32.
+// Workspace (GPU backward only; the CPU ignores it): an f32 tensor of at least
+// layernorm_backward_workspace_floats(N, H) elements for per-row-block partial sums of dgamma and
+// dbeta, added in a fixed order so that they are deterministic.
+#pragma once
+
+#include <algorithm>
+
+#include "kernels/dispatch.h"
+#include "kernels/dropout.h"
+
+namespace electra {
+
+// Rows per block of the GPU parameter-gradient pass (each block writes one partial row).
+inline int64_t layernorm_rows_per_block(int64_t n) {
+  return std::max<int64_t>(32, (n + 8191) / 8192);
+}
+inline int64_t layernorm_backward_workspace_floats(int64_t n, int64_t h) {
+  return 2 * ((n + layernorm_rows_per_block(n) - 1) / layernorm_rows_per_block(n)) * h;
+}
+
+namespace cpu {
+void layernorm_forward(Context& ctx, const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                       float eps, const Tensor& y, const Tensor& mean, const Tensor& rstd);
+void layernorm_backward(Context& ctx, const Tensor& dy, const Tensor& x, const Tensor& gamma,
+                        const Tensor& mean, const Tensor& rstd, const Tensor& dx,
+                        const Tensor& dgamma, const Tensor& dbeta, const Tensor& workspace);
+void residual_layernorm_forward(Context& ctx, const Tensor& x, const Tensor& residual,
+                                const DropoutSite& site, const Tensor& gamma, const Tensor& beta,
+                                float eps, const Tensor& sum, const Tensor& y, const Tensor& mean,
+                                const Tensor& rstd);
+void residual_layernorm_backward(Context& ctx, const Tensor& dy, const Tensor& sum,
+                                 const Tensor& gamma, const Tensor& mean, const Tensor& rstd,
+                                 const DropoutSite& site, const Tensor& dx, const Tensor& dresidual,
+                                 const Tensor& dgamma, const Tensor& dbeta,
+                                 const Tensor& workspace);
+}  // namespace cpu
+namespace cuda {
+void layernorm_forward(Context& ctx, const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                       float eps, const Tensor& y, const Tensor& mean, const Tensor& rstd);
+void layernorm_backward(Context& ctx, const Tensor& dy, const Tensor& x, const Tensor& gamma,
+                        const Tensor& mean, const Tensor& rstd, const Tensor& dx,
+                        const Tensor& dgamma, const Tensor& dbeta, const Tensor& workspace);
+void residual_layernorm_forward(Context& ctx, const Tensor& x, const Tensor& residual,
+                                const DropoutSite& site, const Tensor& gamma, const Tensor& beta,
+                                float eps, const Tensor& sum, const Tensor& y, const Tensor& mean,
+                                const Tensor& rstd);
+void residual_layernorm_backward(Context& ctx, const Tensor& dy, const Tensor& sum,
+                                 const Tensor& gamma, const Tensor& mean, const Tensor& rstd,
+                                 const DropoutSite& site, const Tensor& dx, const Tensor& dresidual,
+                                 const Tensor& dgamma, const Tensor& dbeta,
+                                 const Tensor& workspace);
+}  // namespace cuda
+
+// Shape checks shared by all four entry points: x [N, H], the rest as named above.
+inline void check_layernorm_shapes(const char* op, const Tensor& x,
+                                   std::initializer_list<const Tensor*> rows_by_h,
+                                   std::initializer_list<const Tensor*> per_column,
+                                   std::initializer_list<const Tensor*> per_row) {
+  ELECTRA_CHECK(x.rank == 2, op, ": input must be [N, H], got ", x.str());
+  for (const Tensor* t : rows_by_h) check_same_shape(x, *t, op);
+  for (const Tensor* t : per_column) check_shape(*t, {x.dim(1)}, op);
+  for (const Tensor* t : per_row) check_shape(*t, {x.dim(0)}, op);
+}
+
+inline void layernorm_forward(Context& ctx, const Tensor& x, const Tensor& gamma,
+                              const Tensor& beta, float eps, const Tensor& y, const Tensor& mean,
+                              const Tensor& rstd) {
+  check_devices(ctx, "layernorm_forward", {&x, &gamma, &beta, &y, &mean, &rstd});
+  check_layernorm_shapes("layernorm_forward", x, {&y}, {&gamma, &beta}, {&mean, &rstd});
+  ELECTRA_CHECK(eps > 0, "layernorm_forward: eps must be positive, got ", eps);
+  ELECTRA_DISPATCH(ctx, layernorm_forward, x, gamma, beta, eps, y, mean, rstd);
+}
+
+inline void layernorm_backward(Context& ctx, const Tensor& dy, const Tensor& x, const Tensor& gamma,
+                               const Tensor& mean, const Tensor& rstd, const Tensor& dx,
+                               const Tensor& dgamma, const Tensor& dbeta, const Tensor& workspace) {
+  check_devices(ctx, "layernorm_backward", {&dy, &x, &gamma, &mean, &rstd, &dx, &dgamma, &dbeta});
+  check_layernorm_shapes("layernorm_backward", x, {&dy, &dx}, {&gamma, &dgamma, &dbeta},
+                         {&mean, &rstd});
+  ELECTRA_DISPATCH(ctx, layernorm_backward, dy, x, gamma, mean, rstd, dx, dgamma, dbeta, workspace);
+}
+
+inline void residual_layernorm_forward(Context& ctx, const Tensor& x, const Tensor& residual,
+                                       const DropoutSite& site, const Tensor& gamma,
+                                       const Tensor& beta, float eps, const Tensor& sum,
+                                       const Tensor& y, const Tensor& mean, const Tensor& rstd) {
+  check_devices(ctx, "residual_layernorm_forward",
+                {&x, &residual, &gamma, &beta, &sum, &y, &mean, &rstd});
+  check_layernorm_shapes("residual_layernorm_forward", x, {&residual, &sum, &y}, {&gamma, &beta},
+                         {&mean, &rstd});
+  check_dropout_p(site.p, "residual_layernorm_forward");
+  ELECTRA_CHECK(eps > 0, "residual_layernorm_forward: eps must be positive, got ", eps);
+  ELECTRA_DISPATCH(ctx, residual_layernorm_forward, x, residual, site, gamma, beta, eps, sum, y,
+                   mean, rstd);
+}
+
+inline void residual_layernorm_backward(Context& ctx, const Tensor& dy, const Tensor& sum,
+                                        const Tensor& gamma, const Tensor& mean, const Tensor& rstd,
+                                        const DropoutSite& site, const Tensor& dx,
+                                        const Tensor& dresidual, const Tensor& dgamma,
+                                        const Tensor& dbeta, const Tensor& workspace) {
+  check_devices(ctx, "residual_layernorm_backward",
+                {&dy, &sum, &gamma, &mean, &rstd, &dx, &dresidual, &dgamma, &dbeta});
+  check_layernorm_shapes("residual_layernorm_backward", sum, {&dy, &dx, &dresidual},
+                         {&gamma, &dgamma, &dbeta}, {&mean, &rstd});
+  check_dropout_p(site.p, "residual_layernorm_backward");
+  ELECTRA_DISPATCH(ctx, residual_layernorm_backward, dy, sum, gamma, mean, rstd, site, dx,
+                   dresidual, dgamma, dbeta, workspace);
+}
+
+}  // namespace electra

@@ -1,0 +1,158 @@
+// embedding on the GPU against the CPU reference on fresh random ids and tables, outputs
+// poisoned: the forward is bit-identical in f32 (and equals the f32 sum rounded once in bf16);
+// the backward matches (normwise error < 1e-5 with f32 dout, < 2e-2 with bf16), accumulates, and
+// gives the same bits when run twice, with many repeated ids (one id covering most tokens). Bad
+// ids give NaN rows and are skipped by the backward.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstring>
+
+#include "kernels/embedding.h"
+#include "test/common/device_util.h"
+#include "test/common/test_util.h"
+
+using namespace electra;
+
+namespace {
+
+// max_i |a_i - b_i| / max_i |b_i|: the normwise error. The tests use it because these outputs are
+// sums whose terms cancel (row and column reductions, GELU's zero crossing, x - mean), where an
+// elementwise relative error in f32 measures the conditioning of the entry, not the kernel.
+double normwise_error(const std::vector<float>& a, const std::vector<float>& b) {
+  if (a.size() != b.size()) return INFINITY;
+  double err = 0, scale = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    err = std::max(err, std::abs(static_cast<double>(a[i]) - b[i]));
+    scale = std::max(scale, std::abs(static_cast<double>(b[i])));
+  }
+  return std::isnan(err) ? INFINITY : err / scale;
+}
+
+Tensor cpu_view(std::vector<float>& v, std::initializer_list<int64_t> dims) {
+  return Tensor::view_of(v.data(), Device::CPU, dims);
+}
+
+void check_embedding(int64_t batch, int64_t len, int64_t e, int64_t vocab, DType dtype) {
+  INFO("B " << batch << ", T " << len << ", E " << e << ", V " << vocab << ", "
+            << dtype_name(dtype));
+  const double tol = dtype == DType::F32 ? 1e-5 : 2e-2;
+  const int64_t positions = 512, segments = 2, tokens = batch * len;
+  Context gpu = Context::cuda(0);
+  Context cpu = Context::cpu();
+  Arena arena("embedding", Device::CUDA,
+              static_cast<size_t>((vocab + positions + segments) * e) * 16 +
+                  static_cast<size_t>(tokens * e) * 8 +
+                  embedding_backward_workspace_bytes(batch, len, segments, e) + (16 << 20));
+  std::vector<int32_t> ids =
+      test::random_ints(tokens, tokens + 1, 0, static_cast<int32_t>(vocab - 1));
+  for (int64_t i = 0; i < tokens; i += 3) ids[i] = 0;  // one long run (a padding id)
+  std::vector<int32_t> sids = test::random_ints(tokens, tokens + 2, 0, 1);
+  std::vector<float> word = test::random_vector<float>(vocab * e, 1);
+  std::vector<float> position = test::random_vector<float>(positions * e, 2);
+  std::vector<float> segment = test::random_vector<float>(segments * e, 3);
+  std::vector<float> dout = test::random_vector<float>(tokens * e, 4);
+  if (dtype == DType::BF16) {
+    for (float& v : dout) v = bf16_to_float(float_to_bf16(v));
+  }
+  std::vector<float> dword0 = test::random_vector<float>(vocab * e, 5);
+  std::vector<float> dpos0 = test::random_vector<float>(positions * e, 6);
+  std::vector<float> dseg0 = test::random_vector<float>(segments * e, 7);
+
+  std::vector<float> out(tokens * e), dword = dword0, dpos = dpos0, dseg = dseg0;
+  const Tensor cid = Tensor::view_of(ids.data(), Device::CPU, {batch, len});
+  const Tensor csid = Tensor::view_of(sids.data(), Device::CPU, {batch, len});
+  embedding_forward(cpu, cid, csid, cpu_view(word, {vocab, e}), cpu_view(position, {positions, e}),
+                    cpu_view(segment, {segments, e}), cpu_view(out, {batch, len, e}));
+  embedding_backward(cpu, cpu_view(dout, {batch, len, e}), cid, csid, cpu_view(dword, {vocab, e}),
+                     cpu_view(dpos, {positions, e}), cpu_view(dseg, {segments, e}), Tensor{});
+
+  const Tensor gid = test::upload(gpu, arena, ids, {batch, len});
+  const Tensor gsid = test::upload(gpu, arena, sids, {batch, len});
+  const Tensor gword = test::upload(gpu, arena, word, {vocab, e});
+  const Tensor gpos = test::upload(gpu, arena, position, {positions, e});
+  const Tensor gseg = test::upload(gpu, arena, segment, {segments, e});
+  const Tensor gout = arena.alloc(dtype, {batch, len, e});
+  poison_tensor(gpu.stream(), gout);
+  embedding_forward(gpu, gid, gsid, gword, gpos, gseg, gout);
+  const std::vector<float> got = test::download_f32(gpu, gout);
+  int64_t mismatches = 0;
+  for (int64_t i = 0; i < tokens * e; ++i) {
+    const float want = dtype == DType::F32 ? out[i] : bf16_to_float(float_to_bf16(out[i]));
+    mismatches += std::memcmp(&got[i], &want, 4) != 0;
+  }
+  CHECK(mismatches == 0);
+
+  const Tensor gdout = dtype == DType::F32 ? test::upload(gpu, arena, dout, {batch, len, e})
+                                           : test::upload_bf16(gpu, arena, dout, {batch, len, e});
+  const Tensor ws = arena.alloc(
+      DType::F32,
+      {static_cast<int64_t>(embedding_backward_workspace_bytes(batch, len, segments, e) / 4)});
+  std::vector<std::vector<float>> runs;
+  for (int run = 0; run < 2; ++run) {
+    poison_tensor(gpu.stream(), ws);
+    const Tensor gdword = test::upload(gpu, arena, dword0, {vocab, e});
+    const Tensor gdpos = test::upload(gpu, arena, dpos0, {positions, e});
+    const Tensor gdseg = test::upload(gpu, arena, dseg0, {segments, e});
+    embedding_backward(gpu, gdout, gid, gsid, gdword, gdpos, gdseg, ws);
+    const std::vector<float> got_dword = test::download<float>(gpu, gdword);
+    CHECK(normwise_error(got_dword, dword) < tol);
+    CHECK(normwise_error(test::download<float>(gpu, gdpos), dpos) < tol);
+    CHECK(normwise_error(test::download<float>(gpu, gdseg), dseg) < tol);
+    runs.push_back(got_dword);
+  }
+  CHECK(std::memcmp(runs[0].data(), runs[1].data(), runs[0].size() * 4) == 0);
+}
+
+}  // namespace
+
+TEST_CASE("embedding on the GPU matches the CPU reference and is deterministic",
+          "[embedding][gpu]") {
+  for (DType dtype : {DType::F32, DType::BF16}) {
+    check_embedding(8, 128, 128, 30522, dtype);  // ELECTRA-Small (E = 128)
+    check_embedding(2, 512, 768, 30522, dtype);  // Base
+    check_embedding(32, 128, 256, 50, dtype);    // 4096 tokens over 50 ids: long runs
+    check_embedding(3, 5, 7, 11, dtype);
+    check_embedding(1, 100, 100, 1000, dtype);
+    check_embedding(1, 1, 1000, 3, dtype);
+  }
+}
+
+TEST_CASE("embedding on the GPU writes NaN rows for bad ids and skips them in the backward",
+          "[embedding][gpu]") {
+  Context gpu = Context::cuda(0);
+  Arena arena("embedding", Device::CUDA, 16 << 20);
+  const int64_t e = 8;
+  std::vector<int32_t> ids = {1, 7, -2, 1}, sids = {0, 0, 1, 2};
+  std::vector<float> word = test::random_vector<float>(5 * e, 1);
+  std::vector<float> position = test::random_vector<float>(4 * e, 2);
+  std::vector<float> segment = test::random_vector<float>(2 * e, 3);
+  const Tensor gid = test::upload(gpu, arena, ids, {1, 4});
+  const Tensor gsid = test::upload(gpu, arena, sids, {1, 4});
+  const Tensor gout = arena.alloc<float>({1, 4, e});
+  embedding_forward(gpu, gid, gsid, test::upload(gpu, arena, word, {5, e}),
+                    test::upload(gpu, arena, position, {4, e}),
+                    test::upload(gpu, arena, segment, {2, e}), gout);
+  const std::vector<float> out = test::download<float>(gpu, gout);
+  for (int64_t j = 0; j < e; ++j) {
+    CHECK(out[j] == word[e + j] + position[j] + segment[j]);
+    CHECK(std::isnan(out[e + j]));      // id 7 >= V
+    CHECK(std::isnan(out[2 * e + j]));  // id -2
+    CHECK(std::isnan(out[3 * e + j]));  // segment 2 >= S
+  }
+  std::vector<float> dout = test::random_vector<float>(4 * e, 4), zeros5(5 * e, 0.0f),
+                     zeros4(4 * e, 0.0f), zeros2(2 * e, 0.0f);
+  const Tensor gdword = test::upload(gpu, arena, zeros5, {5, e});
+  const Tensor gdseg = test::upload(gpu, arena, zeros2, {2, e});
+  const Tensor ws = arena.alloc(
+      DType::F32, {static_cast<int64_t>(embedding_backward_workspace_bytes(1, 4, 2, e) / 4)});
+  embedding_backward(gpu, test::upload(gpu, arena, dout, {1, 4, e}), gid, gsid, gdword,
+                     test::upload(gpu, arena, zeros4, {4, e}), gdseg, ws);
+  const std::vector<float> dword = test::download<float>(gpu, gdword);
+  const std::vector<float> dseg = test::download<float>(gpu, gdseg);
+  for (int64_t j = 0; j < e; ++j) {
+    CHECK(dword[e + j] == dout[j] + dout[3 * e + j]);  // id 1 at tokens 0 and 3
+    CHECK(dword[j] == 0.0f);
+    CHECK(dseg[j] == dout[j] + dout[e + j]);  // segment 0 at tokens 0 and 1
+    CHECK(dseg[e + j] == dout[2 * e + j]);    // segment 1 at token 2; segment 2 skipped
+  }
+}

@@ -1,0 +1,76 @@
+// bias + GELU on the CPU: the forward against the erf formula and known values, f32 against f64,
+// the += of db, the pre-activation backward and shape errors.
+#include <catch2/catch.hpp>
+#include <cmath>
+
+#include "kernels/gelu.h"
+#include "test/common/test_util.h"
+
+using namespace electra;
+
+TEST_CASE("bias + GELU forward equals 0.5 u (1 + erf(u / sqrt 2)) with u = x + b", "[gelu]") {
+  Context ctx = Context::cpu();
+  const int64_t n = 5, h = 3;
+  std::vector<double> x = test::random_vector<double>(n * h, 1, -4, 4);
+  std::vector<double> b = {0.5, -0.25, 1.0};
+  x[0] = -0.5;  // u = 0: gelu(0) = 0
+  x[1] = 1.25;  // u = 1: Phi(1) = 0.8413447460685429
+  x[2] = -2.0;  // u = -1: -(1 - Phi(1))
+  std::vector<double> y(n * h);
+  bias_gelu_forward(ctx, Tensor::view_of(x.data(), Device::CPU, {n, h}),
+                    Tensor::view_of(b.data(), Device::CPU, {h}),
+                    Tensor::view_of(y.data(), Device::CPU, {n, h}));
+  CHECK(y[0] == 0.0);
+  CHECK(y[1] == Approx(0.8413447460685429).epsilon(1e-12));
+  CHECK(y[2] == Approx(-0.15865525393145707).epsilon(1e-12));
+  for (int64_t i = 0; i < n * h; ++i) {
+    const double u = x[i] + b[i % h];
+    REQUIRE(y[i] == Approx(0.5 * u * std::erfc(-u / std::sqrt(2.0))).epsilon(1e-9));
+  }
+}
+
+TEST_CASE("bias + GELU in f32 matches f64 and db accumulates", "[gelu]") {
+  Context ctx = Context::cpu();
+  const int64_t n = 9, h = 13;
+  std::vector<double> x = test::random_vector<double>(n * h, 2, -3, 3);
+  std::vector<double> b = test::random_vector<double>(h, 3);
+  std::vector<double> dy = test::random_vector<double>(n * h, 4);
+  std::vector<float> xf(x.begin(), x.end()), bf(b.begin(), b.end()), dyf(dy.begin(), dy.end());
+  std::vector<double> y(n * h), dx(n * h), db(h, 1.0);
+  std::vector<float> yf(n * h), dxf(n * h), dbf(h, 1.0f);
+  auto run = [&](auto& xs, auto& bs, auto& ys, auto& dys, auto& dxs, auto& dbs) {
+    const Tensor xt = Tensor::view_of(xs.data(), Device::CPU, {n, h});
+    const Tensor bt = Tensor::view_of(bs.data(), Device::CPU, {h});
+    bias_gelu_forward(ctx, xt, bt, Tensor::view_of(ys.data(), Device::CPU, {n, h}));
+    bias_gelu_backward(ctx, Tensor::view_of(dys.data(), Device::CPU, {n, h}), xt, bt,
+                       Tensor::view_of(dxs.data(), Device::CPU, {n, h}),
+                       Tensor::view_of(dbs.data(), Device::CPU, {h}), Tensor{});
+  };
+  run(x, b, y, dy, dx, db);
+  run(xf, bf, yf, dyf, dxf, dbf);
+  CHECK(test::max_relative_error(yf, y) < 1e-5);
+  CHECK(test::max_relative_error(dxf, dx) < 1e-5);
+  CHECK(test::max_relative_error(dbf, db) < 1e-5);
+  // db started at 1: it holds 1 + sum over rows of dx.
+  for (int64_t j = 0; j < h; ++j) {
+    double sum = 1.0;
+    for (int64_t r = 0; r < n; ++r) sum += dx[r * h + j];
+    REQUIRE(db[j] == Approx(sum).epsilon(1e-13));
+  }
+}
+
+TEST_CASE("bias + GELU refuses mismatched shapes and dtypes", "[gelu]") {
+  Context ctx = Context::cpu();
+  std::vector<float> x(12, 0.5f), b(4, 0.1f), y(12), short_b(3);
+  const Tensor xt = Tensor::view_of(x.data(), Device::CPU, {3, 4});
+  CHECK_THROWS_AS(bias_gelu_forward(ctx, xt, Tensor::view_of(short_b.data(), Device::CPU, {3}),
+                                    Tensor::view_of(y.data(), Device::CPU, {3, 4})),
+                  Error);
+  CHECK_THROWS_AS(bias_gelu_forward(ctx, xt, Tensor::view_of(b.data(), Device::CPU, {4}),
+                                    Tensor::view_of(y.data(), Device::CPU, {4, 3})),
+                  Error);
+  std::vector<double> yd(12);
+  CHECK_THROWS_AS(bias_gelu_forward(ctx, xt, Tensor::view_of(b.data(), Device::CPU, {4}),
+                                    Tensor::view_of(yd.data(), Device::CPU, {3, 4})),
+                  Error);
+}

@@ -1,0 +1,191 @@
+// layernorm and the fused residual layernorm on the GPU against the CPU reference on fresh random
+// inputs, outputs poisoned: f32 (normwise error < 1e-5) and bf16 activations (< 2e-2) at
+// ELECTRA-Small, Base and Large widths and awkward shapes; dgamma/dbeta accumulate and are
+// bit-identical across runs; the fused dropout mask equals the CPU's.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstring>
+
+#include "kernels/layernorm.h"
+#include "test/common/device_util.h"
+#include "test/common/test_util.h"
+
+using namespace electra;
+
+namespace {
+
+// max_i |a_i - b_i| / max_i |b_i|: the normwise error. The tests use it because these outputs are
+// sums whose terms cancel (row and column reductions, GELU's zero crossing, x - mean), where an
+// elementwise relative error in f32 measures the conditioning of the entry, not the kernel.
+double normwise_error(const std::vector<float>& a, const std::vector<float>& b) {
+  if (a.size() != b.size()) return INFINITY;
+  double err = 0, scale = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    err = std::max(err, std::abs(static_cast<double>(a[i]) - b[i]));
+    scale = std::max(scale, std::abs(static_cast<double>(b[i])));
+  }
+  return std::isnan(err) ? INFINITY : err / scale;
+}
+
+Tensor cpu_view(std::vector<float>& v, std::initializer_list<int64_t> dims) {
+  return Tensor::view_of(v.data(), Device::CPU, dims);
+}
+
+std::vector<float> as_dtype(std::vector<float> v, DType dtype) {
+  if (dtype == DType::BF16) {
+    for (float& x : v) x = bf16_to_float(float_to_bf16(x));
+  }
+  return v;
+}
+
+Tensor upload_as(Context& ctx, Arena& arena, const std::vector<float>& v, DType dtype,
+                 std::initializer_list<int64_t> dims) {
+  return dtype == DType::F32 ? test::upload(ctx, arena, v, dims)
+                             : test::upload_bf16(ctx, arena, v, dims);
+}
+
+struct Inputs {
+  std::vector<float> x, residual, gamma, beta, dy, dgamma0, dbeta0;
+};
+
+Inputs make_inputs(int64_t n, int64_t h, DType dtype) {
+  Inputs in;
+  in.x = as_dtype(test::random_vector<float>(n * h, n + h, -2, 3), dtype);
+  in.residual = as_dtype(test::random_vector<float>(n * h, n * h + 1, -1, 1), dtype);
+  in.gamma = test::random_vector<float>(h, h + 2, 0.5, 1.5);
+  in.beta = test::random_vector<float>(h, h + 3, -1, 1);
+  in.dy = as_dtype(test::random_vector<float>(n * h, n + 4, -1, 1), dtype);
+  in.dgamma0 = test::random_vector<float>(h, 5, -1, 1);
+  in.dbeta0 = test::random_vector<float>(h, 6, -1, 1);
+  return in;
+}
+
+void check_layernorm(int64_t n, int64_t h, DType dtype) {
+  INFO("layernorm N " << n << ", H " << h << ", " << dtype_name(dtype));
+  const double tol = dtype == DType::F32 ? 1e-5 : 2e-2;
+  Context gpu = Context::cuda(0);
+  Context cpu = Context::cpu();
+  Arena arena("layernorm", Device::CUDA, static_cast<size_t>(n * h) * 24 + (16 << 20));
+  Inputs in = make_inputs(n, h, dtype);
+  std::vector<float> y(n * h), mean(n), rstd(n), dx(n * h), dgamma = in.dgamma0, dbeta = in.dbeta0;
+  layernorm_forward(cpu, cpu_view(in.x, {n, h}), cpu_view(in.gamma, {h}), cpu_view(in.beta, {h}),
+                    1e-12f, cpu_view(y, {n, h}), cpu_view(mean, {n}), cpu_view(rstd, {n}));
+  layernorm_backward(cpu, cpu_view(in.dy, {n, h}), cpu_view(in.x, {n, h}), cpu_view(in.gamma, {h}),
+                     cpu_view(mean, {n}), cpu_view(rstd, {n}), cpu_view(dx, {n, h}),
+                     cpu_view(dgamma, {h}), cpu_view(dbeta, {h}), Tensor{});
+
+  const Tensor gx = upload_as(gpu, arena, in.x, dtype, {n, h});
+  const Tensor gdy = upload_as(gpu, arena, in.dy, dtype, {n, h});
+  const Tensor ggamma = test::upload(gpu, arena, in.gamma, {h});
+  const Tensor gbeta = test::upload(gpu, arena, in.beta, {h});
+  const Tensor gy = arena.alloc(dtype, {n, h});
+  const Tensor gdx = arena.alloc(dtype, {n, h});
+  const Tensor gmean = arena.alloc<float>({n});
+  const Tensor grstd = arena.alloc<float>({n});
+  const Tensor ws = arena.alloc<float>({layernorm_backward_workspace_floats(n, h)});
+  for (const Tensor* t : {&gy, &gdx, &gmean, &grstd, &ws}) poison_tensor(gpu.stream(), *t);
+  const Tensor gdgamma = test::upload(gpu, arena, in.dgamma0, {h});
+  const Tensor gdbeta = test::upload(gpu, arena, in.dbeta0, {h});
+  layernorm_forward(gpu, gx, ggamma, gbeta, 1e-12f, gy, gmean, grstd);
+  layernorm_backward(gpu, gdy, gx, ggamma, gmean, grstd, gdx, gdgamma, gdbeta, ws);
+  CHECK(normwise_error(test::download_f32(gpu, gy), y) < tol);
+  CHECK(normwise_error(test::download<float>(gpu, gmean), mean) < 1e-5);
+  CHECK(normwise_error(test::download<float>(gpu, grstd), rstd) < 1e-5);
+  CHECK(normwise_error(test::download_f32(gpu, gdx), dx) < tol);
+  const std::vector<float> got_dgamma = test::download<float>(gpu, gdgamma);
+  const std::vector<float> got_dbeta = test::download<float>(gpu, gdbeta);
+  CHECK(normwise_error(got_dgamma, dgamma) < tol);
+  CHECK(normwise_error(got_dbeta, dbeta) < tol);
+
+  // A second run from the same starting gradients gives the same bits.
+  const Tensor gdgamma2 = test::upload(gpu, arena, in.dgamma0, {h});
+  const Tensor gdbeta2 = test::upload(gpu, arena, in.dbeta0, {h});
+  layernorm_backward(gpu, gdy, gx, ggamma, gmean, grstd, gdx, gdgamma2, gdbeta2, ws);
+  CHECK(std::memcmp(test::download<float>(gpu, gdgamma2).data(), got_dgamma.data(), h * 4) == 0);
+  CHECK(std::memcmp(test::download<float>(gpu, gdbeta2).data(), got_dbeta.data(), h * 4) == 0);
+}
+
+void check_residual_layernorm(int64_t n, int64_t h, uint64_t offset, DType dtype) {
+  INFO("residual layernorm N " << n << ", H " << h << ", offset " << offset << ", "
+                               << dtype_name(dtype));
+  const double tol = dtype == DType::F32 ? 1e-5 : 2e-2;
+  Context gpu = Context::cuda(0, 21);
+  Context cpu = Context::cpu(21);
+  Arena arena("layernorm", Device::CUDA, static_cast<size_t>(n * h) * 40 + (16 << 20));
+  const DropoutSite site{gpu.rng(RngPurpose::kDropout, 8), offset, 0.1f};
+  Inputs in = make_inputs(n, h, dtype);
+  // The reference: sum = dropout(x) + residual in f32, rounded to the activation dtype (what the
+  // GPU stores and normalises), then the plain layernorm and its backward.
+  std::vector<float> sum(n * h), y(n * h), mean(n), rstd(n), y_fused(n * h), m2(n), r2(n);
+  residual_layernorm_forward(cpu, cpu_view(in.x, {n, h}), cpu_view(in.residual, {n, h}), site,
+                             cpu_view(in.gamma, {h}), cpu_view(in.beta, {h}), 1e-12f,
+                             cpu_view(sum, {n, h}), cpu_view(y_fused, {n, h}), cpu_view(m2, {n}),
+                             cpu_view(r2, {n}));
+  sum = as_dtype(sum, dtype);
+  layernorm_forward(cpu, cpu_view(sum, {n, h}), cpu_view(in.gamma, {h}), cpu_view(in.beta, {h}),
+                    1e-12f, cpu_view(y, {n, h}), cpu_view(mean, {n}), cpu_view(rstd, {n}));
+  std::vector<float> dx(n * h), dres(n * h), dgamma = in.dgamma0, dbeta = in.dbeta0;
+  residual_layernorm_backward(cpu, cpu_view(in.dy, {n, h}), cpu_view(sum, {n, h}),
+                              cpu_view(in.gamma, {h}), cpu_view(mean, {n}), cpu_view(rstd, {n}),
+                              site, cpu_view(dx, {n, h}), cpu_view(dres, {n, h}),
+                              cpu_view(dgamma, {h}), cpu_view(dbeta, {h}), Tensor{});
+
+  const Tensor gx = upload_as(gpu, arena, in.x, dtype, {n, h});
+  const Tensor gres = upload_as(gpu, arena, in.residual, dtype, {n, h});
+  const Tensor gdy = upload_as(gpu, arena, in.dy, dtype, {n, h});
+  const Tensor ggamma = test::upload(gpu, arena, in.gamma, {h});
+  const Tensor gbeta = test::upload(gpu, arena, in.beta, {h});
+  const Tensor gsum = arena.alloc(dtype, {n, h});
+  const Tensor gy = arena.alloc(dtype, {n, h});
+  const Tensor gdx = arena.alloc(dtype, {n, h});
+  const Tensor gdres = arena.alloc(dtype, {n, h});
+  const Tensor gmean = arena.alloc<float>({n});
+  const Tensor grstd = arena.alloc<float>({n});
+  const Tensor ws = arena.alloc<float>({layernorm_backward_workspace_floats(n, h)});
+  for (const Tensor* t : {&gsum, &gy, &gdx, &gdres, &gmean, &grstd, &ws}) {
+    poison_tensor(gpu.stream(), *t);
+  }
+  const Tensor gdgamma = test::upload(gpu, arena, in.dgamma0, {h});
+  const Tensor gdbeta = test::upload(gpu, arena, in.dbeta0, {h});
+  residual_layernorm_forward(gpu, gx, gres, site, ggamma, gbeta, 1e-12f, gsum, gy, gmean, grstd);
+  residual_layernorm_backward(gpu, gdy, gsum, ggamma, gmean, grstd, site, gdx, gdres, gdgamma,
+                              gdbeta, ws);
+  const std::vector<float> got_sum = test::download_f32(gpu, gsum);
+  CHECK(test::max_relative_error(got_sum, sum) < 1e-6);  // same mask, one f32 add, same rounding
+  CHECK(normwise_error(test::download_f32(gpu, gy), y) < tol);
+  CHECK(normwise_error(test::download<float>(gpu, gmean), mean) < 1e-5);
+  CHECK(normwise_error(test::download<float>(gpu, grstd), rstd) < 1e-5);
+  CHECK(normwise_error(test::download_f32(gpu, gdres), dres) < tol);
+  const std::vector<float> got_dx = test::download_f32(gpu, gdx);
+  CHECK(normwise_error(got_dx, dx) < tol);
+  int64_t mask_mismatch = 0;
+  for (int64_t i = 0; i < n * h; ++i) mask_mismatch += (got_dx[i] == 0.0f) != (dx[i] == 0.0f);
+  CHECK(mask_mismatch == 0);
+  CHECK(normwise_error(test::download<float>(gpu, gdgamma), dgamma) < tol);
+  CHECK(normwise_error(test::download<float>(gpu, gdbeta), dbeta) < tol);
+}
+
+}  // namespace
+
+TEST_CASE("layernorm on the GPU matches the CPU reference", "[layernorm][gpu]") {
+  for (DType dtype : {DType::F32, DType::BF16}) {
+    check_layernorm(8 * 128, 256, dtype);  // ELECTRA-Small
+    check_layernorm(2 * 512, 768, dtype);  // Base
+    check_layernorm(512, 1024, dtype);     // Large
+    check_layernorm(15, 7, dtype);
+    check_layernorm(33, 100, dtype);
+    check_layernorm(9, 1000, dtype);
+    check_layernorm(1, 256, dtype);
+  }
+}
+
+TEST_CASE("residual layernorm with dropout on the GPU matches the CPU reference",
+          "[layernorm][gpu]") {
+  for (DType dtype : {DType::F32, DType::BF16}) {
+    check_residual_layernorm(8 * 128, 256, dropout_site_offset(4), dtype);
+    check_residual_layernorm(2 * 512, 768, dropout_site_offset(5), dtype);
+    check_residual_layernorm(15, 7, dropout_site_offset(6), dtype);
+    check_residual_layernorm(21, 1000, dropout_site_offset(7) + 1, dtype);
+    check_residual_layernorm(1, 256, dropout_site_offset(1) + 2, dtype);
+  }
+}
