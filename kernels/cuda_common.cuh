@@ -92,6 +92,35 @@ __device__ __forceinline__ void store_pack(T* p, const Pack<T>& pack) {
   *reinterpret_cast<int4*>(p) = *reinterpret_cast<const int4*>(&pack);
 }
 
+// V consecutive elements of T converted to/from f32: V = 1 scalar, V = 8 through 16-byte packs
+// (one bf16 pack or two f32 packs; p must be 16-byte aligned).
+template <int V, class T>
+__device__ __forceinline__ void load_vec(const T* p, float* out) {
+  if constexpr (V == 1) {
+    out[0] = to_float(p[0]);
+  } else {
+    constexpr int kPack = Pack<T>::kSize;
+    for (int q = 0; q < V / kPack; ++q) {
+      const Pack<T> pack = load_pack(p + q * kPack);
+      for (int j = 0; j < kPack; ++j) out[q * kPack + j] = to_float(pack.v[j]);
+    }
+  }
+}
+
+template <int V, class T>
+__device__ __forceinline__ void store_vec(T* p, const float* in) {
+  if constexpr (V == 1) {
+    p[0] = from_float<T>(in[0]);
+  } else {
+    constexpr int kPack = Pack<T>::kSize;
+    for (int q = 0; q < V / kPack; ++q) {
+      Pack<T> pack;
+      for (int j = 0; j < kPack; ++j) pack.v[j] = from_float<T>(in[q * kPack + j]);
+      store_pack(p + q * kPack, pack);
+    }
+  }
+}
+
 inline bool is_aligned16(const void* p) {
   return reinterpret_cast<uintptr_t>(p) % 16 == 0;
 }

@@ -24,33 +24,6 @@ constexpr int kTileThreads = kTile / 2;
 constexpr int kColumnThreads = 256;
 constexpr uint64_t kNoKey = ~uint64_t{0};
 
-template <int V, class T>
-__device__ __forceinline__ void load_vec(const T* p, float* out) {
-  if constexpr (V == 1) {
-    out[0] = to_float(p[0]);
-  } else {
-    constexpr int kPack = Pack<T>::kSize;
-    for (int q = 0; q < V / kPack; ++q) {
-      const Pack<T> pack = load_pack(p + q * kPack);
-      for (int j = 0; j < kPack; ++j) out[q * kPack + j] = to_float(pack.v[j]);
-    }
-  }
-}
-
-template <int V, class T>
-__device__ __forceinline__ void store_vec(T* p, const float* in) {
-  if constexpr (V == 1) {
-    p[0] = from_float<T>(in[0]);
-  } else {
-    constexpr int kPack = Pack<T>::kSize;
-    for (int q = 0; q < V / kPack; ++q) {
-      Pack<T> pack;
-      for (int j = 0; j < kPack; ++j) pack.v[j] = from_float<T>(in[q * kPack + j]);
-      store_pack(p + q * kPack, pack);
-    }
-  }
-}
-
 template <class T, int V>
 __global__ void embedding_forward_kernel(const int32_t* ids, const int32_t* segment_ids,
                                          const float* word, const float* position,

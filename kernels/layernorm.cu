@@ -19,33 +19,6 @@ namespace {
 constexpr int kRowsPerBlock = 8;  // warps per block in the row kernels
 constexpr int kColumnThreads = 256;
 
-template <int V, class T>
-__device__ __forceinline__ void load_vec(const T* p, float* out) {
-  if constexpr (V == 1) {
-    out[0] = to_float(p[0]);
-  } else {
-    constexpr int kPack = Pack<T>::kSize;
-    for (int q = 0; q < V / kPack; ++q) {
-      const Pack<T> pack = load_pack(p + q * kPack);
-      for (int j = 0; j < kPack; ++j) out[q * kPack + j] = to_float(pack.v[j]);
-    }
-  }
-}
-
-template <int V, class T>
-__device__ __forceinline__ void store_vec(T* p, const float* in) {
-  if constexpr (V == 1) {
-    p[0] = from_float<T>(in[0]);
-  } else {
-    constexpr int kPack = Pack<T>::kSize;
-    for (int q = 0; q < V / kPack; ++q) {
-      Pack<T> pack;
-      for (int j = 0; j < kPack; ++j) pack.v[j] = from_float<T>(in[q * kPack + j]);
-      store_pack(p + q * kPack, pack);
-    }
-  }
-}
-
 // keep[j] for flat indices index0 .. index0 + V - 1 (one Philox call per 4 when 4-aligned).
 template <int V>
 __device__ __forceinline__ void keep_mask(const DropoutSite& site, uint64_t index0, bool* keep) {
