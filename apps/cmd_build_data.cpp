@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "apps/args.h"
 #include "apps/command.h"
 #include "data/data_builder.h"
 #include "data/vocab.h"
@@ -25,66 +26,29 @@ constexpr const char* kUsage =
     "  --docs-per-shard  documents per shard file (default 10000)\n"
     "  --lowercase       lowercase and strip accents (the default; --no-lowercase keeps case)\n";
 
-uint64_t parse_count(const std::string& flag, const std::string& value) {
-  size_t used = 0;
-  unsigned long long n = 0;
-  try {
-    n = std::stoull(value, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  ELECTRA_USER_CHECK(used == value.size() && !value.empty() && value[0] != '-', flag,
-                     " expects a non-negative integer, got '", value, "'");
-  return n;
-}
-
 }  // namespace
 
 int cmd_build_data(const std::vector<std::string>& args) {
   data::BuildDataOptions options;
   std::string vocab_path;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    const auto value = [&]() -> const std::string& {
-      ELECTRA_USER_CHECK(i + 1 < args.size(), a,
-                         " needs a value (see 'electra build-data --help')");
-      return args[++i];
-    };
-    if (a == "--help" || a == "-h") {
-      std::printf("%s", kUsage);
-      return 0;
-    } else if (a == "--input") {
-      options.inputs.push_back(value());
-      while (i + 1 < args.size() && !args[i + 1].starts_with("--")) {
-        options.inputs.push_back(args[++i]);
-      }
-    } else if (a == "--vocab") {
-      vocab_path = value();
-    } else if (a == "--output") {
-      options.output_dir = value();
-    } else if (a == "--seq-len") {
-      const uint64_t n = parse_count(a, value());
-      ELECTRA_USER_CHECK(n >= 8 && n <= 65536, "--seq-len must be in [8, 65536], got ", n);
-      options.seq_len = static_cast<uint32_t>(n);
-    } else if (a == "--threads") {
-      options.threads = static_cast<unsigned>(parse_count(a, value()));
-    } else if (a == "--seed") {
-      options.seed = parse_count(a, value());
-    } else if (a == "--docs-per-shard") {
-      options.docs_per_shard = parse_count(a, value());
-    } else if (a == "--lowercase") {
-      options.lowercase = true;
-    } else if (a == "--no-lowercase") {
-      options.lowercase = false;
-    } else {
-      ELECTRA_USER_CHECK(false, "unknown argument '", a, "' (see 'electra build-data --help')");
-    }
-  }
-  ELECTRA_USER_CHECK(!options.inputs.empty(),
-                     "--input is required (see 'electra build-data --help')");
-  ELECTRA_USER_CHECK(!vocab_path.empty(), "--vocab is required (see 'electra build-data --help')");
-  ELECTRA_USER_CHECK(!options.output_dir.empty(),
-                     "--output is required (see 'electra build-data --help')");
+  ArgParser parser("build-data", kUsage);
+  parser.values("--input", [&](const std::string& v) { options.inputs.push_back(v); })
+      .value("--vocab", [&](const std::string& v) { vocab_path = v; })
+      .value("--output", [&](const std::string& v) { options.output_dir = v; })
+      .count("--seq-len",
+             [&](uint64_t n) {
+               ELECTRA_USER_CHECK(n >= 8 && n <= 65536, "--seq-len must be in [8, 65536], got ", n);
+               options.seq_len = static_cast<uint32_t>(n);
+             })
+      .count("--threads", [&](uint64_t n) { options.threads = static_cast<unsigned>(n); })
+      .count("--seed", [&](uint64_t n) { options.seed = n; })
+      .count("--docs-per-shard", [&](uint64_t n) { options.docs_per_shard = n; })
+      .switch_flag("--lowercase", [&] { options.lowercase = true; })
+      .switch_flag("--no-lowercase", [&] { options.lowercase = false; });
+  if (!parser.parse(args)) return 0;
+  parser.require(!options.inputs.empty(), "--input");
+  parser.require(!vocab_path.empty(), "--vocab");
+  parser.require(!options.output_dir.empty(), "--output");
   options.progress = true;
 
   const data::Vocab vocab = data::Vocab::load(vocab_path);

@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "apps/args.h"
 #include "apps/command.h"
 #include "data/text_reader.h"
 #include "data/vocab.h"
@@ -23,19 +24,6 @@ constexpr const char* kUsage =
     "  --unused         [unusedK] placeholder tokens after [PAD] (default 0)\n"
     "  --lowercase      lowercase and strip accents (the default; --no-lowercase keeps case)\n";
 
-uint64_t parse_count(const std::string& flag, const std::string& value) {
-  size_t used = 0;
-  unsigned long long n = 0;
-  try {
-    n = std::stoull(value, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  ELECTRA_USER_CHECK(used == value.size() && !value.empty() && value[0] != '-', flag,
-                     " expects a non-negative integer, got '", value, "'");
-  return n;
-}
-
 }  // namespace
 
 int cmd_build_vocab(const std::vector<std::string>& args) {
@@ -43,39 +31,22 @@ int cmd_build_vocab(const std::vector<std::string>& args) {
   std::string output;
   data::VocabTrainerOptions options;
   bool have_size = false;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    const auto value = [&]() -> const std::string& {
-      ELECTRA_USER_CHECK(i + 1 < args.size(), a,
-                         " needs a value (see 'electra build-vocab --help')");
-      return args[++i];
-    };
-    if (a == "--help" || a == "-h") {
-      std::printf("%s", kUsage);
-      return 0;
-    } else if (a == "--input") {
-      inputs.push_back(value());
-      while (i + 1 < args.size() && !args[i + 1].starts_with("--")) inputs.push_back(args[++i]);
-    } else if (a == "--vocab-size") {
-      options.vocab_size = parse_count(a, value());
-      have_size = true;
-    } else if (a == "--output") {
-      output = value();
-    } else if (a == "--min-frequency") {
-      options.min_frequency = parse_count(a, value());
-    } else if (a == "--unused") {
-      options.unused_tokens = parse_count(a, value());
-    } else if (a == "--lowercase") {
-      options.lowercase = true;
-    } else if (a == "--no-lowercase") {
-      options.lowercase = false;
-    } else {
-      ELECTRA_USER_CHECK(false, "unknown argument '", a, "' (see 'electra build-vocab --help')");
-    }
-  }
-  ELECTRA_USER_CHECK(!inputs.empty(), "--input is required (see 'electra build-vocab --help')");
-  ELECTRA_USER_CHECK(have_size, "--vocab-size is required (see 'electra build-vocab --help')");
-  ELECTRA_USER_CHECK(!output.empty(), "--output is required (see 'electra build-vocab --help')");
+  ArgParser parser("build-vocab", kUsage);
+  parser.values("--input", [&](const std::string& v) { inputs.push_back(v); })
+      .count("--vocab-size",
+             [&](uint64_t n) {
+               options.vocab_size = n;
+               have_size = true;
+             })
+      .value("--output", [&](const std::string& v) { output = v; })
+      .count("--min-frequency", [&](uint64_t n) { options.min_frequency = n; })
+      .count("--unused", [&](uint64_t n) { options.unused_tokens = n; })
+      .switch_flag("--lowercase", [&] { options.lowercase = true; })
+      .switch_flag("--no-lowercase", [&] { options.lowercase = false; });
+  if (!parser.parse(args)) return 0;
+  parser.require(!inputs.empty(), "--input");
+  parser.require(have_size, "--vocab-size");
+  parser.require(!output.empty(), "--output");
   options.progress = true;
 
   Stopwatch clock;

@@ -1,4 +1,5 @@
-// Moving test data between host vectors and tensors on any device, through an Arena.
+// Moving test data between host vectors and tensors on any device, through an Arena, and the
+// values as a device that reads bf16 sees them.
 #pragma once
 
 #include <cstring>
@@ -29,6 +30,22 @@ inline Tensor upload_bf16(Context& ctx, Arena& arena, const std::vector<float>& 
   std::vector<bf16> rounded(values.size());
   for (size_t i = 0; i < values.size(); ++i) rounded[i] = float_to_bf16(values[i]);
   return upload(ctx, arena, rounded, dims);
+}
+
+// `values` as the device sees them in `dtype`: rounded to bf16 when it is BF16, widened back to
+// f32.
+inline std::vector<float> as_dtype(std::vector<float> values, DType dtype) {
+  if (dtype == DType::BF16) {
+    for (float& x : values) x = bf16_to_float(float_to_bf16(x));
+  }
+  return values;
+}
+
+// f32 values uploaded as `dtype` (F32, or BF16 rounded as in upload_bf16).
+inline Tensor upload_as(Context& ctx, Arena& arena, const std::vector<float>& values, DType dtype,
+                        std::initializer_list<int64_t> dims) {
+  return dtype == DType::F32 ? upload(ctx, arena, values, dims)
+                             : upload_bf16(ctx, arena, values, dims);
 }
 
 // The tensor's contents as a host vector of T (T must match its dtype).

@@ -1,14 +1,28 @@
-// Shared test helpers: random inputs (never zeros), error measures, gradient checks.
+// Shared test helpers: random inputs (never zeros), host views, error measures, gradient checks.
 #pragma once
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <random>
 #include <vector>
 
+#include "engine/tensor.h"
+
 namespace electra::test {
+
+// A CPU tensor viewing `v` (no copy) with shape `dims`, or flat [v.size()] without dims.
+template <class T>
+Tensor view(std::vector<T>& v, std::initializer_list<int64_t> dims) {
+  return Tensor::view_of(v.data(), Device::CPU, dims);
+}
+
+template <class T>
+Tensor view(std::vector<T>& v) {
+  return Tensor::view_of(v.data(), Device::CPU, {static_cast<int64_t>(v.size())});
+}
 
 // Uniform values in [lo, hi) from a fixed seed; with lo < 0 < hi zeros are measure-zero, and
 // `away_from_zero` pushes |x| >= 0.1 * max(|lo|, |hi|) for ops whose derivative is singular at 0.
@@ -52,6 +66,20 @@ double max_relative_error(const std::vector<A>& a, const std::vector<B>& b) {
   return a.size() == b.size() ? worst : INFINITY;
 }
 
+// max_i |a_i - b_i| / max_i |b_i|: the normwise error. The tests use it because these outputs are
+// sums whose terms cancel (row and column reductions, GELU's zero crossing, x - mean), where an
+// elementwise relative error in f32 measures the conditioning of the entry, not the kernel.
+template <class A, class B>
+double normwise_error(const std::vector<A>& a, const std::vector<B>& b) {
+  if (a.size() != b.size()) return INFINITY;
+  double err = 0, scale = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    err = std::max(err, std::abs(static_cast<double>(a[i]) - static_cast<double>(b[i])));
+    scale = std::max(scale, std::abs(static_cast<double>(b[i])));
+  }
+  return std::isnan(err) ? INFINITY : err / scale;
+}
+
 struct GradcheckResult {
   double max_relative_error = 0;  // as in max_relative_error(analytic, numeric)
   size_t checked = 0;             // number of coordinates checked
@@ -84,6 +112,21 @@ inline double weighted_sum(const std::vector<double>& y, const std::vector<doubl
   double s = 0;
   for (size_t i = 0; i < y.size(); ++i) s += y[i] * w[i];
   return s;
+}
+
+// sum_i w_i y_i, Neumaier-compensated in long double. Callers subtract the unperturbed loss before
+// rounding to double: |loss| ~ 5e2 would otherwise leave ~1e-13 of rounding in each evaluation,
+// 5e-9 after dividing by the 2e-5 step, against a tolerance of 1e-6 relative.
+inline long double compensated_weighted_sum(const std::vector<double>& y,
+                                            const std::vector<double>& w) {
+  long double sum = 0, carry = 0;
+  for (size_t i = 0; i < y.size(); ++i) {
+    const long double term = static_cast<long double>(y[i]) * w[i];
+    const long double next = sum + term;
+    carry += std::fabs(sum) >= std::fabs(term) ? (sum - next) + term : (term - next) + sum;
+    sum = next;
+  }
+  return sum + carry;
 }
 
 }  // namespace electra::test

@@ -22,19 +22,6 @@ struct Case {
   int64_t b, t, h, heads;
 };
 
-std::vector<float> as_seen(std::vector<float> values, DType dtype) {
-  if (dtype == DType::BF16) {
-    for (float& x : values) x = bf16_to_float(float_to_bf16(x));
-  }
-  return values;
-}
-
-Tensor upload_as(Context& gpu, Arena& arena, const std::vector<float>& values,
-                 std::initializer_list<int64_t> dims, DType dtype) {
-  return dtype == DType::F32 ? test::upload(gpu, arena, values, dims)
-                             : test::upload_bf16(gpu, arena, values, dims);
-}
-
 // The Q, K or V columns (part 0, 1, 2) of a [rows, 3H] array.
 template <class T>
 std::vector<double> part_of(const std::vector<T>& qkv, int64_t h, int part) {
@@ -54,11 +41,6 @@ double normwise_relative_error(const std::vector<double>& got, const std::vector
   return std::sqrt(diff / norm);
 }
 
-template <class T>
-Tensor host(std::vector<T>& v, std::initializer_list<int64_t> dims) {
-  return Tensor::view_of(v.data(), Device::CPU, dims);
-}
-
 void check_case(const Case& c, DType dtype) {
   INFO(c.name << " " << dtype_name(dtype));
   Context gpu = Context::cuda(0);
@@ -70,8 +52,9 @@ void check_case(const Case& c, DType dtype) {
   for (int64_t row = 0; row < b * t; ++row) {
     for (int64_t col = 0; col < h; ++col) qkv[row * 3 * h + 2 * h + col] = v[row * h + col];
   }
-  qkv = as_seen(qkv, dtype);
-  const std::vector<float> dout = as_seen(test::random_vector<float>(b * t * h, 93, 0.1, 1), dtype);
+  qkv = test::as_dtype(qkv, dtype);
+  const std::vector<float> dout =
+      test::as_dtype(test::random_vector<float>(b * t * h, 93, 0.1, 1), dtype);
   // Sequence 0 is full, the others end in padding of different lengths.
   std::vector<int32_t> mask(b * t, 1);
   for (int64_t bi = 1; bi < b; ++bi) {
@@ -82,16 +65,16 @@ void check_case(const Case& c, DType dtype) {
   std::vector<double> hqkv(qkv.begin(), qkv.end()), hdout(dout.begin(), dout.end());
   std::vector<double> probs(b * heads * t * t), scratch(probs.size()), out(b * t * h);
   std::vector<double> dqkv(hqkv.size());
-  attention_forward(cpu, host(hqkv, {b, t, 3 * h}), host(mask, {b, t}), args,
-                    host(probs, {b, heads, t, t}), host(scratch, {b, heads, t, t}),
-                    host(out, {b, t, h}));
-  attention_backward(cpu, host(hqkv, {b, t, 3 * h}), host(mask, {b, t}), args,
-                     host(probs, {b, heads, t, t}), host(hdout, {b, t, h}),
-                     host(scratch, {b, heads, t, t}), host(dqkv, {b, t, 3 * h}));
+  attention_forward(cpu, test::view(hqkv, {b, t, 3 * h}), test::view(mask, {b, t}), args,
+                    test::view(probs, {b, heads, t, t}), test::view(scratch, {b, heads, t, t}),
+                    test::view(out, {b, t, h}));
+  attention_backward(cpu, test::view(hqkv, {b, t, 3 * h}), test::view(mask, {b, t}), args,
+                     test::view(probs, {b, heads, t, t}), test::view(hdout, {b, t, h}),
+                     test::view(scratch, {b, heads, t, t}), test::view(dqkv, {b, t, 3 * h}));
 
   Arena arena("attention", Device::CUDA, size_t{256} << 20);
-  const Tensor gqkv = upload_as(gpu, arena, qkv, {b, t, 3 * h}, dtype);
-  const Tensor gdout = upload_as(gpu, arena, dout, {b, t, h}, dtype);
+  const Tensor gqkv = test::upload_as(gpu, arena, qkv, dtype, {b, t, 3 * h});
+  const Tensor gdout = test::upload_as(gpu, arena, dout, dtype, {b, t, h});
   const Tensor gmask = test::upload(gpu, arena, mask, {b, t});
   const Tensor gprobs = arena.alloc(dtype, {b, heads, t, t});
   const Tensor gscratch = arena.alloc(dtype, {b, heads, t, t});

@@ -9,11 +9,6 @@ using namespace electra;
 
 namespace {
 
-template <class T>
-Tensor view(std::vector<T>& v, std::initializer_list<int64_t> dims) {
-  return Tensor::view_of(v.data(), Device::CPU, dims);
-}
-
 // Max relative error of dqkv over `max_checks` evenly spaced coordinates (0 = all), central
 // differences with step `step`.
 double check_attention(int64_t b, int64_t t, int64_t h, int64_t heads,
@@ -25,16 +20,17 @@ double check_attention(int64_t b, int64_t t, int64_t h, int64_t heads,
   std::vector<int32_t> mask = mask_values;
   std::vector<double> probs(b * heads * t * t), scratch(probs.size()), out(b * t * h);
   const AttentionArgs args{heads, p, RngStream{2024, RngPurpose::kDropout, 11, 0}, 7};
-  const Tensor qkv_t = view(qkv, {b, t, 3 * h}), mask_t = view(mask, {b, t});
-  const Tensor probs_t = view(probs, {b, heads, t, t}), scratch_t = view(scratch, {b, heads, t, t});
+  const Tensor qkv_t = test::view(qkv, {b, t, 3 * h}), mask_t = test::view(mask, {b, t});
+  const Tensor probs_t = test::view(probs, {b, heads, t, t}),
+               scratch_t = test::view(scratch, {b, heads, t, t});
   const auto loss = [&] {
-    attention_forward(ctx, qkv_t, mask_t, args, probs_t, scratch_t, view(out, {b, t, h}));
+    attention_forward(ctx, qkv_t, mask_t, args, probs_t, scratch_t, test::view(out, {b, t, h}));
     return test::weighted_sum(out, w);
   };
   loss();
   std::vector<double> dqkv(qkv.size(), std::nan(""));
-  attention_backward(ctx, qkv_t, mask_t, args, probs_t, view(w, {b, t, h}), scratch_t,
-                     view(dqkv, {b, t, 3 * h}));
+  attention_backward(ctx, qkv_t, mask_t, args, probs_t, test::view(w, {b, t, h}), scratch_t,
+                     test::view(dqkv, {b, t, 3 * h}));
   const test::GradcheckResult r = test::gradcheck(qkv, dqkv, loss, step, max_checks);
   REQUIRE(r.checked >= std::min<size_t>(max_checks == 0 ? qkv.size() : max_checks, qkv.size()));
   return r.max_relative_error;

@@ -9,11 +9,6 @@ using namespace electra;
 
 namespace {
 
-template <class T>
-Tensor view(std::vector<T>& v, std::initializer_list<int64_t> dims) {
-  return Tensor::view_of(v.data(), Device::CPU, dims);
-}
-
 struct Naive {
   std::vector<double> probs, out;
 };
@@ -75,9 +70,9 @@ TEST_CASE("attention forward equals the per-head formula, with padding and dropo
   for (float p : {0.0f, 0.25f}) {
     const AttentionArgs args{heads, p, RngStream{99, RngPurpose::kDropout, 3, 0}, 5};
     std::vector<double> probs(b * heads * t * t), scratch(probs.size()), out(b * t * h);
-    attention_forward(ctx, view(qkv, {b, t, 3 * h}), view(mask, {b, t}), args,
-                      view(probs, {b, heads, t, t}), view(scratch, {b, heads, t, t}),
-                      view(out, {b, t, h}));
+    attention_forward(ctx, test::view(qkv, {b, t, 3 * h}), test::view(mask, {b, t}), args,
+                      test::view(probs, {b, heads, t, t}), test::view(scratch, {b, heads, t, t}),
+                      test::view(out, {b, t, h}));
     const Naive expect = naive_attention(qkv, mask, b, t, h, heads, p, args.rng, args.site);
     INFO("p " << p);
     CHECK(test::max_relative_error(probs, expect.probs) < 1e-13);
@@ -99,9 +94,9 @@ TEST_CASE("attention gives padded keys exactly zero probability and rows that su
   std::vector<int32_t> mask = {1, 1, 1, 0, 0, 1, 0, 1, 1, 0, 0, 0, 0, 0, 0};
   std::vector<float> probs(b * heads * t * t), scratch(probs.size()), out(b * t * h);
   const AttentionArgs args{heads, 0.0f, RngStream{}, 0};
-  attention_forward(ctx, view(qkv, {b, t, 3 * h}), view(mask, {b, t}), args,
-                    view(probs, {b, heads, t, t}), view(scratch, {b, heads, t, t}),
-                    view(out, {b, t, h}));
+  attention_forward(ctx, test::view(qkv, {b, t, 3 * h}), test::view(mask, {b, t}), args,
+                    test::view(probs, {b, heads, t, t}), test::view(scratch, {b, heads, t, t}),
+                    test::view(out, {b, t, h}));
   for (int64_t bi = 0; bi < b; ++bi) {
     for (int64_t row = 0; row < heads * t; ++row) {
       double sum = 0;
@@ -124,29 +119,32 @@ TEST_CASE("attention rejects bad shapes, dtypes and arguments with a message", "
   std::vector<float> out(b * t * h);
   std::vector<int32_t> mask(b * t, 1);
   const auto run = [&](int64_t heads, float p, const Tensor& m, const Tensor& pr) {
-    attention_forward(ctx, view(qkv, {b, t, 3 * h}), m, AttentionArgs{heads, p, RngStream{}, 0}, pr,
-                      view(scratch, {b, 2, t, t}), view(out, {b, t, h}));
+    attention_forward(ctx, test::view(qkv, {b, t, 3 * h}), m,
+                      AttentionArgs{heads, p, RngStream{}, 0}, pr,
+                      test::view(scratch, {b, 2, t, t}), test::view(out, {b, t, h}));
   };
-  const Tensor good_mask = view(mask, {b, t}), good_probs = view(probs, {b, 2, t, t});
+  const Tensor good_mask = test::view(mask, {b, t}), good_probs = test::view(probs, {b, 2, t, t});
   CHECK_NOTHROW(run(2, 0.1f, good_mask, good_probs));
   CHECK_THROWS_WITH(run(4, 0.1f, good_mask, good_probs),
                     Catch::Contains("hidden 6 is not divisible by 4 heads"));
   CHECK_THROWS_WITH(run(2, 1.0f, good_mask, good_probs), Catch::Contains("dropout p"));
-  CHECK_THROWS_WITH(run(2, 0.1f, view(mask, {t, b}), good_probs),
+  CHECK_THROWS_WITH(run(2, 0.1f, test::view(mask, {t, b}), good_probs),
                     Catch::Contains("attention: mask"));
-  CHECK_THROWS_WITH(run(2, 0.1f, good_mask, view(probs, {b, 2, t * t})),
+  CHECK_THROWS_WITH(run(2, 0.1f, good_mask, test::view(probs, {b, 2, t * t})),
                     Catch::Contains("attention: probs"));
   std::vector<float> fmask(b * t, 1.0f);
-  CHECK_THROWS_WITH(run(2, 0.1f, view(fmask, {b, t}), good_probs),
+  CHECK_THROWS_WITH(run(2, 0.1f, test::view(fmask, {b, t}), good_probs),
                     Catch::Contains("attention: mask"));
   std::vector<double> dqkv(qkv.size());
   CHECK_THROWS_WITH(
-      attention_backward(ctx, view(qkv, {b, t, 3 * h}), good_mask,
-                         AttentionArgs{2, 0.0f, RngStream{}, 0}, good_probs, view(out, {b, t, h}),
-                         view(scratch, {b, 2, t, t}), view(dqkv, {b, t, 3 * h})),
+      attention_backward(ctx, test::view(qkv, {b, t, 3 * h}), good_mask,
+                         AttentionArgs{2, 0.0f, RngStream{}, 0}, good_probs,
+                         test::view(out, {b, t, h}), test::view(scratch, {b, 2, t, t}),
+                         test::view(dqkv, {b, t, 3 * h})),
       Catch::Contains("attention: dqkv"));
-  CHECK_THROWS_WITH(attention_forward(ctx, view(qkv, {b, t * 3 * h}), good_mask,
-                                      AttentionArgs{2, 0.0f, RngStream{}, 0}, good_probs,
-                                      view(scratch, {b, 2, t, t}), view(out, {b, t, h})),
-                    Catch::Contains("qkv must be [B, T, 3H]"));
+  CHECK_THROWS_WITH(
+      attention_forward(ctx, test::view(qkv, {b, t * 3 * h}), good_mask,
+                        AttentionArgs{2, 0.0f, RngStream{}, 0}, good_probs,
+                        test::view(scratch, {b, 2, t, t}), test::view(out, {b, t, h})),
+      Catch::Contains("qkv must be [B, T, 3H]"));
 }

@@ -22,10 +22,7 @@ TEST_CASE("disc_head on the GPU matches the CPU", "[disc_head][gpu]") {
   for (DType dtype : {DType::F32, DType::BF16}) {
     INFO("dtype " << dtype_name(dtype));
     const size_t mark = arena.mark();
-    std::vector<float> seen = z;
-    if (dtype == DType::BF16) {
-      for (float& f : seen) f = bf16_to_float(float_to_bf16(f));
-    }
+    std::vector<float> seen = test::as_dtype(z, dtype);
     std::vector<float> loss(n), dz(n), counts(kDiscCounts);
     disc_head(cpu, Tensor::view_of(seen.data(), Device::CPU, {n}),
               Tensor::view_of(labels.data(), Device::CPU, {n}),
@@ -33,8 +30,7 @@ TEST_CASE("disc_head on the GPU matches the CPU", "[disc_head][gpu]") {
               Tensor::view_of(loss.data(), Device::CPU, {n}),
               Tensor::view_of(dz.data(), Device::CPU, {n}),
               Tensor::view_of(counts.data(), Device::CPU, {kDiscCounts}), Tensor{});
-    const Tensor logits = dtype == DType::F32 ? test::upload(gpu, arena, z, {n})
-                                              : test::upload_bf16(gpu, arena, z, {n});
+    const Tensor logits = test::upload_as(gpu, arena, z, dtype, {n});
     const Tensor dl = test::upload(gpu, arena, labels, {n});
     const Tensor dw = test::upload(gpu, arena, weights, {n});
     const Tensor d_loss = arena.alloc<float>({n});

@@ -18,17 +18,13 @@ void check_dropout(int64_t n, uint64_t offset, float p, DType dtype) {
   Context cpu = Context::cpu(77);
   Arena arena("dropout", Device::CUDA, static_cast<size_t>(n) * 16 + (4 << 20));
   const DropoutSite site{gpu.rng(RngPurpose::kDropout, 12), offset, p};
-  std::vector<float> x = test::random_vector<float>(n, n + 1, -3, 3, true);
-  if (dtype == DType::BF16) {
-    for (float& v : x) v = bf16_to_float(float_to_bf16(v));
-  }
+  std::vector<float> x = test::as_dtype(test::random_vector<float>(n, n + 1, -3, 3, true), dtype);
   std::vector<float> expect(n), expect_back(n);
   dropout_forward(cpu, Tensor::view_of(x.data(), Device::CPU, {n}),
                   Tensor::view_of(expect.data(), Device::CPU, {n}), site);
   dropout_backward(cpu, Tensor::view_of(x.data(), Device::CPU, {n}),
                    Tensor::view_of(expect_back.data(), Device::CPU, {n}), site);
-  const Tensor dx_in = dtype == DType::F32 ? test::upload(gpu, arena, x, {n})
-                                           : test::upload_bf16(gpu, arena, x, {n});
+  const Tensor dx_in = test::upload_as(gpu, arena, x, dtype, {n});
   const Tensor y = arena.alloc(dtype, {n});
   const Tensor back = arena.alloc(dtype, {n});
   poison_tensor(gpu.stream(), y);

@@ -15,23 +15,6 @@ using namespace electra;
 
 namespace {
 
-// max_i |a_i - b_i| / max_i |b_i|: the normwise error. The tests use it because these outputs are
-// sums whose terms cancel (row and column reductions, GELU's zero crossing, x - mean), where an
-// elementwise relative error in f32 measures the conditioning of the entry, not the kernel.
-double normwise_error(const std::vector<float>& a, const std::vector<float>& b) {
-  if (a.size() != b.size()) return INFINITY;
-  double err = 0, scale = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    err = std::max(err, std::abs(static_cast<double>(a[i]) - b[i]));
-    scale = std::max(scale, std::abs(static_cast<double>(b[i])));
-  }
-  return std::isnan(err) ? INFINITY : err / scale;
-}
-
-Tensor cpu_view(std::vector<float>& v, std::initializer_list<int64_t> dims) {
-  return Tensor::view_of(v.data(), Device::CPU, dims);
-}
-
 void check_embedding(int64_t batch, int64_t len, int64_t e, int64_t vocab, DType dtype) {
   INFO("B " << batch << ", T " << len << ", E " << e << ", V " << vocab << ", "
             << dtype_name(dtype));
@@ -50,21 +33,20 @@ void check_embedding(int64_t batch, int64_t len, int64_t e, int64_t vocab, DType
   std::vector<float> word = test::random_vector<float>(vocab * e, 1);
   std::vector<float> position = test::random_vector<float>(positions * e, 2);
   std::vector<float> segment = test::random_vector<float>(segments * e, 3);
-  std::vector<float> dout = test::random_vector<float>(tokens * e, 4);
-  if (dtype == DType::BF16) {
-    for (float& v : dout) v = bf16_to_float(float_to_bf16(v));
-  }
+  std::vector<float> dout = test::as_dtype(test::random_vector<float>(tokens * e, 4), dtype);
   std::vector<float> dword0 = test::random_vector<float>(vocab * e, 5);
   std::vector<float> dpos0 = test::random_vector<float>(positions * e, 6);
   std::vector<float> dseg0 = test::random_vector<float>(segments * e, 7);
 
   std::vector<float> out(tokens * e), dword = dword0, dpos = dpos0, dseg = dseg0;
-  const Tensor cid = Tensor::view_of(ids.data(), Device::CPU, {batch, len});
-  const Tensor csid = Tensor::view_of(sids.data(), Device::CPU, {batch, len});
-  embedding_forward(cpu, cid, csid, cpu_view(word, {vocab, e}), cpu_view(position, {positions, e}),
-                    cpu_view(segment, {segments, e}), cpu_view(out, {batch, len, e}));
-  embedding_backward(cpu, cpu_view(dout, {batch, len, e}), cid, csid, cpu_view(dword, {vocab, e}),
-                     cpu_view(dpos, {positions, e}), cpu_view(dseg, {segments, e}), Tensor{});
+  const Tensor cid = test::view(ids, {batch, len});
+  const Tensor csid = test::view(sids, {batch, len});
+  embedding_forward(cpu, cid, csid, test::view(word, {vocab, e}),
+                    test::view(position, {positions, e}), test::view(segment, {segments, e}),
+                    test::view(out, {batch, len, e}));
+  embedding_backward(cpu, test::view(dout, {batch, len, e}), cid, csid,
+                     test::view(dword, {vocab, e}), test::view(dpos, {positions, e}),
+                     test::view(dseg, {segments, e}), Tensor{});
 
   const Tensor gid = test::upload(gpu, arena, ids, {batch, len});
   const Tensor gsid = test::upload(gpu, arena, sids, {batch, len});
@@ -82,8 +64,7 @@ void check_embedding(int64_t batch, int64_t len, int64_t e, int64_t vocab, DType
   }
   CHECK(mismatches == 0);
 
-  const Tensor gdout = dtype == DType::F32 ? test::upload(gpu, arena, dout, {batch, len, e})
-                                           : test::upload_bf16(gpu, arena, dout, {batch, len, e});
+  const Tensor gdout = test::upload_as(gpu, arena, dout, dtype, {batch, len, e});
   const Tensor ws = arena.alloc(
       DType::F32,
       {static_cast<int64_t>(embedding_backward_workspace_bytes(batch, len, segments, e) / 4)});
@@ -95,9 +76,9 @@ void check_embedding(int64_t batch, int64_t len, int64_t e, int64_t vocab, DType
     const Tensor gdseg = test::upload(gpu, arena, dseg0, {segments, e});
     embedding_backward(gpu, gdout, gid, gsid, gdword, gdpos, gdseg, ws);
     const std::vector<float> got_dword = test::download<float>(gpu, gdword);
-    CHECK(normwise_error(got_dword, dword) < tol);
-    CHECK(normwise_error(test::download<float>(gpu, gdpos), dpos) < tol);
-    CHECK(normwise_error(test::download<float>(gpu, gdseg), dseg) < tol);
+    CHECK(test::normwise_error(got_dword, dword) < tol);
+    CHECK(test::normwise_error(test::download<float>(gpu, gdpos), dpos) < tol);
+    CHECK(test::normwise_error(test::download<float>(gpu, gdseg), dseg) < tol);
     runs.push_back(got_dword);
   }
   CHECK(std::memcmp(runs[0].data(), runs[1].data(), runs[0].size() * 4) == 0);

@@ -13,19 +13,6 @@ using namespace electra;
 
 namespace {
 
-std::vector<float> as_dtype(std::vector<float> v, DType dtype) {
-  if (dtype == DType::BF16) {
-    for (float& x : v) x = bf16_to_float(float_to_bf16(x));
-  }
-  return v;
-}
-
-Tensor upload_as(Context& ctx, Arena& arena, const std::vector<float>& v, DType dtype,
-                 std::initializer_list<int64_t> dims) {
-  return dtype == DType::F32 ? test::upload(ctx, arena, v, dims)
-                             : test::upload_bf16(ctx, arena, v, dims);
-}
-
 void check_gather(int64_t batch, int64_t len, int64_t h, int64_t slots, DType dtype) {
   INFO("B " << batch << ", T " << len << ", H " << h << ", K " << slots << ", "
             << dtype_name(dtype));
@@ -36,9 +23,9 @@ void check_gather(int64_t batch, int64_t len, int64_t h, int64_t slots, DType dt
       test::random_ints(batch * slots, batch + slots, 0, static_cast<int32_t>(len - 1));
   for (int64_t b = 0; b < batch; ++b) pos[b * slots + slots - 1] = 0;  // padding slots repeat 0
   pos[slots / 2] = 0;
-  std::vector<float> x = as_dtype(test::random_vector<float>(batch * len * h, 1), dtype);
-  std::vector<float> dout = as_dtype(test::random_vector<float>(batch * slots * h, 2), dtype);
-  std::vector<float> dx0 = as_dtype(test::random_vector<float>(batch * len * h, 3), dtype);
+  std::vector<float> x = test::as_dtype(test::random_vector<float>(batch * len * h, 1), dtype);
+  std::vector<float> dout = test::as_dtype(test::random_vector<float>(batch * slots * h, 2), dtype);
+  std::vector<float> dx0 = test::as_dtype(test::random_vector<float>(batch * len * h, 3), dtype);
   std::vector<float> out(batch * slots * h), dx = dx0;
   const Tensor cpu_pos = Tensor::view_of(pos.data(), Device::CPU, {batch, slots});
   gather_forward(cpu, Tensor::view_of(x.data(), Device::CPU, {batch, len, h}), cpu_pos,
@@ -59,13 +46,13 @@ void check_gather(int64_t batch, int64_t len, int64_t h, int64_t slots, DType dt
   }
 
   const Tensor gpos = test::upload(gpu, arena, pos, {batch, slots});
-  const Tensor gx = upload_as(gpu, arena, x, dtype, {batch, len, h});
+  const Tensor gx = test::upload_as(gpu, arena, x, dtype, {batch, len, h});
   const Tensor gout = arena.alloc(dtype, {batch * slots, h});
   poison_tensor(gpu.stream(), gout);
   gather_forward(gpu, gx, gpos, gout);
   CHECK(test::download_f32(gpu, gout) == out);  // a copy: exact
-  const Tensor gdout = upload_as(gpu, arena, dout, dtype, {batch * slots, h});
-  const Tensor gdx = upload_as(gpu, arena, dx0, dtype, {batch, len, h});
+  const Tensor gdout = test::upload_as(gpu, arena, dout, dtype, {batch * slots, h});
+  const Tensor gdx = test::upload_as(gpu, arena, dx0, dtype, {batch, len, h});
   gather_backward(gpu, gdout, gpos, gdx);
   CHECK(test::download_f32(gpu, gdx) == dx);
 }

@@ -4,25 +4,12 @@
 #include <cmath>
 
 #include "kernels/gather.h"
+#include "test/common/catch_checks.h"
 #include "test/common/test_util.h"
 
 using namespace electra;
 
 namespace {
-
-// sum_i w_i y_i, Neumaier-compensated in long double. Callers subtract the unperturbed loss before
-// rounding to double: |loss| ~ 5e2 would otherwise leave ~1e-13 of rounding in each evaluation,
-// 5e-9 after dividing by the 2e-5 step, against a tolerance of 1e-6 relative.
-long double loss_of(const std::vector<double>& y, const std::vector<double>& w) {
-  long double sum = 0, carry = 0;
-  for (size_t i = 0; i < y.size(); ++i) {
-    const long double term = static_cast<long double>(y[i]) * w[i];
-    const long double next = sum + term;
-    carry += std::fabs(sum) >= std::fabs(term) ? (sum - next) + term : (term - next) + sum;
-    sum = next;
-  }
-  return sum + carry;
-}
 
 void check_gather(int64_t batch, int64_t len, int64_t h, int64_t slots, size_t max_checks) {
   Context ctx = Context::cpu();
@@ -31,21 +18,18 @@ void check_gather(int64_t batch, int64_t len, int64_t h, int64_t slots, size_t m
   std::vector<double> x = test::random_vector<double>(batch * len * h, 52);
   const std::vector<double> w = test::random_vector<double>(batch * slots * h, 53);
   std::vector<double> out(batch * slots * h);
-  const Tensor pos_t = Tensor::view_of(pos.data(), Device::CPU, {batch, slots});
+  const Tensor pos_t = test::view(pos, {batch, slots});
   long double base = 0;
   auto run = [&] {
-    gather_forward(ctx, Tensor::view_of(x.data(), Device::CPU, {batch, len, h}), pos_t,
-                   Tensor::view_of(out.data(), Device::CPU, {batch * slots, h}));
-    return static_cast<double>(loss_of(out, w) - base);
+    gather_forward(ctx, test::view(x, {batch, len, h}), pos_t, test::view(out, {batch * slots, h}));
+    return static_cast<double>(test::compensated_weighted_sum(out, w) - base);
   };
   run();
-  base = loss_of(out, w);
+  base = test::compensated_weighted_sum(out, w);
   std::vector<double> dout = w, dx(batch * len * h, 0.0);
-  gather_backward(ctx, Tensor::view_of(dout.data(), Device::CPU, {batch * slots, h}), pos_t,
-                  Tensor::view_of(dx.data(), Device::CPU, {batch, len, h}));
-  const test::GradcheckResult r = test::gradcheck(x, dx, run, 1e-5, max_checks);
-  CHECK(r.checked > 0);
-  CHECK(r.max_relative_error < 1e-6);
+  gather_backward(ctx, test::view(dout, {batch * slots, h}), pos_t,
+                  test::view(dx, {batch, len, h}));
+  test::expect_gradient("x", x, dx, run, max_checks);
 }
 
 }  // namespace

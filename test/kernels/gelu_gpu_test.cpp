@@ -13,61 +13,30 @@ using namespace electra;
 
 namespace {
 
-// max_i |a_i - b_i| / max_i |b_i|: the normwise error. The tests use it because these outputs are
-// sums whose terms cancel (row and column reductions, GELU's zero crossing, x - mean), where an
-// elementwise relative error in f32 measures the conditioning of the entry, not the kernel.
-double normwise_error(const std::vector<float>& a, const std::vector<float>& b) {
-  if (a.size() != b.size()) return INFINITY;
-  double err = 0, scale = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    err = std::max(err, std::abs(static_cast<double>(a[i]) - b[i]));
-    scale = std::max(scale, std::abs(static_cast<double>(b[i])));
-  }
-  return std::isnan(err) ? INFINITY : err / scale;
-}
-
-Tensor cpu_view(std::vector<float>& v, std::initializer_list<int64_t> dims) {
-  return Tensor::view_of(v.data(), Device::CPU, dims);
-}
-
-Tensor upload_as(Context& ctx, Arena& arena, const std::vector<float>& v, DType dtype,
-                 std::initializer_list<int64_t> dims) {
-  return dtype == DType::F32 ? test::upload(ctx, arena, v, dims)
-                             : test::upload_bf16(ctx, arena, v, dims);
-}
-
-// Values as the GPU sees them: rounded to bf16 when the activations are bf16.
-std::vector<float> as_dtype(std::vector<float> v, DType dtype) {
-  if (dtype == DType::BF16) {
-    for (float& x : v) x = bf16_to_float(float_to_bf16(x));
-  }
-  return v;
-}
-
 void check_bias_gelu(int64_t n, int64_t h, DType dtype) {
   INFO("N " << n << ", H " << h << ", " << dtype_name(dtype));
   const double tol = dtype == DType::F32 ? 1e-5 : 2e-2;
   Context gpu = Context::cuda(0);
   Context cpu = Context::cpu();
   Arena arena("gelu", Device::CUDA, static_cast<size_t>(n * h) * 32 + (16 << 20));
-  std::vector<float> x = as_dtype(test::random_vector<float>(n * h, n + h, -4, 4), dtype);
+  std::vector<float> x = test::as_dtype(test::random_vector<float>(n * h, n + h, -4, 4), dtype);
   std::vector<float> b = test::random_vector<float>(h, h, -1, 1);
-  std::vector<float> dy = as_dtype(test::random_vector<float>(n * h, n * h, -1, 1), dtype);
+  std::vector<float> dy = test::as_dtype(test::random_vector<float>(n * h, n * h, -1, 1), dtype);
   std::vector<float> db0 = test::random_vector<float>(h, 3, -1, 1);
   std::vector<float> u(n * h);
   for (int64_t i = 0; i < n * h; ++i) u[i] = x[i] + b[i % h];
-  u = as_dtype(u, dtype);
+  u = test::as_dtype(u, dtype);
 
   std::vector<float> y(n * h), dx(n * h), db = db0, dx_u(n * h), db_u = db0;
-  bias_gelu_forward(cpu, cpu_view(x, {n, h}), cpu_view(b, {h}), cpu_view(y, {n, h}));
-  bias_gelu_backward(cpu, cpu_view(dy, {n, h}), cpu_view(x, {n, h}), cpu_view(b, {h}),
-                     cpu_view(dx, {n, h}), cpu_view(db, {h}), Tensor{});
-  bias_gelu_backward_preact(cpu, cpu_view(dy, {n, h}), cpu_view(u, {n, h}), cpu_view(dx_u, {n, h}),
-                            cpu_view(db_u, {h}), Tensor{});
+  bias_gelu_forward(cpu, test::view(x, {n, h}), test::view(b, {h}), test::view(y, {n, h}));
+  bias_gelu_backward(cpu, test::view(dy, {n, h}), test::view(x, {n, h}), test::view(b, {h}),
+                     test::view(dx, {n, h}), test::view(db, {h}), Tensor{});
+  bias_gelu_backward_preact(cpu, test::view(dy, {n, h}), test::view(u, {n, h}),
+                            test::view(dx_u, {n, h}), test::view(db_u, {h}), Tensor{});
 
-  const Tensor gx = upload_as(gpu, arena, x, dtype, {n, h});
-  const Tensor gu = upload_as(gpu, arena, u, dtype, {n, h});
-  const Tensor gdy = upload_as(gpu, arena, dy, dtype, {n, h});
+  const Tensor gx = test::upload_as(gpu, arena, x, dtype, {n, h});
+  const Tensor gu = test::upload_as(gpu, arena, u, dtype, {n, h});
+  const Tensor gdy = test::upload_as(gpu, arena, dy, dtype, {n, h});
   const Tensor gb = test::upload(gpu, arena, b, {h});
   const Tensor gy = arena.alloc(dtype, {n, h});
   const Tensor gdx = arena.alloc(dtype, {n, h});
@@ -78,10 +47,10 @@ void check_bias_gelu(int64_t n, int64_t h, DType dtype) {
   const Tensor gdb = test::upload(gpu, arena, db0, {h});
   bias_gelu_forward(gpu, gx, gb, gy);
   bias_gelu_backward(gpu, gdy, gx, gb, gdx, gdb, ws);
-  CHECK(normwise_error(test::download_f32(gpu, gy), y) < tol);
-  CHECK(normwise_error(test::download_f32(gpu, gdx), dx) < tol);
+  CHECK(test::normwise_error(test::download_f32(gpu, gy), y) < tol);
+  CHECK(test::normwise_error(test::download_f32(gpu, gdx), dx) < tol);
   const std::vector<float> got_db = test::download<float>(gpu, gdb);
-  CHECK(normwise_error(got_db, db) < tol);
+  CHECK(test::normwise_error(got_db, db) < tol);
 
   // Again from the same db0: the same bits (deterministic reduction).
   const Tensor gdb2 = test::upload(gpu, arena, db0, {h});
@@ -91,8 +60,8 @@ void check_bias_gelu(int64_t n, int64_t h, DType dtype) {
   const Tensor gdb_u = test::upload(gpu, arena, db0, {h});
   poison_tensor(gpu.stream(), gdx);
   bias_gelu_backward_preact(gpu, gdy, gu, gdx, gdb_u, ws);
-  CHECK(normwise_error(test::download_f32(gpu, gdx), dx_u) < tol);
-  CHECK(normwise_error(test::download<float>(gpu, gdb_u), db_u) < tol);
+  CHECK(test::normwise_error(test::download_f32(gpu, gdx), dx_u) < tol);
+  CHECK(test::normwise_error(test::download<float>(gpu, gdb_u), db_u) < tol);
 }
 
 }  // namespace

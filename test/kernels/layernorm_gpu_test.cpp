@@ -14,47 +14,17 @@ using namespace electra;
 
 namespace {
 
-// max_i |a_i - b_i| / max_i |b_i|: the normwise error. The tests use it because these outputs are
-// sums whose terms cancel (row and column reductions, GELU's zero crossing, x - mean), where an
-// elementwise relative error in f32 measures the conditioning of the entry, not the kernel.
-double normwise_error(const std::vector<float>& a, const std::vector<float>& b) {
-  if (a.size() != b.size()) return INFINITY;
-  double err = 0, scale = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    err = std::max(err, std::abs(static_cast<double>(a[i]) - b[i]));
-    scale = std::max(scale, std::abs(static_cast<double>(b[i])));
-  }
-  return std::isnan(err) ? INFINITY : err / scale;
-}
-
-Tensor cpu_view(std::vector<float>& v, std::initializer_list<int64_t> dims) {
-  return Tensor::view_of(v.data(), Device::CPU, dims);
-}
-
-std::vector<float> as_dtype(std::vector<float> v, DType dtype) {
-  if (dtype == DType::BF16) {
-    for (float& x : v) x = bf16_to_float(float_to_bf16(x));
-  }
-  return v;
-}
-
-Tensor upload_as(Context& ctx, Arena& arena, const std::vector<float>& v, DType dtype,
-                 std::initializer_list<int64_t> dims) {
-  return dtype == DType::F32 ? test::upload(ctx, arena, v, dims)
-                             : test::upload_bf16(ctx, arena, v, dims);
-}
-
 struct Inputs {
   std::vector<float> x, residual, gamma, beta, dy, dgamma0, dbeta0;
 };
 
 Inputs make_inputs(int64_t n, int64_t h, DType dtype) {
   Inputs in;
-  in.x = as_dtype(test::random_vector<float>(n * h, n + h, -2, 3), dtype);
-  in.residual = as_dtype(test::random_vector<float>(n * h, n * h + 1, -1, 1), dtype);
+  in.x = test::as_dtype(test::random_vector<float>(n * h, n + h, -2, 3), dtype);
+  in.residual = test::as_dtype(test::random_vector<float>(n * h, n * h + 1, -1, 1), dtype);
   in.gamma = test::random_vector<float>(h, h + 2, 0.5, 1.5);
   in.beta = test::random_vector<float>(h, h + 3, -1, 1);
-  in.dy = as_dtype(test::random_vector<float>(n * h, n + 4, -1, 1), dtype);
+  in.dy = test::as_dtype(test::random_vector<float>(n * h, n + 4, -1, 1), dtype);
   in.dgamma0 = test::random_vector<float>(h, 5, -1, 1);
   in.dbeta0 = test::random_vector<float>(h, 6, -1, 1);
   return in;
@@ -68,14 +38,16 @@ void check_layernorm(int64_t n, int64_t h, DType dtype) {
   Arena arena("layernorm", Device::CUDA, static_cast<size_t>(n * h) * 24 + (16 << 20));
   Inputs in = make_inputs(n, h, dtype);
   std::vector<float> y(n * h), mean(n), rstd(n), dx(n * h), dgamma = in.dgamma0, dbeta = in.dbeta0;
-  layernorm_forward(cpu, cpu_view(in.x, {n, h}), cpu_view(in.gamma, {h}), cpu_view(in.beta, {h}),
-                    1e-12f, cpu_view(y, {n, h}), cpu_view(mean, {n}), cpu_view(rstd, {n}));
-  layernorm_backward(cpu, cpu_view(in.dy, {n, h}), cpu_view(in.x, {n, h}), cpu_view(in.gamma, {h}),
-                     cpu_view(mean, {n}), cpu_view(rstd, {n}), cpu_view(dx, {n, h}),
-                     cpu_view(dgamma, {h}), cpu_view(dbeta, {h}), Tensor{});
+  layernorm_forward(cpu, test::view(in.x, {n, h}), test::view(in.gamma, {h}),
+                    test::view(in.beta, {h}), 1e-12f, test::view(y, {n, h}), test::view(mean, {n}),
+                    test::view(rstd, {n}));
+  layernorm_backward(cpu, test::view(in.dy, {n, h}), test::view(in.x, {n, h}),
+                     test::view(in.gamma, {h}), test::view(mean, {n}), test::view(rstd, {n}),
+                     test::view(dx, {n, h}), test::view(dgamma, {h}), test::view(dbeta, {h}),
+                     Tensor{});
 
-  const Tensor gx = upload_as(gpu, arena, in.x, dtype, {n, h});
-  const Tensor gdy = upload_as(gpu, arena, in.dy, dtype, {n, h});
+  const Tensor gx = test::upload_as(gpu, arena, in.x, dtype, {n, h});
+  const Tensor gdy = test::upload_as(gpu, arena, in.dy, dtype, {n, h});
   const Tensor ggamma = test::upload(gpu, arena, in.gamma, {h});
   const Tensor gbeta = test::upload(gpu, arena, in.beta, {h});
   const Tensor gy = arena.alloc(dtype, {n, h});
@@ -88,14 +60,14 @@ void check_layernorm(int64_t n, int64_t h, DType dtype) {
   const Tensor gdbeta = test::upload(gpu, arena, in.dbeta0, {h});
   layernorm_forward(gpu, gx, ggamma, gbeta, 1e-12f, gy, gmean, grstd);
   layernorm_backward(gpu, gdy, gx, ggamma, gmean, grstd, gdx, gdgamma, gdbeta, ws);
-  CHECK(normwise_error(test::download_f32(gpu, gy), y) < tol);
-  CHECK(normwise_error(test::download<float>(gpu, gmean), mean) < 1e-5);
-  CHECK(normwise_error(test::download<float>(gpu, grstd), rstd) < 1e-5);
-  CHECK(normwise_error(test::download_f32(gpu, gdx), dx) < tol);
+  CHECK(test::normwise_error(test::download_f32(gpu, gy), y) < tol);
+  CHECK(test::normwise_error(test::download<float>(gpu, gmean), mean) < 1e-5);
+  CHECK(test::normwise_error(test::download<float>(gpu, grstd), rstd) < 1e-5);
+  CHECK(test::normwise_error(test::download_f32(gpu, gdx), dx) < tol);
   const std::vector<float> got_dgamma = test::download<float>(gpu, gdgamma);
   const std::vector<float> got_dbeta = test::download<float>(gpu, gdbeta);
-  CHECK(normwise_error(got_dgamma, dgamma) < tol);
-  CHECK(normwise_error(got_dbeta, dbeta) < tol);
+  CHECK(test::normwise_error(got_dgamma, dgamma) < tol);
+  CHECK(test::normwise_error(got_dbeta, dbeta) < tol);
 
   // A second run from the same starting gradients gives the same bits.
   const Tensor gdgamma2 = test::upload(gpu, arena, in.dgamma0, {h});
@@ -117,22 +89,23 @@ void check_residual_layernorm(int64_t n, int64_t h, uint64_t offset, DType dtype
   // The reference: sum = dropout(x) + residual in f32, rounded to the activation dtype (what the
   // GPU stores and normalises), then the plain layernorm and its backward.
   std::vector<float> sum(n * h), y(n * h), mean(n), rstd(n), y_fused(n * h), m2(n), r2(n);
-  residual_layernorm_forward(cpu, cpu_view(in.x, {n, h}), cpu_view(in.residual, {n, h}), site,
-                             cpu_view(in.gamma, {h}), cpu_view(in.beta, {h}), 1e-12f,
-                             cpu_view(sum, {n, h}), cpu_view(y_fused, {n, h}), cpu_view(m2, {n}),
-                             cpu_view(r2, {n}));
-  sum = as_dtype(sum, dtype);
-  layernorm_forward(cpu, cpu_view(sum, {n, h}), cpu_view(in.gamma, {h}), cpu_view(in.beta, {h}),
-                    1e-12f, cpu_view(y, {n, h}), cpu_view(mean, {n}), cpu_view(rstd, {n}));
+  residual_layernorm_forward(cpu, test::view(in.x, {n, h}), test::view(in.residual, {n, h}), site,
+                             test::view(in.gamma, {h}), test::view(in.beta, {h}), 1e-12f,
+                             test::view(sum, {n, h}), test::view(y_fused, {n, h}),
+                             test::view(m2, {n}), test::view(r2, {n}));
+  sum = test::as_dtype(sum, dtype);
+  layernorm_forward(cpu, test::view(sum, {n, h}), test::view(in.gamma, {h}),
+                    test::view(in.beta, {h}), 1e-12f, test::view(y, {n, h}), test::view(mean, {n}),
+                    test::view(rstd, {n}));
   std::vector<float> dx(n * h), dres(n * h), dgamma = in.dgamma0, dbeta = in.dbeta0;
-  residual_layernorm_backward(cpu, cpu_view(in.dy, {n, h}), cpu_view(sum, {n, h}),
-                              cpu_view(in.gamma, {h}), cpu_view(mean, {n}), cpu_view(rstd, {n}),
-                              site, cpu_view(dx, {n, h}), cpu_view(dres, {n, h}),
-                              cpu_view(dgamma, {h}), cpu_view(dbeta, {h}), Tensor{});
+  residual_layernorm_backward(
+      cpu, test::view(in.dy, {n, h}), test::view(sum, {n, h}), test::view(in.gamma, {h}),
+      test::view(mean, {n}), test::view(rstd, {n}), site, test::view(dx, {n, h}),
+      test::view(dres, {n, h}), test::view(dgamma, {h}), test::view(dbeta, {h}), Tensor{});
 
-  const Tensor gx = upload_as(gpu, arena, in.x, dtype, {n, h});
-  const Tensor gres = upload_as(gpu, arena, in.residual, dtype, {n, h});
-  const Tensor gdy = upload_as(gpu, arena, in.dy, dtype, {n, h});
+  const Tensor gx = test::upload_as(gpu, arena, in.x, dtype, {n, h});
+  const Tensor gres = test::upload_as(gpu, arena, in.residual, dtype, {n, h});
+  const Tensor gdy = test::upload_as(gpu, arena, in.dy, dtype, {n, h});
   const Tensor ggamma = test::upload(gpu, arena, in.gamma, {h});
   const Tensor gbeta = test::upload(gpu, arena, in.beta, {h});
   const Tensor gsum = arena.alloc(dtype, {n, h});
@@ -152,17 +125,17 @@ void check_residual_layernorm(int64_t n, int64_t h, uint64_t offset, DType dtype
                               gdbeta, ws);
   const std::vector<float> got_sum = test::download_f32(gpu, gsum);
   CHECK(test::max_relative_error(got_sum, sum) < 1e-6);  // same mask, one f32 add, same rounding
-  CHECK(normwise_error(test::download_f32(gpu, gy), y) < tol);
-  CHECK(normwise_error(test::download<float>(gpu, gmean), mean) < 1e-5);
-  CHECK(normwise_error(test::download<float>(gpu, grstd), rstd) < 1e-5);
-  CHECK(normwise_error(test::download_f32(gpu, gdres), dres) < tol);
+  CHECK(test::normwise_error(test::download_f32(gpu, gy), y) < tol);
+  CHECK(test::normwise_error(test::download<float>(gpu, gmean), mean) < 1e-5);
+  CHECK(test::normwise_error(test::download<float>(gpu, grstd), rstd) < 1e-5);
+  CHECK(test::normwise_error(test::download_f32(gpu, gdres), dres) < tol);
   const std::vector<float> got_dx = test::download_f32(gpu, gdx);
-  CHECK(normwise_error(got_dx, dx) < tol);
+  CHECK(test::normwise_error(got_dx, dx) < tol);
   int64_t mask_mismatch = 0;
   for (int64_t i = 0; i < n * h; ++i) mask_mismatch += (got_dx[i] == 0.0f) != (dx[i] == 0.0f);
   CHECK(mask_mismatch == 0);
-  CHECK(normwise_error(test::download<float>(gpu, gdgamma), dgamma) < tol);
-  CHECK(normwise_error(test::download<float>(gpu, gdbeta), dbeta) < tol);
+  CHECK(test::normwise_error(test::download<float>(gpu, gdgamma), dgamma) < tol);
+  CHECK(test::normwise_error(test::download<float>(gpu, gdbeta), dbeta) < tol);
 }
 
 }  // namespace

@@ -17,26 +17,8 @@ double tolerance(DType dtype) {
   return dtype == DType::F32 ? 1e-5 : 2e-2;
 }
 
-// values as the GPU sees them in `dtype` (bf16 rounds), widened back to f32 for the CPU.
-std::vector<float> as_seen(const std::vector<float>& values, DType dtype) {
-  if (dtype == DType::F32) return values;
-  std::vector<float> out(values.size());
-  for (size_t i = 0; i < values.size(); ++i) out[i] = bf16_to_float(float_to_bf16(values[i]));
-  return out;
-}
-
-Tensor upload_as(Context& gpu, Arena& arena, const std::vector<float>& values,
-                 std::initializer_list<int64_t> dims, DType dtype) {
-  return dtype == DType::F32 ? test::upload(gpu, arena, values, dims)
-                             : test::upload_bf16(gpu, arena, values, dims);
-}
-
 std::vector<double> widen(const std::vector<float>& v) {
   return std::vector<double>(v.begin(), v.end());
-}
-
-Tensor host(std::vector<double>& v, std::initializer_list<int64_t> dims) {
-  return Tensor::view_of(v.data(), Device::CPU, dims);
 }
 
 }  // namespace
@@ -53,18 +35,20 @@ TEST_CASE("matmul GPU equals CPU for every transpose combination, f32 and bf16, 
         for (float beta : {0.0f, 1.0f}) {
           INFO(dtype_name(dtype) << " ta " << ta << " tb " << tb << " beta " << beta);
           const size_t mark = arena.mark();
-          const std::vector<float> a = as_seen(test::random_vector<float>(m * k, 1, 0.1, 1), dtype);
-          const std::vector<float> b = as_seen(test::random_vector<float>(k * n, 2, 0.1, 1), dtype);
-          const std::vector<float> c = as_seen(test::random_vector<float>(m * n, 3), dtype);
+          const std::vector<float> a =
+              test::as_dtype(test::random_vector<float>(m * k, 1, 0.1, 1), dtype);
+          const std::vector<float> b =
+              test::as_dtype(test::random_vector<float>(k * n, 2, 0.1, 1), dtype);
+          const std::vector<float> c = test::as_dtype(test::random_vector<float>(m * n, 3), dtype);
           const int64_t a_rows = ta ? k : m, a_cols = ta ? m : k;
           const int64_t b_rows = tb ? n : k, b_cols = tb ? k : n;
-          Tensor ga = upload_as(gpu, arena, a, {a_rows, a_cols}, dtype);
-          Tensor gb = upload_as(gpu, arena, b, {b_rows, b_cols}, dtype);
-          Tensor gc = upload_as(gpu, arena, c, {m, n}, dtype);
+          Tensor ga = test::upload_as(gpu, arena, a, dtype, {a_rows, a_cols});
+          Tensor gb = test::upload_as(gpu, arena, b, dtype, {b_rows, b_cols});
+          Tensor gc = test::upload_as(gpu, arena, c, dtype, {m, n});
           if (beta == 0) poison_tensor(gpu.stream(), gc);
           std::vector<double> ha = widen(a), hb = widen(b), hc = widen(c);
-          matmul(cpu, host(ha, {a_rows, a_cols}), ta, host(hb, {b_rows, b_cols}), tb,
-                 host(hc, {m, n}), 0.75f, beta);
+          matmul(cpu, test::view(ha, {a_rows, a_cols}), ta, test::view(hb, {b_rows, b_cols}), tb,
+                 test::view(hc, {m, n}), 0.75f, beta);
           matmul(gpu, ga, ta, gb, tb, gc, 0.75f, beta);
           CHECK(test::max_relative_error(test::download_f32(gpu, gc), hc) < tolerance(dtype));
           arena.rewind(mark);
@@ -87,33 +71,35 @@ TEST_CASE("matmul GPU bias and GELU epilogues equal CPU (f32 / bf16 bias, aligne
         const size_t mark = arena.mark();
         // x W^T is about 2.6 (64 positive terms near 0.04); the bias puts every other column
         // near -2 and the rest near +3: both GELU branches, no value close to zero.
-        const std::vector<float> x = as_seen(test::random_vector<float>(m * k, 4, 0.1, 0.3), dtype);
-        const std::vector<float> w = as_seen(test::random_vector<float>(n * k, 5, 0.1, 0.3), dtype);
+        const std::vector<float> x =
+            test::as_dtype(test::random_vector<float>(m * k, 4, 0.1, 0.3), dtype);
+        const std::vector<float> w =
+            test::as_dtype(test::random_vector<float>(n * k, 5, 0.1, 0.3), dtype);
         std::vector<float> bias = test::random_vector<float>(n + 1, 6, 0, 1);
         for (int64_t i = 0; i <= n; i += 2) bias[i] -= 5.0f;
-        bias = as_seen(bias, bias_dtype);
-        Tensor gx = upload_as(gpu, arena, x, {m, k}, dtype);
-        Tensor gw = upload_as(gpu, arena, w, {n, k}, dtype);
-        Tensor gbias_all = upload_as(gpu, arena, bias, {n + 1}, bias_dtype);
+        bias = test::as_dtype(bias, bias_dtype);
+        Tensor gx = test::upload_as(gpu, arena, x, dtype, {m, k});
+        Tensor gw = test::upload_as(gpu, arena, w, dtype, {n, k});
+        Tensor gbias_all = test::upload_as(gpu, arena, bias, bias_dtype, {n + 1});
         // An unaligned bias (one element in) takes the unfused path.
         const int64_t skip = aligned ? 0 : 1;
         Tensor gbias =
             Tensor::view_of(static_cast<char*>(gbias_all.data) + skip * dtype_size(bias_dtype),
                             bias_dtype, Device::CUDA, {n});
         std::vector<double> hbias(bias.begin() + skip, bias.begin() + skip + n);
-        Tensor hbias_t = host(hbias, {n});
+        Tensor hbias_t = test::view(hbias, {n});
 
         std::vector<double> y(m * n), pre(m * n), hx = widen(x), hw = widen(w);
-        matmul(cpu, host(hx, {m, k}), false, host(hw, {n, k}), true, host(y, {m, n}), 1, 0,
-               MatmulEpilogue{&hbias_t, nullptr});
+        matmul(cpu, test::view(hx, {m, k}), false, test::view(hw, {n, k}), true,
+               test::view(y, {m, n}), 1, 0, MatmulEpilogue{&hbias_t, nullptr});
         Tensor gy = arena.alloc(dtype, {m, n});
         poison_tensor(gpu.stream(), gy);
         matmul(gpu, gx, false, gw, true, gy, 1, 0, MatmulEpilogue{&gbias, nullptr});
         CHECK(test::max_relative_error(test::download_f32(gpu, gy), y) < tolerance(dtype));
 
-        Tensor hpre_t = host(pre, {m, n});
-        matmul(cpu, host(hx, {m, k}), false, host(hw, {n, k}), true, host(y, {m, n}), 1, 0,
-               MatmulEpilogue{&hbias_t, &hpre_t});
+        Tensor hpre_t = test::view(pre, {m, n});
+        matmul(cpu, test::view(hx, {m, k}), false, test::view(hw, {n, k}), true,
+               test::view(y, {m, n}), 1, 0, MatmulEpilogue{&hbias_t, &hpre_t});
         Tensor gpre = arena.alloc(dtype, {m, n});
         poison_tensor(gpu.stream(), gy);
         poison_tensor(gpu.stream(), gpre);
@@ -137,8 +123,9 @@ TEST_CASE("matmul_batched GPU equals CPU with offsets, leading dimensions and st
     INFO(dtype_name(dtype));
     const size_t mark = arena.mark();
     const int64_t size = batch * m * ld;
-    const std::vector<float> qkv = as_seen(test::random_vector<float>(size, 7, 0.1, 1), dtype);
-    Tensor gqkv = upload_as(gpu, arena, qkv, {size}, dtype);
+    const std::vector<float> qkv =
+        test::as_dtype(test::random_vector<float>(size, 7, 0.1, 1), dtype);
+    Tensor gqkv = test::upload_as(gpu, arena, qkv, dtype, {size});
     Tensor gs = arena.alloc(dtype, {batch * m * n});
     poison_tensor(gpu.stream(), gs);
     std::vector<double> hqkv = widen(qkv), s(batch * m * n);
@@ -148,7 +135,7 @@ TEST_CASE("matmul_batched GPU equals CPU with offsets, leading dimensions and st
       matmul_batched(ctx, q, false, kk, true, MatrixBatch{out, 0, m, n, n, m * n}, batch, 0.125f,
                      0);
     };
-    run(cpu, host(hqkv, {size}), host(s, {batch * m * n}));
+    run(cpu, test::view(hqkv, {size}), test::view(s, {batch * m * n}));
     run(gpu, gqkv, gs);
     CHECK(test::max_relative_error(test::download_f32(gpu, gs), s) < tolerance(dtype));
     arena.rewind(mark);
@@ -163,13 +150,14 @@ TEST_CASE("bias_grad GPU equals CPU and is deterministic", "[matmul][gpu]") {
   for (DType dtype : {DType::F32, DType::BF16}) {
     INFO(dtype_name(dtype));
     const size_t mark = arena.mark();
-    const std::vector<float> dy = as_seen(test::random_vector<float>(m * n, 8, 0.1, 1), dtype);
+    const std::vector<float> dy =
+        test::as_dtype(test::random_vector<float>(m * n, 8, 0.1, 1), dtype);
     const std::vector<float> db0 = test::random_vector<float>(n, 9, 0.1, 1);
-    Tensor gdy = upload_as(gpu, arena, dy, {m, n}, dtype);
+    Tensor gdy = test::upload_as(gpu, arena, dy, dtype, {m, n});
     Tensor gdb = test::upload(gpu, arena, db0, {n});
     Tensor gdb2 = test::upload(gpu, arena, db0, {n});
     std::vector<double> hdy = widen(dy), db = widen(db0);
-    bias_grad(cpu, host(hdy, {m, n}), host(db, {n}));
+    bias_grad(cpu, test::view(hdy, {m, n}), test::view(db, {n}));
     bias_grad(gpu, gdy, gdb);
     bias_grad(gpu, gdy, gdb2);
     const std::vector<float> got = test::download<float>(gpu, gdb);

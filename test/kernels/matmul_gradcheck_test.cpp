@@ -9,10 +9,6 @@ using namespace electra;
 
 namespace {
 
-Tensor vec(std::vector<double>& v) {
-  return Tensor::view_of(v.data(), Device::CPU, {static_cast<int64_t>(v.size())});
-}
-
 constexpr double kTol = 1e-6;
 
 }  // namespace
@@ -28,18 +24,18 @@ TEST_CASE("gradcheck matmul dA, dB, dbias for every transpose combination", "[ma
       std::vector<double> bias = test::random_vector<double>(n, 45);
       std::vector<double> w = test::random_vector<double>(m * n, 46);
       std::vector<double> c(m * n);
-      const Tensor at = ta ? vec(a).reshape({k, m}) : vec(a).reshape({m, k});
-      const Tensor bt = tb ? vec(b).reshape({n, k}) : vec(b).reshape({k, n});
-      const Tensor ct = vec(c).reshape({m, n}), wt = vec(w).reshape({m, n});
-      const Tensor biast = vec(bias);
+      const Tensor at = ta ? test::view(a).reshape({k, m}) : test::view(a).reshape({m, k});
+      const Tensor bt = tb ? test::view(b).reshape({n, k}) : test::view(b).reshape({k, n});
+      const Tensor ct = test::view(c).reshape({m, n}), wt = test::view(w).reshape({m, n});
+      const Tensor biast = test::view(bias);
       const auto loss = [&] {
         matmul(ctx, at, ta, bt, tb, ct, 1, 0, MatmulEpilogue{&biast, nullptr});
         return test::weighted_sum(c, w);
       };
       // dop(A) = dC op(B)^T, dop(B) = op(A)^T dC; a transposed operand takes the transpose.
       std::vector<double> da(a.size()), db(b.size()), dbias(n, 0.0);
-      const Tensor dat = ta ? vec(da).reshape({k, m}) : vec(da).reshape({m, k});
-      const Tensor dbt = tb ? vec(db).reshape({n, k}) : vec(db).reshape({k, n});
+      const Tensor dat = ta ? test::view(da).reshape({k, m}) : test::view(da).reshape({m, k});
+      const Tensor dbt = tb ? test::view(db).reshape({n, k}) : test::view(db).reshape({k, n});
       if (ta) {
         matmul(ctx, bt, tb, wt, true, dat);
       } else {
@@ -50,7 +46,7 @@ TEST_CASE("gradcheck matmul dA, dB, dbias for every transpose combination", "[ma
       } else {
         matmul(ctx, at, !ta, wt, false, dbt);
       }
-      bias_grad(ctx, wt, vec(dbias));
+      bias_grad(ctx, wt, test::view(dbias));
       CHECK(test::gradcheck(a, da, loss).max_relative_error < kTol);
       CHECK(test::gradcheck(b, db, loss).max_relative_error < kTol);
       CHECK(test::gradcheck(bias, dbias, loss).max_relative_error < kTol);
@@ -66,10 +62,10 @@ TEST_CASE("gradcheck matmul_batched with strided, padded operands", "[matmul]") 
   std::vector<double> b = test::random_vector<double>(2 + batch * k * (n + 2), 52);
   std::vector<double> w = test::random_vector<double>(batch * m * n, 53);
   std::vector<double> c(batch * m * n);
-  const MatrixBatch ma{vec(a), 0, k, m, m + 1, k * (m + 1)};
-  const MatrixBatch mb{vec(b), 2, k, n, n + 2, k * (n + 2)};
-  const MatrixBatch mc{vec(c), 0, m, n, n, m * n};
-  const MatrixBatch mw{vec(w), 0, m, n, n, m * n};
+  const MatrixBatch ma{test::view(a), 0, k, m, m + 1, k * (m + 1)};
+  const MatrixBatch mb{test::view(b), 2, k, n, n + 2, k * (n + 2)};
+  const MatrixBatch mc{test::view(c), 0, m, n, n, m * n};
+  const MatrixBatch mw{test::view(w), 0, m, n, n, m * n};
   const auto loss = [&] {
     matmul_batched(ctx, ma, true, mb, false, mc, batch);
     return test::weighted_sum(c, w);
@@ -77,8 +73,8 @@ TEST_CASE("gradcheck matmul_batched with strided, padded operands", "[matmul]") 
   // C_i = A_i^T B_i: dA_i = B_i dC_i^T ([k, m]), dB_i = A_i dC_i ([k, n]); padding stays 0.
   std::vector<double> da(a.size(), 0.0), db(b.size(), 0.0);
   MatrixBatch mda = ma, mdb = mb;
-  mda.storage = vec(da);
-  mdb.storage = vec(db);
+  mda.storage = test::view(da);
+  mdb.storage = test::view(db);
   matmul_batched(ctx, mb, false, mw, true, mda, batch);
   matmul_batched(ctx, ma, false, mw, false, mdb, batch);
   CHECK(test::gradcheck(a, da, loss).max_relative_error < kTol);
@@ -94,8 +90,9 @@ TEST_CASE("gradcheck linear_forward / linear_backward (dx written, dW and db acc
   std::vector<double> bias = test::random_vector<double>(out, 63);
   std::vector<double> g = test::random_vector<double>(2 * 3 * out, 64);
   std::vector<double> y(g.size());
-  const Tensor xt = vec(x).reshape({2, 3, in}), wt = vec(wgt).reshape({out, in});
-  const Tensor bt = vec(bias), yt = vec(y).reshape({2, 3, out}), gt = vec(g).reshape({2, 3, out});
+  const Tensor xt = test::view(x).reshape({2, 3, in}), wt = test::view(wgt).reshape({out, in});
+  const Tensor bt = test::view(bias), yt = test::view(y).reshape({2, 3, out}),
+               gt = test::view(g).reshape({2, 3, out});
   const auto loss = [&] {
     linear_forward(ctx, xt, wt, bt, yt);
     return test::weighted_sum(y, g);
@@ -104,8 +101,8 @@ TEST_CASE("gradcheck linear_forward / linear_backward (dx written, dW and db acc
   const std::vector<double> dw0 = test::random_vector<double>(wgt.size(), 65);
   const std::vector<double> db0 = test::random_vector<double>(bias.size(), 66);
   std::vector<double> dw = dw0, db = db0;
-  linear_backward(ctx, xt, wt, gt, vec(dx).reshape({2, 3, in}), vec(dw).reshape({out, in}),
-                  vec(db));
+  linear_backward(ctx, xt, wt, gt, test::view(dx).reshape({2, 3, in}),
+                  test::view(dw).reshape({out, in}), test::view(db));
   for (size_t i = 0; i < dw.size(); ++i) dw[i] -= dw0[i];
   for (size_t i = 0; i < db.size(); ++i) db[i] -= db0[i];
   CHECK(test::gradcheck(x, dx, loss).max_relative_error < kTol);

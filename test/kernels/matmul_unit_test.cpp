@@ -39,11 +39,6 @@ std::vector<double> naive(const std::vector<T>& a, const MatrixBatch& ma, bool t
   return out;
 }
 
-template <class T>
-Tensor view(std::vector<T>& v, std::initializer_list<int64_t> dims) {
-  return Tensor::view_of(v.data(), Device::CPU, dims);
-}
-
 }  // namespace
 
 TEMPLATE_TEST_CASE("matmul equals the triple loop for every transpose combination", "[matmul]",
@@ -58,11 +53,11 @@ TEMPLATE_TEST_CASE("matmul equals the triple loop for every transpose combinatio
         std::vector<TestType> a = test::random_vector<TestType>(m * k, 1 + ta, 0.1, 1);
         std::vector<TestType> b = test::random_vector<TestType>(k * n, 3 + tb, 0.1, 1);
         std::vector<TestType> c = test::random_vector<TestType>(m * n, 5);
-        Tensor ta_t = ta ? view(a, {k, m}) : view(a, {m, k});
-        Tensor tb_t = tb ? view(b, {n, k}) : view(b, {k, n});
+        Tensor ta_t = ta ? test::view(a, {k, m}) : test::view(a, {m, k});
+        Tensor tb_t = tb ? test::view(b, {n, k}) : test::view(b, {k, n});
         const auto expect = naive(a, as_matrix(ta_t), ta, b, as_matrix(tb_t), tb, c,
-                                  as_matrix(view(c, {m, n})), 1, 1.5, beta);
-        matmul(ctx, ta_t, ta, tb_t, tb, view(c, {m, n}), 1.5f, static_cast<float>(beta));
+                                  as_matrix(test::view(c, {m, n})), 1, 1.5, beta);
+        matmul(ctx, ta_t, ta, tb_t, tb, test::view(c, {m, n}), 1.5f, static_cast<float>(beta));
         INFO("ta " << ta << " tb " << tb << " beta " << beta);
         CHECK(test::max_relative_error(c, expect) < tol);
       }
@@ -75,11 +70,12 @@ TEST_CASE("matmul with beta 0 never reads C and views rank-3 tensors as matrices
   std::vector<float> x = test::random_vector<float>(2 * 3 * 4, 7);
   std::vector<float> w = test::random_vector<float>(5 * 4, 8);
   std::vector<float> y(2 * 3 * 5, std::numeric_limits<float>::quiet_NaN());
-  matmul(ctx, view(x, {2, 3, 4}), false, view(w, {5, 4}), true, view(y, {2, 3, 5}));
+  matmul(ctx, test::view(x, {2, 3, 4}), false, test::view(w, {5, 4}), true,
+         test::view(y, {2, 3, 5}));
   const auto expect =
-      naive(x, MatrixBatch{view(x, {6, 4}), 0, 6, 4, 4, 0}, false, w,
-            MatrixBatch{view(w, {5, 4}), 0, 5, 4, 4, 0}, true, std::vector<float>(30, 0.0f),
-            MatrixBatch{view(y, {6, 5}), 0, 6, 5, 5, 0}, 1, 1.0, 0.0);
+      naive(x, MatrixBatch{test::view(x, {6, 4}), 0, 6, 4, 4, 0}, false, w,
+            MatrixBatch{test::view(w, {5, 4}), 0, 5, 4, 4, 0}, true, std::vector<float>(30, 0.0f),
+            MatrixBatch{test::view(y, {6, 5}), 0, 6, 5, 5, 0}, 1, 1.0, 0.0);
   CHECK(test::max_relative_error(y, expect) < 1e-5);
 }
 
@@ -90,10 +86,10 @@ TEST_CASE("matmul bias and exact-erf GELU epilogues", "[matmul]") {
   std::vector<double> w = test::random_vector<double>(n * k, 12, -2, 2);
   std::vector<double> bias = test::random_vector<double>(n, 13);
   std::vector<double> y(m * n, std::nan("")), pre(m * n, std::nan(""));
-  Tensor bias_t = view(bias, {n});
-  Tensor pre_t = view(pre, {m, n});
-  matmul(ctx, view(a, {m, k}), false, view(w, {n, k}), true, view(y, {m, n}), 1, 0,
-         MatmulEpilogue{&bias_t, &pre_t});
+  Tensor bias_t = test::view(bias, {n});
+  Tensor pre_t = test::view(pre, {m, n});
+  matmul(ctx, test::view(a, {m, k}), false, test::view(w, {n, k}), true, test::view(y, {m, n}), 1,
+         0, MatmulEpilogue{&bias_t, &pre_t});
   std::vector<double> biased(m * n);
   int negative = 0;
   for (int64_t r = 0; r < m; ++r) {
@@ -112,8 +108,8 @@ TEST_CASE("matmul bias and exact-erf GELU epilogues", "[matmul]") {
   }
   CHECK(test::max_relative_error(y, gelu) < 1e-13);
   std::vector<double> only_bias(m * n, std::nan(""));
-  matmul(ctx, view(a, {m, k}), false, view(w, {n, k}), true, view(only_bias, {m, n}), 1, 0,
-         MatmulEpilogue{&bias_t, nullptr});
+  matmul(ctx, test::view(a, {m, k}), false, test::view(w, {n, k}), true,
+         test::view(only_bias, {m, n}), 1, 0, MatmulEpilogue{&bias_t, nullptr});
   CHECK(test::max_relative_error(only_bias, biased) < 1e-14);
 }
 
@@ -125,9 +121,12 @@ TEST_CASE("matmul_batched honours offsets, leading dimensions and strides", "[ma
   std::vector<double> a = test::random_vector<double>(1 + batch * m * (k + 2), 21);
   std::vector<double> b = test::random_vector<double>(batch * n * (k + 1), 22);
   std::vector<double> c = test::random_vector<double>(batch * m * (n + 3), 23);
-  const MatrixBatch ma{view(a, {static_cast<int64_t>(a.size())}), 1, m, k, k + 2, m * (k + 2)};
-  const MatrixBatch mb{view(b, {static_cast<int64_t>(b.size())}), 0, n, k, k + 1, n * (k + 1)};
-  const MatrixBatch mc{view(c, {static_cast<int64_t>(c.size())}), 0, m, n, n + 3, m * (n + 3)};
+  const MatrixBatch ma{
+      test::view(a, {static_cast<int64_t>(a.size())}), 1, m, k, k + 2, m * (k + 2)};
+  const MatrixBatch mb{
+      test::view(b, {static_cast<int64_t>(b.size())}), 0, n, k, k + 1, n * (k + 1)};
+  const MatrixBatch mc{
+      test::view(c, {static_cast<int64_t>(c.size())}), 0, m, n, n + 3, m * (n + 3)};
   const auto expect = naive(a, ma, false, b, mb, true, c, mc, batch, 0.5, 2.0);
   matmul_batched(ctx, ma, false, mb, true, mc, batch, 0.5f, 2.0f);
   CHECK(test::max_relative_error(c, expect) < 1e-14);
@@ -141,31 +140,34 @@ TEST_CASE("bias_grad accumulates column sums", "[matmul]") {
   for (int r = 0; r < 12; ++r) {
     for (int c = 0; c < 5; ++c) expect[c] += dy[r * 5 + c];
   }
-  bias_grad(ctx, view(dy, {4, 3, 5}), view(db, {5}));
+  bias_grad(ctx, test::view(dy, {4, 3, 5}), test::view(db, {5}));
   CHECK(test::max_relative_error(db, expect) < 1e-6);
 }
 
 TEST_CASE("matmul rejects mismatched shapes, dtypes and layouts with a message", "[matmul]") {
   Context ctx = Context::cpu();
   std::vector<float> a(5 * 3, 1.0f), b(4 * 7, 1.0f), c(5 * 7, 0.0f), bias(6, 0.0f);
-  CHECK_THROWS_WITH(matmul(ctx, view(a, {5, 3}), false, view(b, {4, 7}), false, view(c, {5, 7})),
+  CHECK_THROWS_WITH(matmul(ctx, test::view(a, {5, 3}), false, test::view(b, {4, 7}), false,
+                           test::view(c, {5, 7})),
                     Catch::Contains("op(A) is 5x3") && Catch::Contains("op(B) is 4x7"));
-  CHECK_THROWS_WITH(matmul(ctx, view(a, {5, 3}), false, view(b, {3, 7}), false, view(c, {7, 5})),
+  CHECK_THROWS_WITH(matmul(ctx, test::view(a, {5, 3}), false, test::view(b, {3, 7}), false,
+                           test::view(c, {7, 5})),
                     Catch::Contains("C is 7x5"));
-  Tensor bias_t = view(bias, {6});
-  CHECK_THROWS_WITH(matmul(ctx, view(a, {5, 3}), false, view(b, {3, 7}), false, view(c, {5, 7}), 1,
-                           0, MatmulEpilogue{&bias_t, nullptr}),
+  Tensor bias_t = test::view(bias, {6});
+  CHECK_THROWS_WITH(matmul(ctx, test::view(a, {5, 3}), false, test::view(b, {3, 7}), false,
+                           test::view(c, {5, 7}), 1, 0, MatmulEpilogue{&bias_t, nullptr}),
                     Catch::Contains("bias f32[6]") && Catch::Contains("N = 7"));
-  Tensor pre_t = view(c, {5, 7});
-  CHECK_THROWS_WITH(matmul(ctx, view(a, {5, 3}), false, view(b, {3, 7}), false, view(c, {5, 7}), 1,
-                           1, MatmulEpilogue{nullptr, &pre_t}),
+  Tensor pre_t = test::view(c, {5, 7});
+  CHECK_THROWS_WITH(matmul(ctx, test::view(a, {5, 3}), false, test::view(b, {3, 7}), false,
+                           test::view(c, {5, 7}), 1, 1, MatmulEpilogue{nullptr, &pre_t}),
                     Catch::Contains("beta == 0"));
   std::vector<double> b64(3 * 7, 1.0);
-  CHECK_THROWS_WITH(matmul(ctx, view(a, {5, 3}), false, view(b64, {3, 7}), false, view(c, {5, 7})),
+  CHECK_THROWS_WITH(matmul(ctx, test::view(a, {5, 3}), false, test::view(b64, {3, 7}), false,
+                           test::view(c, {5, 7})),
                     Catch::Contains("A is f32[5,3]") && Catch::Contains("B is f64[3,7]"));
-  const MatrixBatch ma{view(a, {15}), 0, 5, 3, 3, 15};
-  const MatrixBatch mb{view(b, {28}), 0, 3, 7, 7, 21};
-  const MatrixBatch mc{view(c, {35}), 0, 5, 7, 7, 35};
+  const MatrixBatch ma{test::view(a, {15}), 0, 5, 3, 3, 15};
+  const MatrixBatch mb{test::view(b, {28}), 0, 3, 7, 7, 21};
+  const MatrixBatch mc{test::view(c, {35}), 0, 5, 7, 7, 35};
   CHECK_THROWS_WITH(matmul_batched(ctx, ma, false, mb, false, mc, 2),
                     Catch::Contains("A (2 x 5x3") && Catch::Contains("reaches element 30"));
 }

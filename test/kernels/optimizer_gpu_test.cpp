@@ -30,10 +30,6 @@ std::vector<ParamSegment> make_segments(int64_t& total) {
   return segs;
 }
 
-Tensor host(std::vector<float>& v) {
-  return Tensor::view_of(v.data(), Device::CPU, {static_cast<int64_t>(v.size())});
-}
-
 }  // namespace
 
 TEST_CASE("grad_norm on the GPU matches the CPU and is deterministic", "[optimizer][gpu]") {
@@ -47,7 +43,7 @@ TEST_CASE("grad_norm on the GPU matches the CPU and is deterministic", "[optimiz
   const SegmentTable table = make_segment_table(gpu, arena, segs, total);
   std::vector<float> g = test::random_vector<float>(total, 5, -2, 2);
   std::vector<float> norm(1), seg_norms(segs.size());
-  grad_norm(cpu, host(g), cpu_table, Tensor{}, host(norm), host(seg_norms));
+  grad_norm(cpu, test::view(g), cpu_table, Tensor{}, test::view(norm), test::view(seg_norms));
   const Tensor dg = test::upload(gpu, arena, g, {total});
   const Tensor dnorm = arena.alloc<float>({1});
   const Tensor dseg = arena.alloc<float>({table.num_segments});
@@ -93,22 +89,22 @@ TEST_CASE("adamw and lamb on the GPU match the CPU over two steps", "[optimizer]
         h.lr = 1e-2f;
         h.step = static_cast<float>(step);
         std::array<float, kNumHyper> hyper = h.packed();  // max_norm 1: clipping is active
-        copy_tensor(gpu.stream(), dg, host(g));
+        copy_tensor(gpu.stream(), dg, test::view(g));
         copy_tensor(gpu.stream(), dhyper, Tensor::view_of(hyper.data(), Device::CPU, {kNumHyper}));
         poison_tensor(gpu.stream(), workspace);
         poison_tensor(gpu.stream(), dnorm);
         grad_norm(gpu, dg, table, workspace, dnorm, Tensor{});
-        grad_norm(cpu, host(g), cpu_table, Tensor{}, host(norm), Tensor{});
+        grad_norm(cpu, test::view(g), cpu_table, Tensor{}, test::view(norm), Tensor{});
         REQUIRE(norm[0] > 1.0f);
         const Tensor hyper_cpu = Tensor::view_of(hyper.data(), Device::CPU, {kNumHyper});
         if (lamb) {
           lamb_step(gpu, dp, dg, dm, dv, table, dhyper, dnorm, bias_correction, workspace);
-          lamb_step(cpu, host(p), host(g), host(m), host(v), cpu_table, hyper_cpu, host(norm),
-                    bias_correction, Tensor{});
+          lamb_step(cpu, test::view(p), test::view(g), test::view(m), test::view(v), cpu_table,
+                    hyper_cpu, test::view(norm), bias_correction, Tensor{});
         } else {
           adamw_step(gpu, dp, dg, dm, dv, table, dhyper, dnorm, bias_correction);
-          adamw_step(cpu, host(p), host(g), host(m), host(v), cpu_table, hyper_cpu, host(norm),
-                     bias_correction);
+          adamw_step(cpu, test::view(p), test::view(g), test::view(m), test::view(v), cpu_table,
+                     hyper_cpu, test::view(norm), bias_correction);
         }
         CHECK(test::download<float>(gpu, dg) == g);  // gradients untouched
         CHECK(test::max_relative_error(test::download<float>(gpu, dm), m) < 1e-5);

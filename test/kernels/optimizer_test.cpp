@@ -9,10 +9,6 @@ using namespace electra;
 
 namespace {
 
-Tensor cpu_view(std::vector<float>& v) {
-  return Tensor::view_of(v.data(), Device::CPU, {static_cast<int64_t>(v.size())});
-}
-
 // Three segments with gaps: [0, 6) decays, [8, 13) does not (LayerNorm-like, lr x 0.5),
 // [14, 20) decays with lr x 0.8. Elements 6, 7 and 13 belong to no segment.
 const std::vector<ParamSegment> kSegments = {
@@ -92,7 +88,7 @@ TEST_CASE("grad_norm equals the direct sum over the segments", "[optimizer]") {
   std::vector<float> g = test::random_vector<float>(kParams, 41, -2, 2);
   g[6] = g[7] = g[13] = 1e3f;  // outside every segment: not counted
   std::vector<float> norm(1), seg_norms(3);
-  grad_norm(ctx, cpu_view(g), table, Tensor{}, cpu_view(norm), cpu_view(seg_norms));
+  grad_norm(ctx, test::view(g), table, Tensor{}, test::view(norm), test::view(seg_norms));
   double total = 0;
   for (size_t s = 0; s < kSegments.size(); ++s) {
     double sq = 0;
@@ -116,8 +112,8 @@ TEST_CASE("adamw first step on one element by hand", "[optimizer]") {
   std::array<float, kNumHyper> hyper = h.packed();
   for (bool bias_correction : {false, true}) {
     std::vector<float> p = {1.0f}, g = {0.5f}, m = {0.0f}, v = {0.0f}, norm = {0.5f};
-    adamw_step(ctx, cpu_view(p), cpu_view(g), cpu_view(m), cpu_view(v), table,
-               Tensor::view_of(hyper.data(), Device::CPU, {kNumHyper}), cpu_view(norm),
+    adamw_step(ctx, test::view(p), test::view(g), test::view(m), test::view(v), table,
+               Tensor::view_of(hyper.data(), Device::CPU, {kNumHyper}), test::view(norm),
                bias_correction);
     // The betas are f32 (1 - 0.999f = 0.00099998713), so the hand values use them as such.
     const double b1 = 0.9f, b2 = 0.999f, m1 = (1 - b1) * 0.5, v1 = (1 - b2) * 0.25;
@@ -149,7 +145,7 @@ TEST_CASE("adamw and lamb two steps match the f64 reference", "[optimizer]") {
         for (int step = 1; step <= 2; ++step) {
           std::vector<float> g = test::random_vector<float>(kParams, 60 + step, -3, 3);
           const std::vector<float> g0 = g;
-          grad_norm(ctx, cpu_view(g), table, Tensor{}, cpu_view(norm), Tensor{});
+          grad_norm(ctx, test::view(g), table, Tensor{}, test::view(norm), Tensor{});
           REQUIRE(norm[0] > 1.0f);  // so that max_norm = 1 clips
           OptimHyperValues h;
           h.lr = 0.05f;
@@ -158,11 +154,11 @@ TEST_CASE("adamw and lamb two steps match the f64 reference", "[optimizer]") {
           std::array<float, kNumHyper> hyper = h.packed();
           const Tensor hyper_t = Tensor::view_of(hyper.data(), Device::CPU, {kNumHyper});
           if (lamb) {
-            lamb_step(ctx, cpu_view(p), cpu_view(g), cpu_view(m), cpu_view(v), table, hyper_t,
-                      cpu_view(norm), bias_correction, cpu_view(workspace));
+            lamb_step(ctx, test::view(p), test::view(g), test::view(m), test::view(v), table,
+                      hyper_t, test::view(norm), bias_correction, test::view(workspace));
           } else {
-            adamw_step(ctx, cpu_view(p), cpu_view(g), cpu_view(m), cpu_view(v), table, hyper_t,
-                       cpu_view(norm), bias_correction);
+            adamw_step(ctx, test::view(p), test::view(g), test::view(m), test::view(v), table,
+                       hyper_t, test::view(norm), bias_correction);
           }
           reference_step(ref, g, h, norm[0], bias_correction, lamb);
           CHECK(g == g0);

@@ -56,12 +56,8 @@ TEST_CASE("softmax_xent on the GPU matches the CPU at the generator's shape",
     for (DType dtype : {DType::F32, DType::BF16}) {
       INFO("dtype " << dtype_name(dtype) << " temperature " << temperature);
       const size_t mark = arena.mark();
-      const Tensor logits = dtype == DType::F32 ? test::upload(gpu, arena, x, {m, stride})
-                                                : test::upload_bf16(gpu, arena, x, {m, stride});
-      std::vector<float> seen = x;
-      if (dtype == DType::BF16) {
-        for (float& f : seen) f = bf16_to_float(float_to_bf16(f));
-      }
+      const Tensor logits = test::upload_as(gpu, arena, x, dtype, {m, stride});
+      std::vector<float> seen = test::as_dtype(x, dtype);
       const Reference ref = reference(seen, m, stride, labels, weights, params);
       const Tensor dl = test::upload(gpu, arena, labels, {m});
       const Tensor dw = test::upload(gpu, arena, weights, {m});
