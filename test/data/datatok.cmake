@@ -9,3 +9,6 @@ electra_test(datatok_fixture_tests LABEL fixture SHARED DEPS electra_data
 add_test(NAME datatok_cli_e2e
   COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/datatok_cli_e2e.sh $<TARGET_FILE:electra>)
 set_tests_properties(datatok_cli_e2e PROPERTIES LABELS e2e)
+# Parity with HF BertTokenizer on the committed small vocabulary: always runs.
+electra_test(datatok_small_vocab_fixture_tests LABEL fixture DEPS electra_data
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/tokenizer_small_vocab_test.cpp)

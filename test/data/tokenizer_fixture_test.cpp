@@ -15,31 +15,14 @@
 #include "data/text_reader.h"
 #include "data/tokenizer.h"
 #include "data/vocab.h"
+#include "test/data/tokenizer_fixture_util.h"
 
 using namespace electra::data;
+using namespace electra::data::test;
 
 namespace {
 
 const std::string kShared = ELECTRA_SHARED_DIR;
-const std::string kFixture =
-    std::string(ELECTRA_SOURCE_DIR) + "/test/fixtures/bert_tokenizer_fixture.jsonl";
-
-std::vector<nlohmann::json> read_fixture() {
-  std::ifstream in(kFixture);
-  REQUIRE(in.good());
-  std::vector<nlohmann::json> records;
-  std::string line;
-  while (std::getline(in, line)) records.push_back(nlohmann::json::parse(line));
-  return records;
-}
-
-std::string from_hex(const std::string& hex) {
-  std::string out;
-  for (size_t i = 0; i + 1 < hex.size(); i += 2) {
-    out.push_back(static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16)));
-  }
-  return out;
-}
 
 std::vector<int32_t> from_base64_u16(const std::string& b64) {
   static const std::string kAlphabet =
@@ -63,37 +46,21 @@ std::vector<int32_t> from_base64_u16(const std::string& b64) {
   return ids;
 }
 
-std::string tokens_of(const Vocab& vocab, const std::vector<int32_t>& ids) {
-  std::string out;
-  for (int32_t id : ids) {
-    out += out.empty() ? "" : " ";
-    out += id >= 0 && static_cast<size_t>(id) < vocab.size() ? std::string(vocab.token(id)) : "?";
-  }
-  return out;
-}
-
 }  // namespace
 
 TEST_CASE("tokenizer matches HF BertTokenizer on crafted text, corpus lines and pairs",
           "[tokenizer][fixture]") {
   const Vocab vocab = Vocab::load(kShared + "/data/vocab/bert-base-uncased-vocab.txt");
   Tokenizer tokenizer(vocab);
-  const auto records = read_fixture();
+  const auto records = read_jsonl(kFixtureDir + "/bert_tokenizer_fixture.jsonl");
 
   std::map<std::string, std::vector<std::string>> corpus;  // file -> first lines
   size_t texts = 0, lines = 0, pairs = 0, tokens = 0;
   for (const auto& rec : records) {
     const std::string kind = rec.at("kind");
     if (kind == "text") {
-      const std::string text =
-          rec.contains("hex") ? from_hex(rec.at("hex")) : rec.at("text").get<std::string>();
-      const auto expected = rec.at("ids").get<std::vector<int32_t>>();
-      const auto ids = tokenizer.encode(text);
-      INFO("case " << rec.at("name").get<std::string>() << "\n  got      " << tokens_of(vocab, ids)
-                   << "\n  expected " << tokens_of(vocab, expected));
-      CHECK(ids == expected);
+      tokens += check_text_record(tokenizer, vocab, rec);
       ++texts;
-      tokens += expected.size();
     } else if (kind == "corpus") {
       const std::string file = rec.at("file");
       auto& file_lines = corpus[file];
@@ -117,11 +84,7 @@ TEST_CASE("tokenizer matches HF BertTokenizer on crafted text, corpus lines and 
       ++lines;
       tokens += expected.size();
     } else if (kind == "pair") {
-      const auto enc = tokenizer.encode_pair(rec.at("a").get<std::string>(),
-                                             rec.at("b").get<std::string>(), rec.at("max_len"));
-      INFO("pair " << rec.at("a") << " / " << rec.at("b") << " max_len " << rec.at("max_len"));
-      CHECK(enc.ids == rec.at("ids").get<std::vector<int32_t>>());
-      CHECK(enc.segment_ids == rec.at("segments").get<std::vector<int32_t>>());
+      check_pair_record(tokenizer, rec);
       ++pairs;
     }
   }
