@@ -49,7 +49,7 @@ int main() {
     Arena arena("bench", Device::CUDA, static_cast<size_t>(batch * len * h) * 8 + (16 << 20));
     std::vector<int32_t> pos = test::random_ints(rows, 1, 0, static_cast<int32_t>(len - 1));
     std::vector<float> x = test::random_vector<float>(batch * len * h, 2);
-    for (float& v : x) v = bf16_to_float(float_to_bf16(v));
+    x = test::as_dtype(std::move(x), DType::BF16);
     const Tensor gpos = test::upload(ctx, arena, pos, {batch, slots});
     const Tensor gx = test::upload_bf16(ctx, arena, x, {batch, len, h});
     const Tensor gout = arena.alloc<bf16>({rows, h});

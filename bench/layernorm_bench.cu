@@ -88,8 +88,8 @@ int main() {
         static_cast<size_t>(n * h) * 8 + layernorm_backward_workspace_floats(n, h) * 4 + (1 << 20));
     std::vector<float> x = test::random_vector<float>(n * h, 1, -2, 3);
     std::vector<float> dy = test::random_vector<float>(n * h, 2, -1, 1);
-    for (float& v : x) v = bf16_to_float(float_to_bf16(v));
-    for (float& v : dy) v = bf16_to_float(float_to_bf16(v));
+    x = test::as_dtype(std::move(x), DType::BF16);
+    dy = test::as_dtype(std::move(dy), DType::BF16);
     std::vector<float> gamma = test::random_vector<float>(h, 3, 0.5, 1.5);
     std::vector<float> beta = test::random_vector<float>(h, 4, -1, 1);
     const Tensor gx = test::upload_bf16(ctx, arena, x, {n, h});

@@ -79,8 +79,8 @@ bool validate_forward(Context& ctx, const std::vector<float>& x, const std::vect
                       const std::vector<float>& bias, const Tensor& y, int64_t in, int64_t out) {
   const int64_t rows = 64;
   std::vector<float> xs(x.begin(), x.begin() + rows * in), ws = w, bs = bias;
-  for (float& v : xs) v = bf16_to_float(float_to_bf16(v));
-  for (float& v : ws) v = bf16_to_float(float_to_bf16(v));
+  xs = test::as_dtype(std::move(xs), DType::BF16);
+  ws = test::as_dtype(std::move(ws), DType::BF16);
   std::vector<float> ref(rows * out);
   Context cpu = Context::cpu();
   linear_forward(cpu, Tensor::view_of(xs.data(), Device::CPU, {rows, in}),

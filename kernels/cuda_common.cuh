@@ -6,8 +6,10 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <initializer_list>
 
 #include "engine/cuda_check.h"
+#include "engine/tensor.h"
 
 namespace electra::cuda {
 
@@ -123,6 +125,27 @@ __device__ __forceinline__ void store_vec(T* p, const float* in) {
 
 inline bool is_aligned16(const void* p) {
   return reinterpret_cast<uintptr_t>(p) % 16 == 0;
+}
+
+// 8-wide 16-byte access (load_vec<8> / store_vec<8>) is possible: `count` (the row length or
+// element count walked in groups of 8) is a multiple of 8 and every non-null pointer is aligned.
+inline bool vectorizable(int64_t count, std::initializer_list<const void*> ptrs) {
+  bool ok = count % 8 == 0;
+  for (const void* p : ptrs) ok = ok && (p == nullptr || is_aligned16(p));
+  return ok;
+}
+
+// Calls f(T{}) with T = float for F32 and __nv_bfloat16 for BF16, the GPU activation dtypes; throws
+// Error naming the op and the tensor otherwise. The kernels' counterpart of dispatch_cpu_float.
+template <class F>
+void dispatch_activation(const Tensor& act, const char* op, F&& f) {
+  if (act.dtype == DType::F32) {
+    f(float{});
+  } else if (act.dtype == DType::BF16) {
+    f(__nv_bfloat16{});
+  } else {
+    throw Error(str_cat(op, " (cuda): activations must be f32 or bf16, got ", act.str()));
+  }
 }
 
 }  // namespace electra::cuda

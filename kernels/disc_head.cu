@@ -76,15 +76,11 @@ void disc_head(Context& ctx, const Tensor& logits, const Tensor& labels, const T
                const Tensor& workspace) {
   check_dtype(loss, DType::F32, "disc_head (cuda) loss");
   check_dtype(counts, DType::F32, "disc_head (cuda) counts");
-  if (logits.dtype == DType::F32) {
-    launch(ctx, logits.ptr<float>(), labels, weights, scale, loss, dlogits.ptr<float>(), counts,
-           workspace);
-  } else if (logits.dtype == DType::BF16) {
-    launch(ctx, static_cast<const __nv_bfloat16*>(logits.data), labels, weights, scale, loss,
-           static_cast<__nv_bfloat16*>(dlogits.data), counts, workspace);
-  } else {
-    throw Error(str_cat("disc_head (cuda): logits must be f32 or bf16, got ", logits.str()));
-  }
+  dispatch_activation(logits, "disc_head", [&](auto tag) {
+    using T = decltype(tag);
+    launch(ctx, static_cast<const T*>(logits.data), labels, weights, scale, loss,
+           static_cast<T*>(dlogits.data), counts, workspace);
+  });
 }
 
 }  // namespace electra::cuda

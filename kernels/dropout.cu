@@ -54,7 +54,7 @@ template <class T>
 void launch(Context& ctx, const T* in, T* out, int64_t n, const DropoutSite& site) {
   if (n == 0) return;
   const float scale = 1.0f / (1.0f - site.p);
-  if (n % kVec == 0 && is_aligned16(in) && is_aligned16(out)) {
+  if (vectorizable(n, {in, out})) {
     dropout_vec_kernel<<<ceil_div(n / kVec, kThreads), kThreads, 0, ctx.stream()>>>(
         in, out, n / kVec, site, scale);
   } else {
@@ -66,14 +66,10 @@ void launch(Context& ctx, const T* in, T* out, int64_t n, const DropoutSite& sit
 
 void apply_mask(Context& ctx, const Tensor& in, const Tensor& out, const DropoutSite& site,
                 const char* op) {
-  if (in.dtype == DType::F32) {
-    launch(ctx, in.ptr<float>(), out.ptr<float>(), in.numel(), site);
-  } else if (in.dtype == DType::BF16) {
-    launch(ctx, static_cast<const __nv_bfloat16*>(in.data), static_cast<__nv_bfloat16*>(out.data),
-           in.numel(), site);
-  } else {
-    throw Error(str_cat(op, " (cuda): activations must be f32 or bf16, got ", in.str()));
-  }
+  dispatch_activation(in, op, [&](auto tag) {
+    using T = decltype(tag);
+    launch(ctx, static_cast<const T*>(in.data), static_cast<T*>(out.data), in.numel(), site);
+  });
 }
 
 }  // namespace

@@ -156,23 +156,6 @@ __global__ void segment_finish_kernel(const float* partial, float* dsegment, int
   dsegment[i] += sum;
 }
 
-bool vectorizable(int64_t e, std::initializer_list<const void*> ptrs) {
-  bool ok = e % 8 == 0;
-  for (const void* p : ptrs) ok = ok && is_aligned16(p);
-  return ok;
-}
-
-template <class F>
-void dispatch_activation(const Tensor& act, const char* op, F&& f) {
-  if (act.dtype == DType::F32) {
-    f(float{});
-  } else if (act.dtype == DType::BF16) {
-    f(__nv_bfloat16{});
-  } else {
-    throw Error(str_cat(op, " (cuda): activations must be f32 or bf16, got ", act.str()));
-  }
-}
-
 void check_tables(const char* op, std::initializer_list<const Tensor*> tables) {
   for (const Tensor* t : tables) check_dtype(*t, DType::F32, op);
 }

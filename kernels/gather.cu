@@ -59,7 +59,7 @@ void forward(Context& ctx, const Tensor& x, const Tensor& positions, const Tenso
   const T* in = static_cast<const T*>(x.data);
   T* y = static_cast<T*>(out.data);
   const int32_t* pos = positions.ptr<int32_t>();
-  if (h % 8 == 0 && is_aligned16(in) && is_aligned16(y)) {
+  if (vectorizable(h, {in, y})) {
     gather_forward_kernel<T, 8>
         <<<batch * slots, threads_for(h / 8), 0, ctx.stream()>>>(in, pos, y, len, h, slots);
   } else {
@@ -76,7 +76,7 @@ void backward(Context& ctx, const Tensor& dout, const Tensor& positions, const T
   const T* d = static_cast<const T*>(dout.data);
   T* out = static_cast<T*>(dx.data);
   const int32_t* pos = positions.ptr<int32_t>();
-  const int v = (h % 8 == 0 && is_aligned16(d) && is_aligned16(out)) ? 8 : 1;
+  const int v = vectorizable(h, {d, out}) ? 8 : 1;
   const int threads = threads_for(ceil_div(h, v));
   const dim3 grid(static_cast<unsigned>(ceil_div(ceil_div(h, v), threads)),
                   static_cast<unsigned>(batch));
@@ -86,17 +86,6 @@ void backward(Context& ctx, const Tensor& dout, const Tensor& positions, const T
     gather_backward_kernel<T, 1><<<grid, threads, 0, ctx.stream()>>>(d, pos, out, len, h, slots);
   }
   ELECTRA_CUDA_CHECK_LAUNCH();
-}
-
-template <class F>
-void dispatch_activation(const Tensor& act, const char* op, F&& f) {
-  if (act.dtype == DType::F32) {
-    f(float{});
-  } else if (act.dtype == DType::BF16) {
-    f(__nv_bfloat16{});
-  } else {
-    throw Error(str_cat(op, " (cuda): activations must be f32 or bf16, got ", act.str()));
-  }
 }
 
 }  // namespace

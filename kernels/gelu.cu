@@ -84,12 +84,6 @@ dim3 grid_for(int64_t n, int64_t h, int v, int& threads) {
               static_cast<unsigned>(ceil_div(n, bias_gelu_rows_per_block(n))));
 }
 
-bool vectorizable(int64_t h, std::initializer_list<const void*> ptrs) {
-  bool ok = h % 8 == 0;
-  for (const void* p : ptrs) ok = ok && (p == nullptr || is_aligned16(p));
-  return ok;
-}
-
 template <class T>
 void forward(Context& ctx, const Tensor& x, const Tensor& b, const Tensor& y) {
   const int64_t n = x.dim(0), h = x.dim(1);
@@ -137,18 +131,6 @@ void backward(Context& ctx, const Tensor& dy, const Tensor& x, const float* bias
   column_sum_kernel<<<ceil_div(h, kMaxThreads), kMaxThreads, 0, ctx.stream()>>>(
       partial, db.ptr<float>(), ceil_div(n, rows), h);
   ELECTRA_CUDA_CHECK_LAUNCH();
-}
-
-// Calls f(T{}) for the activation dtype (f32 or bf16); parameters must be f32.
-template <class F>
-void dispatch_activation(const Tensor& act, const char* op, F&& f) {
-  if (act.dtype == DType::F32) {
-    f(float{});
-  } else if (act.dtype == DType::BF16) {
-    f(__nv_bfloat16{});
-  } else {
-    throw Error(str_cat(op, " (cuda): activations must be f32 or bf16, got ", act.str()));
-  }
 }
 
 void check_activations(const char* op, const Tensor& a, std::initializer_list<const Tensor*> rest) {

@@ -166,29 +166,16 @@ __global__ void layernorm_param_finish_kernel(const float* partial, float* dgamm
   dbeta[col] += db;
 }
 
-bool vectorizable(int64_t h, std::initializer_list<const void*> ptrs) {
-  bool ok = h % 8 == 0;
-  for (const void* p : ptrs) ok = ok && (p == nullptr || is_aligned16(p));
-  return ok;
-}
-
-// Calls f(T{}) for the activation dtype (f32 or bf16) after checking the other tensors' dtypes.
+// Checks that `same` share the activation dtype and `f32` are f32, then dispatches on it.
 template <class F>
-void dispatch_activation(const char* op, const Tensor& act,
-                         std::initializer_list<const Tensor*> same,
-                         std::initializer_list<const Tensor*> f32, F&& f) {
+void dispatch_checked(const char* op, const Tensor& act, std::initializer_list<const Tensor*> same,
+                      std::initializer_list<const Tensor*> f32, F&& f) {
   for (const Tensor* t : same) {
     ELECTRA_CHECK(t->dtype == act.dtype, op, " (cuda): activation ", t->str(), " differs from ",
                   act.str());
   }
   for (const Tensor* t : f32) check_dtype(*t, DType::F32, op);
-  if (act.dtype == DType::F32) {
-    f(float{});
-  } else if (act.dtype == DType::BF16) {
-    f(__nv_bfloat16{});
-  } else {
-    throw Error(str_cat(op, " (cuda): activations must be f32 or bf16, got ", act.str()));
-  }
+  dispatch_activation(act, op, std::forward<F>(f));
 }
 
 template <class T, bool kResidual>
@@ -271,7 +258,7 @@ void backward(Context& ctx, const Tensor& dy, const Tensor& x, const Tensor& gam
 
 void layernorm_forward(Context& ctx, const Tensor& x, const Tensor& gamma, const Tensor& beta,
                        float eps, const Tensor& y, const Tensor& mean, const Tensor& rstd) {
-  dispatch_activation("layernorm_forward", x, {&y}, {&gamma, &beta, &mean, &rstd}, [&](auto tag) {
+  dispatch_checked("layernorm_forward", x, {&y}, {&gamma, &beta, &mean, &rstd}, [&](auto tag) {
     forward<decltype(tag), false>(ctx, x, nullptr, nullptr, DropoutSite{}, gamma, beta, eps, y,
                                   mean, rstd);
   });
@@ -280,7 +267,7 @@ void layernorm_forward(Context& ctx, const Tensor& x, const Tensor& gamma, const
 void layernorm_backward(Context& ctx, const Tensor& dy, const Tensor& x, const Tensor& gamma,
                         const Tensor& mean, const Tensor& rstd, const Tensor& dx,
                         const Tensor& dgamma, const Tensor& dbeta, const Tensor& workspace) {
-  dispatch_activation(
+  dispatch_checked(
       "layernorm_backward", x, {&dy, &dx}, {&gamma, &mean, &rstd, &dgamma, &dbeta}, [&](auto tag) {
         backward<decltype(tag), false>(ctx, dy, x, gamma, mean, rstd, DropoutSite{}, dx, nullptr,
                                        dgamma, dbeta, workspace, "layernorm_backward");
@@ -291,11 +278,11 @@ void residual_layernorm_forward(Context& ctx, const Tensor& x, const Tensor& res
                                 const DropoutSite& site, const Tensor& gamma, const Tensor& beta,
                                 float eps, const Tensor& sum, const Tensor& y, const Tensor& mean,
                                 const Tensor& rstd) {
-  dispatch_activation("residual_layernorm_forward", x, {&residual, &sum, &y},
-                      {&gamma, &beta, &mean, &rstd}, [&](auto tag) {
-                        forward<decltype(tag), true>(ctx, x, &residual, &sum, site, gamma, beta,
-                                                     eps, y, mean, rstd);
-                      });
+  dispatch_checked("residual_layernorm_forward", x, {&residual, &sum, &y},
+                   {&gamma, &beta, &mean, &rstd}, [&](auto tag) {
+                     forward<decltype(tag), true>(ctx, x, &residual, &sum, site, gamma, beta, eps,
+                                                  y, mean, rstd);
+                   });
 }
 
 void residual_layernorm_backward(Context& ctx, const Tensor& dy, const Tensor& sum,
@@ -303,12 +290,12 @@ void residual_layernorm_backward(Context& ctx, const Tensor& dy, const Tensor& s
                                  const DropoutSite& site, const Tensor& dx, const Tensor& dresidual,
                                  const Tensor& dgamma, const Tensor& dbeta,
                                  const Tensor& workspace) {
-  dispatch_activation("residual_layernorm_backward", sum, {&dy, &dx, &dresidual},
-                      {&gamma, &mean, &rstd, &dgamma, &dbeta}, [&](auto tag) {
-                        backward<decltype(tag), true>(ctx, dy, sum, gamma, mean, rstd, site, dx,
-                                                      &dresidual, dgamma, dbeta, workspace,
-                                                      "residual_layernorm_backward");
-                      });
+  dispatch_checked("residual_layernorm_backward", sum, {&dy, &dx, &dresidual},
+                   {&gamma, &mean, &rstd, &dgamma, &dbeta}, [&](auto tag) {
+                     backward<decltype(tag), true>(ctx, dy, sum, gamma, mean, rstd, site, dx,
+                                                   &dresidual, dgamma, dbeta, workspace,
+                                                   "residual_layernorm_backward");
+                   });
 }
 
 }  // namespace electra::cuda

@@ -155,14 +155,11 @@ void softmax_xent(Context& ctx, const Tensor& logits, const Tensor& labels, cons
   const int64_t rows = logits.dim(0), stride = logits.dim(1);
   ELECTRA_CHECK(params.vocab < INT_MAX, "softmax_xent (cuda): vocab ", params.vocab);
   check_dtype(loss, DType::F32, "softmax_xent (cuda) loss");
-  if (logits.dtype == DType::F32) {
-    launch(ctx, logits.ptr<float>(), labels, weights, params, loss, sample, argmax, rows, stride);
-  } else if (logits.dtype == DType::BF16) {
-    launch(ctx, static_cast<__nv_bfloat16*>(logits.data), labels, weights, params, loss, sample,
-           argmax, rows, stride);
-  } else {
-    throw Error(str_cat("softmax_xent (cuda): logits must be f32 or bf16, got ", logits.str()));
-  }
+  dispatch_activation(logits, "softmax_xent", [&](auto tag) {
+    using T = decltype(tag);
+    launch(ctx, static_cast<T*>(logits.data), labels, weights, params, loss, sample, argmax, rows,
+           stride);
+  });
 }
 
 }  // namespace electra::cuda
