@@ -18,7 +18,8 @@
 // mask_token_prob, 0.85 by default) and keeps its token otherwise; no random-token replacement.
 // Every decision is an integer comparison, so CPU and GPU outputs are bit-identical.
 //
-// CUDA: one block per sequence, T <= kMaskingMaxSeqLen. No workspace.
+// T <= kMaskingMaxSeqLen (BERT's 512 positions) on both devices. CUDA: one block per sequence.
+// No workspace.
 #pragma once
 
 #include <cstdint>
@@ -92,8 +93,7 @@ inline void mask_tokens(Context& ctx, const Tensor& ids, const MaskingParams& pa
   check_dtype(weights, DType::F32, "mask_tokens weights");
   ELECTRA_CHECK(params.mask_prob >= 0 && params.mask_prob <= 1, "mask_tokens: mask_prob ",
                 params.mask_prob);
-  ELECTRA_CHECK(!ctx.is_cuda() || t <= kMaskingMaxSeqLen, "mask_tokens: seq_len ", t, " > ",
-                kMaskingMaxSeqLen, " on CUDA");
+  ELECTRA_CHECK(t <= kMaskingMaxSeqLen, "mask_tokens: seq_len ", t, " > ", kMaskingMaxSeqLen);
   ELECTRA_DISPATCH(ctx, mask_tokens, ids, params, masked_ids, positions, original, weights);
 }
 

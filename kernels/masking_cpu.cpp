@@ -1,5 +1,5 @@
 #include <algorithm>
-#include <vector>
+#include <array>
 
 #include "kernels/masking.h"
 
@@ -18,25 +18,28 @@ void mask_tokens(Context&, const Tensor& ids, const MaskingParams& params, const
     uint32_t key;
     int32_t t;
   };
-  std::vector<Candidate> candidates;
+  // A fixed array (the header bounds T): masking runs every training step, so it must not allocate.
+  std::array<Candidate, kMaskingMaxSeqLen> candidates;
   for (int64_t b = 0; b < batch; ++b) {
     const int32_t* row = in + b * seq;
-    candidates.clear();
+    int64_t count = 0;
     int non_pad = 0;
     for (int64_t t = 0; t < seq; ++t) {
       const int32_t id = row[t];
       non_pad += id != params.pad_id;
       if (id != params.pad_id && id != params.cls_id && id != params.sep_id) {
-        candidates.push_back(
-            {params.stream.bits(static_cast<uint64_t>(b * seq + t)), static_cast<int32_t>(t)});
+        candidates[count++] = {params.stream.bits(static_cast<uint64_t>(b * seq + t)),
+                               static_cast<int32_t>(t)};
       }
     }
-    const int64_t k =
-        std::min<int64_t>({slots, static_cast<int64_t>(candidates.size()),
-                           std::max(1, masking_target_count(params.mask_prob, non_pad))});
-    std::sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& c) {
-      return a.key != c.key ? a.key < c.key : a.t < c.t;
-    });
+    const int64_t k = std::min<int64_t>(
+        {slots, count, std::max(1, masking_target_count(params.mask_prob, non_pad))});
+    // The k smallest (key, t) pairs: a strict total order, so the set is unique and only it needs
+    // ordering (by position, below).
+    std::nth_element(candidates.begin(), candidates.begin() + k, candidates.begin() + count,
+                     [](const Candidate& a, const Candidate& c) {
+                       return a.key != c.key ? a.key < c.key : a.t < c.t;
+                     });
     std::sort(candidates.begin(), candidates.begin() + k,
               [](const Candidate& a, const Candidate& c) { return a.t < c.t; });
     std::copy(row, row + seq, out + b * seq);
