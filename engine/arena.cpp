@@ -23,6 +23,13 @@ Arena::Arena(std::string name, Device device, size_t capacity)
   }
 }
 
+Arena Arena::counting(std::string name, Device device) {
+  Arena arena(std::move(name), device, 0);
+  arena.capacity_ = SIZE_MAX;
+  arena.counting_ = true;
+  return arena;
+}
+
 Arena::~Arena() {
   release();
 }
@@ -33,7 +40,8 @@ Arena::Arena(Arena&& other) noexcept
       base_(std::exchange(other.base_, nullptr)),
       capacity_(std::exchange(other.capacity_, 0)),
       used_(std::exchange(other.used_, 0)),
-      high_water_(std::exchange(other.high_water_, 0)) {}
+      high_water_(std::exchange(other.high_water_, 0)),
+      counting_(std::exchange(other.counting_, false)) {}
 
 Arena& Arena::operator=(Arena&& other) noexcept {
   if (this != &other) {
@@ -44,6 +52,7 @@ Arena& Arena::operator=(Arena&& other) noexcept {
     capacity_ = std::exchange(other.capacity_, 0);
     used_ = std::exchange(other.used_, 0);
     high_water_ = std::exchange(other.high_water_, 0);
+    counting_ = std::exchange(other.counting_, false);
   }
   return *this;
 }
@@ -66,7 +75,7 @@ Tensor Arena::alloc(DType dtype, std::initializer_list<int64_t> dims) {
                         t.nbytes(), " bytes for ", t.str(), " with ", used_, " of ", capacity_,
                         " bytes in use"));
   }
-  t.data = base_ + used_;
+  t.data = counting_ ? nullptr : base_ + used_;
   used_ += bytes;
   if (used_ > high_water_) high_water_ = used_;
   return t;

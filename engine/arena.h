@@ -17,6 +17,10 @@ class Arena {
 
   // Allocates `capacity` bytes on `device` (aligned host memory or cudaMalloc).
   Arena(std::string name, Device device, size_t capacity);
+  // An arena without memory that only counts: alloc() returns tensors with data == nullptr and
+  // advances used() and high_water() as a real arena would. A model is planned once against it
+  // to learn how many bytes the real arena needs.
+  static Arena counting(std::string name, Device device);
   ~Arena();
   Arena(const Arena&) = delete;
   Arena& operator=(const Arena&) = delete;
@@ -41,6 +45,7 @@ class Arena {
   size_t capacity() const { return capacity_; }
   size_t used() const { return used_; }
   size_t high_water() const { return high_water_; }
+  bool is_counting() const { return counting_; }
 
  private:
   void release() noexcept;
@@ -51,6 +56,7 @@ class Arena {
   size_t capacity_ = 0;
   size_t used_ = 0;
   size_t high_water_ = 0;
+  bool counting_ = false;
 };
 
 }  // namespace electra

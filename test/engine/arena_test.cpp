@@ -59,3 +59,18 @@ TEST_CASE("A CUDA arena is refused without a usable GPU", "[arena]") {
   else
     CHECK_THROWS_AS(Arena("device", Device::CUDA, 1024), Error);
 }
+
+TEST_CASE("A counting arena measures what a real one would use, without memory", "[arena]") {
+  Arena counting = Arena::counting("plan", Device::CUDA);
+  Tensor a = counting.alloc<float>({10});
+  Tensor b = counting.alloc<double>({3, 5});
+  CHECK(counting.is_counting());
+  CHECK(a.data == nullptr);
+  CHECK(b.data == nullptr);
+  CHECK(b.device == Device::CUDA);
+  Arena real("real", Device::CPU, counting.high_water());
+  real.alloc<float>({10});
+  real.alloc<double>({3, 5});
+  CHECK(real.used() == counting.used());
+  CHECK(counting.high_water() == 512);
+}
