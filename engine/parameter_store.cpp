@@ -3,7 +3,7 @@
 namespace electra {
 
 size_t ParameterStore::add(const std::string& name, std::initializer_list<int64_t> shape,
-                           ParamKind kind) {
+                           ParamKind kind, bool aligned) {
   ELECTRA_CHECK(!allocated(), "ParameterStore::add('", name, "') after allocate()");
   ELECTRA_CHECK(!contains(name), "duplicate parameter '", name, "'");
   ELECTRA_CHECK(shape.size() >= 1 && shape.size() <= static_cast<size_t>(kMaxRank), "parameter '",
@@ -17,8 +17,13 @@ size_t ParameterStore::add(const std::string& name, std::initializer_list<int64_
     ELECTRA_CHECK(d > 0, "parameter '", name, "' has a non-positive dimension");
     p.numel *= d;
   }
-  p.offset = total_;
-  total_ += (p.numel + kAlignElements - 1) / kAlignElements * kAlignElements;
+  if (aligned || params_.empty()) {
+    p.offset = total_;
+  } else {
+    const ParamInfo& previous = params_.back();
+    p.offset = previous.offset + previous.numel;
+  }
+  total_ = (p.offset + p.numel + kAlignElements - 1) / kAlignElements * kAlignElements;
   index_[name] = params_.size();
   params_.push_back(std::move(p));
   return params_.size() - 1;

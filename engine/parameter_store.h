@@ -37,8 +37,11 @@ class ParameterStore {
  public:
   static constexpr int64_t kAlignElements = 64;
 
-  // Declares a parameter; returns its index. Names are unique (Error on a duplicate).
-  size_t add(const std::string& name, std::initializer_list<int64_t> shape, ParamKind kind);
+  // Declares a parameter; returns its index. Names are unique (Error on a duplicate). With
+  // aligned == false the parameter starts right where the previous one ends (no padding), so that
+  // several parameters form one contiguous tensor (the packed Q/K/V projection).
+  size_t add(const std::string& name, std::initializer_list<int64_t> shape, ParamKind kind,
+             bool aligned = true);
   // Allocates the parameter and gradient buffers (dtype f32, or f64 for CPU gradient checks) on
   // the arenas' devices; no add() afterwards.
   void allocate(Arena& params, Arena& grads, DType dtype = DType::F32);

@@ -38,3 +38,15 @@ TEST_CASE("ParameterStore rejects duplicates, late adds and unknown names", "[pa
   CHECK_THROWS_WITH(store.param("b"), Catch::Contains("no parameter named 'b'"));
   CHECK_THROWS_AS(store.add("c", {1}, ParamKind::kBias), Error);
 }
+
+TEST_CASE("ParameterStore packs unaligned parameters right after the previous one", "[params]") {
+  ParameterStore store;
+  store.add("q.weight", {3, 5}, ParamKind::kWeight);
+  store.add("k.weight", {3, 5}, ParamKind::kWeight, /*aligned=*/false);
+  store.add("v.weight", {3, 5}, ParamKind::kWeight, /*aligned=*/false);
+  store.add("next", {2}, ParamKind::kBias);
+  CHECK(store.info("k.weight").offset == 15);
+  CHECK(store.info("v.weight").offset == 30);
+  CHECK(store.info("next").offset == ParameterStore::kAlignElements);
+  CHECK(store.total_elements() == 2 * ParameterStore::kAlignElements);
+}

@@ -1,0 +1,71 @@
+#include "models/embeddings.h"
+
+#include "kernels/dropout.h"
+#include "kernels/embedding.h"
+
+namespace electra {
+
+EmbeddingTables::EmbeddingTables(ModelBuilder& builder, const std::string& prefix,
+                                 const EncoderConfig& config)
+    : word(builder.param(prefix + "embeddings.word_embeddings.weight",
+                         {config.vocab_size, config.embedding_size}, ParamKind::kEmbedding)),
+      position(builder.param(prefix + "embeddings.position_embeddings.weight",
+                             {config.max_positions, config.embedding_size}, ParamKind::kEmbedding)),
+      segment(builder.param(prefix + "embeddings.token_type_embeddings.weight",
+                            {config.type_vocab_size, config.embedding_size},
+                            ParamKind::kEmbedding)),
+      norm_gamma(builder.param(prefix + "embeddings.LayerNorm.weight", {config.embedding_size},
+                               ParamKind::kLayerNormGamma)),
+      norm_beta(builder.param(prefix + "embeddings.LayerNorm.bias", {config.embedding_size},
+                              ParamKind::kLayerNormBeta)) {}
+
+Embeddings::Embeddings(ModelBuilder& builder, const EmbeddingTables& tables,
+                       const std::string& prefix, const EncoderConfig& config, int64_t batch,
+                       int64_t seq_len, uint32_t site, const Tensor& workspace)
+    : tables_(&tables), config_(config), site_(site) {
+  const int64_t e = config.embedding_size, rows = batch * seq_len;
+  norm_ = LayerNorm(builder, tables.norm_gamma, tables.norm_beta, rows, e, config.layer_norm_eps,
+                    workspace);
+  if (config.has_projection()) {
+    project_ = Linear(builder, prefix + "embeddings_project.", e, config.hidden);
+    dropped_ = builder.activation({batch, seq_len, e});
+  }
+  sum_ = builder.activation({batch, seq_len, e});
+  normed_ = builder.activation({batch, seq_len, e});
+  grad_a_ = builder.activation({batch, seq_len, e});
+  grad_b_ = builder.activation({batch, seq_len, e});
+  const size_t lookup_bytes =
+      embedding_backward_workspace_bytes(batch, seq_len, config.type_vocab_size, e);
+  lookup_workspace_ = builder.activation(DType::F32, {static_cast<int64_t>(lookup_bytes / 4 + 1)});
+}
+
+void Embeddings::forward(Context& ctx, const Pass& pass, const Tensor& ids,
+                         const Tensor& segment_ids, const Tensor& out) {
+  ids_ = ids;
+  segment_ids_ = segment_ids;
+  embedding_forward(ctx, ids, segment_ids, tables_->word.value, tables_->position.value,
+                    tables_->segment.value, sum_);
+  norm_.forward(ctx, sum_, normed_);
+  const DropoutSite site = pass.site(site_, config_.hidden_dropout);
+  if (config_.has_projection()) {
+    dropout_forward(ctx, normed_, dropped_, site);
+    project_.forward(ctx, dropped_, out);
+  } else {
+    dropout_forward(ctx, normed_, out, site);
+  }
+}
+
+void Embeddings::backward(Context& ctx, const Pass& pass, const Tensor& dout) {
+  const DropoutSite site = pass.site(site_, config_.hidden_dropout);
+  if (config_.has_projection()) {
+    project_.backward(ctx, dropped_, dout, grad_a_);
+    dropout_backward(ctx, grad_a_, grad_b_, site);
+  } else {
+    dropout_backward(ctx, dout, grad_b_, site);
+  }
+  norm_.backward(ctx, grad_b_, sum_, grad_a_);
+  embedding_backward(ctx, grad_a_, ids_, segment_ids_, tables_->word.grad, tables_->position.grad,
+                     tables_->segment.grad, lookup_workspace_);
+}
+
+}  // namespace electra

@@ -1,0 +1,45 @@
+// Buffers that all layers of one encoder share. Each holds values that die before the next op of
+// the same kind runs, so one set serves every layer (a layer's saved activations are its own).
+//
+// Forward: `a` holds a sublayer's output before its residual LayerNorm.
+// Backward: `residual` carries the gradient of the residual stream: a layer reads the gradient
+// of its output there and leaves the gradient of its input there (via `residual_mid` between its
+// two sublayers); `a`, `b`, `qkv`, `ffn_a`, `ffn_b` hold intermediate gradients.
+#pragma once
+
+#include "kernels/attention.h"
+#include "kernels/gelu.h"
+#include "kernels/layernorm.h"
+#include "models/electra_config.h"
+#include "models/model_builder.h"
+
+namespace electra {
+
+struct EncoderScratch {
+  EncoderScratch() = default;
+  EncoderScratch(ModelBuilder& builder, const EncoderConfig& config, int64_t batch,
+                 int64_t seq_len) {
+    const int64_t rows = batch * seq_len, h = config.hidden, f = config.ffn;
+    const int64_t e = config.embedding_size;
+    const int64_t reduce_floats = std::max(
+        {layernorm_backward_workspace_floats(rows, h), layernorm_backward_workspace_floats(rows, e),
+         bias_gelu_backward_workspace_floats(rows, f), int64_t{1}});
+    reduce = builder.activation(DType::F32, {reduce_floats});
+    attention = builder.activation({batch, config.heads, seq_len, seq_len});
+    residual = builder.activation({batch, seq_len, h});
+    residual_mid = builder.activation({batch, seq_len, h});
+    a = builder.activation({batch, seq_len, h});
+    b = builder.activation({batch, seq_len, h});
+    qkv = builder.activation({batch, seq_len, 3 * h});
+    ffn_a = builder.activation({rows, f});
+    ffn_b = builder.activation({rows, f});
+  }
+
+  Tensor reduce;     // f32: per-block partial sums of the GPU backward reductions
+  Tensor attention;  // [B, heads, T, T]
+  Tensor residual, residual_mid, a, b;  // [B, T, H]
+  Tensor qkv;                           // [B, T, 3H]
+  Tensor ffn_a, ffn_b;                  // [B * T, F]
+};
+
+}  // namespace electra

@@ -1,0 +1,38 @@
+// FeedForward: HF's ElectraIntermediate + ElectraOutput, BERT post-LN:
+//   u = x Wi^T                       [B*T, F]   (saved; the bias is added by the fused GELU)
+//   g = gelu(u + bi)                 [B*T, F]   (exact erf; saved for Wo's gradient)
+//   o = g Wo^T + bo                  [B*T, H]
+//   y = LayerNorm(dropout(o) + x)    (saves the residual sum and its statistics)
+// x is the caller's (the attention output), kept as a view.
+#pragma once
+
+#include <string>
+
+#include "models/encoder_scratch.h"
+#include "models/linear.h"
+#include "models/pass.h"
+
+namespace electra {
+
+class FeedForward {
+ public:
+  FeedForward() = default;
+  // `layer_prefix` is "<model>/electra.encoder.layer.<i>.".
+  FeedForward(ModelBuilder& builder, const std::string& layer_prefix, const EncoderConfig& config,
+              int64_t batch, int64_t seq_len, uint32_t output_site, EncoderScratch& scratch);
+
+  void forward(Context& ctx, const Pass& pass, const Tensor& x, const Tensor& y);
+  // dy -> dx (written); must not alias.
+  void backward(Context& ctx, const Pass& pass, const Tensor& dy, const Tensor& dx);
+
+ private:
+  EncoderConfig config_;
+  uint32_t output_site_ = 0;
+  EncoderScratch* scratch_ = nullptr;
+  Linear intermediate_, output_;
+  Param gamma_, beta_;
+  Tensor x_;
+  Tensor pre_, act_, sum_, mean_, rstd_;
+};
+
+}  // namespace electra

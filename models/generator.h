@@ -1,0 +1,45 @@
+// ElectraGenerator: HF's ElectraForMaskedLM evaluated at the masked positions only.
+//   h   = Encoder(masked ids)                          [B, T, Hg]
+//   x   = h[b, positions[b, k]]                        [B * N, Hg]   (kernels/gather.h)
+//   u   = x Wd^T,  g = gelu(u + bd)                    [B * N, E]    (generator_predictions.dense)
+//   n   = LayerNorm(g)                                 (generator_predictions.LayerNorm)
+//   z   = n W_word^T + b_out                           [B * N, V]    (the SHARED word table, tied
+//   as
+//                                                       in HF; b_out = generator_lm_head.bias)
+// The loss op (kernels/softmax_xent.h) replaces z by dz in place; backward() then reads logits()
+// as the gradient. Gradients reach the shared word table twice: from the logits and the lookup.
+#pragma once
+
+#include "models/encoder.h"
+
+namespace electra {
+
+class ElectraGenerator {
+ public:
+  static constexpr const char* kPrefix = "generator/";
+
+  // Slots: N masked positions per sequence.
+  ElectraGenerator(ModelBuilder& builder, const EncoderConfig& config,
+                   const EmbeddingTables& tables, int64_t batch, int64_t seq_len, int64_t slots);
+
+  // ids, segment_ids, mask i32 [B, T]; positions i32 [B, N] (views kept for the backward).
+  void forward(Context& ctx, const Pass& pass, const Tensor& ids, const Tensor& segment_ids,
+               const Tensor& mask, const Tensor& positions);
+  const Tensor& logits() const { return logits_; }  // [B * N, V]; holds dz before backward()
+  void backward(Context& ctx, const Pass& pass);
+
+  const Encoder& encoder() const { return encoder_; }
+
+ private:
+  EncoderConfig config_;
+  const EmbeddingTables* tables_;
+  Encoder encoder_;
+  Linear dense_;
+  LayerNorm norm_;
+  Param output_bias_;
+  Tensor positions_;
+  Tensor gathered_, pre_, act_, normed_, logits_;  // saved
+  Tensor grad_normed_, grad_act_, grad_pre_, grad_gathered_, reduce_;
+};
+
+}  // namespace electra

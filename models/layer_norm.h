@@ -1,0 +1,38 @@
+// LayerNorm layer over the last dim (kernels/layernorm.h), parameters `prefix`weight (gamma) and
+// `prefix`bias (beta) as HF names them. Saves mean and rstd of its rows; the input must stay
+// alive until the backward (the caller owns it).
+#pragma once
+
+#include <string>
+
+#include "models/model_builder.h"
+
+namespace electra {
+
+class LayerNorm {
+ public:
+  LayerNorm() = default;
+  // For `rows` rows of `width`; `workspace` is the caller's f32 scratch for the GPU backward
+  // (at least layernorm_backward_workspace_floats(rows, width) values).
+  LayerNorm(ModelBuilder& builder, const std::string& prefix, int64_t rows, int64_t width,
+            float eps, const Tensor& workspace);
+  // With parameters declared elsewhere (the shared embedding LayerNorm); own saved statistics.
+  LayerNorm(ModelBuilder& builder, Param gamma, Param beta, int64_t rows, int64_t width, float eps,
+            const Tensor& workspace);
+
+  // x, y [rows, width] (any shape with that many elements).
+  void forward(Context& ctx, const Tensor& x, const Tensor& y) const;
+  // dx written; dgamma, dbeta accumulated. x is the forward's input.
+  void backward(Context& ctx, const Tensor& dy, const Tensor& x, const Tensor& dx) const;
+
+  const Param& gamma() const { return gamma_; }
+  const Param& beta() const { return beta_; }
+
+ private:
+  Param gamma_, beta_;
+  float eps_ = 1e-12f;
+  int64_t rows_ = 0, width_ = 0;
+  Tensor mean_, rstd_, workspace_;
+};
+
+}  // namespace electra

@@ -1,0 +1,98 @@
+#include "models/model_builder.h"
+
+#include "kernels/cast.h"
+
+namespace electra {
+
+ModelDTypes ModelDTypes::for_precision(Precision precision) {
+  switch (precision) {
+    case Precision::F64:
+      return {DType::F64, DType::F64, DType::F64};
+    case Precision::F32:
+      return {DType::F32, DType::F32, DType::F32};
+    case Precision::BF16:
+      return {DType::BF16, DType::F32, DType::F32};
+    case Precision::F16:
+      break;
+  }
+  throw Error(str_cat("models: precision ", precision_name(precision), " is not supported"));
+}
+
+void ModelWeights::refresh_compute(Context& ctx) const {
+  if (compute_flat.data != store.flat_params().data) cast(ctx, store.flat_params(), compute_flat);
+}
+
+ModelBuilder::ModelBuilder(ModelWeights& weights, Arena& acts, ModelDTypes dtypes, Device device)
+    : weights_(weights), acts_(acts), dtypes_(dtypes), device_(device) {
+  ELECTRA_CHECK(
+      planning() == acts.is_counting(),
+      "ModelBuilder: plan with a counting arena and an unallocated store, bind with a real "
+      "arena and an allocated store");
+}
+
+Param ModelBuilder::param(const std::string& name, std::initializer_list<int64_t> shape,
+                          ParamKind kind) {
+  return packed({name}, shape, kind);
+}
+
+Param ModelBuilder::packed(const std::vector<std::string>& names,
+                           std::initializer_list<int64_t> shape, ParamKind kind) {
+  ELECTRA_CHECK(!names.empty(), "ModelBuilder::packed: no names");
+  ParameterStore& store = weights_.store;
+  if (planning()) {
+    const size_t first = store.add(names[0], shape, kind);
+    for (size_t i = 1; i < names.size(); ++i) store.add(names[i], shape, kind, /*aligned=*/false);
+    return view(first, shape, static_cast<int64_t>(names.size()));
+  }
+  // Binding: the layout must be exactly what the planning pass declared.
+  int64_t expected_offset = -1;
+  for (const std::string& name : names) {
+    const ParamInfo& info = store.info(name);
+    ELECTRA_CHECK(info.kind == kind && info.shape == std::vector<int64_t>(shape),
+                  "ModelBuilder: parameter '", name, "' differs between planning and binding");
+    ELECTRA_CHECK(expected_offset < 0 || info.offset == expected_offset, "ModelBuilder: '", name,
+                  "' is not packed after the previous parameter");
+    expected_offset = info.offset + info.numel;
+  }
+  const auto& params = store.params();
+  size_t first = 0;
+  while (params[first].name != names[0]) ++first;
+  return view(first, shape, static_cast<int64_t>(names.size()));
+}
+
+Param ModelBuilder::view(size_t first_index, std::initializer_list<int64_t> shape,
+                         int64_t parts) const {
+  const ParameterStore& store = weights_.store;
+  std::vector<int64_t> dims(shape);
+  dims[0] *= parts;
+  auto make = [&](const Tensor& flat, DType dtype) {
+    Tensor t;
+    t.dtype = dtype;
+    t.device = device_;
+    t.rank = static_cast<int>(dims.size());
+    t.shape.fill(1);
+    for (size_t i = 0; i < dims.size(); ++i) t.shape[i] = dims[i];
+    if (flat.data != nullptr) {
+      const int64_t offset = store.params()[first_index].offset;
+      t.data = static_cast<char*>(flat.data) + static_cast<size_t>(offset) * dtype_size(dtype);
+    }
+    return t;
+  };
+  Param p;
+  p.value = make(store.allocated() ? store.flat_params() : Tensor{}, dtypes_.master);
+  p.grad = make(store.allocated() ? store.flat_grads() : Tensor{}, dtypes_.master);
+  p.compute = make(weights_.compute_flat, weights_.compute_flat.data != nullptr
+                                              ? weights_.compute_flat.dtype
+                                              : dtypes_.activation);
+  return p;
+}
+
+Tensor ModelBuilder::activation(std::initializer_list<int64_t> dims) {
+  return acts_.alloc(dtypes_.activation, dims);
+}
+
+Tensor ModelBuilder::activation(DType dtype, std::initializer_list<int64_t> dims) {
+  return acts_.alloc(dtype, dims);
+}
+
+}  // namespace electra

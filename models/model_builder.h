@@ -1,0 +1,92 @@
+// ModelBuilder: how a layer gets its parameters, activation buffers and scratch at construction.
+//
+// A model is constructed twice (DESIGN section 2: a step allocates nothing, so every buffer is
+// planned up front):
+//   1. planning: parameters are declared in an unallocated ParameterStore and activations come
+//      from a counting Arena (tensors without memory); afterwards the store knows its layout and
+//      the arena its high-water mark;
+//   2. binding: the store is allocated, a real Arena of the measured size is created, and the
+//      same constructors run again: param() now checks each name, shape and kind against the
+//      layout and returns views, activation() returns real memory.
+// Layers never touch memory in their constructors, so the planning pass is free.
+//
+// A Param has three views of one parameter: `value` (the f32 master weight; f64 in gradient
+// checks), `grad` (same layout) and `compute`, what matmuls read: `value` itself, or its bf16
+// copy when activations are bf16 (refreshed once per step by ModelWeights::refresh_compute).
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include "engine/arena.h"
+#include "engine/context.h"
+#include "engine/parameter_store.h"
+
+namespace electra {
+
+// [rows, width] view of a tensor with rows * width elements.
+inline Tensor as_rows(const Tensor& t, int64_t width) {
+  return t.reshape({t.numel() / width, width});
+}
+
+struct Param {
+  Tensor value;
+  Tensor grad;
+  Tensor compute;
+};
+
+// The dtypes a model runs in, from the context's precision: activations and matmul inputs
+// (f64 / f32 / bf16) and statistics, losses and layernorm mean/rstd (f64 in gradient checks, else
+// f32). Master weights are f64 in gradient checks, else f32.
+struct ModelDTypes {
+  DType activation = DType::F32;
+  DType statistic = DType::F32;
+  DType master = DType::F32;
+
+  static ModelDTypes for_precision(Precision precision);
+};
+
+// The flat weights of a model: the store (names and layout), its master and gradient buffers,
+// and the bf16 compute copy when activations are bf16.
+struct ModelWeights {
+  ParameterStore store;
+  Tensor compute_flat;  // bf16 copy of the master buffer, or the master buffer itself
+
+  // Casts the master weights into the compute copy (no-op when they are the same buffer).
+  void refresh_compute(Context& ctx) const;
+};
+
+class ModelBuilder {
+ public:
+  // Planning pass when weights.store is not allocated (acts should then be a counting arena),
+  // binding pass otherwise.
+  ModelBuilder(ModelWeights& weights, Arena& acts, ModelDTypes dtypes, Device device);
+
+  bool planning() const { return !weights_.store.allocated(); }
+  ModelDTypes dtypes() const { return dtypes_; }
+  Device device() const { return device_; }
+
+  // One parameter, aligned to ParameterStore::kAlignElements.
+  Param param(const std::string& name, std::initializer_list<int64_t> shape, ParamKind kind);
+  // Several parameters of one shape stored back to back without padding, returned as one view of
+  // shape [names.size() * shape[0], shape[1:]...]: the packed Q/K/V projection of attention is
+  // HF's query, key and value weights laid out consecutively.
+  Param packed(const std::vector<std::string>& names, std::initializer_list<int64_t> shape,
+               ParamKind kind);
+
+  // An activation buffer in the activation dtype, or in `dtype`.
+  Tensor activation(std::initializer_list<int64_t> dims);
+  Tensor activation(DType dtype, std::initializer_list<int64_t> dims);
+
+ private:
+  Param view(size_t first_index, std::initializer_list<int64_t> shape, int64_t parts) const;
+
+  ModelWeights& weights_;
+  Arena& acts_;
+  ModelDTypes dtypes_;
+  Device device_;
+};
+
+}  // namespace electra

@@ -1,0 +1,354 @@
+#include "models/pretrainer.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "kernels/disc_head.h"
+#include "kernels/masking.h"
+#include "kernels/replace_tokens.h"
+#include "kernels/softmax_xent.h"
+
+namespace electra {
+
+// The models and every per-step buffer, built by one ModelBuilder pass.
+struct ElectraPretrainer::Parts {
+  Parts(ModelBuilder& b, const ElectraConfig& config, const PretrainOptions& o, int64_t slots)
+      : tables(b, str_cat(ElectraDiscriminator::kPrefix, "electra."), config.discriminator),
+        generator(b, config.generator(), tables, o.batch, o.seq_len, slots),
+        discriminator(b, config.discriminator, tables, o.batch, o.seq_len) {
+    const int64_t bt = o.batch * o.seq_len, bn = o.batch * slots;
+    const DType stat = b.dtypes().statistic;
+    ids = b.activation(DType::I32, {o.batch, o.seq_len});
+    segment_ids = b.activation(DType::I32, {o.batch, o.seq_len});
+    mask = b.activation(DType::I32, {o.batch, o.seq_len});
+    token_weights = b.activation(DType::F32, {bt});
+    generator_ids = b.activation(DType::I32, {o.batch, o.seq_len});
+    positions = b.activation(DType::I32, {o.batch, slots});
+    original = b.activation(DType::I32, {o.batch, slots});
+    mlm_weights = b.activation(DType::F32, {o.batch, slots});
+    gen_loss = b.activation(stat, {bn});
+    samples = b.activation(DType::I32, {bn});
+    argmax = b.activation(DType::I32, {bn});
+    disc_ids = b.activation(DType::I32, {o.batch, o.seq_len});
+    labels = b.activation(DType::I32, {o.batch, o.seq_len});
+    disc_loss = b.activation(stat, {bt});
+    counts = b.activation(stat, {kDiscCounts});
+    disc_workspace = b.activation(DType::F32, {disc_head_workspace_size(bt)});
+  }
+
+  EmbeddingTables tables;
+  ElectraGenerator generator;
+  ElectraDiscriminator discriminator;
+  Tensor ids, segment_ids, mask, token_weights;
+  Tensor generator_ids, positions, original, mlm_weights;
+  Tensor gen_loss, samples, argmax;
+  Tensor disc_ids, labels, disc_loss, counts, disc_workspace;
+};
+
+ElectraPretrainer::ElectraPretrainer(Context& ctx, const ElectraConfig& config,
+                                     const PretrainOptions& options)
+    : config_(config),
+      options_(options),
+      slots_(max_predictions(options.mask_prob, static_cast<int>(options.seq_len))),
+      params_("parameters", ctx.device(), 0),
+      grads_("gradients", ctx.device(), 0),
+      acts_("activations", ctx.device(), 0) {
+  config.discriminator.validate("model");
+  config.generator().validate("model (generator)");
+  ELECTRA_USER_CHECK(options.batch > 0 && options.seq_len > 1, "pretrain: batch ", options.batch,
+                     " and seq_len ", options.seq_len, " must be positive");
+  ELECTRA_USER_CHECK(options.seq_len <= config.discriminator.max_positions, "pretrain: seq_len ",
+                     options.seq_len, " exceeds model.max_positions ",
+                     config.discriminator.max_positions);
+  ELECTRA_USER_CHECK(options.seq_len <= kMaskingMaxSeqLen, "pretrain: seq_len ", options.seq_len,
+                     " exceeds ", kMaskingMaxSeqLen);
+  slots_ = std::max<int64_t>(slots_, 1);
+  const ModelDTypes dtypes = ModelDTypes::for_precision(ctx.precision());
+  const Device device = ctx.device();
+
+  // Pass 1: plan parameters and activations without memory.
+  size_t activation_bytes = 0;
+  {
+    Arena counting = Arena::counting("activations", device);
+    ModelBuilder planner(weights_, counting, dtypes, device);
+    Parts planned(planner, config_, options_, slots_);
+    if (options_.keep_logits) {
+      counting.alloc(dtypes.activation, {options_.batch * slots_, config.discriminator.vocab_size});
+      counting.alloc(dtypes.activation, {options_.batch * options_.seq_len});
+    }
+    activation_bytes = counting.high_water();
+  }
+  // Pass 2: allocate, then bind the same layout to real memory.
+  ParameterStore& store = weights_.store;
+  const bool separate_compute = dtypes.activation != dtypes.master;
+  size_t param_bytes = store.bytes_needed(dtypes.master);
+  if (separate_compute) param_bytes += store.bytes_needed(dtypes.activation);
+  params_ = Arena("parameters", device, param_bytes);
+  grads_ = Arena("gradients", device, store.bytes_needed(dtypes.master));
+  acts_ = Arena("activations", device, activation_bytes);
+  store.allocate(params_, grads_, dtypes.master);
+  weights_.compute_flat = separate_compute
+                              ? params_.alloc(dtypes.activation, {store.total_elements()})
+                              : store.flat_params();
+  ModelBuilder builder(weights_, acts_, dtypes, device);
+  parts_ = std::make_unique<Parts>(builder, config_, options_, slots_);
+  if (options_.keep_logits) {
+    kept_gen_logits_ =
+        acts_.alloc(dtypes.activation, {options_.batch * slots_, config.discriminator.vocab_size});
+    kept_disc_logits_ = acts_.alloc(dtypes.activation, {options_.batch * options_.seq_len});
+  }
+  const size_t bt = static_cast<size_t>(options_.batch * options_.seq_len);
+  host_mask_.resize(bt);
+  host_token_weights_.resize(bt);
+  host_original_.resize(static_cast<size_t>(options_.batch * slots_));
+}
+
+ElectraPretrainer::~ElectraPretrainer() = default;
+
+const Tensor& ElectraPretrainer::samples() const {
+  return parts_->samples;
+}
+const Tensor& ElectraPretrainer::labels() const {
+  return parts_->labels;
+}
+const Tensor& ElectraPretrainer::positions() const {
+  return parts_->positions;
+}
+
+namespace {
+
+// Truncated normal N(0, std^2) cut at 2 std (tf.truncated_normal): Box-Muller on Philox bits,
+// redrawn until inside the cut (at most 8 tries; the 9th keeps the clamped value).
+double truncated_normal(const RngStream& stream, uint64_t element, double std) {
+  constexpr double kTwoPi = 6.283185307179586;
+  double z = 0;
+  for (uint64_t attempt = 0; attempt < 8; ++attempt) {
+    const uint64_t base = (element * 8 + attempt) * 2;
+    const double u1 = uniform_open01(stream.bits(base));
+    const double u2 = uniform01(stream.bits(base + 1));
+    z = std::sqrt(-2.0 * std::log(u1)) * std::cos(kTwoPi * u2);
+    if (std::abs(z) <= 2.0) return z * std;
+  }
+  return std::clamp(z, -2.0, 2.0) * std;
+}
+
+// Host values of a tensor of f32 or f64 as doubles.
+std::vector<double> download_doubles(Context& ctx, const Tensor& t) {
+  std::vector<double> out(static_cast<size_t>(t.numel()));
+  if (t.dtype == DType::F64) {
+    copy_tensor(ctx.stream(), Tensor::view_of(out.data(), Device::CPU, {t.numel()}),
+                t.reshape({t.numel()}));
+  } else {
+    std::vector<float> f(out.size());
+    copy_tensor(ctx.stream(), Tensor::view_of(f.data(), Device::CPU, {t.numel()}),
+                t.reshape({t.numel()}));
+    for (size_t i = 0; i < f.size(); ++i) out[i] = f[i];
+  }
+  return out;
+}
+
+template <class T>
+std::vector<T> download_as(Context& ctx, const Tensor& t) {
+  std::vector<T> out(static_cast<size_t>(t.numel()));
+  copy_tensor(ctx.stream(), Tensor::view_of(out.data(), Device::CPU, {t.numel()}),
+              t.reshape({t.numel()}));
+  return out;
+}
+
+template <class T>
+void upload_to(Context& ctx, const Tensor& dst, const std::vector<T>& src) {
+  copy_tensor(
+      ctx.stream(), dst.reshape({dst.numel()}),
+      Tensor::view_of(const_cast<T*>(src.data()), Device::CPU, {static_cast<int64_t>(src.size())}));
+}
+
+}  // namespace
+
+void ElectraPretrainer::init_weights(Context& ctx, uint64_t seed) {
+  const ParameterStore& store = weights_.store;
+  std::vector<double> host(static_cast<size_t>(store.total_elements()), 0.0);
+  const auto& params = store.params();
+  for (size_t i = 0; i < params.size(); ++i) {
+    const ParamInfo& p = params[i];
+    const RngStream stream{seed, RngPurpose::kInit, static_cast<uint32_t>(i), 0};
+    for (int64_t j = 0; j < p.numel; ++j) {
+      double value = 0;
+      switch (p.kind) {
+        case ParamKind::kWeight:
+        case ParamKind::kEmbedding:
+          value = truncated_normal(stream, static_cast<uint64_t>(j), 0.02);
+          break;
+        case ParamKind::kLayerNormGamma:
+          value = 1;
+          break;
+        case ParamKind::kBias:
+        case ParamKind::kLayerNormBeta:
+          value = 0;
+          break;
+      }
+      host[static_cast<size_t>(p.offset + j)] = value;
+    }
+  }
+  if (store.flat_params().dtype == DType::F64) {
+    upload_to(ctx, store.flat_params(), host);
+  } else {
+    upload_to(ctx, store.flat_params(), std::vector<float>(host.begin(), host.end()));
+  }
+  weights_.refresh_compute(ctx);
+}
+
+void ElectraPretrainer::zero_grads(Context& ctx) {
+  zero_tensor(ctx.stream(), weights_.store.flat_grads());
+}
+
+void ElectraPretrainer::stage_batch(Context& ctx, const HostBatch& batch) {
+  const int64_t b = options_.batch, t = options_.seq_len;
+  const size_t bt = static_cast<size_t>(b * t);
+  ELECTRA_USER_CHECK(batch.ids.size() == bt && batch.segment_ids.size() == bt,
+                     "pretrain: a batch needs ", b, " x ", t, " = ", bt,
+                     " ids and segment ids, got ", batch.ids.size(), " and ",
+                     batch.segment_ids.size());
+  const int32_t vocab = config_.discriminator.vocab_size;
+  const int32_t types = config_.discriminator.type_vocab_size;
+  tokens_ = 0;
+  for (size_t i = 0; i < bt; ++i) {
+    const int32_t id = batch.ids[i], seg = batch.segment_ids[i];
+    ELECTRA_USER_CHECK(id >= 0 && id < vocab, "pretrain: token id ", id, " at (sequence ",
+                       i / options_.seq_len, ", position ", i % options_.seq_len,
+                       ") is outside the vocabulary [0, ", vocab, ")");
+    ELECTRA_USER_CHECK(seg >= 0 && seg < types, "pretrain: segment id ", seg, " at (sequence ",
+                       i / options_.seq_len, ", position ", i % options_.seq_len,
+                       ") is outside [0, ", types, ")");
+    const bool real = id != options_.tokens.pad;
+    host_mask_[i] = real;
+    host_token_weights_[i] = real ? 1.0f : 0.0f;
+    tokens_ += real;
+  }
+  ELECTRA_USER_CHECK(tokens_ > 0, "pretrain: a batch without any non-padding token");
+  upload_to(ctx, parts_->ids, batch.ids);
+  upload_to(ctx, parts_->segment_ids, batch.segment_ids);
+  upload_to(ctx, parts_->mask, host_mask_);
+  upload_to(ctx, parts_->token_weights, host_token_weights_);
+}
+
+double ElectraPretrainer::planned_masked_slots(const HostBatch& batch) const {
+  // The masking op's k per sequence (kernels/masking.h), computed on the host so that the loss
+  // scale needs no device-to-host copy.
+  const SpecialTokens& tok = options_.tokens;
+  const int64_t t = options_.seq_len;
+  double total = 0;
+  for (int64_t b = 0; b < options_.batch; ++b) {
+    int non_pad = 0, candidates = 0;
+    for (int64_t i = 0; i < t; ++i) {
+      const int32_t id = batch.ids[static_cast<size_t>(b * t + i)];
+      non_pad += id != tok.pad;
+      candidates += id != tok.pad && id != tok.cls && id != tok.sep;
+    }
+    const int k = std::max(1, masking_target_count(options_.mask_prob, non_pad));
+    total += std::min<int64_t>({slots_, candidates, k});
+  }
+  return total;
+}
+
+void ElectraPretrainer::step(Context& ctx, const HostBatch& batch, uint32_t micro_step,
+                             float loss_scale) {
+  run(ctx, batch, nullptr, micro_step, loss_scale);
+}
+
+void ElectraPretrainer::step_fixed(Context& ctx, const HostBatch& batch,
+                                   const FixedCorruption& fixed, uint32_t micro_step,
+                                   float loss_scale) {
+  run(ctx, batch, &fixed, micro_step, loss_scale);
+}
+
+void ElectraPretrainer::run(Context& ctx, const HostBatch& batch, const FixedCorruption* fixed,
+                            uint32_t micro_step, float loss_scale) {
+  Parts& p = *parts_;
+  const int64_t b = options_.batch, t = options_.seq_len, n = slots_;
+  stage_batch(ctx, batch);
+  weights_.refresh_compute(ctx);
+  const Pass pass{ctx.rng(RngPurpose::kDropout, micro_step), true};
+
+  if (fixed == nullptr) {
+    MaskingParams masking;
+    masking.pad_id = options_.tokens.pad;
+    masking.cls_id = options_.tokens.cls;
+    masking.sep_id = options_.tokens.sep;
+    masking.mask_id = options_.tokens.mask;
+    masking.mask_prob = options_.mask_prob;
+    masking.mask_token_prob = options_.mask_token_prob;
+    masking.stream = ctx.rng(RngPurpose::kMasking, micro_step);
+    mask_tokens(ctx, p.ids, masking, p.generator_ids, p.positions, p.original, p.mlm_weights);
+    masked_slots_ = planned_masked_slots(batch);
+  } else {
+    ELECTRA_CHECK(fixed->generator_ids.size() == static_cast<size_t>(b * t) &&
+                      fixed->positions.size() == static_cast<size_t>(b * n) &&
+                      fixed->weights.size() == static_cast<size_t>(b * n) &&
+                      fixed->samples.size() == static_cast<size_t>(b * n),
+                  "step_fixed: corruption sizes do not match B = ", b, ", T = ", t, ", N = ", n);
+    masked_slots_ = 0;
+    for (int64_t i = 0; i < b * n; ++i) {
+      const int32_t pos = fixed->positions[i];
+      ELECTRA_CHECK(pos >= 0 && pos < t, "step_fixed: position ", pos, " at slot ", i);
+      host_original_[i] = batch.ids[(i / n) * t + pos];
+      masked_slots_ += fixed->weights[i];
+    }
+    upload_to(ctx, p.generator_ids, fixed->generator_ids);
+    upload_to(ctx, p.positions, fixed->positions);
+    upload_to(ctx, p.original, host_original_);
+    upload_to(ctx, p.mlm_weights, fixed->weights);
+  }
+  ELECTRA_USER_CHECK(masked_slots_ > 0, "pretrain: a batch without any maskable token");
+
+  p.generator.forward(ctx, pass, p.generator_ids, p.segment_ids, p.mask, p.positions);
+  if (options_.keep_logits) copy_tensor(ctx.stream(), kept_gen_logits_, p.generator.logits());
+  SoftmaxXentParams xent;
+  xent.vocab = config_.discriminator.vocab_size;
+  xent.temperature = options_.temperature;
+  xent.scale = static_cast<float>(loss_scale / masked_slots_);
+  xent.stream = ctx.rng(RngPurpose::kGumbel, micro_step);
+  softmax_xent(ctx, p.generator.logits(), p.original.reshape({b * n}),
+               p.mlm_weights.reshape({b * n}), xent, p.gen_loss, p.samples, p.argmax);
+  if (fixed != nullptr) upload_to(ctx, p.samples, fixed->samples);
+  replace_tokens(ctx, p.ids, p.positions, p.mlm_weights, p.samples, p.disc_ids, p.labels);
+
+  p.discriminator.forward(ctx, pass, p.disc_ids, p.segment_ids, p.mask);
+  const Tensor disc_logits = p.discriminator.logits().reshape({b * t});
+  if (options_.keep_logits) copy_tensor(ctx.stream(), kept_disc_logits_, disc_logits);
+  const float disc_scale = static_cast<float>(loss_scale * options_.disc_weight / tokens_);
+  disc_head(ctx, disc_logits, p.labels.reshape({b * t}), p.token_weights, disc_scale, p.disc_loss,
+            disc_logits, p.counts, p.disc_workspace);
+
+  p.discriminator.backward(ctx, pass);
+  p.generator.backward(ctx, pass);
+}
+
+StepMetrics ElectraPretrainer::metrics(Context& ctx) const {
+  const Parts& p = *parts_;
+  const std::vector<double> loss = download_doubles(ctx, p.gen_loss);
+  const std::vector<double> counts = download_doubles(ctx, p.counts);
+  const std::vector<int32_t> argmax = download_as<int32_t>(ctx, p.argmax);
+  const std::vector<int32_t> original = download_as<int32_t>(ctx, p.original);
+  const std::vector<float> weights = download_as<float>(ctx, p.mlm_weights);
+  StepMetrics m;
+  double loss_sum = 0, correct = 0, weight = 0;
+  for (size_t i = 0; i < loss.size(); ++i) {
+    loss_sum += loss[i];
+    weight += weights[i];
+    correct += weights[i] * (argmax[i] == original[i]);
+  }
+  auto ratio = [](double a, double b) { return b > 0 ? a / b : 0.0; };
+  m.masked = weight;
+  m.tokens = counts[kDiscWeight];
+  m.gen_loss = ratio(loss_sum, weight);
+  m.gen_accuracy = ratio(correct, weight);
+  m.disc_loss = ratio(counts[kDiscLoss], counts[kDiscWeight]);
+  m.disc_accuracy = ratio(counts[kDiscCorrect], counts[kDiscWeight]);
+  m.disc_precision = ratio(counts[kDiscTruePositive], counts[kDiscPredictedPositive]);
+  m.disc_recall = ratio(counts[kDiscTruePositive], counts[kDiscActualPositive]);
+  m.replaced_fraction = ratio(counts[kDiscActualPositive], counts[kDiscWeight]);
+  m.total_loss = m.gen_loss + options_.disc_weight * m.disc_loss;
+  return m;
+}
+
+}  // namespace electra

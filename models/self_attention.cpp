@@ -1,0 +1,55 @@
+#include "models/self_attention.h"
+
+namespace electra {
+
+SelfAttention::SelfAttention(ModelBuilder& builder, const std::string& prefix,
+                             const EncoderConfig& config, int64_t batch, int64_t seq_len,
+                             uint32_t probs_site, uint32_t output_site, EncoderScratch& scratch)
+    : config_(config), probs_site_(probs_site), output_site_(output_site), scratch_(&scratch) {
+  const int64_t h = config.hidden, rows = batch * seq_len;
+  const std::string self = prefix + "self.";
+  qkv_ = Linear(builder.packed({self + "query.weight", self + "key.weight", self + "value.weight"},
+                               {h, h}, ParamKind::kWeight),
+                builder.packed({self + "query.bias", self + "key.bias", self + "value.bias"}, {h},
+                               ParamKind::kBias));
+  output_ = Linear(builder, prefix + "output.dense.", h, h);
+  gamma_ = builder.param(prefix + "output.LayerNorm.weight", {h}, ParamKind::kLayerNormGamma);
+  beta_ = builder.param(prefix + "output.LayerNorm.bias", {h}, ParamKind::kLayerNormBeta);
+  qkv_out_ = builder.activation({batch, seq_len, 3 * h});
+  probs_ = builder.activation({batch, config.heads, seq_len, seq_len});
+  context_ = builder.activation({batch, seq_len, h});
+  sum_ = builder.activation({rows, h});
+  mean_ = builder.activation(builder.dtypes().statistic, {rows});
+  rstd_ = builder.activation(builder.dtypes().statistic, {rows});
+}
+
+AttentionArgs SelfAttention::args(const Pass& pass) const {
+  return AttentionArgs{config_.heads, pass.p(config_.attention_dropout), pass.dropout, probs_site_};
+}
+
+void SelfAttention::forward(Context& ctx, const Pass& pass, const Tensor& x, const Tensor& mask,
+                            const Tensor& y) {
+  x_ = x;
+  mask_ = mask;
+  const int64_t h = config_.hidden;
+  qkv_.forward(ctx, x, qkv_out_);
+  attention_forward(ctx, qkv_out_, mask, args(pass), probs_, scratch_->attention, context_);
+  output_.forward(ctx, context_, scratch_->a);
+  residual_layernorm_forward(
+      ctx, as_rows(scratch_->a, h), as_rows(x, h), pass.site(output_site_, config_.hidden_dropout),
+      gamma_.value, beta_.value, config_.layer_norm_eps, sum_, as_rows(y, h), mean_, rstd_);
+}
+
+void SelfAttention::backward(Context& ctx, const Pass& pass, const Tensor& dy, const Tensor& dx) {
+  const int64_t h = config_.hidden;
+  EncoderScratch& s = *scratch_;
+  // dx receives the residual path first, then the Q/K/V path is added to it.
+  residual_layernorm_backward(ctx, as_rows(dy, h), sum_, gamma_.value, mean_, rstd_,
+                              pass.site(output_site_, config_.hidden_dropout), as_rows(s.a, h),
+                              as_rows(dx, h), gamma_.grad, beta_.grad, s.reduce);
+  output_.backward(ctx, context_, s.a, s.b);
+  attention_backward(ctx, qkv_out_, mask_, args(pass), probs_, s.b, s.attention, s.qkv);
+  qkv_.backward(ctx, x_, s.qkv, dx, /*accumulate_dx=*/true);
+}
+
+}  // namespace electra

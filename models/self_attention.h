@@ -1,0 +1,47 @@
+// SelfAttention: HF's ElectraAttention (self-attention + output dense + residual LayerNorm), BERT
+// post-LN:
+//   qkv = x [Wq; Wk; Wv]^T + [bq; bk; bv]                [B, T, 3H]   (HF's query/key/value,
+//   packed) c   = attention(qkv, mask)                            [B, T, H] (kernels/attention.h,
+//   with
+//                                                                       probability dropout)
+//   a   = c Wo^T + bo
+//   y   = LayerNorm(dropout(a) + x)                       (kernels/layernorm.h residual variant)
+// Saves qkv, the probabilities, c, and the residual sum with its statistics; x is the caller's
+// (the previous layer's output), kept as a view.
+#pragma once
+
+#include <string>
+
+#include "models/encoder_scratch.h"
+#include "models/linear.h"
+#include "models/pass.h"
+
+namespace electra {
+
+class SelfAttention {
+ public:
+  SelfAttention() = default;
+  // `prefix` is "<model>/electra.encoder.layer.<i>.attention.".
+  SelfAttention(ModelBuilder& builder, const std::string& prefix, const EncoderConfig& config,
+                int64_t batch, int64_t seq_len, uint32_t probs_site, uint32_t output_site,
+                EncoderScratch& scratch);
+
+  // x, y [B, T, H]; mask i32 [B, T] (1 = token, 0 = padding).
+  void forward(Context& ctx, const Pass& pass, const Tensor& x, const Tensor& mask,
+               const Tensor& y);
+  // dy [B, T, H] -> dx [B, T, H] (written). dy and dx must not alias.
+  void backward(Context& ctx, const Pass& pass, const Tensor& dy, const Tensor& dx);
+
+ private:
+  AttentionArgs args(const Pass& pass) const;
+
+  EncoderConfig config_;
+  uint32_t probs_site_ = 0, output_site_ = 0;
+  EncoderScratch* scratch_ = nullptr;
+  Linear qkv_, output_;
+  Param gamma_, beta_;
+  Tensor x_, mask_;
+  Tensor qkv_out_, probs_, context_, sum_, mean_, rstd_;
+};
+
+}  // namespace electra

@@ -1,0 +1,42 @@
+#include <catch2/catch.hpp>
+#include <vector>
+
+#include "kernels/replace_tokens.h"
+#include "test/common/test_util.h"
+
+using namespace electra;
+
+TEST_CASE("replace_tokens scatters weighted samples and labels real replacements", "[replace]") {
+  Context ctx = Context::cpu();
+  // Two sequences of 5; sequence 0 has slots at 1 (sample differs), 3 (sample equals the
+  // original: not replaced); sequence 1 has one weighted slot and an empty slot at position 0.
+  std::vector<int32_t> ids = {2, 10, 11, 12, 3, 2, 20, 21, 3, 0};
+  std::vector<int32_t> positions = {1, 3, 2, 0};
+  std::vector<float> weights = {1, 1, 1, 0};
+  std::vector<int32_t> samples = {50, 12, 60, 99};
+  std::vector<int32_t> replaced(10, -1), labels(10, -1);
+  replace_tokens(ctx, test::view(ids, {2, 5}), test::view(positions, {2, 2}),
+                 test::view(weights, {2, 2}), test::view(samples), test::view(replaced, {2, 5}),
+                 test::view(labels, {2, 5}));
+  CHECK(replaced == std::vector<int32_t>{2, 50, 11, 12, 3, 2, 20, 60, 3, 0});
+  CHECK(labels == std::vector<int32_t>{0, 1, 0, 0, 0, 0, 0, 1, 0, 0});
+}
+
+TEST_CASE("replace_tokens refuses out-of-range and repeated positions, naming the slot",
+          "[replace]") {
+  Context ctx = Context::cpu();
+  std::vector<int32_t> ids = {2, 10, 11, 3};
+  std::vector<float> weights = {1, 1};
+  std::vector<int32_t> samples = {5, 6};
+  std::vector<int32_t> replaced(4), labels(4);
+  std::vector<int32_t> outside = {1, 4};
+  CHECK_THROWS_WITH(replace_tokens(ctx, test::view(ids, {1, 4}), test::view(outside, {1, 2}),
+                                   test::view(weights, {1, 2}), test::view(samples),
+                                   test::view(replaced, {1, 4}), test::view(labels, {1, 4})),
+                    Catch::Contains("position 4") && Catch::Contains("slot 1"));
+  std::vector<int32_t> repeated = {2, 2};
+  CHECK_THROWS_WITH(replace_tokens(ctx, test::view(ids, {1, 4}), test::view(repeated, {1, 2}),
+                                   test::view(weights, {1, 2}), test::view(samples),
+                                   test::view(replaced, {1, 4}), test::view(labels, {1, 4})),
+                    Catch::Contains("repeats"));
+}

@@ -1,0 +1,78 @@
+// The tiny ELECTRA of the model tests (issue 4): 2 layers, H = 32, E = 16 (projection on),
+// generator multiplier 0.5 (generator H = 16 = E, no projection), vocab 97, T = 16, batch 3 with
+// padding in two sequences, and a fixed corruption (masked positions, [MASK]/kept tokens, samples
+// with one sample equal to its original) for the test entry.
+#pragma once
+
+#include <vector>
+
+#include "models/pretrainer.h"
+#include "test/common/test_util.h"
+
+namespace electra::test {
+
+inline ElectraConfig tiny_electra_config(float dropout = 0.0f) {
+  ElectraConfig c;
+  EncoderConfig& d = c.discriminator;
+  d.vocab_size = 97;
+  d.embedding_size = 16;
+  d.hidden = 32;
+  d.layers = 2;
+  d.heads = 2;
+  d.ffn = 64;
+  d.max_positions = 32;
+  d.hidden_dropout = dropout;
+  d.attention_dropout = dropout;
+  c.generator_multiplier = 0.5;
+  return c;
+}
+
+inline PretrainOptions tiny_options() {
+  PretrainOptions o;
+  o.batch = 3;
+  o.seq_len = 16;
+  o.mask_prob = 0.25f;  // N = int(0.255 * 16) = 4 slots
+  o.tokens = SpecialTokens{0, 1, 2, 3};
+  return o;
+}
+
+// Lengths 16, 11 and 7; two segments in the first two sequences.
+inline HostBatch tiny_batch() {
+  const int64_t t = 16;
+  const int lengths[3] = {16, 11, 7};
+  const int first_sep[3] = {8, 5, 6};
+  HostBatch batch;
+  batch.ids.assign(3 * t, 0);
+  batch.segment_ids.assign(3 * t, 0);
+  const std::vector<int32_t> words = random_ints(3 * t, 7, 4, 96);
+  for (int b = 0; b < 3; ++b) {
+    for (int i = 0; i < lengths[b]; ++i) {
+      int32_t id = words[b * t + i];
+      if (i == 0) id = 1;
+      if (i == first_sep[b] || i == lengths[b] - 1) id = 2;
+      batch.ids[b * t + i] = id;
+      batch.segment_ids[b * t + i] = i > first_sep[b] ? 1 : 0;
+    }
+  }
+  return batch;
+}
+
+// Slots per sequence: 4, 3, 1 used; the generator sees [MASK] (3) at all used positions but
+// one, which keeps its token; one sample equals its original (not a replacement).
+inline FixedCorruption tiny_corruption(const HostBatch& batch) {
+  const int64_t t = 16, n = 4;
+  FixedCorruption f;
+  f.positions = {2, 5, 9, 13, 1, 3, 7, 0, 4, 0, 0, 0};
+  f.weights = {1, 1, 1, 1, 1, 1, 1, 0, 1, 0, 0, 0};
+  f.samples = {10, 20, 30, 40, 50, 60, 70, 0, 80, 0, 0, 0};
+  f.generator_ids = batch.ids;
+  for (int64_t i = 0; i < 3 * n; ++i) {
+    if (f.weights[i] == 0) continue;
+    const int64_t at = (i / n) * t + f.positions[i];
+    if (i != 5) f.generator_ids[at] = 3;  // slot 5 keeps its original token
+  }
+  f.samples[1] = batch.ids[0 * t + 5];  // sampled == original: labelled "original"
+  return f;
+}
+
+}  // namespace electra::test
