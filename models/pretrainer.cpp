@@ -105,14 +105,8 @@ ElectraPretrainer::ElectraPretrainer(Context& ctx, const ElectraConfig& config,
 
 ElectraPretrainer::~ElectraPretrainer() = default;
 
-const Tensor& ElectraPretrainer::samples() const {
-  return parts_->samples;
-}
 const Tensor& ElectraPretrainer::labels() const {
   return parts_->labels;
-}
-const Tensor& ElectraPretrainer::positions() const {
-  return parts_->positions;
 }
 
 namespace {
@@ -321,6 +315,16 @@ void ElectraPretrainer::run(Context& ctx, const HostBatch& batch, const FixedCor
 
   p.discriminator.backward(ctx, pass);
   p.generator.backward(ctx, pass);
+}
+
+FixedCorruption ElectraPretrainer::corruption(Context& ctx) const {
+  const Parts& p = *parts_;
+  FixedCorruption f;
+  f.generator_ids = download_as<int32_t>(ctx, p.generator_ids);
+  f.positions = download_as<int32_t>(ctx, p.positions);
+  f.weights = download_as<float>(ctx, p.mlm_weights);
+  f.samples = download_as<int32_t>(ctx, p.samples);
+  return f;
 }
 
 StepMetrics ElectraPretrainer::metrics(Context& ctx) const {

@@ -103,10 +103,10 @@ class ElectraPretrainer {
   // logits [B * T].
   const Tensor& generator_logits() const { return kept_gen_logits_; }
   const Tensor& discriminator_logits() const { return kept_disc_logits_; }
-  // The last step's samples [B * N] and discriminator labels [B, T].
-  const Tensor& samples() const;
+  // The last step's corruption: generator input ids [B, T], positions and weights [B, N],
+  // samples [B * N]; and the discriminator labels [B, T].
+  FixedCorruption corruption(Context& ctx) const;
   const Tensor& labels() const;
-  const Tensor& positions() const;
 
  private:
   struct Parts;
