@@ -75,9 +75,10 @@ void segment_ids_from_tokens(std::span<const uint16_t> tokens, uint16_t sep_id,
                              std::span<int32_t> segment_ids) {
   ELECTRA_CHECK(segment_ids.size() == tokens.size(), "segment_ids has ", segment_ids.size(),
                 " entries for ", tokens.size(), " tokens");
+  const size_t length = record_length(tokens, sep_id);
   int seps = 0;
   for (size_t i = 0; i < tokens.size(); ++i) {
-    segment_ids[i] = seps == 1 ? 1 : 0;
+    segment_ids[i] = seps == 1 && i < length ? 1 : 0;
     if (tokens[i] == sep_id) ++seps;
   }
 }

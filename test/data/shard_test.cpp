@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "data/example_order.h"
+#include "data/pretrain_batches.h"
 #include "data/shard.h"
 #include "data/shard_reader.h"
 #include "datatok_test_util.h"
@@ -205,4 +206,38 @@ TEST_CASE("a saved cursor resumes exactly the same sequence", "[shard][order]") 
   DataCursor restored = saved;
   for (int i = 45; i < 100; ++i) resumed.push_back(second.next(restored));
   CHECK(resumed == straight);
+}
+
+TEST_CASE("pre-training batches hold the ordered examples with their segment ids",
+          "[shard][batches]") {
+  TempDir dir("batches");
+  const std::string a = write_shard(dir, "a.bin", 0, 7);
+  const std::string b = write_shard(dir, "b.bin", 7, 5);
+  const ShardSet shards({a, b});
+  PretrainBatches batches(shards, 9);
+  ExampleOrder order(shards.size(), 9);
+  DataCursor cursor, expected_cursor;
+  std::vector<int32_t> ids(3 * kSeqLen), segments(3 * kSeqLen);
+  for (int step = 0; step < 5; ++step) {  // 15 examples: crosses into the second epoch
+    batches.next(3, cursor, ids, segments);
+    for (int j = 0; j < 3; ++j) {
+      const uint64_t i = order.next(expected_cursor);
+      const std::vector<uint16_t> r = record(i);
+      bool second = false, seen_first_sep = false;
+      for (uint32_t t = 0; t < kSeqLen; ++t) {
+        INFO("step " << step << " example " << i << " position " << t);
+        CHECK(ids[j * kSeqLen + t] == r[t]);
+        const int32_t want_segment = r[t] == 0 ? 0 : (second ? 1 : 0);
+        CHECK(segments[j * kSeqLen + t] == want_segment);
+        if (r[t] == 102) {
+          if (seen_first_sep)
+            second = false;
+          else
+            second = true, seen_first_sep = true;
+        }
+      }
+    }
+  }
+  CHECK(cursor == expected_cursor);
+  CHECK(cursor.epoch == 1);
 }
