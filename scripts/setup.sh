@@ -10,7 +10,7 @@ set -euo pipefail
 declare -A MIN_VERSION=([cmake]=3.24 [catch2]=2.13 [libeigen3-dev]=3.4 [nlohmann-json3-dev]=3.10)
 
 PACKAGES=(
-  build-essential cmake ninja-build pkg-config git clang-format python3
+  build-essential cmake ninja-build pkg-config git clang-format python3 python3-matplotlib
   catch2 libeigen3-dev libyaml-cpp-dev libutf8proc-dev nlohmann-json3-dev libzstd-dev zstd
   libopenmpi-dev openmpi-bin
 )

@@ -1,0 +1,228 @@
+#include "apps/pretrain_config.h"
+
+#include <cstdio>
+#include <sstream>
+
+#include "data/fnv.h"
+#include "models/flops.h"
+
+namespace electra::apps {
+namespace {
+
+// "a,b , c" -> {"a", "b", "c"}; empty items are errors.
+std::vector<std::string> split_paths(const std::string& list, const std::string& file) {
+  std::vector<std::string> out;
+  std::stringstream in(list);
+  for (std::string item; std::getline(in, item, ',');) {
+    const size_t first = item.find_first_not_of(" \t");
+    const size_t last = item.find_last_not_of(" \t");
+    ELECTRA_USER_CHECK(first != std::string::npos, file, ": data.shards: empty path in '", list,
+                       "'");
+    out.push_back(item.substr(first, last - first + 1));
+  }
+  ELECTRA_USER_CHECK(!out.empty(), file, ": data.shards: no path given");
+  return out;
+}
+
+template <class T>
+T in_range(const std::string& file, T value, bool ok, const char* key, const char* rule) {
+  ELECTRA_USER_CHECK(ok, file, ": ", key, " must be ", rule, " (got ", value, ")");
+  return value;
+}
+
+// %.17g: enough digits for a double to read back to the same value.
+std::string exact(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.17g", x);
+  return buf;
+}
+
+void encoder_lines(std::ostringstream& out, const char* who, const EncoderConfig& e) {
+  out << who << ".vocab_size=" << e.vocab_size << "\n"
+      << who << ".embedding_size=" << e.embedding_size << "\n"
+      << who << ".hidden=" << e.hidden << "\n"
+      << who << ".layers=" << e.layers << "\n"
+      << who << ".heads=" << e.heads << "\n"
+      << who << ".ffn=" << e.ffn << "\n"
+      << who << ".max_positions=" << e.max_positions << "\n"
+      << who << ".type_vocab_size=" << e.type_vocab_size << "\n"
+      << who << ".hidden_dropout=" << exact(e.hidden_dropout) << "\n"
+      << who << ".attention_dropout=" << exact(e.attention_dropout) << "\n"
+      << who << ".layer_norm_eps=" << exact(e.layer_norm_eps) << "\n";
+}
+
+const char* schedule_name(ScheduleKind kind) {
+  switch (kind) {
+    case ScheduleKind::kLinear:
+      return "linear";
+    case ScheduleKind::kConstant:
+      return "constant";
+    case ScheduleKind::kCosine:
+      return "cosine";
+  }
+  return "?";
+}
+
+}  // namespace
+
+const char* train_device_name(TrainDevice device) {
+  switch (device) {
+    case TrainDevice::kAuto:
+      return "auto";
+    case TrainDevice::kCpu:
+      return "cpu";
+    case TrainDevice::kCuda:
+      return "cuda";
+  }
+  return "?";
+}
+
+PretrainConfig read_pretrain_config(const std::string& path,
+                                    const std::vector<std::string>& overrides) {
+  ConfigNode root = ConfigNode::load(path);
+  for (const std::string& o : overrides) root.apply_override(o);
+  PretrainConfig c;
+  c.path = path;
+  c.model = read_electra_config(root.section("model"));
+
+  ConfigNode data = root.section("data");
+  c.shards = split_paths(data.require<std::string>("shards"), path);
+  c.vocab = data.require<std::string>("vocab");
+  ELECTRA_USER_CHECK(!c.vocab.empty(), path, ": data.vocab is empty");
+
+  ConfigNode masking = root.section("masking");
+  MaskingConfig& m = c.masking;
+  const double mask_prob = masking.get<double>("mask_prob", m.mask_prob);
+  m.mask_prob =
+      in_range(path, mask_prob, mask_prob > 0 && mask_prob < 1, "masking.mask_prob", "in (0, 1)");
+  const double token = masking.get<double>("mask_token_prob", m.mask_token_prob);
+  m.mask_token_prob =
+      in_range(path, token, token >= 0 && token <= 1, "masking.mask_token_prob", "in [0, 1]");
+  const double temperature = masking.get<double>("temperature", m.temperature);
+  m.temperature = in_range(path, temperature, temperature > 0, "masking.temperature", "positive");
+
+  ConfigNode train = root.section("train");
+  TrainConfig& t = c.train;
+  const int64_t batch = train.get<int64_t>("batch_size", t.batch_size);
+  t.batch_size = in_range(path, batch, batch > 0, "train.batch_size", "positive");
+  const int64_t micro = train.get<int64_t>("micro_batch_size", 0);
+  in_range(path, micro, micro >= 0, "train.micro_batch_size", "non-negative (0: batch_size)");
+  t.micro_batch_size = micro == 0 ? t.batch_size : micro;
+  ELECTRA_USER_CHECK(t.batch_size % t.micro_batch_size == 0, path,
+                     ": train.batch_size must be a multiple of train.micro_batch_size (got ",
+                     t.batch_size, " and ", t.micro_batch_size, ")");
+  const int64_t seq = train.get<int64_t>("seq_len", t.seq_len);
+  const int64_t max_positions = c.model.discriminator.max_positions;
+  ELECTRA_USER_CHECK(seq >= 8 && seq <= max_positions, path, ": train.seq_len must be in [8, ",
+                     "model.max_positions = ", max_positions, "] (got ", seq, ")");
+  t.seq_len = seq;
+  const int64_t steps = train.get<int64_t>("steps", t.steps);
+  t.steps = in_range(path, steps, steps > 0, "train.steps", "positive");
+  t.seed = train.get<uint64_t>("seed", t.seed);
+  const double weight = train.get<double>("disc_weight", t.disc_weight);
+  t.disc_weight = in_range(path, weight, weight >= 0, "train.disc_weight", "non-negative");
+  const std::string device = train.choice("device", "auto", {"auto", "cpu", "cuda"});
+  t.device = device == "cpu"    ? TrainDevice::kCpu
+             : device == "cuda" ? TrainDevice::kCuda
+                                : TrainDevice::kAuto;
+  t.precision = train.choice("precision", "bf16", {"bf16", "f32"}) == "f32" ? Precision::F32
+                                                                            : Precision::BF16;
+
+  try {
+    c.optimizer = read_optimizer_config(root.section("optimizer"), root.section("schedule"), steps);
+  } catch (const UserError& e) {
+    // Type errors already name the file and line; range errors only the key.
+    const std::string what = e.what();
+    if (what.rfind(path, 0) == 0) throw;
+    throw UserError(str_cat(path, ": ", what));
+  }
+
+  ConfigNode checkpoint = root.section("checkpoint");
+  CheckpointConfig& k = c.checkpoint;
+  k.dir = checkpoint.get<std::string>("dir", k.dir);
+  ELECTRA_USER_CHECK(!k.dir.empty(), path, ": checkpoint.dir is empty");
+  const int64_t every = checkpoint.get<int64_t>("every", k.every);
+  k.every = in_range(path, every, every >= 0, "checkpoint.every", "non-negative (0: at the end)");
+  const int64_t keep = checkpoint.get<int64_t>("keep", k.keep);
+  k.keep = in_range(path, keep, keep >= 0, "checkpoint.keep", "non-negative (0: all)");
+
+  const int64_t log_every = root.section("logging").get<int64_t>("every", c.log_every);
+  c.log_every = in_range(path, log_every, log_every > 0, "logging.every", "positive");
+
+  root.finish();
+  return c;
+}
+
+std::string canonical_text(const PretrainConfig& c) {
+  std::ostringstream out;
+  encoder_lines(out, "discriminator", c.model.discriminator);
+  out << "generator_multiplier=" << exact(c.model.generator_multiplier) << "\n";
+  for (const std::string& s : c.shards) out << "data.shard=" << s << "\n";
+  out << "data.vocab=" << c.vocab << "\n"
+      << "masking.mask_prob=" << exact(c.masking.mask_prob) << "\n"
+      << "masking.mask_token_prob=" << exact(c.masking.mask_token_prob) << "\n"
+      << "masking.temperature=" << exact(c.masking.temperature) << "\n";
+  const TrainConfig& t = c.train;
+  out << "train.batch_size=" << t.batch_size << "\n"
+      << "train.micro_batch_size=" << t.micro_batch_size << "\n"
+      << "train.seq_len=" << t.seq_len << "\n"
+      << "train.steps=" << t.steps << "\n"
+      << "train.seed=" << t.seed << "\n"
+      << "train.disc_weight=" << exact(t.disc_weight) << "\n"
+      << "train.device=" << train_device_name(t.device) << "\n"
+      << "train.precision=" << precision_name(t.precision) << "\n";
+  const OptimizerConfig& o = c.optimizer;
+  out << "optimizer.kind=" << optimizer_kind_name(o.kind) << "\n"
+      << "optimizer.lr=" << exact(o.schedule.peak) << "\n"
+      << "optimizer.beta1=" << exact(o.beta1) << "\n"
+      << "optimizer.beta2=" << exact(o.beta2) << "\n"
+      << "optimizer.eps=" << exact(o.eps) << "\n"
+      << "optimizer.weight_decay=" << exact(o.weight_decay) << "\n"
+      << "optimizer.bias_correction=" << (o.bias_correction ? "true" : "false") << "\n"
+      << "optimizer.max_grad_norm=" << exact(o.max_grad_norm) << "\n"
+      << "schedule.kind=" << schedule_name(o.schedule.kind) << "\n"
+      << "schedule.warmup_steps=" << o.schedule.warmup_steps << "\n"
+      << "schedule.total_steps=" << o.schedule.total_steps << "\n";
+  return out.str();
+}
+
+uint64_t config_hash(const PretrainConfig& config) {
+  const std::string text = canonical_text(config);
+  return data::fnv1a64(text.data(), text.size());
+}
+
+std::string describe(const PretrainConfig& c) {
+  const EncoderConfig& d = c.model.discriminator;
+  const EncoderConfig g = c.model.generator();
+  const TrainConfig& t = c.train;
+  const OptimizerConfig& o = c.optimizer;
+  // Masked slots per sequence as the masking op counts them: int((p + 0.005) * seq_len).
+  const auto masked = static_cast<int64_t>((c.masking.mask_prob + 0.005) * t.seq_len);
+  const StepFlops flops = step_flops(c.model, t.batch_size, t.seq_len, static_cast<double>(masked));
+  std::string shards;
+  for (const std::string& s : c.shards) shards += (shards.empty() ? "" : ", ") + s;
+  char flops_text[96];
+  std::snprintf(flops_text, sizeof(flops_text), "%.3g per step, %.3g in total", flops.total(),
+                flops.total() * static_cast<double>(t.steps));
+  std::ostringstream out;
+  out << "config " << c.path << " (hash " << std::hex << config_hash(c) << std::dec << ")\n"
+      << "model: discriminator " << d.layers << " layers, hidden " << d.hidden << ", " << d.heads
+      << " heads, FFN " << d.ffn << ", embedding " << d.embedding_size << ", vocab " << d.vocab_size
+      << "; generator hidden " << g.hidden << " (x" << c.model.generator_multiplier << "), FFN "
+      << g.ffn << ", heads " << g.heads << "\n"
+      << "data: " << shards << " (vocab " << c.vocab << ")\n"
+      << "train: " << t.steps << " steps of " << t.batch_size << " x " << t.seq_len
+      << " tokens (micro-batch " << t.micro_batch_size << ", accumulation "
+      << t.accumulation_steps() << "), mask " << c.masking.mask_prob << ", disc weight "
+      << t.disc_weight << ", seed " << t.seed << ", device " << train_device_name(t.device)
+      << ", precision " << precision_name(t.precision) << "\n"
+      << "optimizer: " << optimizer_kind_name(o.kind) << " lr " << o.schedule.peak << " ("
+      << schedule_name(o.schedule.kind) << ", warm-up " << o.schedule.warmup_steps << "), betas "
+      << o.beta1 << "/" << o.beta2 << ", eps " << o.eps << ", weight decay " << o.weight_decay
+      << ", clip " << o.max_grad_norm << ", bias correction " << (o.bias_correction ? "on" : "off")
+      << "\n"
+      << "FLOPs (paper Appendix E conventions): " << flops_text << "\n";
+  return out.str();
+}
+
+}  // namespace electra::apps

@@ -1,0 +1,94 @@
+// PretrainConfig: everything `electra pretrain` needs, read strictly from a YAML file
+// (configs/electra-*.yaml) plus `--set section.key=value` overrides:
+//
+//   model:       preset (tiny|small|base|large) then field overrides (models/electra_config.h)
+//   data:        shards: a shard file or a directory of *.bin shards (`electra build-data`),
+//                        several separated by commas;  vocab: the vocab.txt they were built with
+//   masking:     mask_prob (0.15), mask_token_prob (0.85: the rest keep the original token),
+//                temperature (1.0: Gumbel sampling temperature of the generator)
+//   train:       batch_size (128: sequences per optimizer update, over all ranks),
+//                micro_batch_size (0 = batch_size; else batch_size must be a multiple of it and
+//                the difference is made up by gradient accumulation), seq_len (128), steps,
+//                seed (1), disc_weight (50), device (auto|cpu|cuda), precision (bf16|f32: the
+//                GPU's activation precision; the CPU always runs f32)
+//   optimizer:   kind, lr, beta1, beta2, eps, weight_decay, bias_correction, max_grad_norm
+//   schedule:    kind (linear|constant|cosine), warmup_steps; the total is train.steps
+//   checkpoint:  dir, every (updates between checkpoints; 0: only at the end), keep (how many
+//                to keep; 0: all)
+//   logging:     every (updates between progress lines and metrics records)
+//
+// Every key is optional except data.shards and data.vocab (defaults as above and in
+// OptimizerConfig). An unknown key or a wrong type is a UserError naming file:line and the dotted
+// key; an override whose key is not in the file is an error too (so a typo cannot pass), which is
+// why the shipped configs spell out every key. Paths (data.*, checkpoint.dir) are taken relative
+// to the current directory, not to the config file; they are not opened here.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/context.h"
+#include "models/electra_config.h"
+#include "optim/optimizer.h"
+
+namespace electra::apps {
+
+enum class TrainDevice : uint8_t { kAuto, kCpu, kCuda };
+
+struct MaskingConfig {
+  double mask_prob = 0.15;
+  double mask_token_prob = 0.85;
+  double temperature = 1.0;
+};
+
+struct TrainConfig {
+  int64_t batch_size = 128;
+  int64_t micro_batch_size = 128;  // resolved: never 0 after reading
+  int64_t seq_len = 128;
+  int64_t steps = 1000000;
+  uint64_t seed = 1;
+  double disc_weight = 50.0;
+  TrainDevice device = TrainDevice::kAuto;
+  Precision precision = Precision::BF16;
+
+  int64_t accumulation_steps() const { return batch_size / micro_batch_size; }
+};
+
+struct CheckpointConfig {
+  std::string dir = "runs/electra";
+  int64_t every = 10000;
+  int64_t keep = 3;
+};
+
+struct PretrainConfig {
+  std::string path;  // the YAML file it was read from
+  ElectraConfig model;
+  std::vector<std::string> shards;
+  std::string vocab;
+  MaskingConfig masking;
+  TrainConfig train;
+  OptimizerConfig optimizer;
+  CheckpointConfig checkpoint;
+  int64_t log_every = 100;
+};
+
+// Loads `path`, applies the overrides ("section.key=value", in order), reads and validates every
+// section and rejects unknown keys. Throws UserError naming the file, line and key.
+PretrainConfig read_pretrain_config(const std::string& path,
+                                    const std::vector<std::string>& overrides);
+
+// A few lines for the start of a run: model sizes, data, batch, optimizer, schedule, FLOPs.
+std::string describe(const PretrainConfig& config);
+
+// The settings that decide what training computes (model, data, masking, train, optimizer,
+// schedule; not checkpoint, logging or the file's path), one "key=value" line each with
+// round-trip precision, in a fixed order.
+std::string canonical_text(const PretrainConfig& config);
+// FNV-1a 64 of canonical_text: equal configs hash equal on every machine and build; used to
+// refuse mismatched configs across ranks and on resume.
+uint64_t config_hash(const PretrainConfig& config);
+
+const char* train_device_name(TrainDevice device);
+
+}  // namespace electra::apps

@@ -1,0 +1,71 @@
+#include "models/flops.h"
+
+namespace electra {
+namespace {
+
+// The official script's per-element constants.
+constexpr double kDropout = 4;    // random number, >=, mask multiply, 1 / (1 - p) multiply
+constexpr double kLayerNorm = 5;  // mean, variance (square and sum), bias, scale
+constexpr double kGelu = 8;
+constexpr double kSoftmax = 5;  // max/subtract, exp, sum, divide
+
+}  // namespace
+
+double encoder_block_flops(const EncoderConfig& enc, int64_t seq_len) {
+  const double h = enc.hidden, i = enc.ffn, a = enc.heads, s = static_cast<double>(seq_len);
+  const double attention = 3 * 2 * h * h                                  // Q, K, V projections
+                           + 3 * h                                        // their biases
+                           + 2 * h * s                                    // scores q . k
+                           + kSoftmax * s * a + kDropout * s * a + s * a  // softmax, dropout, scale
+                           + 2 * h * s                                    // weighted sum of values
+                           + 2 * h * h + h                                // output projection, bias
+                           + kDropout * h + h                             // dropout, residual
+                           + kLayerNorm;        // the official script's constant (not 5h)
+  const double ffn = 2 * h * i + kGelu * i + i  // intermediate, GELU, bias
+                     + 2 * h * i + h            // output, bias
+                     + kDropout * h + h + kLayerNorm * h;
+  return (attention + ffn) * s;
+}
+
+double embedding_flops(const EncoderConfig& enc, int64_t seq_len) {
+  const double e = enc.embedding_size, h = enc.hidden, v = enc.vocab_size;
+  const double s = static_cast<double>(seq_len);
+  double per_token = 2 * e * v                            // dense word lookup
+                     + 2 * e * (s + enc.type_vocab_size)  // dense position and segment lookups
+                     + 2 * e + kLayerNorm * e + kDropout * e;
+  if (enc.has_projection()) per_token += 2 * h * e + h;  // embeddings_project E -> H
+  return per_token * s;
+}
+
+double mlm_head_flops(const EncoderConfig& enc, double masked_per_seq) {
+  const double e = enc.embedding_size, h = enc.hidden, v = enc.vocab_size;
+  const double per_position = 2 * e * v        // logits against the tied word table
+                              + 2 * h * e + e  // dense H -> E and bias
+                              + kGelu * e + kLayerNorm * e + kSoftmax * v + 2 * v;
+  return per_position * masked_per_seq;
+}
+
+double disc_head_flops(const EncoderConfig& enc, int64_t seq_len) {
+  const double h = enc.hidden;
+  return (2 * h * h + h + kGelu * h + 2 * h) * static_cast<double>(seq_len);
+}
+
+StepFlops step_flops(const ElectraConfig& cfg, int64_t batch, int64_t seq_len,
+                     double masked_per_seq) {
+  const EncoderConfig& d = cfg.discriminator;
+  const EncoderConfig g = cfg.generator();
+  const double b = static_cast<double>(batch);
+  StepFlops f;
+  f.generator_forward = b * (g.layers * encoder_block_flops(g, seq_len) +
+                             embedding_flops(g, seq_len) + mlm_head_flops(g, masked_per_seq));
+  f.discriminator_forward = b * (d.layers * encoder_block_flops(d, seq_len) +
+                                 embedding_flops(d, seq_len) + disc_head_flops(d, seq_len));
+  return f;
+}
+
+double train_flops(const ElectraConfig& cfg, int64_t batch, int64_t seq_len, int64_t steps) {
+  const double masked = kOfficialOutputFrac * static_cast<double>(seq_len);
+  return static_cast<double>(steps) * step_flops(cfg, batch, seq_len, masked).total();
+}
+
+}  // namespace electra

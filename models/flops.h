@@ -1,0 +1,57 @@
+// FLOPs of ELECTRA pre-training, counted exactly as the official google-research/electra
+// flops_computation.py does (paper Appendix E), so that our totals reproduce the paper's:
+//   - an operation is a mathematical operation (an exp counts 1); a matmul of a vector by an
+//     m x n matrix counts 2mn;
+//   - the backward pass costs the same as the forward pass (train = 2 x forward);
+//   - embedding lookups are dense (a one-hot vector times the table: 2 x E x rows);
+//   - per-element constants: dropout 4, layernorm 5, GELU 8, softmax 5.
+// Per sequence of s tokens, with h hidden, i FFN, a heads, E embedding size, V vocabulary:
+//   block      = s * (6h^2 + 3h + 2hs + 5as + 4as + as + 2hs + 2h^2 + h + 4h + h + 5
+//                     + 2hi + 8i + i + 2hi + h + 4h + h + 5h)
+//                (the attention-output layernorm counts 5, not 5h: the official script's
+//                 constant, kept so that the totals match it)
+//   embeddings = s * (2EV + 2E(s + types) + 2E + 5E + 4E [+ 2hE + h when E != h])
+//   MLM head   = m * (2EV + 2hE + E + 8E + 5E + 5V + 2V)        at m masked positions
+//   disc head  = s * (2h^2 + h + 8h + 2h)
+// The generator is the encoder of ElectraConfig::generator() (same E: tied embeddings) with the
+// MLM head; the discriminator has the binary head. Both encoders run their own embeddings.
+// The official script puts the MLM head at output_frac x s positions with output_frac = 0.15625
+// whatever the masking rate (kOfficialOutputFrac); train_flops() uses it.
+#pragma once
+
+#include <cstdint>
+
+#include "models/electra_config.h"
+
+namespace electra {
+
+constexpr double kOfficialOutputFrac = 0.15625;
+
+// Forward FLOPs of one sequence, by part (see the formulas above).
+double encoder_block_flops(const EncoderConfig& enc, int64_t seq_len);
+double embedding_flops(const EncoderConfig& enc, int64_t seq_len);
+double mlm_head_flops(const EncoderConfig& enc, double masked_per_seq);
+double disc_head_flops(const EncoderConfig& enc, int64_t seq_len);
+
+// FLOPs of one training step (one optimizer update over `batch` sequences).
+struct StepFlops {
+  double generator_forward = 0;
+  double discriminator_forward = 0;
+
+  double forward() const { return generator_forward + discriminator_forward; }
+  double backward() const { return forward(); }  // the official convention
+  double generator() const { return 2 * generator_forward; }
+  double discriminator() const { return 2 * discriminator_forward; }
+  double total() const { return forward() + backward(); }
+};
+
+// masked_per_seq: positions per sequence that go through the generator's MLM head (the official
+// script: kOfficialOutputFrac * seq_len; our masking: the number of masked slots).
+StepFlops step_flops(const ElectraConfig& cfg, int64_t batch, int64_t seq_len,
+                     double masked_per_seq);
+
+// Total pre-training FLOPs with the official script's conventions (output_frac 0.15625):
+// steps x step_flops(cfg, batch, seq_len, 0.15625 * seq_len).total().
+double train_flops(const ElectraConfig& cfg, int64_t batch, int64_t seq_len, int64_t steps);
+
+}  // namespace electra

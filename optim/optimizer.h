@@ -1,0 +1,106 @@
+// Optimizer: AdamW (the official ELECTRA AdamWeightDecayOptimizer by default) or LAMB over the
+// flat f32 parameter buffer of a ParameterStore, with global-norm gradient clipping and a learning
+// rate schedule (DESIGN section 6).
+//
+// Contract:
+//   - The store must be allocated in f32 on the context's device (the optimizer kernels are f32
+//     only; an f64 store, used by gradient checks, is refused with an Error).
+//   - The state (moments m and v, f32, same flat layout as the parameters; the segment table; the
+//     hyper-parameter tensor; the norm and the reduction workspace) is taken from `state_arena`,
+//     which must hold state_bytes(store, kind). m and v start at zero.
+//   - One segment per parameter of the store: weight decay applies to weights and embeddings and
+//     not to LayerNorm parameters or biases (param_decays); the optional lr_mult callback gives a
+//     per-parameter learning-rate factor (layer-wise LR decay in fine-tuning; default 1).
+//     Alignment padding between parameters is neither counted in the norm nor updated.
+//   - step(ctx, t) performs update number t (0-based): it writes lr = schedule.at(t) and the
+//     Adam step count t + 1 into the device hyper tensor, computes the global gradient norm,
+//     clips the gradient to max_grad_norm (<= 0: no clipping) and updates the parameters in
+//     place. It does not zero the gradients (the caller does). The upload of the hyper tensor
+//     uses copy_tensor, which waits for the stream: one host sync per step on CUDA (replacing it
+//     by an asynchronous upload from pinned memory is left to the CUDA-graph work).
+//   - The update itself is documented in kernels/optimizer.h:
+//       g' = g * min(1, max_norm / ||g||),  m = b1 m + (1 - b1) g',  v = b2 v + (1 - b2) g'^2
+//       u  = m / (sqrt(v) + eps) [+ wd * p for decayed parameters]
+//       AdamW: p -= lr * lr_mult * u;   LAMB: p -= lr * lr_mult * (||p_s|| / ||u_s||) * u
+//     with bias correction (m / (1 - b1^t), v / (1 - b2^t)) as an option, off by default as in
+//     the official code.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "engine/arena.h"
+#include "engine/context.h"
+#include "engine/parameter_store.h"
+#include "engine/yaml_config.h"
+#include "kernels/optimizer.h"
+#include "optim/schedule.h"
+
+namespace electra {
+
+enum class OptimizerKind : uint8_t { kAdamW, kLamb };
+
+// "adamw" or "lamb"; UserError naming the value otherwise.
+OptimizerKind parse_optimizer_kind(const std::string& name);
+const char* optimizer_kind_name(OptimizerKind kind);
+
+struct OptimizerConfig {
+  OptimizerKind kind = OptimizerKind::kAdamW;
+  float beta1 = 0.9f;
+  float beta2 = 0.999f;
+  float eps = 1e-6f;
+  float weight_decay = 0.01f;
+  float max_grad_norm = 1.0f;  // global-norm clipping threshold; 0 disables clipping
+  bool bias_correction = false;
+  // schedule.peak is the peak learning rate (the YAML key optimizer.lr).
+  LrSchedule schedule;
+};
+
+// Reads the YAML sections
+//   optimizer: {kind: adamw|lamb, lr, beta1, beta2, eps, weight_decay, bias_correction,
+//               max_grad_norm}
+//   schedule:  {kind: linear|constant|cosine, warmup_steps}
+// (every key optional, defaults as in OptimizerConfig) and sets the schedule's total to
+// total_steps. Out-of-range values are UserErrors naming the key.
+OptimizerConfig read_optimizer_config(ConfigNode optimizer, ConfigNode schedule,
+                                      int64_t total_steps);
+
+class Optimizer {
+ public:
+  using LrMultiplier = std::function<float(const ParamInfo&)>;
+
+  Optimizer(Context& ctx, const ParameterStore& store, const OptimizerConfig& config,
+            Arena& state_arena, const LrMultiplier& lr_mult = {});
+
+  // Bytes of arena the optimizer state of `store` takes (with the arena's alignment).
+  static size_t state_bytes(const ParameterStore& store, OptimizerKind kind);
+
+  // Update number `step` (0-based); see the contract above.
+  void step(Context& ctx, int64_t step);
+
+  // The global gradient norm (before clipping) computed by the last step(); reads it from the
+  // device (synchronises).
+  float grad_norm(Context& ctx) const;
+  double lr_at(int64_t step) const { return config_.schedule.at(step); }
+  const OptimizerConfig& config() const { return config_; }
+
+  // The f32 flat moments (for checkpoints: views, so a restore writes through them).
+  const Tensor& m() const { return m_; }
+  const Tensor& v() const { return v_; }
+
+ private:
+  OptimizerConfig config_;
+  Tensor params_;
+  Tensor grads_;
+  Tensor m_;
+  Tensor v_;
+  SegmentTable table_;
+  Tensor hyper_;      // f32 [kNumHyper] on the device
+  Tensor norm_;       // f32 [1]
+  Tensor workspace_;  // f32 reduction workspace (grad_norm and, for LAMB, the trust ratios)
+  std::array<float, kNumHyper> hyper_host_{};
+};
+
+}  // namespace electra

@@ -1,0 +1,243 @@
+// PretrainConfig (apps/pretrain_config.h): the shipped configs parse and carry the paper's Table 6
+// values; strict parsing (unknown key, wrong type, bad --set) names file, line and key; range
+// checks; the config hash.
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "apps/pretrain_config.h"
+
+using namespace electra;
+using namespace electra::apps;
+
+namespace {
+
+std::string config_path(const std::string& name) {
+  return std::string(ELECTRA_SOURCE_DIR) + "/configs/electra-" + name + ".yaml";
+}
+
+// A YAML file in a fresh temporary directory (removed with the object).
+struct TempConfig {
+  std::filesystem::path dir;
+  std::string path;
+  explicit TempConfig(const std::string& text) {
+    dir = std::filesystem::temp_directory_path() /
+          ("pretrain_config_test_" + std::to_string(reinterpret_cast<uintptr_t>(this)));
+    std::filesystem::create_directories(dir);
+    path = (dir / "run.yaml").string();
+    std::ofstream(path) << text;
+  }
+  ~TempConfig() { std::filesystem::remove_all(dir); }
+};
+
+const char* kMinimal =
+    "model:\n"
+    "  preset: tiny\n"
+    "data:\n"
+    "  shards: a/shards, b/one.bin\n"
+    "  vocab: a/vocab.txt\n"
+    "train:\n"
+    "  batch_size: 32\n"
+    "  micro_batch_size: 8\n"
+    "  seq_len: 64\n"
+    "  steps: 100\n"
+    "optimizer:\n"
+    "  lr: 1.0e-3\n"
+    "logging:\n"
+    "  every: 5\n";
+
+}  // namespace
+
+TEST_CASE("every shipped config parses", "[pretrain_config]") {
+  for (const char* name : {"tiny", "small", "base", "large"}) {
+    INFO(name);
+    const PretrainConfig c = read_pretrain_config(config_path(name), {});
+    CHECK(c.optimizer.kind == OptimizerKind::kAdamW);
+    CHECK(c.optimizer.schedule.kind == ScheduleKind::kLinear);
+    CHECK(c.optimizer.schedule.total_steps == c.train.steps);
+    CHECK_FALSE(c.optimizer.bias_correction);
+    CHECK(c.optimizer.eps == 1e-6f);
+    CHECK(c.optimizer.weight_decay == 0.01f);
+    CHECK(c.optimizer.max_grad_norm == 1.0f);
+    CHECK(c.train.disc_weight == 50.0);
+    CHECK(c.masking.mask_token_prob == 0.85);
+    CHECK(c.masking.temperature == 1.0);
+    CHECK(!describe(c).empty());
+  }
+}
+
+TEST_CASE("the paper-size configs carry Table 6", "[pretrain_config]") {
+  struct Row {
+    const char* name;
+    int layers, hidden, heads, ffn, embedding;
+    double multiplier, lr;
+    int64_t batch, steps, seq;
+    double mask;
+    int gen_hidden;
+  };
+  const Row rows[] = {
+      {"small", 12, 256, 4, 1024, 128, 0.25, 5e-4, 128, 1000000, 128, 0.15, 64},
+      {"base", 12, 768, 12, 3072, 768, 1.0 / 3.0, 2e-4, 256, 766000, 512, 0.15, 256},
+      {"large", 24, 1024, 16, 4096, 1024, 0.25, 2e-4, 2048, 400000, 512, 0.25, 256},
+  };
+  for (const Row& r : rows) {
+    INFO(r.name);
+    const PretrainConfig c = read_pretrain_config(config_path(r.name), {});
+    const EncoderConfig& d = c.model.discriminator;
+    CHECK(d.layers == r.layers);
+    CHECK(d.hidden == r.hidden);
+    CHECK(d.heads == r.heads);
+    CHECK(d.ffn == r.ffn);
+    CHECK(d.embedding_size == r.embedding);
+    CHECK(d.vocab_size == 30522);
+    CHECK(d.hidden_dropout == 0.1f);
+    CHECK(d.attention_dropout == 0.1f);
+    CHECK(c.model.generator_multiplier == Approx(r.multiplier).epsilon(1e-15));
+    CHECK(c.model.generator().hidden == r.gen_hidden);
+    CHECK(c.optimizer.schedule.peak == r.lr);
+    CHECK(c.optimizer.schedule.warmup_steps == 10000);
+    CHECK(c.train.batch_size == r.batch);
+    CHECK(c.train.micro_batch_size == r.batch);
+    CHECK(c.train.steps == r.steps);
+    CHECK(c.train.seq_len == r.seq);
+    CHECK(c.masking.mask_prob == r.mask);
+    CHECK(c.optimizer.beta1 == 0.9f);
+    CHECK(c.optimizer.beta2 == 0.999f);
+  }
+}
+
+TEST_CASE("the tiny config is the demo's", "[pretrain_config]") {
+  const PretrainConfig c = read_pretrain_config(config_path("tiny"), {});
+  const EncoderConfig& d = c.model.discriminator;
+  CHECK(d.embedding_size == 64);
+  CHECK(d.hidden == 128);
+  CHECK(d.layers == 2);
+  CHECK(d.heads == 2);
+  CHECK(d.ffn == 512);
+  CHECK(d.max_positions == 128);
+  CHECK(c.model.generator_multiplier == 0.5);
+  CHECK(c.train.seq_len == 128);
+  CHECK(c.train.batch_size == 16);
+  CHECK(c.train.steps == 300);
+  CHECK(c.optimizer.schedule.warmup_steps == 30);
+  CHECK(c.train.device == TrainDevice::kAuto);
+  CHECK(c.checkpoint.every == 100);
+  CHECK(c.log_every == 10);
+  CHECK(c.shards == std::vector<std::string>{"runs/demo/shards"});
+  CHECK(c.vocab == "runs/demo/vocab.txt");
+}
+
+TEST_CASE("a minimal config gets the defaults", "[pretrain_config]") {
+  TempConfig file(kMinimal);
+  const PretrainConfig c = read_pretrain_config(file.path, {});
+  CHECK(c.shards == std::vector<std::string>{"a/shards", "b/one.bin"});
+  CHECK(c.train.accumulation_steps() == 4);
+  CHECK(c.train.seed == 1);
+  CHECK(c.train.precision == Precision::BF16);
+  CHECK(c.masking.mask_prob == 0.15);
+  CHECK(c.optimizer.schedule.peak == 1e-3);
+  CHECK(c.optimizer.schedule.total_steps == 100);
+  CHECK(c.checkpoint.keep == 3);
+  CHECK(c.log_every == 5);
+}
+
+TEST_CASE("unknown keys and wrong types name the file, line and key", "[pretrain_config]") {
+  {
+    TempConfig file(std::string(kMinimal) + "masking:\n  mask_probability: 0.2\n");
+    CHECK_THROWS_WITH(read_pretrain_config(file.path, {}),
+                      file.path + ":16: unknown key 'masking.mask_probability'");
+  }
+  {
+    TempConfig file(std::string(kMinimal) + "checkpoint:\n  every: often\n");
+    CHECK_THROWS_WITH(read_pretrain_config(file.path, {}),
+                      file.path + ":16: checkpoint.every: expected an integer, got 'often'");
+  }
+  {
+    TempConfig file(std::string(kMinimal) + "train2:\n  steps: 1\n");
+    CHECK_THROWS_WITH(read_pretrain_config(file.path, {}),
+                      Catch::Contains(file.path + ":15: unknown key 'train2'"));
+  }
+  {
+    TempConfig file("model: {preset: tiny}\ndata: {vocab: v.txt}\n");
+    CHECK_THROWS_WITH(read_pretrain_config(file.path, {}),
+                      Catch::Contains("missing required key 'data.shards'"));
+  }
+  CHECK_THROWS_WITH(read_pretrain_config("/nonexistent/run.yaml", {}),
+                    Catch::Contains("/nonexistent/run.yaml: cannot open config"));
+}
+
+TEST_CASE("overrides (--set) change any key and a typo fails", "[pretrain_config]") {
+  const std::string small = config_path("small");
+  const PretrainConfig c = read_pretrain_config(
+      small, {"train.batch_size=64", "optimizer.lr=1e-3", "model.layers=4", "train.device=cpu",
+              "data.shards=x/shards,y/shards", "optimizer.kind=lamb", "schedule.kind=cosine"});
+  CHECK(c.train.batch_size == 64);
+  CHECK(c.optimizer.schedule.peak == 1e-3);
+  CHECK(c.model.discriminator.layers == 4);
+  CHECK(c.train.device == TrainDevice::kCpu);
+  CHECK(c.shards == std::vector<std::string>{"x/shards", "y/shards"});
+  CHECK(c.optimizer.kind == OptimizerKind::kLamb);
+  CHECK(c.optimizer.schedule.kind == ScheduleKind::kCosine);
+  CHECK_THROWS_WITH(read_pretrain_config(small, {"train.bach_size=64"}),
+                    Catch::Contains("no key 'train.bach_size'"));
+  CHECK_THROWS_WITH(read_pretrain_config(small, {"trian.steps=5"}),
+                    Catch::Contains("no section 'trian'"));
+  CHECK_THROWS_WITH(read_pretrain_config(small, {"train.steps=lots"}),
+                    Catch::Contains("train.steps: expected an integer, got 'lots'"));
+  CHECK_THROWS_WITH(read_pretrain_config(small, {"train.device=tpu"}),
+                    Catch::Contains("train.device: 'tpu' is not one of: auto, cpu, cuda"));
+}
+
+TEST_CASE("out-of-range values are errors naming the key", "[pretrain_config]") {
+  const std::string small = config_path("small");
+  auto fails = [&](const std::string& set, const std::string& message) {
+    INFO(set);
+    CHECK_THROWS_WITH(read_pretrain_config(small, {set}),
+                      Catch::Contains(small) && Catch::Contains(message));
+  };
+  fails("train.micro_batch_size=48",
+        "train.batch_size must be a multiple of train.micro_batch_size (got 128 and 48)");
+  fails("train.seq_len=1024", "train.seq_len must be in [8, model.max_positions = 512]");
+  fails("train.batch_size=0", "train.batch_size must be positive");
+  fails("train.steps=-3", "train.steps must be positive");
+  fails("masking.mask_prob=1.5", "masking.mask_prob must be in (0, 1)");
+  fails("masking.temperature=0", "masking.temperature must be positive");
+  fails("optimizer.lr=0", "optimizer.lr must be positive");
+  fails("logging.every=0", "logging.every must be positive");
+  fails("checkpoint.keep=-1", "checkpoint.keep must be non-negative");
+  fails("data.shards=a,,b", "data.shards: empty path");
+  // Model errors come from read_electra_config.
+  CHECK_THROWS_WITH(read_pretrain_config(small, {"model.heads=5"}),
+                    Catch::Contains("not divisible"));
+}
+
+TEST_CASE("config_hash is deterministic and follows what training computes", "[pretrain_config]") {
+  const std::string small = config_path("small");
+  const PretrainConfig a = read_pretrain_config(small, {});
+  const uint64_t h = config_hash(a);
+  CHECK(config_hash(read_pretrain_config(small, {})) == h);
+  // Keys that change the computation change the hash...
+  CHECK(config_hash(read_pretrain_config(small, {"optimizer.lr=5.0000001e-4"})) != h);
+  CHECK(config_hash(read_pretrain_config(small, {"train.seed=2"})) != h);
+  CHECK(config_hash(read_pretrain_config(small, {"model.generator_multiplier=0.5"})) != h);
+  CHECK(config_hash(read_pretrain_config(small, {"data.vocab=other.txt"})) != h);
+  // ...bookkeeping does not, nor does writing a default explicitly.
+  CHECK(config_hash(read_pretrain_config(small, {"logging.every=7"})) == h);
+  CHECK(config_hash(read_pretrain_config(small, {"checkpoint.dir=elsewhere"})) == h);
+  CHECK(config_hash(read_pretrain_config(small, {"train.micro_batch_size=128"})) == h);
+  const std::string text = canonical_text(a);
+  CHECK_THAT(text, Catch::Contains("optimizer.lr=0.00050000000000000001\n"));
+  CHECK_THAT(text, Catch::Contains("train.batch_size=128\n"));
+  CHECK_THAT(text, Catch::Contains("discriminator.hidden=256\n"));
+}
+
+TEST_CASE("describe gives the run's key facts", "[pretrain_config]") {
+  const PretrainConfig c = read_pretrain_config(config_path("small"), {});
+  const std::string d = describe(c);
+  CHECK_THAT(d, Catch::Contains("12 layers, hidden 256, 4 heads, FFN 1024, embedding 128"));
+  CHECK_THAT(d, Catch::Contains("generator hidden 64"));
+  CHECK_THAT(d, Catch::Contains("1000000 steps of 128 x 128 tokens"));
+  CHECK_THAT(d, Catch::Contains("adamw lr 0.0005 (linear, warm-up 10000)"));
+  CHECK_THAT(d, Catch::Contains("FLOPs"));
+}
