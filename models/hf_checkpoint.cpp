@@ -1,0 +1,340 @@
+// HF transformers checkpoint I/O (contract in models/hf_checkpoint.h).
+#include "models/hf_checkpoint.h"
+
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "engine/device.h"
+#include "engine/safetensors.h"
+#include "models/pretrainer.h"
+
+namespace electra {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+const char* const kWeightsFile = "model.safetensors";
+const char* const kConfigFile = "config.json";
+const std::string kDiscriminatorPrefix = ElectraDiscriminator::kPrefix;
+const std::string kGeneratorPrefix = ElectraGenerator::kPrefix;
+// The shared tables' HF names (and not electra.embeddings_project.*, which each model owns).
+const std::string kSharedEmbeddings = "electra.embeddings.";
+
+// Tensors an HF checkpoint may hold that the engine has no parameter for, on purpose.
+bool ignored_tensor(const std::string& name) {
+  return name == "electra.embeddings.position_ids" || name == "generator_lm_head.weight";
+}
+
+bool starts_with(const std::string& s, const std::string& prefix) {
+  return s.compare(0, prefix.size(), prefix) == 0;
+}
+
+std::string shape_str(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += str_cat(i ? ", " : "", shape[i]);
+  return s + "]";
+}
+
+// A float as the shortest decimal that reads back as it (0.1f -> 0.1, not 0.10000000149...), so
+// config.json shows the values a user wrote.
+double decimal(float value) {
+  char buf[32];
+  const auto result = std::to_chars(buf, buf + sizeof(buf), value);
+  *result.ptr = '\0';
+  return std::strtod(buf, nullptr);
+}
+
+// config.json as ElectraConfig.save_pretrained writes it (transformers 5), plus the keys 4.x
+// reads (torch_dtype, position_embedding_type), so both major versions load it without guessing.
+nlohmann::ordered_json hf_config_json(const HfModelLayout& layout) {
+  const EncoderConfig& c = layout.config;
+  nlohmann::ordered_json j;
+  j["architectures"] = {layout.architecture};
+  j["model_type"] = "electra";
+  j["vocab_size"] = c.vocab_size;
+  j["embedding_size"] = c.embedding_size;
+  j["hidden_size"] = c.hidden;
+  j["num_hidden_layers"] = c.layers;
+  j["num_attention_heads"] = c.heads;
+  j["intermediate_size"] = c.ffn;
+  j["hidden_act"] = "gelu";
+  j["hidden_dropout_prob"] = decimal(c.hidden_dropout);
+  j["attention_probs_dropout_prob"] = decimal(c.attention_dropout);
+  j["max_position_embeddings"] = c.max_positions;
+  j["type_vocab_size"] = c.type_vocab_size;
+  j["initializer_range"] = 0.02;
+  j["layer_norm_eps"] = decimal(c.layer_norm_eps);
+  j["pad_token_id"] = 0;
+  j["position_embedding_type"] = "absolute";
+  j["summary_type"] = "first";
+  j["summary_use_proj"] = true;
+  j["summary_activation"] = "gelu";
+  j["summary_last_dropout"] = 0.1;
+  j["classifier_dropout"] = nullptr;
+  j["tie_word_embeddings"] = true;
+  j["is_decoder"] = false;
+  j["add_cross_attention"] = false;
+  j["use_cache"] = true;
+  j["dtype"] = "float32";
+  j["torch_dtype"] = "float32";
+  return j;
+}
+
+nlohmann::json read_json(const std::string& path) {
+  std::ifstream in(path);
+  ELECTRA_USER_CHECK(in, path, ": cannot open");
+  try {
+    nlohmann::json j = nlohmann::json::parse(in);
+    ELECTRA_USER_CHECK(j.is_object(), path, ": not a JSON object");
+    return j;
+  } catch (const nlohmann::json::exception& e) {
+    throw UserError(str_cat(path, ": not valid JSON (", e.what(), ")"));
+  }
+}
+
+// A validated model directory: its weights file and the (checkpoint name, store name) pairs to
+// copy. Nothing has been written into the store yet.
+struct PreparedModel {
+  SafetensorsFile file;
+  std::vector<std::pair<std::string, std::string>> copies;
+};
+
+void check_config(const std::string& path, const EncoderConfig& file, const EncoderConfig& model) {
+  auto same = [&](const char* key, auto in_file, auto in_model) {
+    ELECTRA_USER_CHECK(in_file == in_model, path, ": ", key, " is ", in_file,
+                       " in the checkpoint but ", in_model, " in the model");
+  };
+  same("vocab_size", file.vocab_size, model.vocab_size);
+  same("embedding_size", file.embedding_size, model.embedding_size);
+  same("hidden_size", file.hidden, model.hidden);
+  same("num_hidden_layers", file.layers, model.layers);
+  same("num_attention_heads", file.heads, model.heads);
+  same("intermediate_size", file.ffn, model.ffn);
+  same("max_position_embeddings", file.max_positions, model.max_positions);
+  same("type_vocab_size", file.type_vocab_size, model.type_vocab_size);
+  // eps travels through decimal text and float: equal up to float rounding.
+  ELECTRA_USER_CHECK(std::abs(file.layer_norm_eps - model.layer_norm_eps) <=
+                         1e-6f * std::abs(model.layer_norm_eps),
+                     path, ": layer_norm_eps is ", file.layer_norm_eps, " in the checkpoint but ",
+                     model.layer_norm_eps, " in the model");
+}
+
+PreparedModel prepare(const ParameterStore& store, const HfModelLayout& layout,
+                      const std::string& dir) {
+  ELECTRA_CHECK(store.allocated(), "load_hf_model: the parameter store is not allocated");
+  const std::string config_path = (fs::path(dir) / kConfigFile).string();
+  ELECTRA_USER_CHECK(fs::is_directory(dir), dir, ": checkpoint directory does not exist");
+  check_config(config_path, read_hf_config(config_path), layout.config);
+
+  PreparedModel prepared;
+  prepared.file = SafetensorsFile::read((fs::path(dir) / kWeightsFile).string());
+  const SafetensorsFile& file = prepared.file;
+  std::set<std::string> expected;
+  for (const auto& [name, store_name] : layout.tensors) {
+    expected.insert(name);
+    const std::vector<int64_t>& shape = store.info(store_name).shape;
+    const SafetensorsEntry* entry = file.find(name);
+    ELECTRA_USER_CHECK(entry != nullptr, file.path(), ": tensor '", name,
+                       "' is missing (the model needs ", shape_str(shape), ")");
+    ELECTRA_USER_CHECK(entry->shape == shape, file.path(), ": tensor '", name, "' has shape ",
+                       shape_str(entry->shape), " but the model needs ", shape_str(shape));
+    const std::string& dt = entry->dtype;
+    ELECTRA_USER_CHECK(dt == "F32" || dt == "F64" || dt == "F16" || dt == "BF16", file.path(),
+                       ": tensor '", name, "' has dtype ", dt, "; a floating type is needed");
+    prepared.copies.emplace_back(name, store_name);
+  }
+  for (const SafetensorsEntry& entry : file.entries()) {
+    ELECTRA_USER_CHECK(expected.count(entry.name) != 0 || ignored_tensor(entry.name), file.path(),
+                       ": unexpected tensor '", entry.name, "' ", shape_str(entry.shape), ": the ",
+                       layout.architecture, " model has no such parameter");
+  }
+  return prepared;
+}
+
+void apply(Context& ctx, const ParameterStore& store, const PreparedModel& prepared) {
+  std::vector<float> values;
+  std::vector<double> wide;
+  for (const auto& [name, store_name] : prepared.copies) {
+    const SafetensorsEntry& entry = *prepared.file.find(name);
+    const Tensor dst = store.param(store_name);
+    const int64_t n = dst.numel();
+    values.resize(static_cast<size_t>(n));
+    prepared.file.read_f32(entry, values.data());
+    if (dst.dtype == DType::F64) {
+      wide.assign(values.begin(), values.end());
+      copy_tensor(ctx.stream(), dst.reshape({n}), Tensor::view_of(wide.data(), Device::CPU, {n}));
+    } else {
+      copy_tensor(ctx.stream(), dst.reshape({n}), Tensor::view_of(values.data(), Device::CPU, {n}));
+    }
+  }
+}
+
+HfModelLayout layout_of(const ParameterStore& store, const std::string& architecture,
+                        const EncoderConfig& config, const std::string& prefix,
+                        bool with_shared_embeddings) {
+  HfModelLayout layout;
+  layout.architecture = architecture;
+  layout.config = config;
+  for (const ParamInfo& p : store.params()) {
+    if (starts_with(p.name, prefix)) {
+      layout.tensors.emplace_back(p.name.substr(prefix.size()), p.name);
+    } else if (with_shared_embeddings &&
+               starts_with(p.name, kDiscriminatorPrefix + kSharedEmbeddings)) {
+      layout.tensors.emplace_back(p.name.substr(kDiscriminatorPrefix.size()), p.name);
+    }
+  }
+  ELECTRA_CHECK(!layout.tensors.empty(), "no parameter of the store starts with ", prefix);
+  return layout;
+}
+
+}  // namespace
+
+HfModelLayout discriminator_layout(const ParameterStore& store, const EncoderConfig& config) {
+  return layout_of(store, "ElectraForPreTraining", config, kDiscriminatorPrefix, false);
+}
+
+HfModelLayout generator_layout(const ParameterStore& store, const EncoderConfig& generator_config) {
+  return layout_of(store, "ElectraForMaskedLM", generator_config, kGeneratorPrefix, true);
+}
+
+EncoderConfig read_hf_config(const std::string& config_json_path) {
+  const nlohmann::json j = read_json(config_json_path);
+  const std::string& path = config_json_path;
+  auto text = [&](const char* key) -> std::string {
+    ELECTRA_USER_CHECK(j.at(key).is_string(), path, ": ", key, " must be a string");
+    return j.at(key).get<std::string>();
+  };
+  ELECTRA_USER_CHECK(j.contains("model_type"), path,
+                     ": model_type is missing (expected \"electra\")");
+  const std::string model_type = text("model_type");
+  ELECTRA_USER_CHECK(model_type == "electra", path, ": model_type is \"", model_type,
+                     "\", expected \"electra\"");
+  // Absent keys take ElectraConfig's defaults, which are EncoderConfig's (ELECTRA-Small).
+  if (j.contains("hidden_act")) {
+    const std::string act = text("hidden_act");
+    ELECTRA_USER_CHECK(act == "gelu", path, ": hidden_act is \"", act,
+                       "\"; the engine implements \"gelu\" (exact erf) only");
+  }
+  if (j.contains("position_embedding_type")) {
+    const std::string type = text("position_embedding_type");
+    ELECTRA_USER_CHECK(type == "absolute", path, ": position_embedding_type is \"", type,
+                       "\"; the engine implements \"absolute\" only");
+  }
+  EncoderConfig c;
+  auto size = [&](const char* key, int& field) {
+    if (!j.contains(key)) return;
+    const nlohmann::json& v = j.at(key);
+    ELECTRA_USER_CHECK(
+        v.is_number_integer() && v.get<int64_t>() > 0 && v.get<int64_t>() <= int64_t{1} << 30, path,
+        ": ", key, " must be a positive integer (got ", v.dump(), ")");
+    field = v.get<int>();
+  };
+  auto real = [&](const char* key, float& field) {
+    if (!j.contains(key)) return;
+    const nlohmann::json& v = j.at(key);
+    ELECTRA_USER_CHECK(v.is_number(), path, ": ", key, " must be a number (got ", v.dump(), ")");
+    field = v.get<float>();
+  };
+  size("vocab_size", c.vocab_size);
+  size("embedding_size", c.embedding_size);
+  size("hidden_size", c.hidden);
+  size("num_hidden_layers", c.layers);
+  size("num_attention_heads", c.heads);
+  size("intermediate_size", c.ffn);
+  size("max_position_embeddings", c.max_positions);
+  size("type_vocab_size", c.type_vocab_size);
+  real("hidden_dropout_prob", c.hidden_dropout);
+  real("attention_probs_dropout_prob", c.attention_dropout);
+  real("layer_norm_eps", c.layer_norm_eps);
+  c.validate(path);
+  return c;
+}
+
+void save_hf_model(Context& ctx, const ParameterStore& store, const HfModelLayout& layout,
+                   const std::string& dir) {
+  ELECTRA_CHECK(store.allocated(), "save_hf_model: the parameter store is not allocated");
+  std::error_code error;
+  fs::create_directories(dir, error);
+  ELECTRA_USER_CHECK(!error && fs::is_directory(dir), dir, ": cannot create the directory (",
+                     error.message(), ")");
+  // One host f32 buffer holds every tensor; the named views point into it.
+  int64_t total = 0;
+  for (const auto& entry : layout.tensors) total += store.info(entry.second).numel;
+  std::vector<float> host(static_cast<size_t>(total));
+  std::vector<double> wide;
+  std::vector<NamedTensor> tensors;
+  int64_t offset = 0;
+  for (const auto& [name, store_name] : layout.tensors) {
+    const ParamInfo& info = store.info(store_name);
+    const Tensor src = store.param(store_name).reshape({info.numel});
+    float* out = host.data() + offset;
+    if (src.dtype == DType::F64) {
+      wide.resize(static_cast<size_t>(info.numel));
+      copy_tensor(ctx.stream(), Tensor::view_of(wide.data(), Device::CPU, {info.numel}), src);
+      for (int64_t i = 0; i < info.numel; ++i) out[i] = static_cast<float>(wide[i]);
+    } else {
+      copy_tensor(ctx.stream(), Tensor::view_of(out, Device::CPU, {info.numel}), src);
+    }
+    Tensor view;
+    view.data = out;
+    view.dtype = DType::F32;
+    view.device = Device::CPU;
+    view.rank = static_cast<int>(info.shape.size());
+    for (size_t d = 0; d < info.shape.size(); ++d) view.shape[d] = info.shape[d];
+    tensors.push_back(NamedTensor{name, view});
+    offset += info.numel;
+  }
+  write_safetensors((fs::path(dir) / kWeightsFile).string(), tensors, {{"format", "pt"}});
+  write_file_atomic((fs::path(dir) / kConfigFile).string(), hf_config_json(layout).dump(2) + "\n");
+}
+
+void load_hf_model(Context& ctx, const ParameterStore& store, const HfModelLayout& layout,
+                   const std::string& dir) {
+  const PreparedModel prepared = prepare(store, layout, dir);
+  apply(ctx, store, prepared);
+}
+
+void save_pretrainer_models(Context& ctx, const ElectraPretrainer& pretrainer,
+                            const std::string& dir) {
+  const ParameterStore& store = pretrainer.store();
+  const ElectraConfig& config = pretrainer.config();
+  save_hf_model(ctx, store, discriminator_layout(store, config.discriminator),
+                (fs::path(dir) / "discriminator").string());
+  save_hf_model(ctx, store, generator_layout(store, config.generator()),
+                (fs::path(dir) / "generator").string());
+}
+
+void load_pretrainer_models(Context& ctx, ElectraPretrainer& pretrainer, const std::string& dir) {
+  const ParameterStore& store = pretrainer.store();
+  const ElectraConfig& config = pretrainer.config();
+  const PreparedModel discriminator =
+      prepare(store, discriminator_layout(store, config.discriminator),
+              (fs::path(dir) / "discriminator").string());
+  const PreparedModel generator = prepare(store, generator_layout(store, config.generator()),
+                                          (fs::path(dir) / "generator").string());
+  // Both directories carry the shared tables; a pre-training checkpoint has one value for them.
+  std::vector<float> a, b;
+  for (const auto& [name, store_name] : generator.copies) {
+    if (!starts_with(name, kSharedEmbeddings)) continue;
+    const SafetensorsEntry& ge = *generator.file.find(name);
+    const SafetensorsEntry& de = *discriminator.file.find(name);
+    a.resize(static_cast<size_t>(ge.numel()));
+    b.resize(static_cast<size_t>(de.numel()));
+    generator.file.read_f32(ge, a.data());
+    discriminator.file.read_f32(de, b.data());
+    ELECTRA_USER_CHECK(a == b, generator.file.path(), ": shared tensor '", name,
+                       "' differs from its copy in ", discriminator.file.path(),
+                       " (the generator and the discriminator share the embedding tables)");
+  }
+  apply(ctx, store, generator);
+  apply(ctx, store, discriminator);
+  pretrainer.weights().refresh_compute(ctx);
+}
+
+}  // namespace electra

@@ -1,0 +1,66 @@
+// Checkpoints in HF transformers' layout (DESIGN section 8): a model directory holds
+// model.safetensors (F32, metadata {"format": "pt"}) and config.json, exactly as
+// ElectraForPreTraining (discriminator) / ElectraForMaskedLM (generator) save_pretrained() writes
+// them, so `from_pretrained` loads our checkpoints and HF ELECTRA checkpoints load into the engine.
+//
+// Names: the store holds "<model>/<HF name>" (models/pretrainer.h); a checkpoint holds the HF
+// name. The shared embedding tables exist once, as "discriminator/electra.embeddings.*", and appear
+// in BOTH directories (HF's generator owns a copy). HF's generator_lm_head.weight is tied to the
+// word table and is not written (HF re-ties it on load).
+//
+// Loading validates everything first (config.json keys and every tensor's presence, shape and
+// dtype) and throws UserError naming the file and the key or tensor; only then does it write into
+// the store, so a refused checkpoint leaves the model untouched. Known extra tensors are ignored:
+// "electra.embeddings.position_ids" (a buffer older HF versions saved) and
+// "generator_lm_head.weight" (the tied copy); any other tensor the model lacks is an error.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "engine/context.h"
+#include "engine/parameter_store.h"
+#include "models/electra_config.h"
+
+namespace electra {
+
+class ElectraPretrainer;
+
+// Which store tensors form one HF model directory.
+struct HfModelLayout {
+  std::string architecture;  // "ElectraForPreTraining" / "ElectraForMaskedLM"
+  EncoderConfig config;      // written to / checked against config.json
+  std::vector<std::pair<std::string, std::string>> tensors;  // (checkpoint name, store name)
+};
+
+// Every "discriminator/..." tensor of the store.
+HfModelLayout discriminator_layout(const ParameterStore& store, const EncoderConfig& config);
+// The generator's own "generator/..." tensors, plus electra.embeddings.* mapped to the shared
+// "discriminator/electra.embeddings.*".
+HfModelLayout generator_layout(const ParameterStore& store, const EncoderConfig& generator_config);
+
+// Writes dir/model.safetensors and dir/config.json (each atomically); creates dir. The store may
+// be f32 or f64 (gradient checks), on any device; the file is F32.
+void save_hf_model(Context& ctx, const ParameterStore& store, const HfModelLayout& layout,
+                   const std::string& dir);
+// Validates dir/config.json (model_type "electra", hidden_act "gelu", sizes equal to
+// layout.config) and dir/model.safetensors (every layout tensor present with its shape and a
+// floating dtype, nothing unexpected), then copies the tensors into the store. With a bf16
+// compute copy, the caller refreshes it afterwards (ModelWeights::refresh_compute).
+void load_hf_model(Context& ctx, const ParameterStore& store, const HfModelLayout& layout,
+                   const std::string& dir);
+
+// The encoder sizes of an HF ELECTRA config.json (for building a model around an HF checkpoint).
+// UserError naming the file and key when a size is missing or not a positive integer, or when
+// model_type / hidden_act / position_embedding_type are not what the engine implements.
+EncoderConfig read_hf_config(const std::string& config_json_path);
+
+// A pre-training checkpoint's model part: <dir>/discriminator and <dir>/generator.
+void save_pretrainer_models(Context& ctx, const ElectraPretrainer& pretrainer,
+                            const std::string& dir);
+// Validates both directories (and that their copies of the shared embedding tables are equal)
+// before writing anything; then loads both and refreshes the compute copy of the weights.
+void load_pretrainer_models(Context& ctx, ElectraPretrainer& pretrainer, const std::string& dir);
+
+}  // namespace electra
