@@ -21,5 +21,6 @@ int cmd_version(const std::vector<std::string>& args);
 int cmd_build_vocab(const std::vector<std::string>& args);
 int cmd_build_data(const std::vector<std::string>& args);
 int cmd_info(const std::vector<std::string>& args);
+int cmd_pretrain(const std::vector<std::string>& args);
 
 }  // namespace electra::apps

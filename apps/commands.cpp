@@ -8,6 +8,8 @@ const std::vector<Command>& commands() {
       {"build-vocab", "train a WordPiece vocabulary (vocab.txt) from text", cmd_build_vocab},
       {"build-data", "tokenize text into pre-training shards", cmd_build_data},
       {"info", "print the header and statistics of pre-training shards", cmd_info},
+      {"pretrain", "pre-train ELECTRA (generator + discriminator) from a YAML config",
+       cmd_pretrain},
   };
   return kCommands;
 }

@@ -1,0 +1,103 @@
+#include "apps/train_progress.h"
+
+#include <cmath>
+
+#include "engine/error.h"
+
+namespace electra::apps {
+
+void UpdateMetrics::add(const StepMetrics& m) {
+  mean.gen_loss += m.gen_loss;
+  mean.gen_accuracy += m.gen_accuracy;
+  mean.disc_loss += m.disc_loss;
+  mean.disc_accuracy += m.disc_accuracy;
+  mean.disc_precision += m.disc_precision;
+  mean.disc_recall += m.disc_recall;
+  mean.replaced_fraction += m.replaced_fraction;
+  mean.total_loss += m.total_loss;
+  mean.masked += m.masked;
+  mean.tokens += m.tokens;
+  ++micro_batches;
+}
+
+StepMetrics UpdateMetrics::average() const {
+  StepMetrics a = mean;
+  if (micro_batches == 0) return a;
+  const double n = micro_batches;
+  a.gen_loss /= n;
+  a.gen_accuracy /= n;
+  a.disc_loss /= n;
+  a.disc_accuracy /= n;
+  a.disc_precision /= n;
+  a.disc_recall /= n;
+  a.replaced_fraction /= n;
+  a.total_loss /= n;
+  return a;  // masked and tokens stay totals over the update
+}
+
+ProgressReporter::ProgressReporter(const ProgressConfig& config, const std::string& metrics_path,
+                                   int64_t start_step)
+    : config_(config), metrics_path_(metrics_path) {
+  metrics_ = std::fopen(metrics_path.c_str(), "a");
+  ELECTRA_USER_CHECK(metrics_ != nullptr, metrics_path, ": cannot open for writing");
+  (void)start_step;
+}
+
+ProgressReporter::~ProgressReporter() {
+  if (metrics_ != nullptr) std::fclose(metrics_);
+}
+
+std::string ProgressReporter::format_duration(double seconds) {
+  if (!std::isfinite(seconds) || seconds < 0) return "?";
+  const int64_t s = static_cast<int64_t>(std::llround(seconds));
+  char buf[32];
+  if (s >= 3600) {
+    std::snprintf(buf, sizeof buf, "%lldh%02lldm", static_cast<long long>(s / 3600),
+                  static_cast<long long>(s % 3600 / 60));
+  } else if (s >= 60) {
+    std::snprintf(buf, sizeof buf, "%lldm%02llds", static_cast<long long>(s / 60),
+                  static_cast<long long>(s % 60));
+  } else {
+    std::snprintf(buf, sizeof buf, "%llds", static_cast<long long>(s));
+  }
+  return buf;
+}
+
+void ProgressReporter::record(int64_t step, const StepMetrics& m, double lr, double grad_norm,
+                              double seconds) {
+  window_seconds_ += seconds;
+  total_seconds_ += seconds;
+  ++window_steps_;
+  if (step % config_.every != 0 && step != config_.total_steps) return;
+  const double per_step = window_seconds_ / static_cast<double>(window_steps_);
+  const double seq_per_s = config_.sequences_per_step / per_step;
+  const double tok_per_s = config_.tokens_per_step / per_step;
+  const double flops_per_s = config_.flops_per_step / per_step;
+  const double eta = per_step * static_cast<double>(config_.total_steps - step);
+  char mfu[32] = "";
+  if (config_.peak_flops > 0) {
+    std::snprintf(mfu, sizeof mfu, " (MFU %.1f%%)", 100.0 * flops_per_s / config_.peak_flops);
+  }
+  std::fprintf(stderr,
+               "step %lld/%lld | gen loss %.4f acc %.3f | disc loss %.4f acc %.3f | replaced "
+               "%.3f | lr %.3e | grad norm %.3f | %.1f seq/s %.0f tok/s | %.2f TFLOP/s%s | "
+               "ETA %s\n",
+               static_cast<long long>(step), static_cast<long long>(config_.total_steps),
+               m.gen_loss, m.gen_accuracy, m.disc_loss, m.disc_accuracy, m.replaced_fraction, lr,
+               grad_norm, seq_per_s, tok_per_s, flops_per_s / 1e12, mfu,
+               format_duration(eta).c_str());
+  std::fprintf(metrics_,
+               "{\"step\": %lld, \"gen_loss\": %.6g, \"gen_acc\": %.6g, \"disc_loss\": %.6g, "
+               "\"disc_acc\": %.6g, \"disc_precision\": %.6g, \"disc_recall\": %.6g, "
+               "\"replaced_frac\": %.6g, \"total_loss\": %.6g, \"lr\": %.6g, \"grad_norm\": "
+               "%.6g, \"seq_per_s\": %.6g, \"tokens_per_s\": %.6g, \"tflops\": %.6g, "
+               "\"step_seconds\": %.6g}\n",
+               static_cast<long long>(step), m.gen_loss, m.gen_accuracy, m.disc_loss,
+               m.disc_accuracy, m.disc_precision, m.disc_recall, m.replaced_fraction, m.total_loss,
+               lr, grad_norm, seq_per_s, tok_per_s, flops_per_s / 1e12, per_step);
+  ELECTRA_USER_CHECK(std::fflush(metrics_) == 0, metrics_path_, ": write failed (disk full?)");
+  window_seconds_ = 0;
+  window_steps_ = 0;
+}
+
+}  // namespace electra::apps

@@ -1,0 +1,57 @@
+// Progress of a training run: a line on stderr every `every` updates (losses, accuracies, lr,
+// gradient norm, throughput, FLOP rate, ETA) and the same numbers as one JSON object per line in
+// metrics.jsonl (appended to, so a resumed run continues the file).
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+#include "models/pretrainer.h"
+
+namespace electra::apps {
+
+// The metrics of one optimizer update: the mean over its micro-batches.
+struct UpdateMetrics {
+  StepMetrics mean;
+  int micro_batches = 0;
+
+  void add(const StepMetrics& m);
+  StepMetrics average() const;
+};
+
+struct ProgressConfig {
+  int64_t total_steps = 0;
+  int64_t every = 100;
+  double sequences_per_step = 0;
+  double tokens_per_step = 0;  // sequences x seq_len (padding included)
+  double flops_per_step = 0;   // official conventions (models/flops.h)
+  double peak_flops = 0;       // the device's bf16 peak for MFU; 0 = not known
+};
+
+class ProgressReporter {
+ public:
+  // Opens (appends to) `metrics_path`; throws UserError naming it when it cannot be written.
+  ProgressReporter(const ProgressConfig& config, const std::string& metrics_path,
+                   int64_t start_step);
+  ~ProgressReporter();
+  ProgressReporter(const ProgressReporter&) = delete;
+  ProgressReporter& operator=(const ProgressReporter&) = delete;
+
+  // After update `step` (1-based count of updates done) took `seconds`.
+  void record(int64_t step, const StepMetrics& metrics, double lr, double grad_norm,
+              double seconds);
+
+  // "1h02m", "3m12s", "45s".
+  static std::string format_duration(double seconds);
+
+ private:
+  ProgressConfig config_;
+  std::FILE* metrics_ = nullptr;
+  std::string metrics_path_;
+  double window_seconds_ = 0;
+  int64_t window_steps_ = 0;
+  double total_seconds_ = 0;
+};
+
+}  // namespace electra::apps

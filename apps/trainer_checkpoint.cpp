@@ -1,0 +1,151 @@
+#include "apps/trainer_checkpoint.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <vector>
+
+#include "engine/safetensors.h"
+#include "models/hf_checkpoint.h"
+
+namespace electra::apps {
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* kStateTensors = "trainer_state.safetensors";
+constexpr const char* kStateJson = "trainer_state.json";
+
+std::string checkpoint_name(int64_t step) {
+  char name[32];
+  std::snprintf(name, sizeof name, "checkpoint-%08lld", static_cast<long long>(step));
+  return name;
+}
+
+// Complete checkpoints in run_dir, oldest first.
+std::vector<fs::path> list_checkpoints(const fs::path& run_dir) {
+  std::vector<fs::path> out;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(run_dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (entry.is_directory() && name.rfind("checkpoint-", 0) == 0 &&
+        fs::exists(entry.path() / kStateJson)) {
+      out.push_back(entry.path());
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// A host f32 copy of a device (or host) tensor.
+std::vector<float> to_host(Context& ctx, const Tensor& t) {
+  std::vector<float> out(static_cast<size_t>(t.numel()));
+  copy_tensor(ctx.stream(), Tensor::view_of(out.data(), Device::CPU, {t.numel()}),
+              t.reshape({t.numel()}));
+  return out;
+}
+
+}  // namespace
+
+std::string save_checkpoint(Context& ctx, const ElectraPretrainer& model,
+                            const Optimizer& optimizer, const TrainerState& state,
+                            const std::string& run_dir, int64_t keep) {
+  const fs::path run(run_dir);
+  std::error_code ec;
+  fs::create_directories(run, ec);
+  ELECTRA_USER_CHECK(!ec, run_dir, ": cannot create the checkpoint directory: ", ec.message());
+  const fs::path final_dir = run / checkpoint_name(state.step);
+  const fs::path tmp_dir = run / ("." + checkpoint_name(state.step) + ".tmp");
+  fs::remove_all(tmp_dir, ec);
+  try {
+    fs::create_directories(tmp_dir);
+    save_pretrainer_models(ctx, model, tmp_dir.string());
+    std::vector<float> m = to_host(ctx, optimizer.m()), v = to_host(ctx, optimizer.v());
+    const int64_t n = static_cast<int64_t>(m.size());
+    write_safetensors((tmp_dir / kStateTensors).string(),
+                      {{"optimizer.m", Tensor::view_of(m.data(), Device::CPU, {n})},
+                       {"optimizer.v", Tensor::view_of(v.data(), Device::CPU, {n})}},
+                      {{"format", "electra-engine"}});
+    nlohmann::json j;
+    j["step"] = state.step;
+    j["data_epoch"] = state.cursor.epoch;
+    j["data_position"] = state.cursor.position;
+    j["seed"] = state.seed;
+    j["config_hash"] = str_cat(state.config_hash);
+    j["config"] = state.config_text;
+    j["elapsed_seconds"] = state.elapsed_seconds;
+    j["optimizer"] = optimizer_kind_name(optimizer.config().kind);
+    write_file_atomic((tmp_dir / kStateJson).string(), j.dump(2) + "\n");
+    if (fs::exists(final_dir)) fs::remove_all(final_dir);
+    fs::rename(tmp_dir, final_dir);
+  } catch (const fs::filesystem_error& e) {
+    fs::remove_all(tmp_dir, ec);
+    throw UserError(str_cat(final_dir.string(), ": cannot write the checkpoint: ", e.what()));
+  } catch (...) {
+    fs::remove_all(tmp_dir, ec);
+    throw;
+  }
+  if (keep > 0) {
+    const std::vector<fs::path> all = list_checkpoints(run);
+    for (size_t i = 0; i + static_cast<size_t>(keep) < all.size(); ++i) fs::remove_all(all[i], ec);
+  }
+  return final_dir.string();
+}
+
+std::string resolve_checkpoint(const std::string& path) {
+  const fs::path p(path);
+  ELECTRA_USER_CHECK(fs::is_directory(p), path, ": no such checkpoint or run directory");
+  if (fs::exists(p / kStateJson)) return p.string();
+  const std::vector<fs::path> all = list_checkpoints(p);
+  ELECTRA_USER_CHECK(!all.empty(), path, ": no complete checkpoint-* directory in it");
+  return all.back().string();
+}
+
+TrainerState read_trainer_state(const std::string& checkpoint_dir) {
+  const std::string path = (fs::path(checkpoint_dir) / kStateJson).string();
+  std::ifstream in(path);
+  ELECTRA_USER_CHECK(in.good(), path, ": cannot open");
+  nlohmann::json j;
+  try {
+    in >> j;
+    TrainerState s;
+    s.step = j.at("step").get<int64_t>();
+    s.cursor.epoch = j.at("data_epoch").get<uint64_t>();
+    s.cursor.position = j.at("data_position").get<uint64_t>();
+    s.seed = j.at("seed").get<uint64_t>();
+    s.config_hash = std::stoull(j.at("config_hash").get<std::string>());
+    s.config_text = j.at("config").get<std::string>();
+    s.elapsed_seconds = j.value("elapsed_seconds", 0.0);
+    ELECTRA_USER_CHECK(s.step >= 0, path, ": negative step");
+    return s;
+  } catch (const nlohmann::json::exception& e) {
+    throw UserError(str_cat(path, ": malformed trainer state: ", e.what()));
+  } catch (const std::logic_error& e) {
+    throw UserError(str_cat(path, ": malformed config_hash: ", e.what()));
+  }
+}
+
+void load_checkpoint(Context& ctx, ElectraPretrainer& model, Optimizer& optimizer,
+                     const std::string& checkpoint_dir) {
+  const std::string path = (fs::path(checkpoint_dir) / kStateTensors).string();
+  const SafetensorsFile file = SafetensorsFile::read(path);
+  const int64_t n = optimizer.m().numel();
+  std::vector<float> m(static_cast<size_t>(n)), v(static_cast<size_t>(n));
+  for (auto [name, dst] : {std::pair{"optimizer.m", &m}, std::pair{"optimizer.v", &v}}) {
+    const SafetensorsEntry* e = file.find(name);
+    ELECTRA_USER_CHECK(e != nullptr, path, ": missing tensor '", name, "'");
+    ELECTRA_USER_CHECK(e->numel() == n, path, ": tensor '", name, "' has ", e->numel(),
+                       " values, the model's optimizer state has ", n,
+                       " (a checkpoint of another model?)");
+    file.read_f32(*e, dst->data());
+  }
+  // The models validate both directories before writing; the moments go in only afterwards.
+  load_pretrainer_models(ctx, model, checkpoint_dir);
+  model.weights().refresh_compute(ctx);
+  copy_tensor(ctx.stream(), optimizer.m(), Tensor::view_of(m.data(), Device::CPU, {n}));
+  copy_tensor(ctx.stream(), optimizer.v(), Tensor::view_of(v.data(), Device::CPU, {n}));
+}
+
+}  // namespace electra::apps
