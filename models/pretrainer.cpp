@@ -7,6 +7,8 @@
 #include "kernels/masking.h"
 #include "kernels/replace_tokens.h"
 #include "kernels/softmax_xent.h"
+#include "models/host_transfer.h"
+#include "models/init.h"
 
 namespace electra {
 
@@ -109,86 +111,8 @@ const Tensor& ElectraPretrainer::labels() const {
   return parts_->labels;
 }
 
-namespace {
-
-// Truncated normal N(0, std^2) cut at 2 std (tf.truncated_normal): Box-Muller on Philox bits,
-// redrawn until inside the cut (at most 8 tries; the 9th keeps the clamped value).
-double truncated_normal(const RngStream& stream, uint64_t element, double std) {
-  constexpr double kTwoPi = 6.283185307179586;
-  double z = 0;
-  for (uint64_t attempt = 0; attempt < 8; ++attempt) {
-    const uint64_t base = (element * 8 + attempt) * 2;
-    const double u1 = uniform_open01(stream.bits(base));
-    const double u2 = uniform01(stream.bits(base + 1));
-    z = std::sqrt(-2.0 * std::log(u1)) * std::cos(kTwoPi * u2);
-    if (std::abs(z) <= 2.0) return z * std;
-  }
-  return std::clamp(z, -2.0, 2.0) * std;
-}
-
-// Host values of a tensor of f32 or f64 as doubles.
-std::vector<double> download_doubles(Context& ctx, const Tensor& t) {
-  std::vector<double> out(static_cast<size_t>(t.numel()));
-  if (t.dtype == DType::F64) {
-    copy_tensor(ctx.stream(), Tensor::view_of(out.data(), Device::CPU, {t.numel()}),
-                t.reshape({t.numel()}));
-  } else {
-    std::vector<float> f(out.size());
-    copy_tensor(ctx.stream(), Tensor::view_of(f.data(), Device::CPU, {t.numel()}),
-                t.reshape({t.numel()}));
-    for (size_t i = 0; i < f.size(); ++i) out[i] = f[i];
-  }
-  return out;
-}
-
-template <class T>
-std::vector<T> download_as(Context& ctx, const Tensor& t) {
-  std::vector<T> out(static_cast<size_t>(t.numel()));
-  copy_tensor(ctx.stream(), Tensor::view_of(out.data(), Device::CPU, {t.numel()}),
-              t.reshape({t.numel()}));
-  return out;
-}
-
-template <class T>
-void upload_to(Context& ctx, const Tensor& dst, const std::vector<T>& src) {
-  copy_tensor(
-      ctx.stream(), dst.reshape({dst.numel()}),
-      Tensor::view_of(const_cast<T*>(src.data()), Device::CPU, {static_cast<int64_t>(src.size())}));
-}
-
-}  // namespace
-
 void ElectraPretrainer::init_weights(Context& ctx, uint64_t seed) {
-  const ParameterStore& store = weights_.store;
-  std::vector<double> host(static_cast<size_t>(store.total_elements()), 0.0);
-  const auto& params = store.params();
-  for (size_t i = 0; i < params.size(); ++i) {
-    const ParamInfo& p = params[i];
-    const RngStream stream{seed, RngPurpose::kInit, static_cast<uint32_t>(i), 0};
-    for (int64_t j = 0; j < p.numel; ++j) {
-      double value = 0;
-      switch (p.kind) {
-        case ParamKind::kWeight:
-        case ParamKind::kEmbedding:
-          value = truncated_normal(stream, static_cast<uint64_t>(j), 0.02);
-          break;
-        case ParamKind::kLayerNormGamma:
-          value = 1;
-          break;
-        case ParamKind::kBias:
-        case ParamKind::kLayerNormBeta:
-          value = 0;
-          break;
-      }
-      host[static_cast<size_t>(p.offset + j)] = value;
-    }
-  }
-  if (store.flat_params().dtype == DType::F64) {
-    upload_to(ctx, store.flat_params(), host);
-  } else {
-    upload_to(ctx, store.flat_params(), std::vector<float>(host.begin(), host.end()));
-  }
-  weights_.refresh_compute(ctx);
+  init_electra_weights(ctx, weights_, seed);
 }
 
 void ElectraPretrainer::zero_grads(Context& ctx) {
