@@ -73,6 +73,23 @@ struct RngStream {
   ELECTRA_HD uint32_t bits(uint64_t element) const { return block(element >> 2).v[element & 3]; }
 };
 
+// Sequential reads of a stream: one Philox call per block of 4 elements instead of one per element
+// (bits() alone recomputes the block every time). Same values as RngStream::bits.
+struct RngBlockCache {
+  RngStream stream;
+  uint64_t cached = ~uint64_t{0};
+  U32x4 words{};
+
+  ELECTRA_HD uint32_t bits(uint64_t element) {
+    const uint64_t block = element >> 2;
+    if (block != cached) {
+      words = stream.block(block);
+      cached = block;
+    }
+    return words.v[element & 3];
+  }
+};
+
 // Exactly rounded float ops that nvcc may not contract into FMAs.
 ELECTRA_HD float mul_rn(float a, float b) {
 #if defined(__CUDA_ARCH__)

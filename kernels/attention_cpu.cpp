@@ -1,5 +1,8 @@
-// CPU reference of attention: the formulas of attention.h as plain loops per (batch, head, query
-// row), written for clarity. scratch holds Pd (forward) and then dS (backward).
+// CPU reference of attention: the formulas of attention.h per (batch, head), with the four
+// products as Eigen matrix products on strided views of the packed qkv (so the reference stays a
+// few readable lines and runs at GEMM speed). scratch holds Pd (forward), then Pd, dPd and dS in
+// turn (backward).
+#include <Eigen/Dense>
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -10,13 +13,18 @@
 namespace electra::cpu {
 namespace {
 
+template <class T>
+using Matrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+template <class T>
+using ConstView = Eigen::Map<const Matrix<T>, Eigen::Unaligned, Eigen::OuterStride<>>;
+template <class T>
+using View = Eigen::Map<Matrix<T>, Eigen::Unaligned, Eigen::OuterStride<>>;
+
 struct Dims {
   int64_t b, t, h, heads, d;
   int64_t ld() const { return 3 * h; }
-  // Flat index of element (b, h, i, j) of a [B, heads, T, T] tensor.
-  int64_t prob_index(int64_t bi, int64_t hi, int64_t i, int64_t j) const {
-    return ((bi * heads + hi) * t + i) * t + j;
-  }
+  // Flat index of element (b, h, i, 0) of a [B, heads, T, T] tensor.
+  int64_t block(int64_t bi, int64_t hi) const { return (bi * heads + hi) * t * t; }
 };
 
 Dims dims_of(const Tensor& qkv, const AttentionArgs& args) {
@@ -24,11 +32,24 @@ Dims dims_of(const Tensor& qkv, const AttentionArgs& args) {
   return Dims{qkv.dim(0), qkv.dim(1), h, args.heads, h / args.heads};
 }
 
+// Q, K or V (part 0, 1, 2) of batch b, head h: a [T, d] view with leading dimension 3H.
 template <class T>
-T dot(const T* x, const T* y, int64_t n) {
-  T s = 0;
-  for (int64_t c = 0; c < n; ++c) s += x[c] * y[c];
-  return s;
+ConstView<T> part(const T* qkv, const Dims& n, int64_t b, int64_t h, int part) {
+  return ConstView<T>(qkv + b * n.t * n.ld() + part * n.h + h * n.d, n.t, n.d,
+                      Eigen::OuterStride<>(n.ld()));
+}
+
+// m(i, j) *= keep_ij / (1 - p) with the mask of the (b, h) block: Pd from P, or dP from dPd.
+template <class T>
+void apply_dropout(T* m, const Dims& n, int64_t b, int64_t h, const AttentionArgs& args) {
+  if (args.dropout_p == 0) return;
+  const T keep_scale = T(1) / (T(1) - static_cast<T>(args.dropout_p));
+  const uint64_t first = dropout_site_offset(args.site) + static_cast<uint64_t>(n.block(b, h));
+  RngBlockCache rng{args.rng};
+  for (int64_t e = 0; e < n.t * n.t; ++e) {
+    m[e] = dropout_keep(rng, first + static_cast<uint64_t>(e), args.dropout_p) ? m[e] * keep_scale
+                                                                               : T(0);
+  }
 }
 
 template <class T>
@@ -37,42 +58,33 @@ void forward_typed(const Tensor& qkv_t, const Tensor& mask_t, const AttentionArg
   const Dims n = dims_of(qkv_t, args);
   const T* qkv = qkv_t.ptr<T>();
   const int32_t* mask = mask_t.ptr<int32_t>();
-  T* probs = probs_t.ptr<T>();
-  T* pd = scratch_t.ptr<T>();
-  T* out = out_t.ptr<T>();
   const T scale = T(1) / std::sqrt(static_cast<T>(n.d));
-  const T keep_scale = T(1) / (T(1) - static_cast<T>(args.dropout_p));
-  const uint64_t site = dropout_site_offset(args.site);
   for (int64_t b = 0; b < n.b; ++b) {
+    const int32_t* real = mask + b * n.t;
     for (int64_t h = 0; h < n.heads; ++h) {
-      for (int64_t i = 0; i < n.t; ++i) {
-        const T* q = qkv + (b * n.t + i) * n.ld() + h * n.d;
-        T* p = probs + n.prob_index(b, h, i, 0);
-        T* prow = pd + n.prob_index(b, h, i, 0);
+      T* p = probs_t.ptr<T>() + n.block(b, h);
+      Eigen::Map<Matrix<T>> probs(p, n.t, n.t);
+      probs.noalias() = scale * (part(qkv, n, b, h, 0) * part(qkv, n, b, h, 1).transpose());
+      for (int64_t i = 0; i < n.t; ++i) {  // softmax over the real keys of row i
+        T* row = p + i * n.t;
         T max = -std::numeric_limits<T>::infinity();
         for (int64_t j = 0; j < n.t; ++j) {
-          const T* k = qkv + (b * n.t + j) * n.ld() + n.h + h * n.d;
-          p[j] = scale * dot(q, k, n.d);
-          if (mask[b * n.t + j] != 0) max = std::max(max, p[j]);
+          if (real[j] != 0) max = std::max(max, row[j]);
         }
         T sum = 0;
         for (int64_t j = 0; j < n.t; ++j) {
-          p[j] = mask[b * n.t + j] != 0 ? std::exp(p[j] - max) : T(0);
-          sum += p[j];
+          row[j] = real[j] != 0 ? std::exp(row[j] - max) : T(0);
+          sum += row[j];
         }
-        for (int64_t j = 0; j < n.t; ++j) {
-          if (sum > 0) p[j] /= sum;
-          const bool keep = dropout_keep(args.rng, site + n.prob_index(b, h, i, j), args.dropout_p);
-          prow[j] = keep ? p[j] * keep_scale : T(0);
-        }
-        T* o = out + (b * n.t + i) * n.h + h * n.d;
-        for (int64_t c = 0; c < n.d; ++c) {
-          T s = 0;
-          for (int64_t j = 0; j < n.t; ++j)
-            s += prow[j] * qkv[(b * n.t + j) * n.ld() + 2 * n.h + h * n.d + c];
-          o[c] = s;
+        if (sum > 0) {
+          for (int64_t j = 0; j < n.t; ++j) row[j] /= sum;
         }
       }
+      T* pd = scratch_t.ptr<T>() + n.block(b, h);
+      std::copy(p, p + n.t * n.t, pd);
+      apply_dropout(pd, n, b, h, args);
+      View<T> out(out_t.ptr<T>() + b * n.t * n.h + h * n.d, n.t, n.d, Eigen::OuterStride<>(n.h));
+      out.noalias() = Eigen::Map<const Matrix<T>>(pd, n.t, n.t) * part(qkv, n, b, h, 2);
     }
   }
 }
@@ -82,40 +94,36 @@ void backward_typed(const Tensor& qkv_t, const AttentionArgs& args, const Tensor
                     const Tensor& dout_t, const Tensor& scratch_t, const Tensor& dqkv_t) {
   const Dims n = dims_of(qkv_t, args);
   const T* qkv = qkv_t.ptr<T>();
-  const T* probs = probs_t.ptr<T>();
-  const T* dout = dout_t.ptr<T>();
-  T* ds = scratch_t.ptr<T>();
   T* dqkv = dqkv_t.ptr<T>();
-  std::fill(dqkv, dqkv + dqkv_t.numel(), T(0));
   const T scale = T(1) / std::sqrt(static_cast<T>(n.d));
-  const T keep_scale = T(1) / (T(1) - static_cast<T>(args.dropout_p));
-  const uint64_t site = dropout_site_offset(args.site);
   for (int64_t b = 0; b < n.b; ++b) {
     for (int64_t h = 0; h < n.heads; ++h) {
-      const auto q_of = [&](int64_t row) { return (b * n.t + row) * n.ld() + h * n.d; };
-      const auto k_of = [&](int64_t row) { return q_of(row) + n.h; };
-      const auto v_of = [&](int64_t row) { return q_of(row) + 2 * n.h; };
+      const T* p = probs_t.ptr<T>() + n.block(b, h);
+      T* s = scratch_t.ptr<T>() + n.block(b, h);
+      Eigen::Map<Matrix<T>> work(s, n.t, n.t);
+      const ConstView<T> dout(dout_t.ptr<T>() + b * n.t * n.h + h * n.d, n.t, n.d,
+                              Eigen::OuterStride<>(n.h));
+      auto dpart = [&](int part) {
+        return View<T>(dqkv + b * n.t * n.ld() + part * n.h + h * n.d, n.t, n.d,
+                       Eigen::OuterStride<>(n.ld()));
+      };
+      // dV = Pd^T dout
+      std::copy(p, p + n.t * n.t, s);
+      apply_dropout(s, n, b, h, args);
+      dpart(2).noalias() = work.transpose() * dout;
+      // dP = (dout V^T) * keep / (1 - p);  dS_ij = P_ij (dP_ij - sum_k P_ik dP_ik)
+      work.noalias() = dout * part(qkv, n, b, h, 2).transpose();
+      apply_dropout(s, n, b, h, args);
       for (int64_t i = 0; i < n.t; ++i) {
-        const T* p = probs + n.prob_index(b, h, i, 0);
-        T* row = ds + n.prob_index(b, h, i, 0);
-        const T* g = dout + (b * n.t + i) * n.h + h * n.d;
+        T* row = s + i * n.t;
+        const T* prow = p + i * n.t;
         T rowsum = 0;
-        for (int64_t j = 0; j < n.t; ++j) {
-          const bool keep = dropout_keep(args.rng, site + n.prob_index(b, h, i, j), args.dropout_p);
-          // dV_j += Pd_ij dout_i
-          for (int64_t c = 0; c < n.d; ++c)
-            dqkv[v_of(j) + c] += (keep ? p[j] * keep_scale : T(0)) * g[c];
-          row[j] = keep ? dot(g, qkv + v_of(j), n.d) * keep_scale : T(0);  // dP_ij
-          rowsum += p[j] * row[j];
-        }
-        for (int64_t j = 0; j < n.t; ++j) row[j] = p[j] * (row[j] - rowsum);  // dS_ij
-        for (int64_t j = 0; j < n.t; ++j) {
-          for (int64_t c = 0; c < n.d; ++c) {
-            dqkv[q_of(i) + c] += scale * row[j] * qkv[k_of(j) + c];
-            dqkv[k_of(j) + c] += scale * row[j] * qkv[q_of(i) + c];
-          }
-        }
+        for (int64_t j = 0; j < n.t; ++j) rowsum += prow[j] * row[j];
+        for (int64_t j = 0; j < n.t; ++j) row[j] = prow[j] * (row[j] - rowsum);
       }
+      // dQ = dS K / sqrt(d),  dK = dS^T Q / sqrt(d)
+      dpart(0).noalias() = scale * (work * part(qkv, n, b, h, 1));
+      dpart(1).noalias() = scale * (work.transpose() * part(qkv, n, b, h, 0));
     }
   }
 }

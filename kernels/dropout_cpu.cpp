@@ -16,9 +16,9 @@ void apply_mask(const Tensor& in, const Tensor& out, const DropoutSite& site) {
   T* y = out.ptr<T>();
   const T scale = survivor_scale<T>(site.p);
   const int64_t n = in.numel();
+  RngBlockCache rng{site.stream};
   for (int64_t i = 0; i < n; ++i) {
-    y[i] = dropout_keep(site.stream, site.offset + static_cast<uint64_t>(i), site.p) ? x[i] * scale
-                                                                                     : T{0};
+    y[i] = dropout_keep(rng, site.offset + static_cast<uint64_t>(i), site.p) ? x[i] * scale : T{0};
   }
 }
 

@@ -16,13 +16,14 @@ void run(const Tensor& logits, const Tensor& labels, const Tensor& weights,
   T* out_loss = loss.ptr<T>();
   int32_t* out_sample = sample.ptr<int32_t>();
   int32_t* out_argmax = argmax.ptr<int32_t>();
+  RngBlockCache noise{params.stream};
   for (int64_t i = 0; i < m; ++i) {
     T* row = x + i * stride;
     // Sampling and argmax read the logits before they are overwritten by the gradient.
     int64_t best = 0, top = 0;
     float best_score = -INFINITY;
     for (int64_t j = 0; j < v; ++j) {
-      const uint32_t bits = params.stream.bits(static_cast<uint64_t>(i * v + j));
+      const uint32_t bits = noise.bits(static_cast<uint64_t>(i * v + j));
       const float score =
           add_rn(div_rn(static_cast<float>(row[j]), params.temperature), gumbel(bits));
       if (score > best_score) best_score = score, best = j;
@@ -31,11 +32,16 @@ void run(const Tensor& logits, const Tensor& labels, const Tensor& weights,
     out_sample[i] = static_cast<int32_t>(best);
     out_argmax[i] = static_cast<int32_t>(top);
 
-    // The sum is accumulated in f64 even for f32 rows: a sequential f32 sum over 30k terms would
-    // drift by ~1e-5 relative, more than the kernel's tree-shaped f32 sum it is the oracle for.
+    // e_j = exp(x_j - max) is stored over the row (the logits are no longer needed); the sum is
+    // accumulated in f64 even for f32 rows: a sequential f32 sum over 30k terms would drift by
+    // ~1e-5 relative, more than the kernel's tree-shaped f32 sum it is the oracle for.
     const T max = row[top];
+    const T label_logit = w[i] != 0 && y[i] >= 0 && y[i] < v ? row[y[i]] : T(0);
     double sum = 0;
-    for (int64_t j = 0; j < v; ++j) sum += static_cast<double>(std::exp(row[j] - max));
+    for (int64_t j = 0; j < v; ++j) {
+      row[j] = std::exp(row[j] - max);
+      sum += static_cast<double>(row[j]);
+    }
     const T lse = max + static_cast<T>(std::log(sum));
     const T wi = static_cast<T>(w[i]);
     if (wi == 0) {
@@ -45,10 +51,11 @@ void run(const Tensor& logits, const Tensor& labels, const Tensor& weights,
     }
     ELECTRA_CHECK(y[i] >= 0 && y[i] < v, "softmax_xent: label ", y[i], " of row ", i,
                   " outside the vocabulary of ", v);
-    out_loss[i] = wi * (lse - row[y[i]]);
-    const T coef = wi * static_cast<T>(params.scale);
-    for (int64_t j = 0; j < v; ++j) row[j] = coef * std::exp(row[j] - lse);
-    row[y[i]] -= coef;
+    out_loss[i] = wi * (lse - label_logit);
+    // softmax_j = e_j / sum
+    const T coef = wi * static_cast<T>(params.scale) / static_cast<T>(sum);
+    for (int64_t j = 0; j < v; ++j) row[j] *= coef;
+    row[y[i]] -= wi * static_cast<T>(params.scale);
     for (int64_t j = v; j < stride; ++j) row[j] = 0;
   }
 }

@@ -1,0 +1,92 @@
+// cpu_step: the time of one CPU pre-training update (masking, generator and discriminator forward
+// and backward, AdamW) of ElectraPretrainer, for bench/cpu_step.sh, which runs the same model in
+// PyTorch (bench/cpu_step_pytorch.py) in the same run.
+// Usage: cpu_step --model tiny|small [--batch 8] [--seq-len 128] [--warmup 2] [--repeats 7]
+// Prints: RESULT impl=electra model=<m> batch=<b> seq=<t> threads=1 median_ms=<x> min_ms=<y>
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "engine/timer.h"
+#include "models/pretrainer.h"
+#include "optim/optimizer.h"
+
+using namespace electra;
+
+int main(int argc, char** argv) {
+  std::string model = "tiny";
+  int64_t batch = 8, seq_len = 128;
+  int warmup = 2, repeats = 7;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i], value = argv[i + 1];
+    if (flag == "--model")
+      model = value;
+    else if (flag == "--batch")
+      batch = std::atoll(value.c_str());
+    else if (flag == "--seq-len")
+      seq_len = std::atoll(value.c_str());
+    else if (flag == "--warmup")
+      warmup = std::atoi(value.c_str());
+    else if (flag == "--repeats")
+      repeats = std::atoi(value.c_str());
+    else {
+      std::fprintf(stderr, "cpu_step: unknown option %s\n", flag.c_str());
+      return 2;
+    }
+  }
+  try {
+    const ElectraConfig config = electra_preset(model);
+    Context ctx = Context::cpu(1, Precision::F32);
+    PretrainOptions options;
+    options.batch = batch;
+    options.seq_len = seq_len;
+    ElectraPretrainer pretrainer(ctx, config, options);
+    pretrainer.init_weights(ctx, 1);
+    Arena state("optimizer", Device::CPU,
+                Optimizer::state_bytes(pretrainer.store(), OptimizerKind::kAdamW));
+    OptimizerConfig opt;
+    opt.schedule.peak = 5e-4;
+    opt.schedule.warmup_steps = 0;
+    opt.schedule.total_steps = 1000000;
+    Optimizer optimizer(ctx, pretrainer.store(), opt, state);
+
+    // Random text ids with [CLS] A [SEP] B [SEP] and 10% padding at the end of each sequence.
+    std::mt19937 gen(7);
+    std::uniform_int_distribution<int32_t> word(1000, config.discriminator.vocab_size - 1);
+    HostBatch host;
+    host.ids.resize(static_cast<size_t>(batch * seq_len));
+    host.segment_ids.resize(host.ids.size());
+    const int64_t length = seq_len - seq_len / 10, middle = length / 2;
+    for (int64_t b = 0; b < batch; ++b) {
+      for (int64_t t = 0; t < seq_len; ++t) {
+        int32_t id = t < length ? word(gen) : 0;
+        if (t == 0) id = 101;
+        if (t == middle || t == length - 1) id = 102;
+        host.ids[b * seq_len + t] = id;
+        host.segment_ids[b * seq_len + t] = t > middle && t < length ? 1 : 0;
+      }
+    }
+    std::vector<double> ms;
+    for (int i = 0; i < warmup + repeats; ++i) {
+      Stopwatch timer;
+      pretrainer.zero_grads(ctx);
+      pretrainer.step(ctx, host, static_cast<uint32_t>(i));
+      optimizer.step(ctx, i);
+      if (i >= warmup) ms.push_back(timer.seconds() * 1e3);
+    }
+    std::sort(ms.begin(), ms.end());
+    std::printf(
+        "RESULT impl=electra model=%s batch=%lld seq=%lld threads=1 median_ms=%.1f "
+        "min_ms=%.1f loss=%.4f\n",
+        model.c_str(), static_cast<long long>(batch), static_cast<long long>(seq_len),
+        ms[ms.size() / 2], ms.front(), pretrainer.metrics(ctx).total_loss);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "cpu_step: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
