@@ -154,9 +154,12 @@ class Trainer {
     merge_stamp_.assign(words_.size(), 0);
   }
 
+  // Merge priority: the pair's count (frequency-based merges, as HF tokenizers' WordPieceTrainer,
+  // which trains BPE merges). The likelihood score count(ab) / (count(a) count(b)) of Google's
+  // WordPiece favours pairs of rare symbols: on a corpus of a few MB it spent the budget on digit
+  // strings and left out "the" and "and", so words became character pieces.
   double score(uint32_t a, uint32_t b) const {
-    return static_cast<double>(pair_count_.at(make_pair_key(a, b))) /
-           (static_cast<double>(symbol_count_[a]) * static_cast<double>(symbol_count_[b]));
+    return static_cast<double>(pair_count_.at(make_pair_key(a, b)));
   }
 
   void push(Pair pair) {

@@ -3,10 +3,10 @@
 // The corpus is basic-tokenized (basic_tokenizer.h) and its words counted. Every word starts as its
 // characters, the first as "c" and the others as continuations "##c". The alphabet (every such
 // symbol) enters the vocabulary first, by decreasing frequency; then, as long as the vocabulary is
-// below its size, the adjacent pair (a, b) with the best WordPiece likelihood score
-//     count(ab) / (count(a) x count(b))
-// (counts weighted by word frequency; ties: larger count(ab), then older symbols) is merged into
-// one symbol "a" + "b" without its "##" everywhere it occurs. A pair seen fewer than min_frequency
+// below its size, the most frequent adjacent pair (a, b) (counts weighted by word frequency; ties:
+// older symbols first) is merged into one symbol "a" + "b" without its "##" everywhere it occurs,
+// as HF tokenizers' WordPieceTrainer does (BPE merges). Google's likelihood score
+// count(ab) / (count(a) count(b)) is not used: on small corpora it prefers pairs of rare symbols. A pair seen fewer than min_frequency
 // times is never merged. When the alphabet alone exceeds the size, only its most frequent symbols
 // are kept (words with other characters become [UNK]).
 //

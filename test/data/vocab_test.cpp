@@ -1,7 +1,9 @@
 // Vocabulary files (errors name the file and line; the hash is the file's FNV-1a) and WordPiece
 // vocabulary training.
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <set>
+#include <unordered_map>
 #include <string>
 #include <vector>
 
@@ -134,4 +136,24 @@ TEST_CASE("build-vocab trains a WordPiece vocabulary: specials first, size respe
     options.vocab_size = 8;
     CHECK_THROWS_AS(train_wordpiece_vocab(counter.counts(), options), UserError);
   }
+}
+
+TEST_CASE("build-vocab merges the most frequent pairs first, so frequent words become tokens",
+          "[vocab][trainer]") {
+  // Frequent words of frequent letters against rare digit strings: the likelihood score
+  // count(ab) / (count(a) count(b)) would merge the rare digits first and never reach "the".
+  std::unordered_map<std::string, uint64_t> counts = {
+      {"the", 5000}, {"and", 3000}, {"then", 400}, {"hand", 300}};
+  for (int year = 1800; year < 1830; ++year) counts[std::to_string(year)] = 2;
+  VocabTrainerOptions options;
+  options.vocab_size = 1000;
+  const auto all = train_wordpiece_vocab(counts, options);
+  const auto index = [&](const std::string& token) {
+    return std::find(all.begin(), all.end(), token) - all.begin();
+  };
+  REQUIRE(index("the") < static_cast<ptrdiff_t>(all.size()));
+  REQUIRE(index("and") < static_cast<ptrdiff_t>(all.size()));
+  // Merged in order of frequency: "the" (5000 + 400) and "and" (3000 + 300) before any digits.
+  CHECK(index("the") < index("and"));
+  CHECK(index("and") < index("18"));
 }
