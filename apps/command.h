@@ -22,5 +22,8 @@ int cmd_build_vocab(const std::vector<std::string>& args);
 int cmd_build_data(const std::vector<std::string>& args);
 int cmd_info(const std::vector<std::string>& args);
 int cmd_pretrain(const std::vector<std::string>& args);
+int cmd_finetune(const std::vector<std::string>& args);
+int cmd_eval(const std::vector<std::string>& args);
+int cmd_predict(const std::vector<std::string>& args);
 
 }  // namespace electra::apps

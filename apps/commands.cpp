@@ -10,6 +10,10 @@ const std::vector<Command>& commands() {
       {"info", "print the header and statistics of pre-training shards", cmd_info},
       {"pretrain", "pre-train ELECTRA (generator + discriminator) from a YAML config",
        cmd_pretrain},
+      {"finetune", "fine-tune the discriminator on a GLUE task (several seeds: the median)",
+       cmd_finetune},
+      {"eval", "score a fine-tuned checkpoint on a task's dev set", cmd_eval},
+      {"predict", "write GLUE submission files for a task's test set", cmd_predict},
   };
   return kCommands;
 }

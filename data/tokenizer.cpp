@@ -51,4 +51,17 @@ PairEncoding Tokenizer::encode_pair(std::string_view a, std::string_view b, size
   return enc;
 }
 
+PairEncoding Tokenizer::encode_single(std::string_view a, size_t max_len) {
+  ELECTRA_CHECK(max_len >= 2, "encode_single needs max_len >= 2 for [CLS] [SEP], got ", max_len);
+  std::vector<int32_t> ids_a = encode(a);
+  ids_a.resize(std::min(ids_a.size(), max_len - 2));
+  PairEncoding enc;
+  enc.ids.reserve(ids_a.size() + 2);
+  enc.ids.push_back(vocab_.cls_id());
+  enc.ids.insert(enc.ids.end(), ids_a.begin(), ids_a.end());
+  enc.ids.push_back(vocab_.sep_id());
+  enc.segment_ids.assign(enc.ids.size(), 0);
+  return enc;
+}
+
 }  // namespace electra::data

@@ -35,6 +35,8 @@ class Tokenizer {
   // else, when 2s <= m, the longer side is cut to m - s; else the shorter keeps m / 2 and the
   // longer m - m / 2 tokens. Each side keeps its first tokens.
   PairEncoding encode_pair(std::string_view a, std::string_view b, size_t max_len);
+  // [CLS] a [SEP] (all segment 0), a keeping its first max_len - 2 tokens (max_len >= 2).
+  PairEncoding encode_single(std::string_view a, size_t max_len);
 
   // Ill-formed UTF-8 sequences met so far (each replaced by U+FFFD, then dropped).
   uint64_t invalid_utf8() const { return invalid_utf8_; }

@@ -1,6 +1,7 @@
 // HF transformers checkpoint I/O (contract in models/hf_checkpoint.h).
 #include "models/hf_checkpoint.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -83,6 +84,16 @@ nlohmann::ordered_json hf_config_json(const HfModelLayout& layout) {
   j["use_cache"] = true;
   j["dtype"] = "float32";
   j["torch_dtype"] = "float32";
+  if (layout.num_labels > 0) {
+    nlohmann::ordered_json id2label, label2id;
+    for (int i = 0; i < layout.num_labels; ++i) {
+      id2label[str_cat(i)] = str_cat("LABEL_", i);
+      label2id[str_cat("LABEL_", i)] = i;
+    }
+    j["id2label"] = id2label;
+    j["label2id"] = label2id;
+  }
+  if (!layout.problem_type.empty()) j["problem_type"] = layout.problem_type;
   return j;
 }
 
@@ -150,9 +161,13 @@ PreparedModel prepare(const ParameterStore& store, const HfModelLayout& layout,
     prepared.copies.emplace_back(name, store_name);
   }
   for (const SafetensorsEntry& entry : file.entries()) {
-    ELECTRA_USER_CHECK(expected.count(entry.name) != 0 || ignored_tensor(entry.name), file.path(),
-                       ": unexpected tensor '", entry.name, "' ", shape_str(entry.shape), ": the ",
-                       layout.architecture, " model has no such parameter");
+    const bool skipped =
+        std::any_of(layout.ignored_prefixes.begin(), layout.ignored_prefixes.end(),
+                    [&](const std::string& prefix) { return starts_with(entry.name, prefix); });
+    ELECTRA_USER_CHECK(expected.count(entry.name) != 0 || ignored_tensor(entry.name) || skipped,
+                       file.path(), ": unexpected tensor '", entry.name, "' ",
+                       shape_str(entry.shape), ": the ", layout.architecture,
+                       " model has no such parameter");
   }
   return prepared;
 }

@@ -32,6 +32,13 @@ struct HfModelLayout {
   std::string architecture;  // "ElectraForPreTraining" / "ElectraForMaskedLM"
   EncoderConfig config;      // written to / checked against config.json
   std::vector<std::pair<std::string, std::string>> tensors;  // (checkpoint name, store name)
+  // Checkpoint tensors under these prefixes are accepted and not loaded (fine-tuning from a
+  // pre-training checkpoint skips its "discriminator_predictions." head).
+  std::vector<std::string> ignored_prefixes;
+  // Sequence classification checkpoints (ElectraForSequenceClassification): num_labels > 0
+  // writes id2label / label2id, and problem_type ("regression" for STS-B) when not empty.
+  int num_labels = 0;
+  std::string problem_type;
 };
 
 // Every "discriminator/..." tensor of the store.

@@ -78,3 +78,14 @@ TEST_CASE("encode_pair builds [CLS] a [SEP] b [SEP] and truncates longest-first"
     CHECK(enc.segment_ids == std::vector<int32_t>{0, 0, 1});
   }
 }
+
+TEST_CASE("encode_single builds [CLS] a [SEP] and keeps the first tokens", "[tokenizer]") {
+  const Vocab v = small_vocab();
+  Tokenizer tok(v);
+  const int32_t a = v.find("a"), cls = v.cls_id(), sep = v.sep_id();
+  const auto enc = tok.encode_single("a a a a", 5);
+  CHECK(enc.ids == std::vector<int32_t>{cls, a, a, a, sep});
+  CHECK(enc.segment_ids == std::vector<int32_t>{0, 0, 0, 0, 0});
+  CHECK(tok.encode_single("a", 16).ids == std::vector<int32_t>{cls, a, sep});
+  CHECK(tok.encode_single("a a", 2).ids == std::vector<int32_t>{cls, sep});
+}

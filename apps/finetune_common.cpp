@@ -1,0 +1,106 @@
+#include "apps/finetune_common.h"
+
+#include <algorithm>
+#include <filesystem>
+
+#include "apps/trainer_checkpoint.h"
+#include "models/hf_checkpoint.h"
+#include "optim/layerwise_lr.h"
+
+namespace electra::apps {
+namespace fs = std::filesystem;
+
+namespace {
+
+bool is_model_dir(const fs::path& p) {
+  return fs::exists(p / "config.json") && fs::exists(p / "model.safetensors");
+}
+
+// Head tensors a checkpoint may carry that a fresh head does not load.
+const std::vector<std::string> kHeadPrefixes = {"discriminator_predictions.", "classifier.",
+                                                "qa_outputs.", "answerable_classifier."};
+
+bool is_head(const std::string& hf_name) {
+  return std::any_of(kHeadPrefixes.begin(), kHeadPrefixes.end(),
+                     [&](const std::string& p) { return hf_name.rfind(p, 0) == 0; });
+}
+
+HfModelLayout finetuner_layout(const ElectraFinetuner& model, bool with_head) {
+  const std::string prefix = ElectraFinetuner::kPrefix;
+  HfModelLayout layout;
+  const TaskHeadConfig& head = model.head_config();
+  layout.architecture = head.kind == TaskKind::kSpan ? "ElectraForQuestionAnswering"
+                                                     : "ElectraForSequenceClassification";
+  layout.config = model.encoder_config();
+  if (head.kind == TaskKind::kClassification) layout.num_labels = head.num_labels;
+  if (head.kind == TaskKind::kRegression) {
+    layout.num_labels = 1;
+    layout.problem_type = "regression";
+  }
+  for (const ParamInfo& p : model.store().params()) {
+    const std::string name = p.name.substr(prefix.size());
+    if (with_head || !is_head(name)) layout.tensors.emplace_back(name, p.name);
+  }
+  if (!with_head) layout.ignored_prefixes = kHeadPrefixes;
+  return layout;
+}
+
+}  // namespace
+
+FinetuneInit resolve_init(const std::string& path) {
+  fs::path p(path);
+  ELECTRA_USER_CHECK(fs::is_directory(p), path, ": --init must be a model or checkpoint directory");
+  if (!is_model_dir(p)) {
+    if (!fs::exists(p / "discriminator")) p = resolve_checkpoint(path);
+    p /= "discriminator";
+    ELECTRA_USER_CHECK(is_model_dir(p), path,
+                       ": neither a model directory (config.json + model.safetensors) nor a "
+                       "pre-training checkpoint with a discriminator/");
+  }
+  return FinetuneInit{p.string(), read_hf_config((p / "config.json").string())};
+}
+
+void load_finetune_init(Context& ctx, ElectraFinetuner& model, const std::string& model_dir,
+                        bool with_head) {
+  load_hf_model(ctx, model.store(), finetuner_layout(model, with_head), model_dir);
+  model.weights().refresh_compute(ctx);
+}
+
+void save_finetuned(Context& ctx, const ElectraFinetuner& model, const std::string& dir) {
+  save_hf_model(ctx, model.store(), finetuner_layout(model, true), dir);
+}
+
+FinetuneOptimizer::FinetuneOptimizer(Context& ctx, const ElectraFinetuner& model,
+                                     const FinetuneSettings& settings, int64_t total_steps)
+    : state("optimizer", ctx.device(),
+            Optimizer::state_bytes(model.store(), OptimizerKind::kAdamW)) {
+  const EncoderConfig& encoder = model.encoder_config();
+  lr = settings.resolved_lr(encoder);
+  decay = settings.resolved_decay(encoder);
+  OptimizerConfig config;
+  config.kind = OptimizerKind::kAdamW;
+  config.eps = static_cast<float>(settings.adam_eps);
+  config.weight_decay = static_cast<float>(settings.weight_decay);
+  config.max_grad_norm = static_cast<float>(settings.max_grad_norm);
+  config.schedule.kind = ScheduleKind::kLinear;
+  config.schedule.peak = lr;
+  config.schedule.total_steps = total_steps;
+  config.schedule.warmup_steps =
+      static_cast<int64_t>(settings.warmup_fraction * static_cast<double>(total_steps));
+  LayerwiseLrDecay layerwise;
+  layerwise.decay = decay;
+  layerwise.layers = encoder.layers;
+  layerwise.official_off_by_one = settings.official_off_by_one;
+  layerwise.validate("finetune.layerwise_lr_decay");
+  optimizer = std::make_unique<Optimizer>(ctx, model.store(), config, state,
+                                          layerwise_lr_multiplier(layerwise));
+}
+
+double median(std::vector<double> values) {
+  ELECTRA_CHECK(!values.empty(), "median of nothing");
+  std::sort(values.begin(), values.end());
+  const size_t n = values.size();
+  return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
+
+}  // namespace electra::apps

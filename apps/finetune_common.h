@@ -1,0 +1,50 @@
+// What every fine-tuning task shares: finding the encoder to start from (--init), loading it into
+// an ElectraFinetuner, the optimizer with layer-wise LR decay and the warm-up + linear-decay
+// schedule, and writing a fine-tuned checkpoint.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "apps/finetune_config.h"
+#include "models/finetune_model.h"
+#include "optim/optimizer.h"
+
+namespace electra::apps {
+
+// A model directory (config.json + model.safetensors) to initialise the discriminator from.
+struct FinetuneInit {
+  std::string model_dir;
+  EncoderConfig encoder;
+};
+
+// `path` may be an HF ELECTRA discriminator directory (e.g. the layout of
+// google/electra-small-discriminator), a fine-tuned checkpoint of ours, a pre-training checkpoint
+// (its discriminator/ is used) or a pre-training run directory (its newest checkpoint). UserError
+// naming the path otherwise.
+FinetuneInit resolve_init(const std::string& path);
+
+// Loads the encoder from `model_dir` into the finetuner; with `with_head` also the task head (a
+// fine-tuned checkpoint), else the head keeps its initialisation and any head tensors of the
+// checkpoint (pre-training or another task) are skipped. Validated before anything is written.
+void load_finetune_init(Context& ctx, ElectraFinetuner& model, const std::string& model_dir,
+                        bool with_head);
+
+// Writes a fine-tuned checkpoint (HF layout: ElectraForSequenceClassification for the
+// classification and regression heads, ElectraForQuestionAnswering for spans) into `dir`.
+void save_finetuned(Context& ctx, const ElectraFinetuner& model, const std::string& dir);
+
+// AdamW (settings.weight_decay, eps, clipping) with layer-wise LR decay over the encoder, the
+// schedule lr * min(1, t / warmup) * max(0, 1 - t / total), warmup = warmup_fraction * total.
+struct FinetuneOptimizer {
+  FinetuneOptimizer(Context& ctx, const ElectraFinetuner& model, const FinetuneSettings& settings,
+                    int64_t total_steps);
+  Arena state;
+  std::unique_ptr<Optimizer> optimizer;
+  double lr = 0, decay = 0;
+};
+
+// The median of `values` (the mean of the two middle ones for an even count).
+double median(std::vector<double> values);
+
+}  // namespace electra::apps

@@ -1,0 +1,26 @@
+#include "apps/run_device.h"
+
+namespace electra::apps {
+
+RunDevice open_device(const std::string& device, Precision precision, uint64_t seed,
+                      const std::string& key) {
+  const bool usable = built_with_cuda() && cuda_device_count() > 0;
+  const std::string why_not = built_with_cuda() ? cuda_unavailable_reason() : "built without CUDA";
+  ELECTRA_USER_CHECK(device != "cuda" || usable, key, " is cuda but no GPU can be used: ", why_not);
+  if (device != "cpu" && usable) {
+    return RunDevice{Context::cuda(0, seed, precision), cuda_device_description(0), true};
+  }
+  return RunDevice{Context::cpu(seed, Precision::F32),
+                   device == "cpu" ? "CPU" : str_cat("CPU (no GPU: ", why_not, ")"), false};
+}
+
+double bf16_peak_flops(const std::string& description) {
+  if (description.find("H100") != std::string::npos ||
+      description.find("H200") != std::string::npos) {
+    return 989.4e12;
+  }
+  if (description.find("A100") != std::string::npos) return 312e12;
+  return 0;
+}
+
+}  // namespace electra::apps

@@ -1,0 +1,25 @@
+// The device a command runs on: the GPU when asked ("cuda") or when one is usable ("auto"), else
+// the CPU, with a one-line description for the start of a run.
+#pragma once
+
+#include <string>
+
+#include "engine/context.h"
+
+namespace electra::apps {
+
+struct RunDevice {
+  Context ctx;
+  std::string description;  // "NVIDIA H200 (sm_90, 139 GiB)" or "CPU (no GPU: ...)"
+  bool gpu = false;
+};
+
+// `device`: "auto", "cpu" or "cuda" (`key` names the config key in errors). The CPU always runs
+// f32; the GPU runs `precision`. UserError when "cuda" is asked for and no GPU can be used.
+RunDevice open_device(const std::string& device, Precision precision, uint64_t seed,
+                      const std::string& key);
+
+// Dense bf16 peak FLOP/s of known data-centre GPUs (for MFU), 0 when unknown.
+double bf16_peak_flops(const std::string& description);
+
+}  // namespace electra::apps
