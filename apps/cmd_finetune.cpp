@@ -19,7 +19,7 @@ namespace fs = std::filesystem;
 constexpr const char* kFinetuneUsage =
     "usage: electra finetune --task NAME --data-dir DIR --init CHECKPOINT [--config FILE]\n"
     "                        [--seeds N] [--set section.key=value]... [--output DIR]\n"
-    "                        [--vocab vocab.txt] [--max-train N] [--max-eval N]\n"
+    "                        [--vocab vocab.txt] [--max-train N] [--max-eval N] [--from-scratch]\n"
     "  --task       a GLUE task: cola, sst-2, mrpc, sts-b, qqp, mnli, qnli, rte, wnli\n"
     "  --data-dir   the task's directory (train.tsv, dev.tsv, test.tsv)\n"
     "  --init       an HF ELECTRA discriminator directory (config.json + model.safetensors), a\n"
@@ -29,7 +29,9 @@ constexpr const char* kFinetuneUsage =
     "  --output     where best/ (checkpoint), dev_predictions.tsv go (default runs/finetune/TASK;\n"
     "               seed-N/ subdirectories with --seeds > 1)\n"
     "  --vocab      the vocabulary (default: vocab.txt of the --init directory)\n"
-    "  --max-train, --max-eval   use only the first N examples (quick runs)\n";
+    "  --max-train, --max-eval   use only the first N examples (quick runs)\n"
+    "  --from-scratch  take only the sizes from --init and start from random weights (the\n"
+    "               baseline that shows what pre-training brings)\n";
 
 constexpr const char* kEvalUsage =
     "usage: electra eval --task NAME --data-dir DIR --checkpoint DIR [--config FILE]\n"
@@ -95,12 +97,14 @@ int cmd_finetune(const std::vector<std::string>& args) {
   CommonArgs common;
   std::string init, output;
   uint64_t seeds = 1, max_train = 0;
+  bool from_scratch = false;
   ArgParser parser("finetune", kFinetuneUsage);
   add_common(parser, common)
       .value("--init", [&](const std::string& v) { init = v; })
       .value("--output", [&](const std::string& v) { output = v; })
       .count("--seeds", [&](uint64_t n) { seeds = n; })
-      .count("--max-train", [&](uint64_t n) { max_train = n; });
+      .count("--max-train", [&](uint64_t n) { max_train = n; })
+      .switch_flag("--from-scratch", [&] { from_scratch = true; });
   if (!parser.parse(args)) return 0;
   parser.require(!common.task.empty(), "--task");
   parser.require(!common.data_dir.empty(), "--data-dir");
@@ -129,6 +133,7 @@ int cmd_finetune(const std::vector<std::string>& args) {
     run.seed = settings.seed + i;
     run.max_train_examples = static_cast<int64_t>(max_train);
     run.max_eval_examples = static_cast<int64_t>(common.max_eval);
+    run.from_scratch = from_scratch;
     const GlueRunResult r = run_glue(run);
     std::printf("%s seed %llu: best epoch %lld: %s (%.0f s)\n", info.name.c_str(),
                 static_cast<unsigned long long>(run.seed), static_cast<long long>(r.best_epoch),

@@ -211,7 +211,7 @@ GlueRunResult run_glue(const GlueRunOptions& opts) {
   options.pad_id = opts.vocab->pad_id();
   ElectraFinetuner model(ctx, opts.init.encoder, head_for(info, s), options);
   model.init_weights(ctx, opts.seed);  // the head; the encoder is overwritten next
-  load_finetune_init(ctx, model, opts.init.model_dir, false);
+  if (!opts.from_scratch) load_finetune_init(ctx, model, opts.init.model_dir, false);
 
   const int64_t b = s.batch_size;
   const int64_t steps_per_epoch = (static_cast<int64_t>(features.size()) + b - 1) / b;
@@ -219,11 +219,14 @@ GlueRunResult run_glue(const GlueRunOptions& opts) {
   FinetuneOptimizer opt(ctx, model, s, total);
   std::fprintf(stderr,
                "finetune %s (seed %llu): %zu training examples%s, %lld epochs x %lld updates of "
-               "%lld, lr %.3g, layer-wise decay %.3g, on %s\n",
+               "%lld, lr %.3g, layer-wise decay %.3g, %s, on %s\n",
                info.name.c_str(), static_cast<unsigned long long>(opts.seed), features.size(),
                swap ? " (with swapped pairs)" : "", static_cast<long long>(s.epochs),
                static_cast<long long>(steps_per_epoch), static_cast<long long>(b), opt.lr,
-               opt.decay, device.description.c_str());
+               opt.decay,
+               opts.from_scratch ? "from scratch (no pre-trained weights)"
+                                 : str_cat("from ", opts.init.model_dir).c_str(),
+               device.description.c_str());
 
   data::ExampleOrder order(features.size(), opts.seed);
   FinetuneBatch batch = make_batch(b, s.max_seq_len, true, regression);

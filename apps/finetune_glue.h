@@ -24,6 +24,7 @@ struct GlueRunOptions {
   uint64_t seed = 1;
   int64_t max_train_examples = 0;  // 0: all (a prefix of train.tsv otherwise)
   int64_t max_eval_examples = 0;   // 0: all
+  bool from_scratch = false;       // --init's sizes, freshly initialised weights (the baseline)
 };
 
 struct GlueRunResult {
