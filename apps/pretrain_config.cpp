@@ -65,6 +65,20 @@ const char* schedule_name(ScheduleKind kind) {
 
 }  // namespace
 
+void TrainConfig::set_ranks(int64_t ranks) {
+  ELECTRA_CHECK(ranks > 0, "set_ranks(", ranks, ")");
+  if (micro_batch_auto) {
+    ELECTRA_USER_CHECK(batch_size % ranks == 0, "train.batch_size ", batch_size,
+                       " cannot be split over ", ranks, " ranks: set train.batch_size to a ",
+                       "multiple of ", ranks, " or train.micro_batch_size");
+    micro_batch_size = batch_size / ranks;
+  }
+  ELECTRA_USER_CHECK(batch_size % (micro_batch_size * ranks) == 0, "train.batch_size ", batch_size,
+                     " is not a multiple of train.micro_batch_size ", micro_batch_size, " x ",
+                     ranks, " ranks: with a fixed global batch every rank runs the same ",
+                     "number of micro-batches");
+}
+
 const char* train_device_name(TrainDevice device) {
   switch (device) {
     case TrainDevice::kAuto:
@@ -108,6 +122,7 @@ PretrainConfig read_pretrain_config(const std::string& path,
   const int64_t micro = train.get<int64_t>("micro_batch_size", 0);
   in_range(path, micro, micro >= 0, "train.micro_batch_size", "non-negative (0: batch_size)");
   t.micro_batch_size = micro == 0 ? t.batch_size : micro;
+  t.micro_batch_auto = micro == 0;
   ELECTRA_USER_CHECK(t.batch_size % t.micro_batch_size == 0, path,
                      ": train.batch_size must be a multiple of train.micro_batch_size (got ",
                      t.batch_size, " and ", t.micro_batch_size, ")");
@@ -148,6 +163,13 @@ PretrainConfig read_pretrain_config(const std::string& path,
 
   const int64_t log_every = root.section("logging").get<int64_t>("every", c.log_every);
   c.log_every = in_range(path, log_every, log_every > 0, "logging.every", "positive");
+
+  ConfigNode distributed = root.section("distributed");
+  DistributedConfig& d = c.distributed;
+  const double bucket_mb = distributed.get<double>("bucket_mb", d.bucket_mb);
+  d.bucket_mb = in_range(path, bucket_mb, bucket_mb > 0, "distributed.bucket_mb", "positive");
+  const double timeout = distributed.get<double>("timeout_s", d.timeout_s);
+  d.timeout_s = in_range(path, timeout, timeout > 0, "distributed.timeout_s", "positive");
 
   root.finish();
   return c;

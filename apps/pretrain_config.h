@@ -7,7 +7,8 @@
 //   masking:     mask_prob (0.15), mask_token_prob (0.85: the rest keep the original token),
 //                temperature (1.0: Gumbel sampling temperature of the generator)
 //   train:       batch_size (128: sequences per optimizer update, over all ranks),
-//                micro_batch_size (0 = batch_size; else batch_size must be a multiple of it and
+//                micro_batch_size (sequences per rank and forward/backward; 0 = batch_size /
+//                ranks, no accumulation; else batch_size must be a multiple of it x ranks and
 //                the difference is made up by gradient accumulation), seq_len (128), steps,
 //                seed (1), disc_weight (50), device (auto|cpu|cuda), precision (bf16|f32: the
 //                GPU's activation precision; the CPU always runs f32)
@@ -16,6 +17,9 @@
 //   checkpoint:  dir, every (updates between checkpoints; 0: only at the end), keep (how many
 //                to keep; 0: all)
 //   logging:     every (updates between progress lines and metrics records)
+//   distributed: bucket_mb (25: size of a gradient all-reduce bucket, models/grad_sync.h),
+//                timeout_s (600: a GPU collective that takes longer aborts the job: a rank died
+//                or hangs)
 //
 // Every key is optional except data.shards and data.vocab (defaults as above and in
 // OptimizerConfig). An unknown key or a wrong type is a UserError naming file:line and the dotted
@@ -44,7 +48,8 @@ struct MaskingConfig {
 
 struct TrainConfig {
   int64_t batch_size = 128;
-  int64_t micro_batch_size = 128;  // resolved: never 0 after reading
+  int64_t micro_batch_size = 128;  // resolved for one rank: never 0 after reading
+  bool micro_batch_auto = false;   // the file said 0: batch_size / ranks (set_ranks)
   int64_t seq_len = 128;
   int64_t steps = 1000000;
   uint64_t seed = 1;
@@ -52,7 +57,18 @@ struct TrainConfig {
   TrainDevice device = TrainDevice::kAuto;
   Precision precision = Precision::BF16;
 
+  // Micro-batches per update over all ranks.
   int64_t accumulation_steps() const { return batch_size / micro_batch_size; }
+  // Resolves micro_batch_size for `ranks` ranks (batch_size / ranks when it was 0) and checks
+  // that batch_size is a multiple of micro_batch_size x ranks (UserError naming the keys).
+  void set_ranks(int64_t ranks);
+  // Micro-batches per update on each of `ranks` ranks.
+  int64_t local_accumulation(int64_t ranks) const { return accumulation_steps() / ranks; }
+};
+
+struct DistributedConfig {
+  double bucket_mb = 25.0;
+  double timeout_s = 600.0;
 };
 
 struct CheckpointConfig {
@@ -71,6 +87,7 @@ struct PretrainConfig {
   OptimizerConfig optimizer;
   CheckpointConfig checkpoint;
   int64_t log_every = 100;
+  DistributedConfig distributed;
 };
 
 // Loads `path`, applies the overrides ("section.key=value", in order), reads and validates every
@@ -82,8 +99,8 @@ PretrainConfig read_pretrain_config(const std::string& path,
 std::string describe(const PretrainConfig& config);
 
 // The settings that decide what training computes (model, data, masking, train, optimizer,
-// schedule; not checkpoint, logging or the file's path), one "key=value" line each with
-// round-trip precision, in a fixed order.
+// schedule; not checkpoint, logging, distributed or the file's path), one "key=value" line each
+// with round-trip precision, in a fixed order.
 std::string canonical_text(const PretrainConfig& config);
 // FNV-1a 64 of canonical_text: equal configs hash equal on every machine and build; used to
 // refuse mismatched configs across ranks and on resume.

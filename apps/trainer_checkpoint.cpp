@@ -76,6 +76,12 @@ std::string save_checkpoint(Context& ctx, const ElectraPretrainer& model,
     j["config_hash"] = str_cat(state.config_hash);
     j["config"] = state.config_text;
     j["elapsed_seconds"] = state.elapsed_seconds;
+    j["world_size"] = state.world_size;
+    j["local_accumulation"] = state.local_accumulation;
+    const StepMetrics& last = state.metrics;
+    j["last_update"] = {{"gen_loss", last.gen_loss},     {"gen_accuracy", last.gen_accuracy},
+                        {"disc_loss", last.disc_loss},   {"disc_accuracy", last.disc_accuracy},
+                        {"total_loss", last.total_loss}, {"grad_norm", state.grad_norm}};
     j["optimizer"] = optimizer_kind_name(optimizer.config().kind);
     write_file_atomic((tmp_dir / kStateJson).string(), j.dump(2) + "\n");
     if (fs::exists(final_dir)) fs::remove_all(final_dir);
@@ -118,6 +124,17 @@ TrainerState read_trainer_state(const std::string& checkpoint_dir) {
     s.config_hash = std::stoull(j.at("config_hash").get<std::string>());
     s.config_text = j.at("config").get<std::string>();
     s.elapsed_seconds = j.value("elapsed_seconds", 0.0);
+    s.world_size = j.value("world_size", int64_t{1});
+    s.local_accumulation = j.value("local_accumulation", int64_t{1});
+    if (j.contains("last_update")) {
+      const nlohmann::json& u = j.at("last_update");
+      s.metrics.gen_loss = u.at("gen_loss").get<double>();
+      s.metrics.gen_accuracy = u.at("gen_accuracy").get<double>();
+      s.metrics.disc_loss = u.at("disc_loss").get<double>();
+      s.metrics.disc_accuracy = u.at("disc_accuracy").get<double>();
+      s.metrics.total_loss = u.at("total_loss").get<double>();
+      s.grad_norm = u.at("grad_norm").get<double>();
+    }
     ELECTRA_USER_CHECK(s.step >= 0, path, ": negative step");
     return s;
   } catch (const nlohmann::json::exception& e) {

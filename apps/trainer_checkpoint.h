@@ -4,10 +4,15 @@
 //     generator/{model.safetensors, config.json}       HF ElectraForMaskedLM
 //     trainer_state.safetensors                        optimizer moments m, v (f32, flat layout)
 //     trainer_state.json                               step, data cursor, seed, config hash and
-//     text
+//                                                      text, the ranks x micro-batches that wrote
+//                                                      it, the last update's losses
 // written into "<run dir>/.checkpoint-<step>.tmp" and renamed into place when complete, so a
 // crash or a full disk never leaves a half-written checkpoint under the final name, and older
 // checkpoints are only removed (retention) after the new one is in place.
+//
+// In a data-parallel run only rank 0 writes, and every rank reads: the data cursor is the same on
+// every rank and does not depend on the number of ranks (data/example_order.h), so a checkpoint
+// resumes on any number of ranks that divides the global batch.
 #pragma once
 
 #include <cstdint>
@@ -26,6 +31,12 @@ struct TrainerState {
   uint64_t config_hash = 0;
   std::string config_text;  // canonical_text of the config (names what differs on a resume)
   double elapsed_seconds = 0;
+  int64_t world_size = 1;          // ranks of the run that wrote it
+  int64_t local_accumulation = 1;  // micro-batches per update on each of those ranks
+  // The losses and accuracies of update `step` (over all ranks) and its gradient norm, at full
+  // precision: what a run logged last, and what tests compare runs with.
+  StepMetrics metrics;
+  double grad_norm = 0;
 };
 
 // Writes the checkpoint of `state.step` into run_dir (created if missing) and keeps the newest

@@ -8,11 +8,9 @@
 
 namespace electra::data {
 
-ExampleOrder::ExampleOrder(uint64_t num_examples, uint64_t seed, uint32_t rank, uint32_t world_size)
-    : num_examples_(num_examples), seed_(seed), rank_(rank), world_size_(world_size) {
-  ELECTRA_CHECK(world_size >= 1 && rank < world_size, "rank ", rank, " of ", world_size);
-  ELECTRA_USER_CHECK(num_examples >= world_size, "the data has ", num_examples,
-                     " examples, fewer than the ", world_size, " ranks reading it");
+ExampleOrder::ExampleOrder(uint64_t num_examples, uint64_t seed)
+    : num_examples_(num_examples), seed_(seed) {
+  ELECTRA_USER_CHECK(num_examples > 0, "the data has no examples");
   ELECTRA_CHECK(num_examples <= UINT32_MAX, "ExampleOrder supports < 2^32 examples, got ",
                 num_examples);
 }
@@ -32,14 +30,24 @@ const std::vector<uint32_t>& ExampleOrder::permutation(uint64_t epoch) {
 }
 
 uint64_t ExampleOrder::next(DataCursor& cursor) {
-  ELECTRA_CHECK(cursor.position < per_rank(), "cursor position ", cursor.position,
-                " beyond the epoch's ", per_rank(), " examples per rank");
-  const uint64_t index = permutation(cursor.epoch)[cursor.position * world_size_ + rank_];
-  if (++cursor.position == per_rank()) {
-    ++cursor.epoch;
-    cursor.position = 0;
-  }
+  ELECTRA_CHECK(cursor.position < num_examples_, "cursor position ", cursor.position,
+                " beyond the epoch's ", num_examples_, " examples");
+  const uint64_t index = permutation(cursor.epoch)[cursor.position];
+  advance(cursor, 1);
   return index;
+}
+
+void ExampleOrder::advance(DataCursor& cursor, uint64_t count) const {
+  ELECTRA_CHECK(cursor.position < num_examples_, "cursor position ", cursor.position,
+                " beyond the epoch's ", num_examples_, " examples");
+  const uint64_t remaining = num_examples_ - cursor.position;
+  if (count < remaining) {
+    cursor.position += count;
+    return;
+  }
+  count -= remaining;
+  cursor.epoch += 1 + count / num_examples_;
+  cursor.position = count % num_examples_;
 }
 
 }  // namespace electra::data

@@ -1,13 +1,15 @@
 // The order in which a training run reads examples: a fresh permutation of all N examples every
-// epoch (Fisher-Yates driven by Philox, stream (seed, kDataOrder, step = epoch)), shared by every
-// rank; rank r of n reads permutation positions r, r + n, r + 2n, ... With a global batch of n x b
-// examples, step s of rank r reads the b examples at positions s*n*b + r + n*j (j < b), so the n
-// ranks together read exactly the positions a single process with batch n x b reads at step s.
-// Each rank reads floor(N / n) examples per epoch (the last N mod n positions of an epoch are
-// skipped so that every rank has the same number of steps).
+// epoch (Fisher-Yates driven by Philox, stream (seed, kDataOrder, step = epoch)), read front to
+// back, epoch after epoch. The position is a DataCursor (epoch, index within the epoch), which a
+// checkpoint saves: restoring it continues with exactly the same sequence.
 //
-// The position is a DataCursor (epoch, index within this rank's slice), which a checkpoint saves:
-// restoring it continues with exactly the same sequence.
+// Data-parallel runs (DESIGN section 9) split each update, not the data set: every rank holds
+// the same cursor (where the update starts); with a global batch of n ranks x a micro-batches x
+// b examples, rank r skips r x a x b examples (advance()), reads its a micro-batches, and the
+// update's cursor then moves by n x a x b. Rank r's micro-batch m is thus exactly micro-batch
+// r x a + m of a single process that accumulates n x a micro-batches of b (which is what makes
+// n ranks compute the same update as one process), the ranks read disjoint slices of the data,
+// and the saved cursor does not depend on the number of ranks (a run resumes on any number).
 #pragma once
 
 #include <cstdint>
@@ -23,20 +25,20 @@ struct DataCursor {
 
 class ExampleOrder {
  public:
-  // num_examples >= world_size and < 2^32; rank < world_size.
-  ExampleOrder(uint64_t num_examples, uint64_t seed, uint32_t rank = 0, uint32_t world_size = 1);
+  // 0 < num_examples < 2^32.
+  ExampleOrder(uint64_t num_examples, uint64_t seed);
 
-  // Examples this rank reads per epoch: floor(N / world_size).
-  uint64_t per_rank() const { return num_examples_ / world_size_; }
+  uint64_t size() const { return num_examples_; }
   // The example index at `cursor`, then advances the cursor (into the next epoch at the end).
   uint64_t next(DataCursor& cursor);
+  // Moves the cursor `count` examples on (across epochs), as `count` calls of next() would.
+  void advance(DataCursor& cursor, uint64_t count) const;
   // The full permutation of epoch `epoch` (cached: the last one computed is kept).
   const std::vector<uint32_t>& permutation(uint64_t epoch);
 
  private:
   uint64_t num_examples_;
   uint64_t seed_;
-  uint32_t rank_, world_size_;
   uint64_t cached_epoch_ = UINT64_MAX;
   std::vector<uint32_t> perm_;
 };

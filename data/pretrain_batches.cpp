@@ -5,9 +5,8 @@
 
 namespace electra::data {
 
-PretrainBatches::PretrainBatches(const ShardSet& shards, uint64_t seed, uint32_t rank,
-                                 uint32_t world_size)
-    : shards_(shards), order_(shards.size(), seed, rank, world_size) {}
+PretrainBatches::PretrainBatches(const ShardSet& shards, uint64_t seed)
+    : shards_(shards), order_(shards.size(), seed) {}
 
 void PretrainBatches::next(size_t batch, DataCursor& cursor, std::span<int32_t> ids,
                            std::span<int32_t> segment_ids) {

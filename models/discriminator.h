@@ -23,6 +23,7 @@ class ElectraDiscriminator {
   void backward(Context& ctx, const Pass& pass);
 
   const Encoder& encoder() const { return encoder_; }
+  Encoder& encoder() { return encoder_; }
 
  private:
   EncoderConfig config_;

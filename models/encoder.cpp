@@ -33,8 +33,10 @@ void Encoder::backward(Context& ctx, const Pass& pass) {
   for (size_t l = layers_.size(); l-- > 0;) {
     layers_[l].feed_forward.backward(ctx, pass, scratch_.residual, scratch_.residual_mid);
     layers_[l].attention.backward(ctx, pass, scratch_.residual_mid, scratch_.residual);
+    if (hook_) hook_(ctx, static_cast<int>(l));
   }
   embeddings_.backward(ctx, pass, scratch_.residual);
+  if (hook_) hook_(ctx, -1);
 }
 
 }  // namespace electra

@@ -4,10 +4,15 @@
 //
 // Backward protocol: the caller writes (or accumulates into) grad_output() the gradient of the
 // last hidden state, then calls backward(); parameter gradients accumulate (+=), the shared
-// embedding tables included.
+// embedding tables included. The optional backward hook is called after each layer's backward
+// with the layer's index (L - 1 down to 0), when that layer's parameter gradients are final, and
+// with -1 after the embeddings (the shared tables may still receive the other model's gradient):
+// data-parallel training starts its gradient all-reduce from there (models/grad_sync.h).
 #pragma once
 
+#include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "models/embeddings.h"
@@ -32,6 +37,9 @@ class Encoder {
   const Tensor& grad_output() const { return scratch_.residual; }
   void backward(Context& ctx, const Pass& pass);
 
+  using BackwardHook = std::function<void(Context& ctx, int layer)>;
+  void set_backward_hook(BackwardHook hook) { hook_ = std::move(hook); }
+
   const EncoderConfig& config() const { return config_; }
 
  private:
@@ -46,6 +54,7 @@ class Encoder {
   std::vector<Layer> layers_;
   std::vector<Tensor> hidden_;  // L + 1 of [B, T, H]
   std::vector<Tensor> mid_;     // L of [B, T, H]
+  BackwardHook hook_;
 };
 
 }  // namespace electra

@@ -29,6 +29,7 @@ class ElectraGenerator {
   void backward(Context& ctx, const Pass& pass);
 
   const Encoder& encoder() const { return encoder_; }
+  Encoder& encoder() { return encoder_; }
 
  private:
   EncoderConfig config_;

@@ -99,6 +99,7 @@ ElectraPretrainer::ElectraPretrainer(Context& ctx, const ElectraConfig& config,
         acts_.alloc(dtypes.activation, {options_.batch * slots_, config.discriminator.vocab_size});
     kept_disc_logits_ = acts_.alloc(dtypes.activation, {options_.batch * options_.seq_len});
   }
+  plan_gradient_frontiers();
   const size_t bt = static_cast<size_t>(options_.batch * options_.seq_len);
   host_mask_.resize(bt);
   host_token_weights_.resize(bt);
@@ -106,6 +107,58 @@ ElectraPretrainer::ElectraPretrainer(Context& ctx, const ElectraConfig& config,
 }
 
 ElectraPretrainer::~ElectraPretrainer() = default;
+
+namespace {
+
+// The smallest offset from which every parameter's name starts with one of `prefixes` (the
+// buffer's end when the last parameter's does not).
+int64_t final_from(const ParameterStore& store, const std::vector<std::string>& prefixes) {
+  int64_t from = store.total_elements();
+  const std::vector<ParamInfo>& params = store.params();
+  for (size_t i = params.size(); i-- > 0;) {
+    const std::string& name = params[i].name;
+    const bool final = std::any_of(prefixes.begin(), prefixes.end(),
+                                   [&](const std::string& p) { return name.rfind(p, 0) == 0; });
+    if (!final) break;
+    from = params[i].offset;
+  }
+  return from;
+}
+
+}  // namespace
+
+void ElectraPretrainer::plan_gradient_frontiers() {
+  // What each model's backward has finished when its encoder reports a layer: the head, the
+  // layers from there to the last, and after the embeddings the projection. The shared tables
+  // ("discriminator/electra.embeddings.") are never in these lists: they are final only after
+  // the generator's backward, which reports 0. Computing the frontiers from the names keeps them
+  // correct if the declaration order changes (a frontier then just moves less far).
+  std::vector<std::string> done;
+  auto plan = [&](const std::string& model, int layers, std::vector<int64_t>& frontiers) {
+    frontiers.assign(static_cast<size_t>(layers) + 1, 0);
+    for (int l = layers - 1; l >= 0; --l) {
+      done.push_back(str_cat(model, "electra.encoder.layer.", l, "."));
+      frontiers[l] = final_from(weights_.store, done);
+    }
+    done.push_back(model + "electra.embeddings_project.");
+    frontiers[layers] = final_from(weights_.store, done);
+  };
+  done = {str_cat(ElectraDiscriminator::kPrefix, "discriminator_predictions.")};
+  plan(ElectraDiscriminator::kPrefix, config_.discriminator.layers, discriminator_frontiers_);
+  done.push_back(str_cat(ElectraGenerator::kPrefix, "generator_predictions."));
+  done.push_back(str_cat(ElectraGenerator::kPrefix, "generator_lm_head."));
+  plan(ElectraGenerator::kPrefix, config_.generator().layers, generator_frontiers_);
+
+  auto report = [this](const std::vector<int64_t>& frontiers) {
+    return [this, &frontiers](Context& ctx, int layer) {
+      if (gradient_hook_) {
+        gradient_hook_(ctx, layer >= 0 ? frontiers[static_cast<size_t>(layer)] : frontiers.back());
+      }
+    };
+  };
+  parts_->discriminator.encoder().set_backward_hook(report(discriminator_frontiers_));
+  parts_->generator.encoder().set_backward_hook(report(generator_frontiers_));
+}
 
 const Tensor& ElectraPretrainer::labels() const {
   return parts_->labels;
@@ -239,6 +292,7 @@ void ElectraPretrainer::run(Context& ctx, const HostBatch& batch, const FixedCor
 
   p.discriminator.backward(ctx, pass);
   p.generator.backward(ctx, pass);
+  if (gradient_hook_) gradient_hook_(ctx, 0);
 }
 
 FixedCorruption ElectraPretrainer::corruption(Context& ctx) const {

@@ -12,9 +12,19 @@
 //
 // Total loss = MLM + disc_weight * BCE. Every random draw is keyed by (seed, purpose, micro_step,
 // rank), so a step is reproducible on CPU and GPU and after a resume.
+//
+// Gradient hook (data-parallel training, models/grad_sync.h): during the backward the pretrainer
+// reports element offsets of the flat gradient buffer from which every gradient is final for the
+// step. Parameters are declared shared tables, generator (projection, layers, head),
+// discriminator (projection, layers, head), and the backward runs discriminator head, layers
+// L-1..0, projection, then generator head, layers, projection, and last the shared tables (both
+// models add into them): the final region grows from the end of the buffer towards 0. Reported:
+// after each encoder layer and each encoder's embeddings, then 0 at the end.
 #pragma once
 
+#include <functional>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "models/discriminator.h"
@@ -97,6 +107,11 @@ class ElectraPretrainer {
   void step_fixed(Context& ctx, const HostBatch& batch, const FixedCorruption& fixed,
                   uint32_t micro_step, float loss_scale = 1.0f);
 
+  // Called during each later step's backward (see the top of this file); an empty function
+  // removes it.
+  using GradientHook = std::function<void(Context& ctx, int64_t first_final)>;
+  void set_gradient_hook(GradientHook hook) { gradient_hook_ = std::move(hook); }
+
   // The last step's metrics (copies a few small buffers to the host: synchronises).
   StepMetrics metrics(Context& ctx) const;
   // With options.keep_logits: the last step's generator logits [B * N, V] and discriminator
@@ -114,6 +129,7 @@ class ElectraPretrainer {
            float loss_scale);
   void stage_batch(Context& ctx, const HostBatch& batch);
   double planned_masked_slots(const HostBatch& batch) const;
+  void plan_gradient_frontiers();
 
   ElectraConfig config_;
   PretrainOptions options_;
@@ -123,6 +139,10 @@ class ElectraPretrainer {
   Arena grads_;
   Arena acts_;
   std::unique_ptr<Parts> parts_;
+  GradientHook gradient_hook_;
+  // Per encoder: the first final offset after layer l's backward ([l]) and after the embeddings
+  // (back()).
+  std::vector<int64_t> generator_frontiers_, discriminator_frontiers_;
   Tensor kept_gen_logits_, kept_disc_logits_;
   // Host staging, sized at construction.
   std::vector<int32_t> host_mask_;

@@ -63,6 +63,9 @@ TEST_CASE("every shipped config parses", "[pretrain_config]") {
     CHECK(c.train.disc_weight == 50.0);
     CHECK(c.masking.mask_token_prob == 0.85);
     CHECK(c.masking.temperature == 1.0);
+    CHECK(c.train.micro_batch_auto);
+    CHECK(c.distributed.bucket_mb == 25.0);
+    CHECK(c.distributed.timeout_s == 600.0);
     CHECK(!describe(c).empty());
   }
 }
@@ -206,6 +209,8 @@ TEST_CASE("out-of-range values are errors naming the key", "[pretrain_config]") 
   fails("optimizer.lr=0", "optimizer.lr must be positive");
   fails("logging.every=0", "logging.every must be positive");
   fails("checkpoint.keep=-1", "checkpoint.keep must be non-negative");
+  fails("distributed.bucket_mb=0", "distributed.bucket_mb must be positive");
+  fails("distributed.timeout_s=-1", "distributed.timeout_s must be positive");
   fails("data.shards=a,,b", "data.shards: empty path");
   // Model errors come from read_electra_config.
   CHECK_THROWS_WITH(read_pretrain_config(small, {"model.heads=5"}),
@@ -225,6 +230,7 @@ TEST_CASE("config_hash is deterministic and follows what training computes", "[p
   // ...bookkeeping does not, nor does writing a default explicitly.
   CHECK(config_hash(read_pretrain_config(small, {"logging.every=7"})) == h);
   CHECK(config_hash(read_pretrain_config(small, {"checkpoint.dir=elsewhere"})) == h);
+  CHECK(config_hash(read_pretrain_config(small, {"distributed.bucket_mb=4"})) == h);
   CHECK(config_hash(read_pretrain_config(small, {"train.micro_batch_size=128"})) == h);
   const std::string text = canonical_text(a);
   CHECK_THAT(text, Catch::Contains("optimizer.lr=0.00050000000000000001\n"));
@@ -240,4 +246,31 @@ TEST_CASE("describe gives the run's key facts", "[pretrain_config]") {
   CHECK_THAT(d, Catch::Contains("1000000 steps of 128 x 128 tokens"));
   CHECK_THAT(d, Catch::Contains("adamw lr 0.0005 (linear, warm-up 10000)"));
   CHECK_THAT(d, Catch::Contains("FLOPs"));
+}
+
+TEST_CASE("set_ranks splits the global batch over the ranks", "[pretrain_config]") {
+  // micro_batch_size 0: batch_size / ranks, no accumulation.
+  PretrainConfig small = read_pretrain_config(config_path("small"), {});
+  small.train.set_ranks(8);
+  CHECK(small.train.micro_batch_size == 16);
+  CHECK(small.train.accumulation_steps() == 8);
+  CHECK(small.train.local_accumulation(8) == 1);
+  PretrainConfig odd = read_pretrain_config(config_path("small"), {});
+  CHECK_THROWS_WITH(odd.train.set_ranks(3),
+                    Catch::Contains("train.batch_size 128 cannot be split over 3 ranks"));
+
+  // An explicit micro-batch: the global batch is kept by the local accumulation.
+  TempConfig file(kMinimal);  // batch 32, micro-batch 8
+  PretrainConfig two = read_pretrain_config(file.path, {});
+  two.train.set_ranks(2);
+  CHECK(two.train.micro_batch_size == 8);
+  CHECK(two.train.accumulation_steps() == 4);
+  CHECK(two.train.local_accumulation(2) == 2);
+  PretrainConfig three = read_pretrain_config(file.path, {});
+  CHECK_THROWS_WITH(three.train.set_ranks(3),
+                    Catch::Contains("train.batch_size 32 is not a multiple of "
+                                    "train.micro_batch_size 8 x 3 ranks"));
+  PretrainConfig one = read_pretrain_config(file.path, {});
+  one.train.set_ranks(1);
+  CHECK(one.train.local_accumulation(1) == 4);
 }

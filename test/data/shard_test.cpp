@@ -155,7 +155,7 @@ TEST_CASE("a shard set concatenates shards in order", "[shard]") {
   }
 }
 
-TEST_CASE("each epoch is a seeded permutation and ranks read disjoint slices", "[shard][order]") {
+TEST_CASE("each epoch is a seeded permutation, read front to back", "[shard][order]") {
   constexpr uint64_t n = 1003;
   ExampleOrder order(n, 42);
   const std::vector<uint32_t> p0 = order.permutation(0);
@@ -171,38 +171,68 @@ TEST_CASE("each epoch is a seeded permutation and ranks read disjoint slices", "
   for (uint32_t i = 0; i < n; ++i) fixed += p0[i] == i;
   CHECK(fixed < 20);
 
-  constexpr uint32_t world = 4;
-  std::vector<uint64_t> seen;
-  for (uint32_t rank = 0; rank < world; ++rank) {
-    ExampleOrder r(n, 42, rank, world);
-    CHECK(r.per_rank() == n / world);
-    DataCursor c;
-    for (uint64_t k = 0; k < r.per_rank(); ++k) {
-      const uint64_t idx = r.next(c);
-      CHECK(idx == p0[k * world + rank]);  // interleaved: a global batch is a contiguous range
-      seen.push_back(idx);
+  ExampleOrder reader(n, 42);
+  DataCursor c;
+  for (uint64_t k = 0; k < n; ++k) REQUIRE(reader.next(c) == p0[k]);
+  CHECK(c == DataCursor{1, 0});  // the epoch rolled over
+  CHECK(reader.next(c) == p1[0]);
+}
+
+// Data-parallel reading (example_order.h): the ranks split each update in contiguous blocks of
+// micro-batches, skipping the others' with advance(); rank r's micro-batch m is the single
+// process's micro-batch r * a + m, and together the ranks read every example of the update once.
+TEST_CASE("ranks skip to their micro-batches and read what one process reads", "[shard][order]") {
+  constexpr uint64_t n = 37;
+  constexpr uint64_t world = 2, local = 2, batch = 3;  // an update: 2 ranks x 2 x 3 = 12 examples
+  ExampleOrder single(n, 9);
+  DataCursor single_cursor;
+  std::vector<uint64_t> single_reads;  // 7 updates: 84 examples, crossing two epochs
+  for (int i = 0; i < 84; ++i) single_reads.push_back(single.next(single_cursor));
+
+  std::vector<uint64_t> rank_reads(single_reads.size());
+  DataCursor update;  // the same on every rank
+  for (uint64_t step = 0; step < 7; ++step) {
+    for (uint64_t rank = 0; rank < world; ++rank) {
+      ExampleOrder order(n, 9);
+      DataCursor c = update;
+      order.advance(c, rank * local * batch);
+      for (uint64_t k = 0; k < local * batch; ++k) {
+        rank_reads[step * world * local * batch + rank * local * batch + k] = order.next(c);
+      }
     }
-    CHECK(c == DataCursor{1, 0});  // the epoch rolled over
+    ExampleOrder(n, 9).advance(update, world * local * batch);
   }
-  std::sort(seen.begin(), seen.end());
-  CHECK(std::adjacent_find(seen.begin(), seen.end()) == seen.end());  // disjoint
-  CHECK(seen.size() == n - n % world);                                // cover all but N mod n
+  CHECK(rank_reads == single_reads);
+  CHECK(update == single_cursor);
+}
+
+TEST_CASE("advance moves the cursor as repeated next() calls do", "[shard][order]") {
+  ExampleOrder order(37, 9);
+  for (uint64_t start : {0, 5, 36}) {
+    for (uint64_t count : {0, 1, 31, 32, 36, 37, 38, 100}) {
+      DataCursor stepped{2, start}, jumped{2, start};
+      for (uint64_t i = 0; i < count; ++i) order.next(stepped);
+      order.advance(jumped, count);
+      INFO("start " << start << " count " << count);
+      CHECK(jumped == stepped);
+    }
+  }
 }
 
 TEST_CASE("a saved cursor resumes exactly the same sequence", "[shard][order]") {
-  ExampleOrder order(37, 9, 1, 2);
+  ExampleOrder order(37, 9);
   DataCursor cursor;
   std::vector<uint64_t> straight;
   for (int i = 0; i < 100; ++i) straight.push_back(order.next(cursor));  // crosses epochs
 
   DataCursor c;
-  ExampleOrder first(37, 9, 1, 2);
+  ExampleOrder first(37, 9);
   std::vector<uint64_t> resumed;
   for (int i = 0; i < 45; ++i) resumed.push_back(first.next(c));
   const DataCursor saved = c;  // as a checkpoint stores it
-  CHECK(saved.epoch == 2);     // 18 per epoch: 45 = 2 x 18 + 9
-  CHECK(saved.position == 9);
-  ExampleOrder second(37, 9, 1, 2);  // a new process
+  CHECK(saved.epoch == 1);     // 45 = 37 + 8
+  CHECK(saved.position == 8);
+  ExampleOrder second(37, 9);  // a new process
   DataCursor restored = saved;
   for (int i = 45; i < 100; ++i) resumed.push_back(second.next(restored));
   CHECK(resumed == straight);
@@ -240,4 +270,12 @@ TEST_CASE("pre-training batches hold the ordered examples with their segment ids
   }
   CHECK(cursor == expected_cursor);
   CHECK(cursor.epoch == 1);
+
+  // skip() passes examples without reading them: the next batch is the one after them.
+  batches.skip(4, cursor);
+  for (int k = 0; k < 4; ++k) order.next(expected_cursor);
+  batches.next(1, cursor, std::span(ids).first(kSeqLen), std::span(segments).first(kSeqLen));
+  const std::vector<uint16_t> r = record(order.next(expected_cursor));
+  CHECK(std::equal(r.begin(), r.end(), ids.begin()));
+  CHECK(cursor == expected_cursor);
 }

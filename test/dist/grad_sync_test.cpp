@@ -1,0 +1,177 @@
+// The bucketed gradient all-reduce without MPI (models/grad_sync.h, the pretrainer's gradient
+// hook): a recording communicator sees which bucket starts when, and what it holds then.
+//   - the buckets tile the flat gradient buffer from its end;
+//   - every offset the backward reports is honest: the gradients from there on no longer change
+//     during that step (checked against the final gradients, also when accumulating);
+//   - each bucket starts once, on the last micro-batch only, holding its final values, and the
+//     first ones start while the backward is still running; finish() waits once.
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <set>
+#include <vector>
+
+#include "models/grad_sync.h"
+#include "test/models/tiny_pretrainer.h"
+
+using namespace electra;
+
+namespace {
+
+std::vector<float> grads_of(const ElectraPretrainer& model) {
+  const Tensor& g = model.store().flat_grads();
+  return std::vector<float>(g.ptr<float>(), g.ptr<float>() + g.numel());
+}
+
+// Records every collective: where it starts in the flat buffer, what it holds at that moment and
+// how many backward reports had been made by then.
+class RecordingCommunicator final : public Communicator {
+ public:
+  struct Start {
+    int64_t begin = 0;
+    std::vector<float> values;
+    int reports = 0;
+  };
+
+  RecordingCommunicator(const Tensor& flat, const int& reports)
+      : Communicator(0, 2, 0, 2), flat_(flat), reports_(reports) {}
+
+  const char* backend() const override { return "recording"; }
+  void start_all_reduce(const Tensor& data, ReduceOp op, cudaStream_t) override {
+    CHECK(op == ReduceOp::kSum);
+    const float* p = data.ptr<float>();
+    starts.push_back(
+        Start{p - flat_.ptr<float>(), std::vector<float>(p, p + data.numel()), reports_});
+  }
+  void wait(cudaStream_t) override { ++waits; }
+  void broadcast(const Tensor&, int, cudaStream_t) override {}
+  void all_reduce_host(std::span<double>, ReduceOp) override {}
+  void broadcast_host(std::span<uint64_t>, int) override {}
+  void barrier() override {}
+
+  std::vector<Start> starts;
+  int waits = 0;
+
+ protected:
+  void abort_job(int) override {}
+
+ private:
+  Tensor flat_;
+  const int& reports_;
+};
+
+}  // namespace
+
+TEST_CASE("buckets tile the flat gradient buffer from its end", "[grad_sync]") {
+  Context ctx = Context::cpu(3);
+  ElectraPretrainer model(ctx, test::tiny_electra_config(), test::tiny_options());
+  const int64_t total = model.store().flat_grads().numel();
+  int reports = 0;
+  RecordingCommunicator comm(model.store().flat_grads(), reports);
+  for (size_t bytes : {size_t{1}, size_t{4096}, size_t{5000}, size_t{1} << 30}) {
+    INFO("bucket bytes " << bytes);
+    const GradSync sync(comm, model.store(), bytes);
+    const int64_t size = std::max<int64_t>(64, static_cast<int64_t>(bytes / 4) / 64 * 64);
+    const auto& buckets = sync.buckets();
+    REQUIRE(!buckets.empty());
+    CHECK(buckets.front().end == total);
+    CHECK(buckets.back().begin == 0);
+    for (size_t i = 0; i < buckets.size(); ++i) {
+      if (i > 0) CHECK(buckets[i].end == buckets[i - 1].begin);
+      if (i + 1 < buckets.size()) CHECK(buckets[i].end - buckets[i].begin == size);
+      CHECK(buckets[i].end - buckets[i].begin <= size);
+    }
+    CHECK(static_cast<int64_t>(buckets.size()) == (total + size - 1) / size);
+  }
+}
+
+TEST_CASE("the backward reports gradients final from the end of the buffer", "[grad_sync]") {
+  Context ctx = Context::cpu(3);
+  const ElectraConfig config = test::tiny_electra_config(0.1f);
+  ElectraPretrainer model(ctx, config, test::tiny_options());
+  model.init_weights(ctx, 5);
+  const HostBatch batch = test::tiny_batch();
+  const int64_t total = model.store().flat_grads().numel();
+  model.zero_grads(ctx);
+  model.step(ctx, batch, 7, 0.5f);  // the second step accumulates onto these
+
+  std::vector<int64_t> offsets;
+  std::vector<std::vector<float>> snapshots;
+  model.set_gradient_hook([&](Context&, int64_t from) {
+    offsets.push_back(from);
+    const std::vector<float> all = grads_of(model);
+    snapshots.emplace_back(all.begin() + from, all.end());
+  });
+  model.step(ctx, batch, 8, 0.5f);
+  const std::vector<float> final_grads = grads_of(model);
+
+  // Discriminator layers 1, 0, its embeddings (with projection); generator layers 1, 0, its
+  // embeddings (no projection: same offset as layer 0); then 0 after the shared tables.
+  REQUIRE(offsets.size() == 7);
+  CHECK(offsets.back() == 0);
+  CHECK(offsets.front() < total);
+  for (size_t i = 1; i < offsets.size(); ++i) CHECK(offsets[i] <= offsets[i - 1]);
+  CHECK(std::set<int64_t>(offsets.begin(), offsets.end()).size() == 6);
+  // The shared tables come first in the buffer and are reported last.
+  CHECK(offsets[offsets.size() - 2] >
+        model.store().info("discriminator/electra.embeddings.LayerNorm.bias").offset);
+  for (size_t i = 0; i < offsets.size(); ++i) {
+    INFO("report " << i << " from offset " << offsets[i]);
+    CHECK(std::equal(snapshots[i].begin(), snapshots[i].end(), final_grads.begin() + offsets[i]));
+  }
+
+  // Without a hook nothing is reported and the step is unchanged.
+  model.set_gradient_hook({});
+  model.zero_grads(ctx);
+  model.step(ctx, batch, 7, 0.5f);
+  model.step(ctx, batch, 8, 0.5f);
+  CHECK(grads_of(model) == final_grads);
+  CHECK(offsets.size() == 7);
+}
+
+TEST_CASE("each bucket is reduced once, final, on the last micro-batch, during the backward",
+          "[grad_sync]") {
+  Context ctx = Context::cpu(3);
+  ElectraPretrainer model(ctx, test::tiny_electra_config(0.1f), test::tiny_options());
+  model.init_weights(ctx, 5);
+  const HostBatch batch = test::tiny_batch();
+  int reports = 0;
+  RecordingCommunicator comm(model.store().flat_grads(), reports);
+  GradSync sync(comm, model.store(), 8192);
+  REQUIRE(sync.buckets().size() > 4);
+  model.set_gradient_hook([&](Context& c, int64_t from) {
+    ++reports;
+    sync.gradients_final_from(c, from);
+  });
+
+  model.zero_grads(ctx);
+  sync.begin_micro_batch(false);
+  model.step(ctx, batch, 0, 0.5f);
+  CHECK(comm.starts.empty());  // accumulation: no reduction before the last micro-batch
+  sync.begin_micro_batch(true);
+  reports = 0;
+  model.step(ctx, batch, 1, 0.5f);
+  CHECK(comm.waits == 0);
+  sync.finish(ctx);
+  CHECK(comm.waits == 1);
+
+  const std::vector<float> final_grads = grads_of(model);
+  REQUIRE(comm.starts.size() == sync.buckets().size());
+  for (size_t i = 0; i < comm.starts.size(); ++i) {
+    INFO("bucket " << i);
+    const GradSync::Bucket& b = sync.buckets()[i];
+    CHECK(comm.starts[i].begin == b.begin);
+    REQUIRE(static_cast<int64_t>(comm.starts[i].values.size()) == b.end - b.begin);
+    CHECK(std::equal(comm.starts[i].values.begin(), comm.starts[i].values.end(),
+                     final_grads.begin() + b.begin));
+  }
+  // The discriminator's last layer starts the first bucket; the tables' bucket waits for the
+  // final report.
+  CHECK(comm.starts.front().reports == 1);
+  CHECK(comm.starts.back().reports == reports);
+
+  // Misuse is an Error: an offset that grows, a finish before the backward reported 0.
+  sync.begin_micro_batch(true);
+  sync.gradients_final_from(ctx, 1000);
+  CHECK_THROWS_AS(sync.gradients_final_from(ctx, 2000), Error);
+  CHECK_THROWS_AS(sync.finish(ctx), Error);
+}
