@@ -48,7 +48,7 @@ for task in CoLA SST-2 MRPC STS-B RTE; do
   scratch="$("$electra" finetune "${args[@]}" --from-scratch --output "$out/ft/$task-scratch" \
     2>"$out/$task-scratch.log")"
   echo "$scratch (from scratch)"
-  metric() { sed -n 's/.*best epoch [0-9]*: \([a-z]*\) \([0-9.-]*\).*/\1 \2/p' <<<"$1"; }
+  metric() { sed -n 's/.*best epoch [0-9]*: \([a-z0-9]*\) \([0-9.-]*\).*/\1 \2/p' <<<"$1"; }
   read -r name a <<<"$(metric "$pre")"
   read -r _ b <<<"$(metric "$scratch")"
   table+="\n| $task | $name | $a | $b |"
