@@ -5,12 +5,14 @@
 #include <cctype>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "apps/args.h"
 #include "apps/command.h"
 #include "apps/finetune_glue.h"
+#include "apps/finetune_squad.h"
 
 namespace electra::apps {
 namespace {
@@ -20,13 +22,15 @@ constexpr const char* kFinetuneUsage =
     "usage: electra finetune --task NAME --data-dir DIR --init CHECKPOINT [--config FILE]\n"
     "                        [--seeds N] [--set section.key=value]... [--output DIR]\n"
     "                        [--vocab vocab.txt] [--max-train N] [--max-eval N] [--from-scratch]\n"
-    "  --task       a GLUE task: cola, sst-2, mrpc, sts-b, qqp, mnli, qnli, rte, wnli\n"
-    "  --data-dir   the task's directory (train.tsv, dev.tsv, test.tsv)\n"
+    "  --task       a GLUE task: cola, sst-2, mrpc, sts-b, qqp, mnli, qnli, rte, wnli; or\n"
+    "               squad1.1, squad2.0\n"
+    "  --data-dir   the task's directory (train.tsv, dev.tsv, test.tsv; SQuAD: train-v1.1.json,\n"
+    "               dev-v1.1.json or the v2.0 files)\n"
     "  --init       an HF ELECTRA discriminator directory (config.json + model.safetensors), a\n"
     "               pre-training checkpoint of ours or its run directory (the newest checkpoint)\n"
-    "  --config     hyper-parameters (default configs/glue.yaml beside the binary's sources)\n"
+    "  --config     hyper-parameters (default configs/glue.yaml, configs/squad.yaml for SQuAD)\n"
     "  --seeds      run N seeds (finetune.seed, +1, ...) and report each and the median\n"
-    "  --output     where best/ (checkpoint), dev_predictions.tsv go (default runs/finetune/TASK;\n"
+    "  --output     where best/ (checkpoint), dev predictions go (default runs/finetune/TASK;\n"
     "               seed-N/ subdirectories with --seeds > 1)\n"
     "  --vocab      the vocabulary (default: vocab.txt of the --init directory)\n"
     "  --max-train, --max-eval   use only the first N examples (quick runs)\n"
@@ -36,14 +40,16 @@ constexpr const char* kFinetuneUsage =
 constexpr const char* kEvalUsage =
     "usage: electra eval --task NAME --data-dir DIR --checkpoint DIR [--config FILE]\n"
     "                    [--set section.key=value]... [--vocab vocab.txt] [--max-eval N]\n"
+    "                    [--output predictions.json]\n"
     "  scores a fine-tuned checkpoint (the best/ directory of `electra finetune`) on the dev\n"
-    "  split(s) of the task and prints the task's metrics\n";
+    "  split(s) of the task and prints the task's metrics (SQuAD: EM/F1 on dev-v*.json, and\n"
+    "  --output FILE writes the predictions JSON)\n";
 
 constexpr const char* kPredictUsage =
     "usage: electra predict --task NAME --data-dir DIR --checkpoint DIR --output DIR\n"
     "                       [--config FILE] [--set section.key=value]... [--vocab vocab.txt]\n"
     "  writes the GLUE submission file(s) of the task's test split(s) (<Task>.tsv, MNLI-m.tsv /\n"
-    "  MNLI-mm.tsv) into --output\n";
+    "  MNLI-mm.tsv) into --output; SQuAD: predictions.json for dev-v*.json (the public split)\n";
 
 std::string lower(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -54,11 +60,21 @@ std::string lower(std::string s) {
 std::vector<std::string> task_keys() {
   std::vector<std::string> keys;
   for (GlueTask t : all_glue_tasks()) keys.push_back(lower(glue_task_info(t).name));
+  keys.push_back("squad1.1");
+  keys.push_back("squad2.0");
   return keys;
 }
 
-std::string default_config() {
-  return std::string(ELECTRA_SOURCE_DIR) + "/configs/glue.yaml";
+// "squad1.1" / "squad2.0" (also "squad", "squad-v2", "squad2"): SQuAD; nullopt: a GLUE task.
+std::optional<bool> squad_version(const std::string& task) {
+  const std::string t = lower(task);
+  if (t == "squad" || t == "squad1.1" || t == "squad-v1.1" || t == "squad1") return false;
+  if (t == "squad2.0" || t == "squad-v2.0" || t == "squad2" || t == "squad-v2") return true;
+  return std::nullopt;
+}
+
+std::string default_config(bool squad) {
+  return std::string(ELECTRA_SOURCE_DIR) + (squad ? "/configs/squad.yaml" : "/configs/glue.yaml");
 }
 
 // --vocab, else vocab.txt next to the model.
@@ -85,10 +101,11 @@ ArgParser& add_common(ArgParser& parser, CommonArgs& a) {
       .count("--max-eval", [&](uint64_t n) { a.max_eval = n; });
 }
 
-FinetuneSettings settings_for(const CommonArgs& a, GlueTask task) {
-  const FinetuneConfig config = read_finetune_config(a.config.empty() ? default_config() : a.config,
-                                                     a.overrides, task_keys());
-  return config.for_task(lower(glue_task_info(task).name));
+// The settings of task `key` (lower-case) from --config or the task family's default file.
+FinetuneSettings settings_for(const CommonArgs& a, const std::string& key, bool squad) {
+  const FinetuneConfig config = read_finetune_config(
+      a.config.empty() ? default_config(squad) : a.config, a.overrides, task_keys());
+  return config.for_task(key);
 }
 
 }  // namespace
@@ -110,57 +127,95 @@ int cmd_finetune(const std::vector<std::string>& args) {
   parser.require(!common.data_dir.empty(), "--data-dir");
   parser.require(!init.empty(), "--init");
   ELECTRA_USER_CHECK(seeds >= 1, "--seeds must be at least 1");
-  const GlueTask task = parse_glue_task(common.task);
-  const GlueTaskInfo& info = glue_task_info(task);
-  const FinetuneSettings settings = settings_for(common, task);
+  const std::optional<bool> squad = squad_version(common.task);
+  GlueTask glue = GlueTask::kSST2;  // read only for a GLUE task
+  if (!squad) glue = parse_glue_task(common.task);
+  const std::string name = squad ? (*squad ? "SQuAD2.0" : "SQuAD1.1") : glue_task_info(glue).name;
+  const std::string key = squad ? (*squad ? "squad2.0" : "squad1.1") : lower(name);
+  const FinetuneSettings settings = settings_for(common, key, squad.has_value());
   const FinetuneInit from = resolve_init(init);
   const data::Vocab vocab = load_vocab(common.vocab, from.model_dir);
   ELECTRA_USER_CHECK(static_cast<int64_t>(vocab.size()) == from.encoder.vocab_size, vocab.source(),
                      " has ", vocab.size(), " tokens but the model's vocab_size is ",
                      from.encoder.vocab_size);
-  if (output.empty()) output = (fs::path("runs/finetune") / lower(info.name)).string();
+  ELECTRA_USER_CHECK(!(squad && from_scratch), "--from-scratch is for GLUE tasks");
+  if (output.empty()) output = (fs::path("runs/finetune") / key).string();
 
   std::vector<double> main_metric;
+  std::string metric_name;
   for (uint64_t i = 0; i < seeds; ++i) {
-    GlueRunOptions run;
-    run.task = task;
-    run.data_dir = common.data_dir;
-    run.output_dir =
-        seeds > 1 ? (fs::path(output) / str_cat("seed-", settings.seed + i)).string() : output;
-    run.init = from;
-    run.vocab = &vocab;
-    run.settings = settings;
-    run.seed = settings.seed + i;
-    run.max_train_examples = static_cast<int64_t>(max_train);
-    run.max_eval_examples = static_cast<int64_t>(common.max_eval);
-    run.from_scratch = from_scratch;
-    const GlueRunResult r = run_glue(run);
-    std::printf("%s seed %llu: best epoch %lld: %s (%.0f s)\n", info.name.c_str(),
-                static_cast<unsigned long long>(run.seed), static_cast<long long>(r.best_epoch),
-                format_scores(r.best).c_str(), r.seconds);
+    const uint64_t seed = settings.seed + i;
+    const std::string out =
+        seeds > 1 ? (fs::path(output) / str_cat("seed-", seed)).string() : output;
+    if (squad) {
+      SquadRunOptions run;
+      run.v2 = *squad;
+      run.data_dir = common.data_dir;
+      run.output_dir = out;
+      run.init = from;
+      run.vocab = &vocab;
+      run.settings = settings;
+      run.seed = seed;
+      run.max_train_examples = static_cast<int64_t>(max_train);
+      run.max_eval_examples = static_cast<int64_t>(common.max_eval);
+      run.null_threshold = settings.null_threshold;
+      const SquadRunResult r = run_squad(run);
+      std::printf("%s seed %llu: best epoch %lld: %s (%.0f s)\n", name.c_str(),
+                  static_cast<unsigned long long>(seed), static_cast<long long>(r.best_epoch),
+                  format_squad_scores(r.best).c_str(), r.seconds);
+      main_metric.push_back(r.best.f1);
+      metric_name = "f1";
+    } else {
+      GlueRunOptions run;
+      run.task = glue;
+      run.data_dir = common.data_dir;
+      run.output_dir = out;
+      run.init = from;
+      run.vocab = &vocab;
+      run.settings = settings;
+      run.seed = seed;
+      run.max_train_examples = static_cast<int64_t>(max_train);
+      run.max_eval_examples = static_cast<int64_t>(common.max_eval);
+      run.from_scratch = from_scratch;
+      const GlueRunResult r = run_glue(run);
+      std::printf("%s seed %llu: best epoch %lld: %s (%.0f s)\n", name.c_str(),
+                  static_cast<unsigned long long>(seed), static_cast<long long>(r.best_epoch),
+                  format_scores(r.best).c_str(), r.seconds);
+      main_metric.push_back(r.best.front().value);
+      metric_name = glue_metric_name(r.best.front().metric);
+    }
     std::fflush(stdout);
-    main_metric.push_back(r.best.front().value);
   }
   if (seeds > 1) {
-    std::printf("%s median over %llu seeds: %s %.4f\n", info.name.c_str(),
-                static_cast<unsigned long long>(seeds),
-                std::string(glue_metric_name(info.metrics.front())).c_str(), median(main_metric));
+    std::printf("%s median over %llu seeds: %s %.4f\n", name.c_str(),
+                static_cast<unsigned long long>(seeds), metric_name.c_str(), median(main_metric));
   }
   return 0;
 }
 
 int cmd_eval(const std::vector<std::string>& args) {
   CommonArgs common;
-  std::string checkpoint;
+  std::string checkpoint, output;
   ArgParser parser("eval", kEvalUsage);
-  add_common(parser, common).value("--checkpoint", [&](const std::string& v) { checkpoint = v; });
+  add_common(parser, common)
+      .value("--checkpoint", [&](const std::string& v) { checkpoint = v; })
+      .value("--output", [&](const std::string& v) { output = v; });
   if (!parser.parse(args)) return 0;
   parser.require(!common.task.empty(), "--task");
   parser.require(!common.data_dir.empty(), "--data-dir");
   parser.require(!checkpoint.empty(), "--checkpoint");
-  const GlueTask task = parse_glue_task(common.task);
-  const FinetuneSettings settings = settings_for(common, task);
   const data::Vocab vocab = load_vocab(common.vocab, resolve_init(checkpoint).model_dir);
+  if (const std::optional<bool> squad = squad_version(common.task)) {
+    const FinetuneSettings settings = settings_for(common, *squad ? "squad2.0" : "squad1.1", true);
+    const SquadScores scores = evaluate_squad_checkpoint(
+        *squad, squad_file(common.data_dir, *squad, "dev"), checkpoint, vocab, settings,
+        static_cast<int64_t>(common.max_eval), output, settings.null_threshold);
+    std::printf("%s dev: %s\n", *squad ? "SQuAD2.0" : "SQuAD1.1",
+                format_squad_scores(scores).c_str());
+    return 0;
+  }
+  const GlueTask task = parse_glue_task(common.task);
+  const FinetuneSettings settings = settings_for(common, lower(glue_task_info(task).name), false);
   for (const auto& [split, scores] :
        evaluate_glue_checkpoint(task, common.data_dir, checkpoint, vocab, settings,
                                 static_cast<int64_t>(common.max_eval))) {
@@ -182,9 +237,19 @@ int cmd_predict(const std::vector<std::string>& args) {
   parser.require(!common.data_dir.empty(), "--data-dir");
   parser.require(!checkpoint.empty(), "--checkpoint");
   parser.require(!output.empty(), "--output");
-  const GlueTask task = parse_glue_task(common.task);
-  const FinetuneSettings settings = settings_for(common, task);
   const data::Vocab vocab = load_vocab(common.vocab, resolve_init(checkpoint).model_dir);
+  if (const std::optional<bool> squad = squad_version(common.task)) {
+    const FinetuneSettings settings = settings_for(common, *squad ? "squad2.0" : "squad1.1", true);
+    fs::create_directories(output);
+    const std::string path = (fs::path(output) / "predictions.json").string();
+    evaluate_squad_checkpoint(*squad, squad_file(common.data_dir, *squad, "dev"), checkpoint, vocab,
+                              settings, static_cast<int64_t>(common.max_eval), path,
+                              settings.null_threshold);
+    std::printf("wrote %s\n", path.c_str());
+    return 0;
+  }
+  const GlueTask task = parse_glue_task(common.task);
+  const FinetuneSettings settings = settings_for(common, lower(glue_task_info(task).name), false);
   for (const std::string& path :
        predict_glue_test(task, common.data_dir, checkpoint, vocab, settings, output)) {
     std::printf("wrote %s\n", path.c_str());

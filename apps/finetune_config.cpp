@@ -85,6 +85,7 @@ FinetuneConfig read_finetune_config(const std::string& path,
   check(d.max_answer_length > 0, path, "squad.max_answer_length", "positive");
   d.n_best = squad.get<int64_t>("n_best", d.n_best);
   check(d.n_best > 0, path, "squad.n_best", "positive");
+  d.null_threshold = squad.get<double>("null_threshold", d.null_threshold);
   ConfigNode tasks = root.section("tasks");
   for (const std::string& task : known_tasks) {
     if (!tasks.has(task)) continue;

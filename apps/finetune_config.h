@@ -9,7 +9,8 @@
 //               head's, 0.1), head (official | hf_two_layer), swap_augment (true: MRPC and STS-B
 //               also train on the swapped sentence pair), seed (1; --seeds N runs seed, seed + 1,
 //               ...), device (auto | cpu | cuda), precision (bf16 | f32, GPU only)
-//   squad:      doc_stride (128), max_query_length (64), max_answer_length (30), n_best (20)
+//   squad:      doc_stride (128), max_query_length (64), max_answer_length (30), n_best (20),
+//               null_threshold (0; SQuAD 2.0, see apps/finetune_squad.h)
 //               (configs/squad.yaml only; max_seq_len 384 there)
 //   tasks:      <task>: {epochs, lr, batch_size, max_seq_len}: per-task overrides, e.g.
 //               rte: {epochs: 10}; task names as `electra finetune --task` takes them
@@ -49,6 +50,7 @@ struct FinetuneSettings {
   int64_t max_query_length = 64;
   int64_t max_answer_length = 30;
   int64_t n_best = 20;
+  double null_threshold = 0;  // SQuAD 2.0: "no answer" when the answerable logit says so past it
 
   // The paper's lr and layer-wise decay for an encoder of this size when left at 0.
   double resolved_lr(const EncoderConfig& encoder) const;

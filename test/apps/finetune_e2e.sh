@@ -106,7 +106,35 @@ print("spearman per epoch:", values)
 sys.exit(0 if len(values) == 6 and max(values) >= 0.5 and max(values) > values[0] else 1)
 PY
 
-# 4. Real SST-2 (subset) beats the majority class.
+# 4. SQuAD through the command line (the learning itself: finetune_squad_tests).
+mkdir -p "$work/squad"
+python3 - "$src/test/fixtures/squad/tiny-v1.1.json" "$work/squad/train-v1.1.json" <<'PY'
+import json, sys
+data = json.load(open(sys.argv[1]))  # a dev-style file: training takes each question's first answer
+for article in data["data"]:
+    for paragraph in article["paragraphs"]:
+        for qa in paragraph["qas"]:
+            qa["answers"] = qa["answers"][:1]
+json.dump(data, open(sys.argv[2], "w"))
+PY
+cp "$src/test/fixtures/squad/tiny-v1.1.json" "$work/squad/dev-v1.1.json"
+"$electra" finetune --task squad1.1 --data-dir "$work/squad" "${common[@]}" \
+  --set finetune.max_seq_len=64 --set squad.max_query_length=24 --set finetune.epochs=1 \
+  --output "$work/out-squad" \
+  >"$work/squad.log" 2>"$work/squad.err"
+squad_eval="$("$electra" eval --task squad1.1 --data-dir "$work/squad" \
+  --checkpoint "$work/out-squad/best" --set finetune.device=cpu --set finetune.max_seq_len=64 \
+  --set squad.max_query_length=24 \
+  --output "$work/squad-pred.json" 2>&1)"
+if grep -q "^SQuAD1.1 seed 1: best epoch 1: EM" "$work/squad.log" &&
+  [[ -s "$work/out-squad/dev_predictions.json" && -s "$work/squad-pred.json" ]] &&
+  grep -q "^SQuAD1.1 dev: EM" <<<"$squad_eval"; then
+  pass "SQuAD finetune / eval through the CLI"
+else
+  fail "SQuAD CLI: $(cat "$work/squad.log") $(tail -2 "$work/squad.err") $squad_eval"
+fi
+
+# 5. Real SST-2 (subset) beats the majority class.
 glue="$src/../shared/data/glue/SST-2"
 if [[ -d "$glue" ]]; then
   "$electra" finetune --task sst-2 --data-dir "$glue" "${common[@]}" --set finetune.epochs=2 \
@@ -128,7 +156,7 @@ else
   echo "skipped: SST-2 subset (../shared/data/glue not found)"
 fi
 
-# 5. Bad input.
+# 6. Bad input.
 expect_error() {  # expect_error NAME PATTERN ARGS...
   local name="$1" pattern="$2"
   shift 2
