@@ -33,6 +33,7 @@
 #include "apps/args.h"
 #include "apps/command.h"
 #include "apps/pretrain_config.h"
+#include "apps/run_device.h"
 #include "apps/train_progress.h"
 #include "apps/trainer_checkpoint.h"
 #include "data/pretrain_batches.h"
@@ -65,15 +66,6 @@ std::atomic<int> g_signal{0};
 
 extern "C" void on_stop_signal(int signal) {
   g_signal.store(signal);
-}
-
-// Dense bf16 peak of known data-centre GPUs, for MFU; 0 when unknown.
-double bf16_peak_flops(const std::string& device) {
-  if (device.find("H100") != std::string::npos || device.find("H200") != std::string::npos) {
-    return 989.4e12;
-  }
-  if (device.find("A100") != std::string::npos) return 312e12;
-  return 0;
 }
 
 // The keys whose values differ between two canonical config texts, comma-separated.
@@ -194,28 +186,15 @@ int pretrain(PretrainConfig config, std::unique_ptr<Communicator>& comm, const s
   const int64_t local_accumulation = train.local_accumulation(ranks);
 
   // Device: one GPU per rank, the rank's index among the ranks of its node.
-  const bool gpu_usable = built_with_cuda() && cuda_device_count() > 0;
-  ELECTRA_USER_CHECK(train.device != TrainDevice::kCuda || gpu_usable,
-                     "train.device is cuda but no GPU can be used: ",
-                     built_with_cuda() ? cuda_unavailable_reason() : "built without CUDA");
-  const bool on_gpu = train.device != TrainDevice::kCpu && gpu_usable;
-  ELECTRA_USER_CHECK(!on_gpu || comm->local_size() <= cuda_device_count(), comm->local_size(),
-                     " ranks were started on ", host_name(), " but it has ", cuda_device_count(),
-                     " GPUs: one GPU per rank (start at most that many ranks per node)");
+  RunDevice run_device = open_device(train_device_name(train.device), train.precision, train.seed,
+                                     "train.device", comm->local_rank(), comm->local_size());
+  Context& ctx = run_device.ctx;
+  const bool on_gpu = run_device.gpu;
   const int gpu = on_gpu ? comm->local_rank() : -1;
-  Context ctx = on_gpu ? Context::cuda(gpu, train.seed, train.precision)
-                       : Context::cpu(train.seed, Precision::F32);
   if (on_gpu && std::string(comm->backend()) != "single") {
     comm = make_nccl_communicator(std::move(comm), gpu, config.distributed.timeout_s);
   }
-  const std::string device =
-      on_gpu ? cuda_device_description(gpu)
-             : str_cat("CPU", train.device == TrainDevice::kCpu
-                                  ? ""
-                                  : str_cat(" (no GPU: ",
-                                            built_with_cuda() ? cuda_unavailable_reason()
-                                                              : "built without CUDA",
-                                            ")"));
+  const std::string& device = run_device.description;
   if (ranks == 1 && std::string(comm->backend()) == "single") {
     std::fprintf(stderr, "pretrain: device %s, precision %s\n", device.c_str(),
                  precision_name(ctx.precision()));

@@ -3,12 +3,16 @@
 namespace electra::apps {
 
 RunDevice open_device(const std::string& device, Precision precision, uint64_t seed,
-                      const std::string& key) {
+                      const std::string& key, int gpu_index, int ranks_on_node) {
   const bool usable = built_with_cuda() && cuda_device_count() > 0;
   const std::string why_not = built_with_cuda() ? cuda_unavailable_reason() : "built without CUDA";
   ELECTRA_USER_CHECK(device != "cuda" || usable, key, " is cuda but no GPU can be used: ", why_not);
   if (device != "cpu" && usable) {
-    return RunDevice{Context::cuda(0, seed, precision), cuda_device_description(0), true};
+    ELECTRA_USER_CHECK(ranks_on_node <= cuda_device_count(), ranks_on_node,
+                       " ranks were started on this node but it has ", cuda_device_count(),
+                       " GPUs: one GPU per rank (start at most that many ranks per node)");
+    return RunDevice{Context::cuda(gpu_index, seed, precision), cuda_device_description(gpu_index),
+                     true};
   }
   return RunDevice{Context::cpu(seed, Precision::F32),
                    device == "cpu" ? "CPU" : str_cat("CPU (no GPU: ", why_not, ")"), false};

@@ -15,9 +15,11 @@ struct RunDevice {
 };
 
 // `device`: "auto", "cpu" or "cuda" (`key` names the config key in errors). The CPU always runs
-// f32; the GPU runs `precision`. UserError when "cuda" is asked for and no GPU can be used.
+// f32; GPU `gpu_index` runs `precision` (data-parallel ranks pass their local rank, and
+// `ranks_on_node` ranks need that many GPUs). UserError when "cuda" is asked for and no GPU can
+// be used, or when the node has fewer GPUs than ranks.
 RunDevice open_device(const std::string& device, Precision precision, uint64_t seed,
-                      const std::string& key);
+                      const std::string& key, int gpu_index = 0, int ranks_on_node = 1);
 
 // Dense bf16 peak FLOP/s of known data-centre GPUs (for MFU), 0 when unknown.
 double bf16_peak_flops(const std::string& description);
