@@ -5,10 +5,10 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${1:-$root/build/cpu}"
-cmake --build "$build" --target cpu_step >/dev/null
+cmake --build "$build" --target train_step >/dev/null
 lscpu | grep -E "^Model name" || true
 for model in tiny small; do
-  "$build/bench/cpu_step" --model "$model" --batch 8 --seq-len 128
-  OMP_NUM_THREADS=1 python3 "$root/bench/cpu_step_pytorch.py" --model "$model" --batch 8 \
+  "$build/bench/train_step" --model "$model" --batch 8 --seq-len 128
+  OMP_NUM_THREADS=1 python3 "$root/bench/step_pytorch.py" --model "$model" --batch 8 \
     --seq-len 128 --threads 1
 done

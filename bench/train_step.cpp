@@ -1,8 +1,11 @@
-// cpu_step: the time of one CPU pre-training update (masking, generator and discriminator forward
-// and backward, AdamW) of ElectraPretrainer, for bench/cpu_step.sh, which runs the same model in
-// PyTorch (bench/cpu_step_pytorch.py) in the same run.
-// Usage: cpu_step --model tiny|small [--batch 8] [--seq-len 128] [--warmup 2] [--repeats 7]
-// Prints: RESULT impl=electra model=<m> batch=<b> seq=<t> threads=1 median_ms=<x> min_ms=<y>
+// train_step: the time of one pre-training update (masking, generator and discriminator forward
+// and backward, AdamW) of ElectraPretrainer on the CPU or the GPU, for bench/cpu_step.sh and
+// bench/e2e_step_bench.sh, which run the same model in PyTorch (bench/step_pytorch.py) in the
+// same run. On the GPU each update ends with a synchronisation (metrics are read back).
+// Usage: train_step --model tiny|small|base [--device cpu|cuda] [--precision f32|bf16]
+//                   [--batch 8] [--seq-len 128] [--warmup 2] [--repeats 7]
+// Prints: RESULT impl=electra model=<m> device=<d> batch=<b> seq=<t> median_ms=<x> min_ms=<y>
+//         seq_per_s=<s> tflops=<official-convention FLOP rate>
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -12,13 +15,14 @@
 #include <vector>
 
 #include "engine/timer.h"
+#include "models/flops.h"
 #include "models/pretrainer.h"
 #include "optim/optimizer.h"
 
 using namespace electra;
 
 int main(int argc, char** argv) {
-  std::string model = "tiny";
+  std::string model = "tiny", device = "cpu", precision = "f32";
   int64_t batch = 8, seq_len = 128;
   int warmup = 2, repeats = 7;
   for (int i = 1; i + 1 < argc; i += 2) {
@@ -34,19 +38,20 @@ int main(int argc, char** argv) {
     else if (flag == "--repeats")
       repeats = std::atoi(value.c_str());
     else {
-      std::fprintf(stderr, "cpu_step: unknown option %s\n", flag.c_str());
+      std::fprintf(stderr, "train_step: unknown option %s\n", flag.c_str());
       return 2;
     }
   }
   try {
     const ElectraConfig config = electra_preset(model);
-    Context ctx = Context::cpu(1, Precision::F32);
+    const Precision p = precision == "bf16" ? Precision::BF16 : Precision::F32;
+    Context ctx = device == "cuda" ? Context::cuda(0, 1, p) : Context::cpu(1, Precision::F32);
     PretrainOptions options;
     options.batch = batch;
     options.seq_len = seq_len;
     ElectraPretrainer pretrainer(ctx, config, options);
     pretrainer.init_weights(ctx, 1);
-    Arena state("optimizer", Device::CPU,
+    Arena state("optimizer", ctx.device(),
                 Optimizer::state_bytes(pretrainer.store(), OptimizerKind::kAdamW));
     OptimizerConfig opt;
     opt.schedule.peak = 5e-4;
@@ -76,16 +81,22 @@ int main(int argc, char** argv) {
       pretrainer.zero_grads(ctx);
       pretrainer.step(ctx, host, static_cast<uint32_t>(i));
       optimizer.step(ctx, i);
+      ctx.synchronize();
       if (i >= warmup) ms.push_back(timer.seconds() * 1e3);
     }
     std::sort(ms.begin(), ms.end());
+    const double median = ms[ms.size() / 2];
+    const double flops =
+        step_flops(config, batch, seq_len, static_cast<double>(pretrainer.slots())).total();
     std::printf(
-        "RESULT impl=electra model=%s batch=%lld seq=%lld threads=1 median_ms=%.1f "
-        "min_ms=%.1f loss=%.4f\n",
-        model.c_str(), static_cast<long long>(batch), static_cast<long long>(seq_len),
-        ms[ms.size() / 2], ms.front(), pretrainer.metrics(ctx).total_loss);
+        "RESULT impl=electra model=%s device=%s precision=%s batch=%lld seq=%lld "
+        "median_ms=%.2f min_ms=%.2f seq_per_s=%.1f tflops=%.2f loss=%.4f\n",
+        model.c_str(), device.c_str(), precision.c_str(), static_cast<long long>(batch),
+        static_cast<long long>(seq_len), median, ms.front(),
+        static_cast<double>(batch) / (median * 1e-3), flops / (median * 1e-3) / 1e12,
+        pretrainer.metrics(ctx).total_loss);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "cpu_step: %s\n", e.what());
+    std::fprintf(stderr, "train_step: %s\n", e.what());
     return 1;
   }
   return 0;
