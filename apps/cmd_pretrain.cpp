@@ -337,7 +337,7 @@ int pretrain(PretrainConfig config, std::unique_ptr<Communicator>& comm, const s
     last_saved = state.step;
     if (!lead) return;
     const std::string path = save_checkpoint(ctx, model, optimizer, state, config.checkpoint.dir,
-                                             config.checkpoint.keep);
+                                             config.checkpoint.keep, &vocab);
     std::fprintf(stderr, "pretrain: saved %s\n", path.c_str());
   };
 

@@ -51,7 +51,7 @@ std::vector<float> to_host(Context& ctx, const Tensor& t) {
 
 std::string save_checkpoint(Context& ctx, const ElectraPretrainer& model,
                             const Optimizer& optimizer, const TrainerState& state,
-                            const std::string& run_dir, int64_t keep) {
+                            const std::string& run_dir, int64_t keep, const data::Vocab* vocab) {
   const fs::path run(run_dir);
   std::error_code ec;
   fs::create_directories(run, ec);
@@ -62,6 +62,11 @@ std::string save_checkpoint(Context& ctx, const ElectraPretrainer& model,
   try {
     fs::create_directories(tmp_dir);
     save_pretrainer_models(ctx, model, tmp_dir.string());
+    if (vocab != nullptr) {
+      for (const char* part : {"discriminator", "generator"}) {
+        vocab->save((tmp_dir / part / "vocab.txt").string());
+      }
+    }
     std::vector<float> m = to_host(ctx, optimizer.m()), v = to_host(ctx, optimizer.v());
     const int64_t n = static_cast<int64_t>(m.size());
     write_safetensors((tmp_dir / kStateTensors).string(),

@@ -19,6 +19,7 @@
 #include <string>
 
 #include "data/example_order.h"
+#include "data/vocab.h"
 #include "models/pretrainer.h"
 #include "optim/optimizer.h"
 
@@ -40,11 +41,14 @@ struct TrainerState {
 };
 
 // Writes the checkpoint of `state.step` into run_dir (created if missing) and keeps the newest
-// `keep` checkpoints (0: all). Returns the checkpoint's path. Throws UserError naming the path
-// when writing fails; the previous checkpoints are untouched then.
+// `keep` checkpoints (0: all). With a vocabulary, vocab.txt goes into discriminator/ and
+// generator/ too, so that each is a complete model directory (fine-tuning and HF tokenizers find
+// it there). Returns the checkpoint's path. Throws UserError naming the path when writing fails;
+// the previous checkpoints are untouched then.
 std::string save_checkpoint(Context& ctx, const ElectraPretrainer& model,
                             const Optimizer& optimizer, const TrainerState& state,
-                            const std::string& run_dir, int64_t keep);
+                            const std::string& run_dir, int64_t keep,
+                            const data::Vocab* vocab = nullptr);
 
 // `path` is a checkpoint directory or a run directory (then its newest complete checkpoint).
 // Throws UserError when there is none.

@@ -9,6 +9,7 @@
 #   - with ../shared/data/glue present, 4000 SST-2 training sentences (2 epochs) beat the majority
 #     class on the first 300 dev sentences (skipped otherwise, said so);
 #   - bad input (unknown task, --init without a model) is one error line, exit 2.
+# The vocabulary comes from the checkpoints (pretrain writes vocab.txt into them).
 # Usage: finetune_e2e.sh ELECTRA_BINARY SOURCE_DIR
 set -uo pipefail
 electra="$1"
@@ -66,7 +67,7 @@ for split, n in (("train", 320), ("dev", 64)):
             f.write(f"{i}\tg\tf\t2020\t{i}\ts\ts\t{s1}\t{s2}\t{2.5 * shared:.1f}\n")
 PY
 
-common=(--init "$work/pre" --vocab "$work/vocab.txt" --set finetune.device=cpu
+common=(--init "$work/pre" --set finetune.device=cpu
   --set finetune.max_seq_len=32 --set finetune.batch_size=16)
 
 # 1. Classification reaches near-perfect accuracy.
