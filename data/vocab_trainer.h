@@ -6,9 +6,9 @@
 // below its size, the most frequent adjacent pair (a, b) (counts weighted by word frequency; ties:
 // older symbols first) is merged into one symbol "a" + "b" without its "##" everywhere it occurs,
 // as HF tokenizers' WordPieceTrainer does (BPE merges). Google's likelihood score
-// count(ab) / (count(a) count(b)) is not used: on small corpora it prefers pairs of rare symbols. A pair seen fewer than min_frequency
-// times is never merged. When the alphabet alone exceeds the size, only its most frequent symbols
-// are kept (words with other characters become [UNK]).
+// count(ab) / (count(a) count(b)) is not used: on small corpora it prefers pairs of rare symbols. A
+// pair seen fewer than min_frequency times is never merged. When the alphabet alone exceeds the
+// size, only its most frequent symbols are kept (words with other characters become [UNK]).
 //
 // The vocabulary begins with the special tokens in BERT's order: [PAD], [unused0..N-1], [UNK],
 // [CLS], [SEP], [MASK].

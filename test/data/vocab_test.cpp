@@ -1,10 +1,10 @@
 // Vocabulary files (errors name the file and line; the hash is the file's FNV-1a) and WordPiece
 // vocabulary training.
-#include <catch2/catch.hpp>
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <set>
-#include <unordered_map>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "data/fnv.h"
