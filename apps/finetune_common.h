@@ -7,6 +7,7 @@
 #include <string>
 
 #include "apps/finetune_config.h"
+#include "engine/timer.h"
 #include "models/finetune_model.h"
 #include "optim/optimizer.h"
 
@@ -42,6 +43,25 @@ struct FinetuneOptimizer {
   Arena state;
   std::unique_ptr<Optimizer> optimizer;
   double lr = 0, decay = 0;
+};
+
+// One epoch of fine-tuning updates and its progress lines (every `log_every` updates and at the
+// end of the epoch: the mean loss since the previous line, the lr, the ETA of the run).
+class FinetuneEpoch {
+ public:
+  FinetuneEpoch(std::string task, int64_t epoch, int64_t epochs, int64_t steps_per_epoch,
+                int64_t total_steps, int64_t log_every);
+  // Update i of this epoch (global update `step`) on `batch`: gradients, the NaN guard (a
+  // UserError naming the task and the update), the optimizer step.
+  void update(Context& ctx, ElectraFinetuner& model, FinetuneOptimizer& opt,
+              const FinetuneBatch& batch, int64_t i, int64_t step);
+
+ private:
+  std::string task_;
+  int64_t epoch_, epochs_, steps_per_epoch_, total_steps_, log_every_;
+  double loss_sum_ = 0;
+  int64_t loss_count_ = 0;
+  Stopwatch clock_;
 };
 
 // The median of `values` (the mean of the two middle ones for an even count).

@@ -238,33 +238,12 @@ GlueRunResult run_glue(const GlueRunOptions& opts) {
   for (int64_t epoch = 0; epoch < s.epochs; ++epoch) {
     const std::vector<uint32_t>& perm = order.permutation(static_cast<uint64_t>(epoch));
     epoch_order.assign(perm.begin(), perm.end());
-    double loss_sum = 0;
-    int64_t loss_count = 0;
-    Stopwatch epoch_clock;
+    FinetuneEpoch progress(info.name, epoch, s.epochs, steps_per_epoch, total, log_every);
     for (int64_t i = 0; i < steps_per_epoch; ++i, ++step) {
       const size_t first = static_cast<size_t>(i * b);
       const size_t count = std::min(static_cast<size_t>(b), features.size() - first);
       fill_batch(batch, features, epoch_order, first, count, s.max_seq_len, opts.vocab->pad_id());
-      model.zero_grads(ctx);
-      model.step(ctx, batch, static_cast<uint32_t>(step));
-      const FinetuneMetrics m = model.metrics(ctx);
-      ELECTRA_USER_CHECK(std::isfinite(m.loss), "finetune ", info.name, ": update ", step + 1,
-                         ": the loss is not finite; lower finetune.lr?");
-      loss_sum += m.loss;
-      ++loss_count;
-      opt.optimizer->step(ctx, step);
-      if ((i + 1) % log_every == 0 || i + 1 == steps_per_epoch) {
-        const double per_step = epoch_clock.seconds() / static_cast<double>(i + 1);
-        std::fprintf(
-            stderr, "  epoch %lld/%lld update %lld/%lld | loss %.4f | lr %.3e | ETA %s\n",
-            static_cast<long long>(epoch + 1), static_cast<long long>(s.epochs),
-            static_cast<long long>(i + 1), static_cast<long long>(steps_per_epoch),
-            loss_sum / static_cast<double>(loss_count), opt.optimizer->lr_at(step),
-            ProgressReporter::format_duration(per_step * static_cast<double>(total - step - 1))
-                .c_str());
-        loss_sum = 0;
-        loss_count = 0;
-      }
+      progress.update(ctx, model, opt, batch, i, step);
     }
     // Evaluation on every dev split; the first decides the best epoch.
     std::vector<GlueScore> first_scores;

@@ -22,6 +22,22 @@ void ModelWeights::refresh_compute(Context& ctx) const {
   if (compute_flat.data != store.flat_params().data) cast(ctx, store.flat_params(), compute_flat);
 }
 
+ModelArenas allocate_model(ModelWeights& weights, ModelDTypes dtypes, Device device,
+                           size_t activation_bytes) {
+  ParameterStore& store = weights.store;
+  const bool separate_compute = dtypes.activation != dtypes.master;
+  size_t param_bytes = store.bytes_needed(dtypes.master);
+  if (separate_compute) param_bytes += store.bytes_needed(dtypes.activation);
+  ModelArenas arenas{Arena("parameters", device, param_bytes),
+                     Arena("gradients", device, store.bytes_needed(dtypes.master)),
+                     Arena("activations", device, activation_bytes)};
+  store.allocate(arenas.params, arenas.grads, dtypes.master);
+  weights.compute_flat = separate_compute
+                             ? arenas.params.alloc(dtypes.activation, {store.total_elements()})
+                             : store.flat_params();
+  return arenas;
+}
+
 ModelBuilder::ModelBuilder(ModelWeights& weights, Arena& acts, ModelDTypes dtypes, Device device)
     : weights_(weights), acts_(acts), dtypes_(dtypes), device_(device) {
   ELECTRA_CHECK(

@@ -58,6 +58,20 @@ struct ModelWeights {
   void refresh_compute(Context& ctx) const;
 };
 
+// The memory of a planned model: parameters (master + bf16 compute copy when separate),
+// gradients, and an activation arena of the planned size.
+struct ModelArenas {
+  Arena params;
+  Arena grads;
+  Arena activations;
+};
+
+// Between the planning and the binding pass: allocates the store's master and gradient buffers
+// and the compute copy of `weights` (the master itself unless activations are bf16), and an
+// activation arena of `activation_bytes` (the counting arena's high-water mark).
+ModelArenas allocate_model(ModelWeights& weights, ModelDTypes dtypes, Device device,
+                           size_t activation_bytes);
+
 class ModelBuilder {
  public:
   // Planning pass when weights.store is not allocated (acts should then be a counting arena),

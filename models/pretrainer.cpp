@@ -81,17 +81,10 @@ ElectraPretrainer::ElectraPretrainer(Context& ctx, const ElectraConfig& config,
     activation_bytes = counting.high_water();
   }
   // Pass 2: allocate, then bind the same layout to real memory.
-  ParameterStore& store = weights_.store;
-  const bool separate_compute = dtypes.activation != dtypes.master;
-  size_t param_bytes = store.bytes_needed(dtypes.master);
-  if (separate_compute) param_bytes += store.bytes_needed(dtypes.activation);
-  params_ = Arena("parameters", device, param_bytes);
-  grads_ = Arena("gradients", device, store.bytes_needed(dtypes.master));
-  acts_ = Arena("activations", device, activation_bytes);
-  store.allocate(params_, grads_, dtypes.master);
-  weights_.compute_flat = separate_compute
-                              ? params_.alloc(dtypes.activation, {store.total_elements()})
-                              : store.flat_params();
+  ModelArenas arenas = allocate_model(weights_, dtypes, device, activation_bytes);
+  params_ = std::move(arenas.params);
+  grads_ = std::move(arenas.grads);
+  acts_ = std::move(arenas.activations);
   ModelBuilder builder(weights_, acts_, dtypes, device);
   parts_ = std::make_unique<Parts>(builder, config_, options_, slots_);
   if (options_.keep_logits) {
