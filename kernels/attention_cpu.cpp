@@ -8,7 +8,7 @@
 #include <limits>
 
 #include "kernels/attention.h"
-#include "kernels/dropout_mask.h"
+#include "kernels/dropout_mask_cpu.h"
 
 namespace electra::cpu {
 namespace {
@@ -43,13 +43,8 @@ ConstView<T> part(const T* qkv, const Dims& n, int64_t b, int64_t h, int part) {
 template <class T>
 void apply_dropout(T* m, const Dims& n, int64_t b, int64_t h, const AttentionArgs& args) {
   if (args.dropout_p == 0) return;
-  const T keep_scale = T(1) / (T(1) - static_cast<T>(args.dropout_p));
   const uint64_t first = dropout_site_offset(args.site) + static_cast<uint64_t>(n.block(b, h));
-  RngBlockCache rng{args.rng};
-  for (int64_t e = 0; e < n.t * n.t; ++e) {
-    m[e] = dropout_keep(rng, first + static_cast<uint64_t>(e), args.dropout_p) ? m[e] * keep_scale
-                                                                               : T(0);
-  }
+  apply_dropout_mask(args.rng, first, args.dropout_p, m, m, n.t * n.t);
 }
 
 template <class T>

@@ -1,25 +1,14 @@
 #include "kernels/dropout.h"
 
+#include "kernels/dropout_mask_cpu.h"
+
 namespace electra::cpu {
 namespace {
 
-// 1 / (1 - p) in the precision of T (f32 exactly as the GPU computes it).
-template <class T>
-T survivor_scale(float p) {
-  return T{1} / (T{1} - static_cast<T>(p));
-}
-
-// out[i] = in[i] * keep_i * scale: the forward and the backward are the same map.
+// out[i] = in[i] * keep_i / (1 - p): the forward and the backward are the same map.
 template <class T>
 void apply_mask(const Tensor& in, const Tensor& out, const DropoutSite& site) {
-  const T* x = in.ptr<T>();
-  T* y = out.ptr<T>();
-  const T scale = survivor_scale<T>(site.p);
-  const int64_t n = in.numel();
-  RngBlockCache rng{site.stream};
-  for (int64_t i = 0; i < n; ++i) {
-    y[i] = dropout_keep(rng, site.offset + static_cast<uint64_t>(i), site.p) ? x[i] * scale : T{0};
-  }
+  apply_dropout_mask(site.stream, site.offset, site.p, in.ptr<T>(), out.ptr<T>(), in.numel());
 }
 
 }  // namespace

@@ -1,5 +1,8 @@
+#include <Eigen/Core>
+#include <algorithm>
 #include <cmath>
 #include <numbers>
+#include <type_traits>
 
 #include "kernels/gelu.h"
 
@@ -19,10 +22,73 @@ T gelu(T u) {
 }
 
 template <class T>
+T normal_pdf(T u) {
+  return std::exp(T{-0.5} * u * u) * static_cast<T>(std::numbers::inv_sqrtpi / std::numbers::sqrt2);
+}
+
+template <class T>
 T gelu_grad(T u) {
-  const T pdf =
-      std::exp(T{-0.5} * u * u) * static_cast<T>(std::numbers::inv_sqrtpi / std::numbers::sqrt2);
-  return normal_cdf(u) + u * pdf;
+  return normal_cdf(u) + u * normal_pdf(u);
+}
+
+// The f32 path runs on chunks of up to kChunk elements held on the stack, with Eigen's vectorized
+// exp (the scalar erfc/exp of libm above took a sixth of an ELECTRA-Small step).
+constexpr int kChunk = 64;
+using Chunk = Eigen::Array<float, Eigen::Dynamic, 1, Eigen::ColMajor, kChunk, 1>;
+using ChunkIn = Eigen::Map<const Eigen::ArrayXf>;
+using ChunkOut = Eigen::Map<Eigen::ArrayXf>;
+
+// Phi(-|u|) = 0.5 erfc(|u| / sqrt 2) by the Chebyshev fit of Numerical Recipes' erfcc (relative
+// error below 1.2e-7 for every argument, so the left tail keeps its relative accuracy), and
+// Phi(|u|) = 1 - Phi(-|u|).
+Chunk normal_cdf_f32(const Chunk& u) {
+  const Chunk z = u.abs() * static_cast<float>(std::numbers::sqrt2 / 2);
+  const Chunk t = (1.0f + 0.5f * z).inverse();
+  const Chunk fit =
+      -1.26551223f +
+      t * (1.00002368f +
+           t * (0.37409196f +
+                t * (0.09678418f +
+                     t * (-0.18628806f +
+                          t * (0.27886807f +
+                               t * (-1.13520398f +
+                                    t * (1.48851587f + t * (-0.82215223f + t * 0.17087277f))))))));
+  const Chunk tail = 0.5f * t * (fit - z.square()).exp();
+  return (u < 0.0f).select(tail, 1.0f - tail);
+}
+
+Chunk gelu_grad_f32(const Chunk& u) {
+  return normal_cdf_f32(u) + u * (-0.5f * u.square()).exp() *
+                                 static_cast<float>(std::numbers::inv_sqrtpi / std::numbers::sqrt2);
+}
+
+// u = x[r, j] + b[j] (b null: x is already u) over the chunk [j0, j0 + len) of row r.
+template <class T>
+Chunk preactivation(const T* x, const T* b, int64_t r, int64_t h, int64_t j0, int64_t len) {
+  const ChunkIn xs(x + r * h + j0, len);
+  if (b == nullptr) return xs;
+  return xs + ChunkIn(b + j0, len);
+}
+
+void forward_f32(const float* x, const float* b, float* y, int64_t n, int64_t h) {
+  for (int64_t r = 0; r < n; ++r) {
+    for (int64_t j0 = 0; j0 < h; j0 += kChunk) {
+      const int64_t len = std::min<int64_t>(kChunk, h - j0);
+      const Chunk u = preactivation(x, b, r, h, j0, len);
+      ChunkOut(y + r * h + j0, len) = u * normal_cdf_f32(u);
+    }
+  }
+}
+
+template <class T>
+void forward(const T* x, const T* b, T* y, int64_t n, int64_t h) {
+  if constexpr (std::is_same_v<T, float>) {
+    forward_f32(x, b, y, n, h);
+  } else {
+    for (int64_t r = 0; r < n; ++r) {
+      for (int64_t j = 0; j < h; ++j) y[r * h + j] = gelu(x[r * h + j] + b[j]);
+    }
+  }
 }
 
 // dx[r, j] = dy[r, j] * gelu'(x[r, j] + b[j]) (b null: x is already u); db[j] += sum_r dx[r, j].
@@ -34,15 +100,19 @@ void backward(const Tensor& dy, const Tensor& x, const T* b, const Tensor& dx, c
   T* out = dx.ptr<T>();
   T* bias_grad = db.ptr<T>();
   for (int64_t r = 0; r < n; ++r) {
-    for (int64_t j = 0; j < h; ++j) {
-      const T u = b ? in[r * h + j] + b[j] : in[r * h + j];
-      out[r * h + j] = g[r * h + j] * gelu_grad(u);
+    if constexpr (std::is_same_v<T, float>) {
+      for (int64_t j0 = 0; j0 < h; j0 += kChunk) {
+        const int64_t len = std::min<int64_t>(kChunk, h - j0);
+        ChunkOut(out + r * h + j0, len) =
+            ChunkIn(g + r * h + j0, len) * gelu_grad_f32(preactivation(in, b, r, h, j0, len));
+      }
+    } else {
+      for (int64_t j = 0; j < h; ++j) {
+        const T u = b ? in[r * h + j] + b[j] : in[r * h + j];
+        out[r * h + j] = g[r * h + j] * gelu_grad(u);
+      }
     }
-  }
-  for (int64_t j = 0; j < h; ++j) {
-    T sum = 0;
-    for (int64_t r = 0; r < n; ++r) sum += out[r * h + j];
-    bias_grad[j] += sum;
+    for (int64_t j = 0; j < h; ++j) bias_grad[j] += out[r * h + j];
   }
 }
 
@@ -51,13 +121,7 @@ void backward(const Tensor& dy, const Tensor& x, const T* b, const Tensor& dx, c
 void bias_gelu_forward(Context&, const Tensor& x, const Tensor& b, const Tensor& y) {
   dispatch_cpu_float(x.dtype, "bias_gelu_forward", [&](auto tag) {
     using T = decltype(tag);
-    const int64_t n = x.dim(0), h = x.dim(1);
-    const T* in = x.ptr<T>();
-    const T* bias = b.ptr<T>();
-    T* out = y.ptr<T>();
-    for (int64_t r = 0; r < n; ++r) {
-      for (int64_t j = 0; j < h; ++j) out[r * h + j] = gelu(in[r * h + j] + bias[j]);
-    }
+    forward<T>(x.ptr<T>(), b.ptr<T>(), y.ptr<T>(), x.dim(0), x.dim(1));
   });
 }
 

@@ -1,9 +1,15 @@
+#include <Eigen/Core>
+#include <algorithm>
 #include <cmath>
 
+#include "engine/philox_bulk.h"
 #include "kernels/softmax_xent.h"
 
 namespace electra::cpu {
 namespace {
+
+// Gumbel noise is drawn and scored a chunk of the row at a time (philox_fill, vectorized).
+constexpr int64_t kChunk = 1024;
 
 template <class T>
 void run(const Tensor& logits, const Tensor& labels, const Tensor& weights,
@@ -16,17 +22,27 @@ void run(const Tensor& logits, const Tensor& labels, const Tensor& weights,
   T* out_loss = loss.ptr<T>();
   int32_t* out_sample = sample.ptr<int32_t>();
   int32_t* out_argmax = argmax.ptr<int32_t>();
-  RngBlockCache noise{params.stream};
   for (int64_t i = 0; i < m; ++i) {
     T* row = x + i * stride;
     // Sampling and argmax read the logits before they are overwritten by the gradient.
-    int64_t best = 0, top = 0;
+    const uint64_t first_noise = static_cast<uint64_t>(i * v);
+    int64_t best = 0;
     float best_score = -INFINITY;
-    for (int64_t j = 0; j < v; ++j) {
-      const uint32_t bits = noise.bits(static_cast<uint64_t>(i * v + j));
-      const float score =
-          add_rn(div_rn(static_cast<float>(row[j]), params.temperature), gumbel(bits));
-      if (score > best_score) best_score = score, best = j;
+    for (int64_t c = 0; c < v; c += kChunk) {
+      const int64_t len = std::min(kChunk, v - c);
+      uint32_t bits[kChunk];
+      float score[kChunk];
+      philox_fill(params.stream, first_noise + static_cast<uint64_t>(c), len, bits);
+      for (int64_t j = 0; j < len; ++j) {
+        score[j] =
+            add_rn(div_rn(static_cast<float>(row[c + j]), params.temperature), gumbel(bits[j]));
+      }
+      for (int64_t j = 0; j < len; ++j) {
+        if (score[j] > best_score) best_score = score[j], best = c + j;
+      }
+    }
+    int64_t top = 0;
+    for (int64_t j = 1; j < v; ++j) {
       if (row[j] > row[top]) top = j;
     }
     out_sample[i] = static_cast<int32_t>(best);
@@ -37,11 +53,9 @@ void run(const Tensor& logits, const Tensor& labels, const Tensor& weights,
     // ~1e-5 relative, more than the kernel's tree-shaped f32 sum it is the oracle for.
     const T max = row[top];
     const T label_logit = w[i] != 0 && y[i] >= 0 && y[i] < v ? row[y[i]] : T(0);
-    double sum = 0;
-    for (int64_t j = 0; j < v; ++j) {
-      row[j] = std::exp(row[j] - max);
-      sum += static_cast<double>(row[j]);
-    }
+    Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>> e(row, v);
+    e = (e - max).exp();
+    const double sum = e.template cast<double>().sum();
     const T lse = max + static_cast<T>(std::log(sum));
     const T wi = static_cast<T>(w[i]);
     if (wi == 0) {

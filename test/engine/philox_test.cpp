@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "engine/philox.h"
+#include "engine/philox_bulk.h"
 
 using namespace electra;
 
@@ -100,4 +101,20 @@ TEST_CASE("Gumbel noise has the standard Gumbel mean and variance", "[philox]") 
   const double var = sum_sq / n - mean * mean;
   CHECK(mean == Approx(0.5772156649).margin(0.01));       // Euler-Mascheroni constant
   CHECK(var == Approx(M_PI * M_PI / 6.0).epsilon(0.02));  // pi^2 / 6
+}
+
+TEST_CASE("philox_fill equals RngStream::bits for any start and length", "[philox]") {
+  const RngStream s{0xfeedface12345678ull, RngPurpose::kDropout, 9, 3};
+  std::vector<uint32_t> out(300);
+  for (uint64_t first : {0ull, 1ull, 2ull, 3ull, 5ull, (1ull << 40) + 7, (1ull << 34) - 2}) {
+    for (int64_t n : {0, 1, 3, 4, 63, 64, 65, 131, 300}) {
+      std::fill(out.begin(), out.end(), 0xdeadbeefu);
+      philox_fill(s, first, n, out.data());
+      for (int64_t i = 0; i < n; ++i) {
+        INFO("first " << first << " n " << n << " i " << i);
+        REQUIRE(out[i] == s.bits(first + static_cast<uint64_t>(i)));
+      }
+      for (int64_t i = n; i < 300; ++i) REQUIRE(out[i] == 0xdeadbeefu);
+    }
+  }
 }

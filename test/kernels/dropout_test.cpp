@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "kernels/dropout.h"
+#include "kernels/dropout_mask_cpu.h"
 #include "test/common/test_util.h"
 
 using namespace electra;
@@ -78,4 +79,24 @@ TEST_CASE("dropout refuses p outside 0 <= p < 1 and mismatched or integer tensor
   const Tensor t = test::view(ints, {8});
   CHECK_THROWS_WITH(dropout_forward(ctx, t, t, DropoutSite{stream, 0, 0.1f}),
                     Catch::Contains("f32 or f64"));
+}
+
+TEST_CASE("the CPU mask is dropout_keep element by element, from any offset", "[dropout]") {
+  const RngStream stream{0x5eed, RngPurpose::kDropout, 4, 0};
+  for (float p : {0.1f, 0.5f, 1.0f / 3.0f, 0x1.0p-24f, 0.0f, 1.0f}) {
+    CHECK(cpu::dropout_keep_threshold(p) == static_cast<uint32_t>(std::ceil(p * 0x1.0p24)));
+    for (uint32_t bits : {0u, 0xffu, 0x100u, 0x19999a00u, 0x1999999au, 0xffffffffu}) {
+      CHECK(((bits >> 8) >= cpu::dropout_keep_threshold(p)) == (uniform01(bits) >= p));
+    }
+    for (uint64_t first : {uint64_t{0}, uint64_t{3}, dropout_site_offset(5) + 1}) {
+      const int64_t n = 2500;  // crosses the 1024-element chunks at an unaligned start
+      std::vector<double> x(n, 2.0), y(n, -1.0);
+      cpu::apply_dropout_mask(stream, first, p, x.data(), y.data(), n);
+      for (int64_t i = 0; i < n; ++i) {
+        const bool keep = dropout_keep(stream, first + static_cast<uint64_t>(i), p);
+        INFO("p " << p << " first " << first << " i " << i);
+        REQUIRE(y[i] == (keep ? 2.0 / (1.0 - static_cast<double>(p)) : 0.0));
+      }
+    }
+  }
 }

@@ -74,3 +74,28 @@ TEST_CASE("bias + GELU refuses mismatched shapes and dtypes", "[gelu]") {
                                     Tensor::view_of(yd.data(), Device::CPU, {3, 4})),
                   Error);
 }
+
+TEST_CASE("the vectorized f32 GELU keeps its relative accuracy in the left tail", "[gelu]") {
+  // Every f32 element against the f64 formula, per element, over u in [-9, 9] (GELU(-9) ~ -1e-18):
+  // 1 + erf(u / sqrt 2) would lose all accuracy below u ~ -5. Rounding u / sqrt 2 to f32 alone
+  // moves erfc by ~u^2 x 6e-8 relative (its condition number is ~u^2), hence the bound.
+  Context ctx = Context::cpu();
+  const int64_t n = 3, h = 601;  // not a multiple of the 64-element chunks
+  std::vector<float> x(n * h), b(h, 0.0f), y(n * h), dy(n * h, 1.0f), dx(n * h), db(h, 0.0f);
+  for (int64_t i = 0; i < n * h; ++i) x[i] = -9.0f + 18.0f * static_cast<float>(i) / (n * h - 1);
+  const Tensor xt = Tensor::view_of(x.data(), Device::CPU, {n, h});
+  const Tensor bt = Tensor::view_of(b.data(), Device::CPU, {h});
+  bias_gelu_forward(ctx, xt, bt, Tensor::view_of(y.data(), Device::CPU, {n, h}));
+  bias_gelu_backward(ctx, Tensor::view_of(dy.data(), Device::CPU, {n, h}), xt, bt,
+                     Tensor::view_of(dx.data(), Device::CPU, {n, h}),
+                     Tensor::view_of(db.data(), Device::CPU, {h}), Tensor{});
+  for (int64_t i = 0; i < n * h; ++i) {
+    const double u = x[i];
+    const double cdf = 0.5 * std::erfc(-u / std::sqrt(2.0));
+    const double grad = cdf + u * std::exp(-0.5 * u * u) / std::sqrt(2.0 * M_PI);
+    INFO("u = " << u);
+    const double bound = 1e-6 + 2e-7 * u * u;
+    REQUIRE(std::abs(y[i] - u * cdf) <= bound * std::abs(u * cdf));
+    REQUIRE(std::abs(dx[i] - grad) <= bound * std::abs(grad) + 1e-7);
+  }
+}

@@ -1,0 +1,38 @@
+// The dropout mask of dropout_mask.h applied on the host to a run of consecutive elements of a
+// site, a chunk of Philox words at a time (philox_fill, vectorized; nothing is allocated). Used by
+// every CPU op that drops: dropout and the attention probabilities.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+
+#include "engine/philox_bulk.h"
+#include "kernels/dropout_mask.h"
+
+namespace electra::cpu {
+
+// keep <=> uniform01(bits) >= p <=> (bits >> 8) >= ceil(p * 2^24): uniform01 is (bits >> 8) * 2^-24
+// exactly, so the float comparison is this integer one.
+inline uint32_t dropout_keep_threshold(float p) {
+  return static_cast<uint32_t>(std::ceil(static_cast<double>(p) * 0x1.0p24));
+}
+
+// y[i] = keep(first + i) ? x[i] / (1 - p) : 0 for i < n; x may equal y.
+template <class T>
+void apply_dropout_mask(const RngStream& stream, uint64_t first, float p, const T* x, T* y,
+                        int64_t n) {
+  constexpr int64_t kChunk = 1024;
+  const uint32_t threshold = dropout_keep_threshold(p);
+  const T scale = T{1} / (T{1} - static_cast<T>(p));
+  uint32_t words[kChunk];
+  for (int64_t c = 0; c < n; c += kChunk) {
+    const int64_t len = std::min(kChunk, n - c);
+    philox_fill(stream, first + static_cast<uint64_t>(c), len, words);
+    const T* in = x + c;
+    T* out = y + c;
+    for (int64_t i = 0; i < len; ++i) out[i] = (words[i] >> 8) >= threshold ? in[i] * scale : T{0};
+  }
+}
+
+}  // namespace electra::cpu
