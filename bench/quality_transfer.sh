@@ -2,55 +2,96 @@
 # Evidence of transfer (issue 7, docs/QUALITY.md): pre-train electra-tiny on ../shared/data/corpus,
 # then fine-tune on CoLA, SST-2, MRPC, STS-B and RTE from ../shared/data/glue, against the same
 # fine-tuning from a randomly initialised discriminator of the same size (--from-scratch) with the
-# same budget. Prints one line per (task, init) and a markdown table at the end.
-# Usage: bench/quality_transfer.sh [--steps 1500] [--out DIR] [--electra BINARY]
-#   (CPU-sized defaults: 3 epochs per task, max_seq_len 64, the first 10000 SST-2 sentences)
+# same budget, over several seeds (the median is reported, as in the paper). Prints one line per
+# (task, init) and a markdown table at the end.
+# Usage: bench/quality_transfer.sh [--steps 1500] [--warmup N] [--seeds 3] [--phase all]
+#                                  [--out DIR] [--electra BINARY]
+#   --phase pretrain | scratch | pretrained | table | all: the from-scratch fine-tuning does not
+#   need the pre-training, so it can run beside it (each phase uses one core).
+#   CPU-sized fine-tuning: the paper's epochs (3; 10 for RTE and STS-B), max_seq_len 64, the first
+#   20000 SST-2 sentences.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 steps=1500
+warmup=""
+seeds=3
+phase=all
 out="$root/runs/quality"
 electra="$root/build/cpu/apps/electra"
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --steps) steps="$2"; shift 2 ;;
+    --warmup) warmup="$2"; shift 2 ;;
+    --seeds) seeds="$2"; shift 2 ;;
+    --phase) phase="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
     --electra) electra="$2"; shift 2 ;;
     *) echo "unknown option $1"; exit 2 ;;
   esac
 done
+warmup="${warmup:-$((steps / 10))}"
 shared="$root/../shared/data"
 [[ -d "$shared/corpus" && -d "$shared/glue" ]] || { echo "needs ../shared/data"; exit 77; }
 mkdir -p "$out"
-echo "quality: $(date -u +%F) $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores"
-if [[ ! -f "$out/vocab.txt" ]]; then
-  "$electra" build-vocab --input "$shared/corpus" --vocab-size 8000 --output "$out/vocab.txt"
-fi
-if [[ ! -d "$out/shards" ]]; then
-  "$electra" build-data --input "$shared/corpus" --vocab "$out/vocab.txt" --output "$out/shards" \
-    --seq-len 128
-fi
-if [[ ! -d "$out/pretrain/checkpoint-$(printf %08d "$steps")" ]]; then
+tasks=(CoLA SST-2 MRPC STS-B RTE)
+ckpt="$out/pretrain/checkpoint-$(printf %08d "$steps")"
+
+prepare() {
+  [[ -f "$out/vocab.txt" ]] ||
+    "$electra" build-vocab --input "$shared/corpus" --vocab-size 8000 --output "$out/vocab.txt"
+  [[ -d "$out/shards" ]] || "$electra" build-data --input "$shared/corpus" \
+    --vocab "$out/vocab.txt" --output "$out/shards" --seq-len 128
+}
+
+pretrain() {
+  [[ -d "$ckpt" ]] && return
   "$electra" pretrain --config "$root/configs/electra-tiny.yaml" \
     --set data.shards="$out/shards" --set data.vocab="$out/vocab.txt" \
-    --set train.steps="$steps" --set schedule.warmup_steps=$((steps / 10)) \
-    --set optimizer.lr=5e-4 --set checkpoint.dir="$out/pretrain" \
-    --set checkpoint.every=0 --set logging.every=100
-fi
-ckpt="$out/pretrain/checkpoint-$(printf %08d "$steps")"
-table="| task | metric | pre-trained ($steps updates) | from scratch |\n| --- | --- | --- | --- |"
-for task in CoLA SST-2 MRPC STS-B RTE; do
-  args=(--task "$task" --data-dir "$shared/glue/$task" --init "$ckpt" --vocab "$out/vocab.txt"
-    --set finetune.max_seq_len=64 --set finetune.epochs=3 --set tasks.rte.epochs=3
-    --set tasks.sts-b.epochs=3)
-  [[ "$task" == "SST-2" ]] && args+=(--max-train 10000)
-  pre="$("$electra" finetune "${args[@]}" --output "$out/ft/$task-pretrained" 2>"$out/$task-pre.log")"
-  echo "$pre (pre-trained)"
-  scratch="$("$electra" finetune "${args[@]}" --from-scratch --output "$out/ft/$task-scratch" \
-    2>"$out/$task-scratch.log")"
-  echo "$scratch (from scratch)"
-  metric() { sed -n 's/.*best epoch [0-9]*: \([a-z0-9]*\) \([0-9.-]*\).*/\1 \2/p' <<<"$1"; }
-  read -r name a <<<"$(metric "$pre")"
-  read -r _ b <<<"$(metric "$scratch")"
-  table+="\n| $task | $name | $a | $b |"
-done
-echo -e "$table"
+    --set train.steps="$steps" --set schedule.warmup_steps="$warmup" \
+    --set checkpoint.dir="$out/pretrain" --set checkpoint.every=5000 --set checkpoint.keep=2 \
+    --set logging.every=500
+}
+
+# finetune INIT_NAME [--from-scratch]: every task, $seeds seeds; the summary line of each task
+# goes to $out/INIT_NAME.txt. The sizes (and, from scratch, nothing else) come from a tiny
+# checkpoint: the pre-trained one, or for the baseline a 1-step pre-training of the same config.
+finetune() {
+  local name="$1"
+  shift
+  local init="$ckpt"
+  if [[ "$name" == scratch ]]; then
+    init="$out/sizes/checkpoint-00000001"
+    [[ -d "$init" ]] || "$electra" pretrain --config "$root/configs/electra-tiny.yaml" \
+      --set data.shards="$out/shards" --set data.vocab="$out/vocab.txt" --set train.steps=1 \
+      --set checkpoint.dir="$out/sizes" --set checkpoint.every=0 >/dev/null 2>&1
+  fi
+  : >"$out/$name.txt"
+  for task in "${tasks[@]}"; do
+    local args=(--task "$task" --data-dir "$shared/glue/$task" --init "$init"
+      --vocab "$out/vocab.txt" --seeds "$seeds" --set finetune.max_seq_len=64
+      --output "$out/ft/$task-$name" "$@")
+    [[ "$task" == "SST-2" ]] && args+=(--max-train 20000)
+    "$electra" finetune "${args[@]}" 2>"$out/$task-$name.log" | tee -a "$out/$name.txt"
+  done
+}
+
+table() {
+  local medians_pre medians_scratch
+  echo "| task | metric | pre-trained ($steps updates), median of $seeds | from scratch, median of $seeds |"
+  echo "| --- | --- | --- | --- |"
+  for task in "${tasks[@]}"; do
+    local pre scratch
+    pre="$(grep "^$task median" "$out/pretrained.txt" | sed 's/.*: //')"
+    scratch="$(grep "^$task median" "$out/scratch.txt" | sed 's/.*: //')"
+    echo "| $task | ${pre% *} | ${pre##* } | ${scratch##* } |"
+  done
+}
+
+case "$phase" in
+  pretrain) prepare; pretrain ;;
+  scratch) prepare; finetune scratch --from-scratch ;;
+  pretrained) prepare; pretrain; finetune pretrained ;;
+  table) table ;;
+  all) prepare; pretrain; finetune pretrained; finetune scratch --from-scratch; table ;;
+  *) echo "unknown phase $phase"; exit 2 ;;
+esac

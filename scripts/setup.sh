@@ -11,6 +11,7 @@ declare -A MIN_VERSION=([cmake]=3.24 [catch2]=2.13 [libeigen3-dev]=3.4 [nlohmann
 
 PACKAGES=(
   build-essential cmake ninja-build pkg-config git clang-format python3 python3-matplotlib
+  dict-gcide  # English text for the demo and the e2e tests when ../shared is absent
   catch2 libeigen3-dev libyaml-cpp-dev libutf8proc-dev nlohmann-json3-dev libzstd-dev zstd
   libopenmpi-dev openmpi-bin
 )

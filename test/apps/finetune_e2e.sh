@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # End-to-end `electra finetune / eval / predict` on the CPU (issue 7): a tiny ELECTRA is
-# pre-trained for 60 updates on demo/corpus.txt.zst, then
+# pre-trained for 60 updates on English text (scripts/english_corpus.sh), then
 #   - fine-tuned on a synthetic single-sentence classification task (the label is which of two
 #     keywords the sentence holds): dev accuracy >= 0.95;
 #   - fine-tuned on a synthetic STS-B-style regression (the score counts shared keywords):
@@ -16,13 +16,15 @@ electra="$1"
 src="$2"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
+# 2 MB of English prose: ../shared when present, else Debian's dict-gcide (installed by setup.sh).
+"$src/scripts/english_corpus.sh" "$work/corpus.txt" 2 || exit 1
 failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 pass() { echo "ok: $*"; }
 
-"$electra" build-vocab --input "$src/demo/corpus.txt.zst" --vocab-size 8000 \
+"$electra" build-vocab --input "$work/corpus.txt" --vocab-size 8000 \
   --output "$work/vocab.txt" >/dev/null 2>&1 || { echo "build-vocab failed"; exit 1; }
-"$electra" build-data --input "$src/demo/corpus.txt.zst" --vocab "$work/vocab.txt" \
+"$electra" build-data --input "$work/corpus.txt" --vocab "$work/vocab.txt" \
   --output "$work/shards" --seq-len 64 >/dev/null 2>&1 || { echo "build-data failed"; exit 1; }
 "$electra" pretrain --config "$src/configs/electra-tiny.yaml" \
   --set data.shards="$work/shards" --set data.vocab="$work/vocab.txt" \
