@@ -1,10 +1,12 @@
-// attention (version 1: cuBLASLt GEMMs around the fused softmax kernels), bf16, dropout 0.1, at
-// T = 128 and 512 with the head counts of ELECTRA-Small (4), Base (12) and Large (16), 16384
-// tokens per call: forward and backward timed separately, beside the bf16 GEMM rate.
-// Baseline: a plain unfused forward (one thread per query row and head, scores, softmax and the
-// weighted sum in plain loops over global memory). cuDNN's fused attention (SDPA through
-// the cuDNN 9 backend graph API) is NOT written yet: that baseline is missing.
-// Ours is validated against the CPU reference at a small batch first.
+// attention, bf16, dropout 0.1, at T = 128 and 512 with the head counts of ELECTRA-Small (4), Base
+// (12) and Large (16), 16384 tokens per call: forward and backward timed separately, beside the
+// bf16 GEMM rate. Ours is version 2 (the flash kernels); version 1 (cuBLASLt GEMMs around the
+// fused softmax kernels) is the first baseline, a plain unfused forward (one thread per query row
+// and head, scores, softmax and the weighted sum in plain loops over global memory) the second.
+// FLOPs are the useful math of both versions (4 B h T^2 d forward, 8 B h T^2 d backward; flash
+// recomputes S and dPd on top of that). cuDNN's fused attention (SDPA through the cuDNN 9 backend
+// graph API) is NOT written yet: that baseline is missing.
+// Both versions are validated against the CPU reference at a small batch first.
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -66,7 +68,22 @@ std::vector<int32_t> make_mask(int64_t b, int64_t t) {
   return mask;
 }
 
-// Ours at batch 2 against the CPU reference (f32 on bf16-rounded inputs).
+// What the forward saves and the workspace of one implementation (attention.h), bf16 activations.
+struct State {
+  bool flash;
+  Tensor saved, scratch;
+
+  static State alloc(Arena& arena, const AttentionArgs& args, int64_t b, int64_t t, int64_t h) {
+    if (attention_uses_flash(Device::CUDA, args, t, h)) {
+      return State{true, arena.alloc<float>({b, args.heads, t}),
+                   arena.alloc<float>({b, args.heads, t})};
+    }
+    return State{false, arena.alloc<bf16>({b, args.heads, t, t}),
+                 arena.alloc<bf16>({b, args.heads, t, t})};
+  }
+};
+
+// Forward of `args.impl` at batch 2 against the CPU reference (f32 on bf16-rounded inputs).
 bool validate(Context& ctx, Arena& arena, int64_t t, int64_t h, int64_t heads,
               const AttentionArgs& args) {
   const int64_t b = 2;
@@ -83,15 +100,15 @@ bool validate(Context& ctx, Arena& arena, int64_t t, int64_t h, int64_t heads,
                     Tensor::view_of(out.data(), Device::CPU, {b, t, h}));
   const Tensor gqkv = test::upload_bf16(ctx, arena, qkv, {b, t, 3 * h});
   const Tensor gmask = test::upload(ctx, arena, mask, {b, t});
-  const Tensor gprobs = arena.alloc<bf16>({b, heads, t, t});
-  const Tensor gscratch = arena.alloc<bf16>({b, heads, t, t});
+  const State state = State::alloc(arena, args, b, t, h);
   const Tensor gout = arena.alloc<bf16>({b, t, h});
   poison_tensor(ctx.stream(), gout);
-  attention_forward(ctx, gqkv, gmask, args, gprobs, gscratch, gout);
+  attention_forward(ctx, gqkv, gmask, args, state.saved, state.scratch, gout);
   const double err = test::max_relative_error(test::download_f32(ctx, gout), out);
   arena.rewind(mark);
-  std::printf("validate attention T=%ld H=%ld heads=%ld: max rel err %.3g\n", static_cast<long>(t),
-              static_cast<long>(h), static_cast<long>(heads), err);
+  std::printf("validate attention %s T=%ld H=%ld heads=%ld: max rel err %.3g\n",
+              state.flash ? "flash" : "unfused", static_cast<long>(t), static_cast<long>(h),
+              static_cast<long>(heads), err);
   return err < 2e-2;
 }
 
@@ -109,8 +126,12 @@ int main() {
        {Model{"small", 256, 4}, Model{"base", 768, 12}, Model{"large", 1024, 16}}) {
     for (int64_t t : {int64_t{128}, int64_t{512}}) {
       const int64_t b = tokens / t, h = model.h, heads = model.heads;
-      const AttentionArgs args{heads, 0.1f, RngStream{1, RngPurpose::kDropout, 0, 0}, 1};
-      if (!validate(ctx, arena, t, h, heads, args)) {
+      const AttentionArgs flash{heads, 0.1f, RngStream{1, RngPurpose::kDropout, 0, 0}, 1,
+                                AttentionImpl::kFlash};
+      AttentionArgs unfused = flash;
+      unfused.impl = AttentionImpl::kUnfused;
+      if (!validate(ctx, arena, t, h, heads, flash) ||
+          !validate(ctx, arena, t, h, heads, unfused)) {
         std::printf("FAILED validation of %s T=%ld\n", model.name, static_cast<long>(t));
         return 1;
       }
@@ -120,23 +141,32 @@ int main() {
       const Tensor mask = test::upload(ctx, arena, make_mask(b, t), {b, t});
       const Tensor dout =
           test::upload_bf16(ctx, arena, test::random_vector<float>(b * t * h, 7), {b, t, h});
-      const Tensor probs = arena.alloc<bf16>({b, heads, t, t});
-      const Tensor scratch = arena.alloc<bf16>({b, heads, t, t});
       const Tensor out = arena.alloc<bf16>({b, t, h});
       const Tensor dqkv = arena.alloc<bf16>({b, t, 3 * h});
       const std::string shape = std::string(model.name) + "_B" + std::to_string(b) + "_T" +
                                 std::to_string(t) + "_H" + std::to_string(h);
       // Two GEMMs of 2 B heads T^2 d FLOPs each forward, four backward.
       const double gemm_flops = 2.0 * b * heads * t * t * (h / heads);
-      const double prob_bytes = 2.0 * b * heads * t * t;
-      const double fwd = bench::time_median_ms(
-          ctx, [&] { attention_forward(ctx, qkv, mask, args, probs, scratch, out); });
-      bench::report(ctx, "attention_fwd", shape, "ours", fwd,
-                    2.0 * qkv.numel() + 2.0 * out.numel() + 3 * prob_bytes, 2 * gemm_flops);
-      const double bwd = bench::time_median_ms(
-          ctx, [&] { attention_backward(ctx, qkv, mask, args, probs, dout, scratch, dqkv); });
-      bench::report(ctx, "attention_bwd", shape, "ours", bwd,
-                    4.0 * qkv.numel() + 2.0 * dout.numel() + 6 * prob_bytes, 4 * gemm_flops);
+      const double prob_bytes = 2.0 * b * heads * t * t, row_bytes = 4.0 * b * heads * t;
+      for (const AttentionArgs& args : {flash, unfused}) {
+        const State state = State::alloc(arena, args, b, t, h);
+        const char* impl = state.flash ? "ours" : "baseline_v1_unfused";
+        // v1 moves P three times forward (S written, P read, Pd written and read) and six times
+        // backward; flash moves only the rows' L (and D backward) besides the [B, T, H] tensors.
+        const double fwd = bench::time_median_ms(
+            ctx, [&] { attention_forward(ctx, qkv, mask, args, state.saved, state.scratch, out); });
+        bench::report(
+            ctx, "attention_fwd", shape, impl, fwd,
+            2.0 * qkv.numel() + 2.0 * out.numel() + (state.flash ? row_bytes : 3 * prob_bytes),
+            2 * gemm_flops);
+        const double bwd = bench::time_median_ms(ctx, [&] {
+          attention_backward(ctx, qkv, mask, args, state.saved, dout, state.scratch, dqkv, out);
+        });
+        bench::report(ctx, "attention_bwd", shape, impl, bwd,
+                      4.0 * qkv.numel() + 2.0 * dout.numel() +
+                          (state.flash ? 2.0 * out.numel() + 3 * row_bytes : 6 * prob_bytes),
+                      4 * gemm_flops);
+      }
       const int64_t threads = b * heads * t;
       const double naive = bench::time_median_ms(
           ctx,
@@ -145,8 +175,8 @@ int main() {
                                       ctx.stream()>>>(
                 static_cast<const __nv_bfloat16*>(qkv.data), mask.ptr<int32_t>(),
                 static_cast<__nv_bfloat16*>(out.data), static_cast<int>(b), static_cast<int>(t),
-                static_cast<int>(h), static_cast<int>(heads), args.rng,
-                dropout_site_offset(args.site), args.dropout_p);
+                static_cast<int>(h), static_cast<int>(heads), flash.rng,
+                dropout_site_offset(flash.site), flash.dropout_p);
             ELECTRA_CUDA_CHECK_LAUNCH();
           },
           5, 1);

@@ -1,5 +1,6 @@
-// attention on the GPU, version 1: strided-batched cuBLASLt GEMMs (through matmul_batched) around
-// one fused scale-mask-softmax-dropout kernel (forward) and its backward.
+// attention on the GPU: the dispatch between the flash kernels (version 2, attention_flash.cu) and
+// version 1, written here: strided-batched cuBLASLt GEMMs (through matmul_batched) around one fused
+// scale-mask-softmax-dropout kernel (forward) and its backward.
 //
 // GEMM batching: matrix (b, h) of every operand sits at base + b * per_batch + h * per_head of its
 // tensor (a head of Q is a [T, d] matrix with leading dimension 3H), so for a fixed head the
@@ -215,25 +216,36 @@ void backward_typed(Context& ctx, const Tensor& qkv, const AttentionArgs& args, 
 
 }  // namespace
 
+// Version 2 (attention_flash.cu): saved = L [B, heads, T] f32, scratch = D [B, heads, T] f32.
+void flash_attention_forward(Context& ctx, const Tensor& qkv, const Tensor& mask,
+                             const AttentionArgs& args, const Tensor& lse, const Tensor& out);
+void flash_attention_backward(Context& ctx, const Tensor& qkv, const Tensor& mask,
+                              const AttentionArgs& args, const Tensor& lse, const Tensor& out,
+                              const Tensor& dout, const Tensor& d, const Tensor& dqkv);
+
 void attention_forward(Context& ctx, const Tensor& qkv, const Tensor& mask,
-                       const AttentionArgs& args, const Tensor& probs, const Tensor& scratch,
+                       const AttentionArgs& args, const Tensor& saved, const Tensor& scratch,
                        const Tensor& out) {
-  if (qkv.dtype == DType::F32) {
-    forward_typed<float>(ctx, qkv, mask, args, probs, scratch, out);
+  if (attention_uses_flash(Device::CUDA, args, qkv.dim(1), qkv.dim(2) / 3)) {
+    flash_attention_forward(ctx, qkv, mask, args, saved, out);
+  } else if (qkv.dtype == DType::F32) {
+    forward_typed<float>(ctx, qkv, mask, args, saved, scratch, out);
   } else {
     check_dtype(qkv, DType::BF16, "attention (cuda): qkv");
-    forward_typed<__nv_bfloat16>(ctx, qkv, mask, args, probs, scratch, out);
+    forward_typed<__nv_bfloat16>(ctx, qkv, mask, args, saved, scratch, out);
   }
 }
 
-void attention_backward(Context& ctx, const Tensor& qkv, const Tensor&, const AttentionArgs& args,
-                        const Tensor& probs, const Tensor& dout, const Tensor& scratch,
-                        const Tensor& dqkv) {
-  if (qkv.dtype == DType::F32) {
-    backward_typed<float>(ctx, qkv, args, probs, dout, scratch, dqkv);
+void attention_backward(Context& ctx, const Tensor& qkv, const Tensor& mask,
+                        const AttentionArgs& args, const Tensor& saved, const Tensor& dout,
+                        const Tensor& scratch, const Tensor& dqkv, const Tensor& out) {
+  if (attention_uses_flash(Device::CUDA, args, qkv.dim(1), qkv.dim(2) / 3)) {
+    flash_attention_backward(ctx, qkv, mask, args, saved, out, dout, scratch, dqkv);
+  } else if (qkv.dtype == DType::F32) {
+    backward_typed<float>(ctx, qkv, args, saved, dout, scratch, dqkv);
   } else {
     check_dtype(qkv, DType::BF16, "attention (cuda): qkv");
-    backward_typed<__nv_bfloat16>(ctx, qkv, args, probs, dout, scratch, dqkv);
+    backward_typed<__nv_bfloat16>(ctx, qkv, args, saved, dout, scratch, dqkv);
   }
 }
 

@@ -18,12 +18,24 @@
 //   dS_ij = P_ij (dP_ij - sum_k P_ik dP_ik)
 //   dQ_i = sum_j dS_ij K_j / sqrt(d),   dK_j = sum_i dS_ij Q_i / sqrt(d)
 //
-// Saved by the forward: probs [B, heads, T, T] = P (before dropout), in qkv's dtype.
-// Workspace (both directions): scratch [B, heads, T, T] in qkv's dtype; its contents are
-// undefined afterwards (it holds Pd in the forward, then dPd / dS in the backward).
-// Dtypes: CPU, all floating tensors f32 or all f64; CUDA, all f32 or all bf16 (softmax in f32).
-// GPU (version 1): cuBLASLt strided-batched GEMMs through matmul_batched around one fused
-// scale-mask-softmax-dropout kernel and its backward. A fused flash-style version is not written.
+// Two GPU implementations, chosen by AttentionArgs::impl (the CPU reference ignores it):
+// - v1 (kUnfused): cuBLASLt strided-batched GEMMs through matmul_batched around one fused
+//   scale-mask-softmax-dropout kernel and its backward (kernels/attention.cu).
+//   Saved by the forward: probs [B, heads, T, T] = P (before dropout), in qkv's dtype.
+//   Workspace (both directions): scratch [B, heads, T, T] in qkv's dtype; its contents are
+//   undefined afterwards (it holds Pd in the forward, then dPd / dS in the backward).
+// - v2 (kFlash): FlashAttention-2 style fused kernels (kernels/attention_flash.cu), nothing of
+//   size T^2 in memory; for T <= 512 and d <= 128. The forward keeps O in shared memory with an
+//   online softmax and saves only the per-row logsumexp
+//     saved = L [B, heads, T] f32,  L_i = max_k S_ik + log sum_k exp(S_ik - max_k S_ik) over
+//     real keys (+inf for a row with no real key, so that exp(S_ij - L_i) = 0),
+//   the backward recomputes P_ij = exp(S_ij - L_i) tile by tile and needs the forward's output
+//   `out` for D_i = <dout_i, out_i> = sum_k P_ik dP_ik. Workspace: scratch [B, heads, T] f32
+//   (D in the backward; unused by the forward).
+// The CPU reference is always "v1" (probs and scratch [B, heads, T, T]).
+// attention_uses_flash() says which one a call gets, so callers can plan `saved` and `scratch`.
+// Dtypes: CPU, all floating tensors f32 or all f64; CUDA, all f32 or all bf16 (softmax in f32;
+// the flash L and D are always f32).
 #pragma once
 
 #include <cstdint>
@@ -33,37 +45,65 @@
 
 namespace electra {
 
+enum class AttentionImpl {
+  kAuto,     // flash where attention_uses_flash allows it, else v1
+  kUnfused,  // v1
+  kFlash,    // v2; a shape it does not support throws instead of falling back
+};
+
 struct AttentionArgs {
   int64_t heads = 1;
   float dropout_p = 0;  // in [0, 1)
   RngStream rng;        // with `site`, the dropout mask (regenerated in the backward)
   uint32_t site = 0;
+  AttentionImpl impl = AttentionImpl::kAuto;  // GPU only
 };
 
+// The shapes the flash kernels are written and tested for: T up to BERT's 512 positions, head
+// dims up to their widest tile (128 columns).
+constexpr int64_t kFlashMaxSeqLen = 512;
+constexpr int64_t kFlashMaxHeadDim = 128;
+
+// Whether a call on `device` with qkv [B, t, 3h] runs the flash kernels: on CUDA, impl kAuto or
+// kFlash, t <= 512 and d = h / heads <= 128. The CPU reference never does. Throws for kFlash
+// on a shape flash does not support.
+inline bool attention_uses_flash(Device device, const AttentionArgs& args, int64_t t, int64_t h) {
+  if (device != Device::CUDA || args.impl == AttentionImpl::kUnfused) return false;
+  const bool supported = args.heads >= 1 && h % args.heads == 0 && t <= kFlashMaxSeqLen &&
+                         h / args.heads <= kFlashMaxHeadDim;
+  ELECTRA_CHECK(supported || args.impl == AttentionImpl::kAuto,
+                "attention: flash needs T <= ", kFlashMaxSeqLen,
+                " and head dim <= ", kFlashMaxHeadDim, ", got T = ", t, ", H = ", h,
+                ", heads = ", args.heads);
+  return supported;
+}
+
+// `out` is read by the flash backward only (the others ignore it).
 namespace cpu {
 void attention_forward(Context& ctx, const Tensor& qkv, const Tensor& mask,
-                       const AttentionArgs& args, const Tensor& probs, const Tensor& scratch,
+                       const AttentionArgs& args, const Tensor& saved, const Tensor& scratch,
                        const Tensor& out);
 void attention_backward(Context& ctx, const Tensor& qkv, const Tensor& mask,
-                        const AttentionArgs& args, const Tensor& probs, const Tensor& dout,
-                        const Tensor& scratch, const Tensor& dqkv);
+                        const AttentionArgs& args, const Tensor& saved, const Tensor& dout,
+                        const Tensor& scratch, const Tensor& dqkv, const Tensor& out);
 }  // namespace cpu
 namespace cuda {
 void attention_forward(Context& ctx, const Tensor& qkv, const Tensor& mask,
-                       const AttentionArgs& args, const Tensor& probs, const Tensor& scratch,
+                       const AttentionArgs& args, const Tensor& saved, const Tensor& scratch,
                        const Tensor& out);
 void attention_backward(Context& ctx, const Tensor& qkv, const Tensor& mask,
-                        const AttentionArgs& args, const Tensor& probs, const Tensor& dout,
-                        const Tensor& scratch, const Tensor& dqkv);
+                        const AttentionArgs& args, const Tensor& saved, const Tensor& dout,
+                        const Tensor& scratch, const Tensor& dqkv, const Tensor& out);
 }  // namespace cuda
 
 namespace detail {
 
-// Checks every shape, dtype and device against qkv [B, T, 3H] and heads.
-inline void check_attention(const Context& ctx, const Tensor& qkv, const Tensor& mask,
-                            const AttentionArgs& args, const Tensor& probs, const Tensor& scratch,
+// Checks every shape, dtype and device against qkv [B, T, 3H] and heads; `out` is out (forward)
+// or dout (backward). Returns whether the call runs the flash kernels.
+inline bool check_attention(const Context& ctx, const Tensor& qkv, const Tensor& mask,
+                            const AttentionArgs& args, const Tensor& saved, const Tensor& scratch,
                             const Tensor& out) {
-  check_devices(ctx, "attention", {&qkv, &mask, &probs, &scratch, &out});
+  check_devices(ctx, "attention", {&qkv, &mask, &saved, &scratch, &out});
   ELECTRA_CHECK(qkv.rank == 3 && qkv.dim(2) % 3 == 0, "attention: qkv must be [B, T, 3H], got ",
                 qkv.str());
   const int64_t b = qkv.dim(0), t = qkv.dim(1), h = qkv.dim(2) / 3;
@@ -73,33 +113,50 @@ inline void check_attention(const Context& ctx, const Tensor& qkv, const Tensor&
                 " not in [0, 1)");
   check_shape(mask, {b, t}, "attention: mask");
   check_dtype(mask, DType::I32, "attention: mask");
-  check_shape(probs, {b, args.heads, t, t}, "attention: probs");
-  check_shape(scratch, {b, args.heads, t, t}, "attention: scratch");
+  const bool flash = attention_uses_flash(ctx.device(), args, t, h);
+  if (flash) {
+    check_shape(saved, {b, args.heads, t}, "attention (flash): saved logsumexp");
+    check_shape(scratch, {b, args.heads, t}, "attention (flash): scratch");
+    check_dtype(saved, DType::F32, "attention (flash): saved logsumexp");
+    check_dtype(scratch, DType::F32, "attention (flash): scratch");
+  } else {
+    check_shape(saved, {b, args.heads, t, t}, "attention: probs");
+    check_shape(scratch, {b, args.heads, t, t}, "attention: scratch");
+    check_dtype(saved, qkv.dtype, "attention: probs");
+    check_dtype(scratch, qkv.dtype, "attention: scratch");
+  }
   check_shape(out, {b, t, h}, "attention: out / dout");
-  check_dtype(probs, qkv.dtype, "attention: probs");
-  check_dtype(scratch, qkv.dtype, "attention: scratch");
   check_dtype(out, qkv.dtype, "attention: out / dout");
+  return flash;
 }
 
 }  // namespace detail
 
 inline void attention_forward(Context& ctx, const Tensor& qkv, const Tensor& mask,
-                              const AttentionArgs& args, const Tensor& probs, const Tensor& scratch,
+                              const AttentionArgs& args, const Tensor& saved, const Tensor& scratch,
                               const Tensor& out) {
-  detail::check_attention(ctx, qkv, mask, args, probs, scratch, out);
+  detail::check_attention(ctx, qkv, mask, args, saved, scratch, out);
   if (qkv.empty()) return;
-  ELECTRA_DISPATCH(ctx, attention_forward, qkv, mask, args, probs, scratch, out);
+  ELECTRA_DISPATCH(ctx, attention_forward, qkv, mask, args, saved, scratch, out);
 }
 
+// `out` is the forward's output, unchanged since; only the flash backward reads it (for D), so
+// callers that never run flash (the CPU, impl kUnfused) may leave it empty.
 inline void attention_backward(Context& ctx, const Tensor& qkv, const Tensor& mask,
-                               const AttentionArgs& args, const Tensor& probs, const Tensor& dout,
-                               const Tensor& scratch, const Tensor& dqkv) {
-  detail::check_attention(ctx, qkv, mask, args, probs, scratch, dout);
+                               const AttentionArgs& args, const Tensor& saved, const Tensor& dout,
+                               const Tensor& scratch, const Tensor& dqkv,
+                               const Tensor& out = Tensor{}) {
+  const bool flash = detail::check_attention(ctx, qkv, mask, args, saved, scratch, dout);
   check_devices(ctx, "attention", {&dqkv});
   check_same_shape(dqkv, qkv, "attention: dqkv vs qkv");
   check_dtype(dqkv, qkv.dtype, "attention: dqkv");
+  if (flash) {
+    check_devices(ctx, "attention", {&out});
+    check_same_shape(out, dout, "attention (flash): the forward's out vs dout");
+    check_dtype(out, qkv.dtype, "attention (flash): the forward's out");
+  }
   if (qkv.empty()) return;
-  ELECTRA_DISPATCH(ctx, attention_backward, qkv, mask, args, probs, dout, scratch, dqkv);
+  ELECTRA_DISPATCH(ctx, attention_backward, qkv, mask, args, saved, dout, scratch, dqkv, out);
 }
 
 }  // namespace electra

@@ -134,7 +134,7 @@ void attention_forward(Context&, const Tensor& qkv, const Tensor& mask, const At
 
 void attention_backward(Context&, const Tensor& qkv, const Tensor&, const AttentionArgs& args,
                         const Tensor& probs, const Tensor& dout, const Tensor& scratch,
-                        const Tensor& dqkv) {
+                        const Tensor& dqkv, const Tensor&) {
   dispatch_cpu_float(qkv.dtype, "attention_backward", [&](auto zero) {
     backward_typed<decltype(zero)>(qkv, args, probs, dout, scratch, dqkv);
   });

@@ -16,7 +16,10 @@ SelfAttention::SelfAttention(ModelBuilder& builder, const std::string& prefix,
   gamma_ = builder.param(prefix + "output.LayerNorm.weight", {h}, ParamKind::kLayerNormGamma);
   beta_ = builder.param(prefix + "output.LayerNorm.bias", {h}, ParamKind::kLayerNormBeta);
   qkv_out_ = builder.activation({batch, seq_len, 3 * h});
-  probs_ = builder.activation({batch, config.heads, seq_len, seq_len});
+  // The flash kernels save only the row logsumexp L; version 1 and the CPU save P (attention.h).
+  probs_ = encoder_uses_flash(builder, config, seq_len)
+               ? builder.activation(DType::F32, {batch, config.heads, seq_len})
+               : builder.activation({batch, config.heads, seq_len, seq_len});
   context_ = builder.activation({batch, seq_len, h});
   sum_ = builder.activation({rows, h});
   mean_ = builder.activation(builder.dtypes().statistic, {rows});
@@ -48,7 +51,7 @@ void SelfAttention::backward(Context& ctx, const Pass& pass, const Tensor& dy, c
                               pass.site(output_site_, config_.hidden_dropout), as_rows(s.a, h),
                               as_rows(dx, h), gamma_.grad, beta_.grad, s.reduce);
   output_.backward(ctx, context_, s.a, s.b);
-  attention_backward(ctx, qkv_out_, mask_, args(pass), probs_, s.b, s.attention, s.qkv);
+  attention_backward(ctx, qkv_out_, mask_, args(pass), probs_, s.b, s.attention, s.qkv, context_);
   qkv_.backward(ctx, x_, s.qkv, dx, /*accumulate_dx=*/true);
 }
 

@@ -1,13 +1,13 @@
 // SelfAttention: HF's ElectraAttention (self-attention + output dense + residual LayerNorm), BERT
 // post-LN:
-//   qkv = x [Wq; Wk; Wv]^T + [bq; bk; bv]                [B, T, 3H]   (HF's query/key/value,
-//   packed) c   = attention(qkv, mask)                            [B, T, H] (kernels/attention.h,
-//   with
-//                                                                       probability dropout)
+//   qkv = x [Wq; Wk; Wv]^T + [bq; bk; bv]   [B, T, 3H] (HF's query/key/value, packed)
+//   c   = attention(qkv, mask)               [B, T, H]  (kernels/attention.h, with probability
+//                                                       dropout)
 //   a   = c Wo^T + bo
-//   y   = LayerNorm(dropout(a) + x)                       (kernels/layernorm.h residual variant)
-// Saves qkv, the probabilities, c, and the residual sum with its statistics; x is the caller's
-// (the previous layer's output), kept as a view.
+//   y   = LayerNorm(dropout(a) + x)          (kernels/layernorm.h residual variant)
+// Saves qkv, the probabilities (with the flash kernels, only their row logsumexp: see
+// encoder_uses_flash), c (which the flash backward reads too), and the residual sum with its
+// statistics; x is the caller's (the previous layer's output), kept as a view.
 #pragma once
 
 #include <string>
