@@ -11,10 +11,12 @@
 #      from_pretrained), metrics.jsonl and metrics.png are, and the discriminator's accuracy and
 #      replaced-token recall over the last updates against the trivial "everything is original"
 # Usage: scripts/demo.sh [extra `electra pretrain` options, e.g. --set train.steps=100]
+# Environment (for tests): ELECTRA_BIN (a built `electra`: no build step), DEMO_OUT (default
+# runs/demo), DEMO_CORPUS_MB (keep only the first N MB of text; default all).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
-out=runs/demo
+out="${DEMO_OUT:-runs/demo}"
 
 if ! command -v cmake >/dev/null || ! command -v ninja >/dev/null ||
   { [[ ! -d ../shared/data/corpus ]] && [[ ! -f /usr/share/dictd/gcide.dict.dz ]]; }; then
@@ -29,7 +31,7 @@ if { command -v nvcc >/dev/null 2>&1 || [[ -x /usr/local/cuda/bin/nvcc ]]; } &&
 else
   preset=cpu
 fi
-electra="build/$preset/apps/electra"
+electra="${ELECTRA_BIN:-build/$preset/apps/electra}"
 if [[ ! -x "$electra" ]]; then
   echo "demo: building the engine (cmake --preset $preset)"
   cmake --preset "$preset" >/dev/null
@@ -37,7 +39,7 @@ if [[ ! -x "$electra" ]]; then
 fi
 
 mkdir -p "$out"
-[[ -s "$out/corpus.txt" ]] || scripts/english_corpus.sh "$out/corpus.txt"
+[[ -s "$out/corpus.txt" ]] || scripts/english_corpus.sh "$out/corpus.txt" "${DEMO_CORPUS_MB:-0}"
 [[ -f "$out/vocab.txt" ]] ||
   "$electra" build-vocab --input "$out/corpus.txt" --vocab-size 8000 --output "$out/vocab.txt"
 [[ -d "$out/shards" ]] || "$electra" build-data --input "$out/corpus.txt" \
