@@ -58,7 +58,8 @@ constexpr const char* kUsage =
     "Runs on the GPU when one is present and the binary was built with CUDA (train.device:\n"
     "auto), else on the CPU. Progress every logging.every updates; metrics.jsonl, checkpoints\n"
     "and metrics.png go to checkpoint.dir. Ctrl-C (SIGINT) or SIGTERM saves a checkpoint and\n"
-    "exits 0; a NaN or infinite loss stops the run (exit 3) without touching the checkpoints.\n"
+    "exits 0; a NaN or infinite loss or gradient stops the run (exit 3) without touching the\n"
+    "checkpoints.\n"
     "Data parallel: mpirun -np N electra pretrain ... (one GPU per rank; MPI on CPUs); the\n"
     "global batch stays train.batch_size (docs/DISTRIBUTED.md).\n";
 
@@ -372,6 +373,18 @@ int pretrain(PretrainConfig config, std::unique_ptr<Communicator>& comm, const s
     }
     optimizer.step(ctx, state.step);
     const float grad_norm = optimizer.grad_norm(ctx);
+    if (!std::isfinite(grad_norm)) {  // the optimizer left parameters and moments untouched
+      if (lead) {
+        std::fprintf(stderr,
+                     "electra pretrain: error: update %lld: the gradient norm is not finite (the "
+                     "loss was %g); the update was skipped; stopping without saving%s\n",
+                     static_cast<long long>(state.step + 1), m.total_loss,
+                     last_saved >= 0 || !resume.empty()
+                         ? "; the last good checkpoint is kept in checkpoint.dir"
+                         : "");
+      }
+      return 3;
+    }
     const double lr = optimizer.lr_at(state.step);
     ++state.step;
     ++done_here;

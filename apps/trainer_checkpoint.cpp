@@ -47,6 +47,25 @@ std::vector<float> to_host(Context& ctx, const Tensor& t) {
   return out;
 }
 
+// The optimizer moments are stored in the store's layout without padding rows
+// (ParamInfo::unpadded_offset): the padding of the generator's vocabulary is internal, and a
+// checkpoint is the same file with or without it. Alignment gaps stay (their moments are 0).
+std::vector<float> without_padding(const ParameterStore& store, const std::vector<float>& flat) {
+  std::vector<float> out(static_cast<size_t>(store.unpadded_total()), 0.0f);
+  for (const ParamInfo& p : store.params()) {
+    std::copy_n(flat.begin() + p.offset, p.numel, out.begin() + p.unpadded_offset);
+  }
+  return out;
+}
+
+std::vector<float> with_padding(const ParameterStore& store, const std::vector<float>& stored) {
+  std::vector<float> out(static_cast<size_t>(store.total_elements()), 0.0f);
+  for (const ParamInfo& p : store.params()) {
+    std::copy_n(stored.begin() + p.unpadded_offset, p.numel, out.begin() + p.offset);
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string save_checkpoint(Context& ctx, const ElectraPretrainer& model,
@@ -67,7 +86,9 @@ std::string save_checkpoint(Context& ctx, const ElectraPretrainer& model,
         vocab->save((tmp_dir / part / "vocab.txt").string());
       }
     }
-    std::vector<float> m = to_host(ctx, optimizer.m()), v = to_host(ctx, optimizer.v());
+    const ParameterStore& store = model.store();
+    std::vector<float> m = without_padding(store, to_host(ctx, optimizer.m()));
+    std::vector<float> v = without_padding(store, to_host(ctx, optimizer.v()));
     const int64_t n = static_cast<int64_t>(m.size());
     write_safetensors((tmp_dir / kStateTensors).string(),
                       {{"optimizer.m", Tensor::view_of(m.data(), Device::CPU, {n})},
@@ -153,7 +174,8 @@ void load_checkpoint(Context& ctx, ElectraPretrainer& model, Optimizer& optimize
                      const std::string& checkpoint_dir) {
   const std::string path = (fs::path(checkpoint_dir) / kStateTensors).string();
   const SafetensorsFile file = SafetensorsFile::read(path);
-  const int64_t n = optimizer.m().numel();
+  const ParameterStore& store = model.store();
+  const int64_t n = store.unpadded_total();
   std::vector<float> m(static_cast<size_t>(n)), v(static_cast<size_t>(n));
   for (auto [name, dst] : {std::pair{"optimizer.m", &m}, std::pair{"optimizer.v", &v}}) {
     const SafetensorsEntry* e = file.find(name);
@@ -166,8 +188,11 @@ void load_checkpoint(Context& ctx, ElectraPretrainer& model, Optimizer& optimize
   // The models validate both directories before writing; the moments go in only afterwards.
   load_pretrainer_models(ctx, model, checkpoint_dir);
   model.weights().refresh_compute(ctx);
-  copy_tensor(ctx.stream(), optimizer.m(), Tensor::view_of(m.data(), Device::CPU, {n}));
-  copy_tensor(ctx.stream(), optimizer.v(), Tensor::view_of(v.data(), Device::CPU, {n}));
+  m = with_padding(store, m);
+  v = with_padding(store, v);
+  const int64_t total = store.total_elements();
+  copy_tensor(ctx.stream(), optimizer.m(), Tensor::view_of(m.data(), Device::CPU, {total}));
+  copy_tensor(ctx.stream(), optimizer.v(), Tensor::view_of(v.data(), Device::CPU, {total}));
 }
 
 }  // namespace electra::apps

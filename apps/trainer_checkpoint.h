@@ -2,7 +2,8 @@
 //   <run dir>/checkpoint-<step, 8 digits>/
 //     discriminator/{model.safetensors, config.json}   HF ElectraForPreTraining
 //     generator/{model.safetensors, config.json}       HF ElectraForMaskedLM
-//     trainer_state.safetensors                        optimizer moments m, v (f32, flat layout)
+//     trainer_state.safetensors                        optimizer moments m, v (f32, the flat
+//                                                      layout without padding rows)
 //     trainer_state.json                               step, data cursor, seed, config hash and
 //                                                      text, the ranks x micro-batches that wrote
 //                                                      it, the last update's losses

@@ -5,9 +5,10 @@
 //   w, w + 32, ...: lanes add the segment's partials in f64 with a fixed stride, a fixed butterfly
 //   combines the lanes, and warp totals are added in warp order by thread 0.
 // Hyper-parameters and the global norm are read from device memory by every thread (cached
-// broadcasts), so the launches never wait for the host. AdamW is one kernel (28 bytes moved per
-// parameter); LAMB is three: moments + norms, trust ratios, apply (24 + 16 = 40 bytes per
-// parameter).
+// broadcasts), so the launches never wait for the host; a non-finite norm (overflow under loss
+// scaling) makes every update kernel return before touching parameters or moments. AdamW is one
+// kernel (28 bytes moved per parameter); LAMB is three: moments + norms, trust ratios, apply (24 +
+// 16 = 40 bytes per parameter).
 #include "kernels/cuda_common.cuh"
 #include "kernels/optimizer.h"
 
@@ -92,6 +93,7 @@ __global__ void __launch_bounds__(kThreads)
                  bool bias_correction) {
   const Chunk c = chunk_of_block(segments, blocks);
   const AdamCoeffs k = adam_coeffs(hyper, norm[0], bias_correction);
+  if (k.skip) return;
   const float step = k.lr * lr_mult[c.segment];
   for (int64_t i = c.begin + threadIdx.x; i < c.end; i += kThreads) {
     float mi = m[i], vi = v[i];
@@ -112,8 +114,10 @@ __global__ void __launch_bounds__(kThreads)
   __shared__ float scratch[kWarpSize];
   const Chunk c = chunk_of_block(segments, blocks);
   const AdamCoeffs k = adam_coeffs(hyper, norm[0], bias_correction);
+  // A skipped step writes zero partials (the ratios are then 1 and never used).
+  const int64_t end = k.skip ? c.begin : c.end;
   float p_sq = 0.0f, u_sq = 0.0f;
-  for (int64_t i = c.begin + threadIdx.x; i < c.end; i += kThreads) {
+  for (int64_t i = c.begin + threadIdx.x; i < end; i += kThreads) {
     float mi = m[i], vi = v[i];
     const float p = params[i];
     const float update = adam_update(k, p, grads[i], mi, vi, c.decay);
@@ -151,6 +155,7 @@ __global__ void __launch_bounds__(kThreads)
                       const float* norm, bool bias_correction, const float* ratios) {
   const Chunk c = chunk_of_block(segments, blocks);
   const AdamCoeffs k = adam_coeffs(hyper, norm[0], bias_correction);
+  if (k.skip) return;
   const float step = k.lr * lr_mult[c.segment] * ratios[c.segment];
   for (int64_t i = c.begin + threadIdx.x; i < c.end; i += kThreads) {
     const float p = params[i];

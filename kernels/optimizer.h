@@ -17,8 +17,10 @@
 //   segments in a fixed tree; the result is rounded to f32 once.
 //
 // adamw_step (the official ELECTRA AdamWeightDecayOptimizer by default):
-//   clip   = max_norm > 0 && norm > max_norm ? max_norm / norm : 1   (norm read from the device)
-//   g'     = clip * g
+//   s      = grad_scale (1 / S under loss scaling, where the buffer holds S times the gradient)
+//   n      = s * norm                                                (norm read from the device)
+//   clip   = max_norm > 0 && n > max_norm ? max_norm / n : 1
+//   g'     = (clip * s) * g
 //   m      = b1 m + (1 - b1) g'            v = b2 v + (1 - b2) g'^2
 //   update = m / (sqrt(v) + eps)           [bias_correction: m / (1 - b1^t), v / (1 - b2^t)]
 //   update += wd * p                       (segments with the decay flag only)
@@ -27,12 +29,18 @@
 //   r_s = ||p_s|| / ||update_s|| (1 when either is 0),   p -= lr * lr_mult[s] * r_s * update
 // with ||p_s|| taken before the step. The gradients are never modified (zeroing them is the
 // caller's job).
+// Overflow: when norm is not finite (an Inf or NaN gradient, or an overflowing sum of squares)
+// both steps leave parameters and moments untouched, decided on the device from the norm (no
+// host sync). With s a power of two (optim/loss_scaler.h) the scaled norm is exactly S times the
+// true one and (clip * s) * (S g) rounds like clip * g: f32 training with any such S gives the
+// bits of S = 1.
 //
 // Dtypes: everything f32 on both devices (optimizer state is f32 by design). The CPU reference
 // accumulates norms in f64.
 #pragma once
 
 #include <array>
+#include <cfloat>
 #include <cmath>
 #include <vector>
 
@@ -86,8 +94,9 @@ enum OptimHyper : int {
   kHyperBeta2 = 3,
   kHyperEps = 4,
   kHyperWeightDecay = 5,
-  kHyperMaxNorm = 6,  // global-norm clipping threshold; <= 0 disables clipping
-  kNumHyper = 7,
+  kHyperMaxNorm = 6,    // global-norm clipping threshold; <= 0 disables clipping
+  kHyperGradScale = 7,  // multiplies the gradients: 1 / S under loss scaling, else 1
+  kNumHyper = 8,
 };
 
 // Host-side values of the hyper-parameter tensor, with the official ELECTRA defaults.
@@ -99,15 +108,18 @@ struct OptimHyperValues {
   float eps = 1e-6f;
   float weight_decay = 0.01f;
   float max_norm = 1.0f;
+  float grad_scale = 1.0f;
   std::array<float, kNumHyper> packed() const {
-    return {lr, step, beta1, beta2, eps, weight_decay, max_norm};
+    return {lr, step, beta1, beta2, eps, weight_decay, max_norm, grad_scale};
   }
 };
 
 // The per-step scalars of the Adam update, derived from the hyper tensor and the global norm.
 struct AdamCoeffs {
-  float beta1, beta2, eps, weight_decay, lr, clip;
+  float beta1, beta2, eps, weight_decay, lr;
+  float clip;              // clip factor times grad_scale: g' = clip * g
   float m_scale, v_scale;  // 1 / (1 - beta^t) with bias correction, 1 without
+  bool skip;               // norm not finite: no update at all
 };
 
 ELECTRA_HD AdamCoeffs adam_coeffs(const float* hyper, float norm, bool bias_correction) {
@@ -117,8 +129,12 @@ ELECTRA_HD AdamCoeffs adam_coeffs(const float* hyper, float norm, bool bias_corr
   c.eps = hyper[kHyperEps];
   c.weight_decay = hyper[kHyperWeightDecay];
   c.lr = hyper[kHyperLr];
+  // norm >= 0, so this is false exactly for Inf and NaN.
+  c.skip = !(norm <= FLT_MAX);
+  const float grad_scale = hyper[kHyperGradScale];
   const float max_norm = hyper[kHyperMaxNorm];
-  c.clip = max_norm > 0.0f && norm > max_norm ? max_norm / norm : 1.0f;
+  const float true_norm = grad_scale * norm;
+  c.clip = (max_norm > 0.0f && true_norm > max_norm ? max_norm / true_norm : 1.0f) * grad_scale;
   c.m_scale = 1.0f;
   c.v_scale = 1.0f;
   if (bias_correction) {
@@ -198,8 +214,8 @@ inline void grad_norm(Context& ctx, const Tensor& grads, const SegmentTable& tab
   ELECTRA_DISPATCH(ctx, grad_norm, grads, table, workspace, norm, segment_norms);
 }
 
-// params, m, v are updated in place; hyper: f32 [kNumHyper]; norm: f32 [1] from grad_norm (read
-// only when hyper[kHyperMaxNorm] > 0).
+// params, m, v are updated in place (unless norm is not finite); hyper: f32 [kNumHyper]; norm:
+// f32 [1] from grad_norm.
 inline void adamw_step(Context& ctx, const Tensor& params, const Tensor& grads, const Tensor& m,
                        const Tensor& v, const SegmentTable& table, const Tensor& hyper,
                        const Tensor& norm, bool bias_correction) {

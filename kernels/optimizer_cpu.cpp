@@ -136,6 +136,7 @@ void adamw_step(Context&, const Tensor& params, const Tensor& grads, const Tenso
                 const Tensor& v, const SegmentTable& table, const Tensor& hyper, const Tensor& norm,
                 bool bias_correction) {
   const AdamCoeffs c = adam_coeffs(hyper.ptr<float>(), norm.ptr<float>()[0], bias_correction);
+  if (c.skip) return;
   float *p = params.ptr<float>(), *pm = m.ptr<float>(), *pv = v.ptr<float>();
   const float* g = grads.ptr<float>();
   for (int64_t s = 0; s < table.num_segments; ++s) {
@@ -151,6 +152,7 @@ void lamb_step(Context&, const Tensor& params, const Tensor& grads, const Tensor
                const Tensor& v, const SegmentTable& table, const Tensor& hyper, const Tensor& norm,
                bool bias_correction, const Tensor&) {
   const AdamCoeffs c = adam_coeffs(hyper.ptr<float>(), norm.ptr<float>()[0], bias_correction);
+  if (c.skip) return;
   float *p = params.ptr<float>(), *pm = m.ptr<float>(), *pv = v.ptr<float>();
   const float* g = grads.ptr<float>();
   for (int64_t s = 0; s < table.num_segments; ++s) {

@@ -11,6 +11,14 @@ namespace {
 // Gumbel noise is drawn and scored a chunk of the row at a time (philox_fill, vectorized).
 constexpr int64_t kChunk = 1024;
 
+// exp(x - max) runs on a fixed-size aligned buffer so that every element takes Eigen's vectorized
+// exp: on the row itself Eigen would peel a scalar head up to the first aligned element, whose
+// results differ in the last bit, and a row's values would depend on its address (the padded and
+// unpadded vocabulary layouts would then disagree).
+constexpr int64_t kExpChunk = 64;
+template <class T>
+using ExpChunk = Eigen::Array<T, kExpChunk, 1>;
+
 template <class T>
 void run(const Tensor& logits, const Tensor& labels, const Tensor& weights,
          const SoftmaxXentParams& params, const Tensor& loss, const Tensor& sample,
@@ -53,9 +61,15 @@ void run(const Tensor& logits, const Tensor& labels, const Tensor& weights,
     // ~1e-5 relative, more than the kernel's tree-shaped f32 sum it is the oracle for.
     const T max = row[top];
     const T label_logit = w[i] != 0 && y[i] >= 0 && y[i] < v ? row[y[i]] : T(0);
-    Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>> e(row, v);
-    e = (e - max).exp();
-    const double sum = e.template cast<double>().sum();
+    double sum = 0;
+    for (int64_t c = 0; c < v; c += kExpChunk) {
+      const int64_t len = std::min(kExpChunk, v - c);
+      ExpChunk<T> e = ExpChunk<T>::Constant(max);
+      std::copy(row + c, row + c + len, e.data());
+      e = (e - max).exp();
+      std::copy(e.data(), e.data() + len, row + c);
+      sum += e.head(len).template cast<double>().sum();
+    }
     const T lse = max + static_cast<T>(std::log(sum));
     const T wi = static_cast<T>(w[i]);
     if (wi == 0) {

@@ -6,9 +6,11 @@
 namespace electra {
 
 EmbeddingTables::EmbeddingTables(ModelBuilder& builder, const std::string& prefix,
-                                 const EncoderConfig& config)
+                                 const EncoderConfig& config, int64_t vocab_rows)
     : word(builder.param(prefix + "embeddings.word_embeddings.weight",
-                         {config.vocab_size, config.embedding_size}, ParamKind::kEmbedding)),
+                         {config.vocab_size, config.embedding_size}, ParamKind::kEmbedding,
+                         vocab_rows)),
+      word_padded(builder.padded(prefix + "embeddings.word_embeddings.weight")),
       position(builder.param(prefix + "embeddings.position_embeddings.weight",
                              {config.max_positions, config.embedding_size}, ParamKind::kEmbedding)),
       segment(builder.param(prefix + "embeddings.token_type_embeddings.weight",

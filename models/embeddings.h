@@ -21,11 +21,15 @@ namespace electra {
 
 // word_embeddings [V, E], position_embeddings [P, E], token_type_embeddings [S, E] and the
 // embedding LayerNorm, named `prefix`embeddings.* as in HF (prefix "discriminator/electra.").
+// With vocab_rows > V the word table reserves zero padding rows up to vocab_rows
+// (ParameterStore): `word_padded` [vocab_rows, E] is what the generator's logits GEMM reads; the
+// lookup never reaches the padding (ids < V) and the HF shape of `word` is unchanged.
 struct EmbeddingTables {
   EmbeddingTables() = default;
-  EmbeddingTables(ModelBuilder& builder, const std::string& prefix, const EncoderConfig& config);
+  EmbeddingTables(ModelBuilder& builder, const std::string& prefix, const EncoderConfig& config,
+                  int64_t vocab_rows = 0);
 
-  Param word, position, segment, norm_gamma, norm_beta;
+  Param word, word_padded, position, segment, norm_gamma, norm_beta;
 };
 
 class Embeddings {

@@ -20,13 +20,15 @@ ElectraGenerator::ElectraGenerator(ModelBuilder& builder, const EncoderConfig& c
   dense_ = Linear(builder, str_cat(kPrefix, "generator_predictions.dense."), h, e);
   norm_ = LayerNorm(builder, str_cat(kPrefix, "generator_predictions.LayerNorm."), rows, e,
                     config.layer_norm_eps, reduce_);
-  output_bias_ = builder.param(str_cat(kPrefix, "generator_lm_head.bias"), {config.vocab_size},
-                               ParamKind::kBias);
+  const int64_t padded_vocab = tables.word_padded.value.dim(0);
+  const std::string bias = str_cat(kPrefix, "generator_lm_head.bias");
+  builder.param(bias, {config.vocab_size}, ParamKind::kBias, padded_vocab);
+  output_bias_ = builder.padded(bias);
   gathered_ = builder.activation({rows, h});
   pre_ = builder.activation({rows, e});
   act_ = builder.activation({rows, e});
   normed_ = builder.activation({rows, e});
-  logits_ = builder.activation({rows, config.vocab_size});
+  logits_ = builder.activation({rows, padded_vocab});
   grad_normed_ = builder.activation({rows, e});
   grad_act_ = builder.activation({rows, e});
   grad_pre_ = builder.activation({rows, e});
@@ -42,13 +44,20 @@ void ElectraGenerator::forward(Context& ctx, const Pass& pass, const Tensor& ids
   dense_.forward_no_bias(ctx, gathered_, pre_);
   bias_gelu_forward(ctx, pre_, dense_.bias().value, act_);
   norm_.forward(ctx, act_, normed_);
-  linear_forward(ctx, normed_, tables_->word.compute, output_bias_.value, logits_);
+  linear_forward(ctx, normed_, tables_->word_padded.compute, output_bias_.value, logits_);
 }
 
 void ElectraGenerator::backward(Context& ctx, const Pass& pass) {
   const Tensor& dz = logits_;
-  matmul(ctx, dz, false, tables_->word.compute, false, grad_normed_);
-  matmul(ctx, dz, true, normed_, false, tables_->word.grad, 1, 1);
+  // The GEMMs over the vocabulary read only dz's V real columns (the padding columns are zero):
+  // their sums are exactly those of an unpadded run, and the word table's padding rows never get
+  // a gradient. The bias gradient's padding receives the padding columns' zeros.
+  const int64_t rows = dz.dim(0), padded = dz.dim(1);
+  const MatrixBatch dz_real{dz, 0, rows, config_.vocab_size, padded, rows * padded};
+  matmul_batched(ctx, dz_real, false, as_matrix(tables_->word.compute), false,
+                 as_matrix(grad_normed_), 1);
+  matmul_batched(ctx, dz_real, true, as_matrix(normed_), false, as_matrix(tables_->word.grad), 1, 1,
+                 1);
   bias_grad(ctx, dz, output_bias_.grad);
   norm_.backward(ctx, grad_normed_, act_, grad_act_);
   bias_gelu_backward(ctx, grad_act_, pre_, dense_.bias().value, grad_pre_, dense_.bias().grad,

@@ -1,5 +1,7 @@
 #include "models/model_builder.h"
 
+#include <algorithm>
+
 #include "kernels/cast.h"
 
 namespace electra {
@@ -47,40 +49,57 @@ ModelBuilder::ModelBuilder(ModelWeights& weights, Arena& acts, ModelDTypes dtype
 }
 
 Param ModelBuilder::param(const std::string& name, std::initializer_list<int64_t> shape,
-                          ParamKind kind) {
-  return packed({name}, shape, kind);
+                          ParamKind kind, int64_t padded_rows) {
+  ParameterStore& store = weights_.store;
+  if (planning()) return view(store.add(name, shape, kind, true, padded_rows), shape);
+  const ParamInfo& info = store.info(name);
+  ELECTRA_CHECK(info.kind == kind && info.shape == std::vector<int64_t>(shape) &&
+                    info.padded_rows == std::max(padded_rows, info.shape[0]),
+                "ModelBuilder: parameter '", name, "' differs between planning and binding");
+  return view(index_of(name), shape);
+}
+
+Param ModelBuilder::padded(const std::string& name) const {
+  const ParamInfo& info = weights_.store.info(name);
+  std::vector<int64_t> dims = info.shape;
+  dims[0] = info.padded_rows;
+  return view(index_of(name), dims);
 }
 
 Param ModelBuilder::packed(const std::vector<std::string>& names,
                            std::initializer_list<int64_t> shape, ParamKind kind) {
   ELECTRA_CHECK(!names.empty(), "ModelBuilder::packed: no names");
   ParameterStore& store = weights_.store;
+  std::vector<int64_t> dims(shape);
+  dims[0] *= static_cast<int64_t>(names.size());
   if (planning()) {
     const size_t first = store.add(names[0], shape, kind);
     for (size_t i = 1; i < names.size(); ++i) store.add(names[i], shape, kind, /*aligned=*/false);
-    return view(first, shape, static_cast<int64_t>(names.size()));
+    return view(first, dims);
   }
   // Binding: the layout must be exactly what the planning pass declared.
   int64_t expected_offset = -1;
   for (const std::string& name : names) {
     const ParamInfo& info = store.info(name);
-    ELECTRA_CHECK(info.kind == kind && info.shape == std::vector<int64_t>(shape),
+    ELECTRA_CHECK(info.kind == kind && info.shape == std::vector<int64_t>(shape) &&
+                      info.padded_rows == info.shape[0],
                   "ModelBuilder: parameter '", name, "' differs between planning and binding");
     ELECTRA_CHECK(expected_offset < 0 || info.offset == expected_offset, "ModelBuilder: '", name,
                   "' is not packed after the previous parameter");
     expected_offset = info.offset + info.numel;
   }
-  const auto& params = store.params();
-  size_t first = 0;
-  while (params[first].name != names[0]) ++first;
-  return view(first, shape, static_cast<int64_t>(names.size()));
+  return view(index_of(names[0]), dims);
 }
 
-Param ModelBuilder::view(size_t first_index, std::initializer_list<int64_t> shape,
-                         int64_t parts) const {
+size_t ModelBuilder::index_of(const std::string& name) const {
+  const auto& params = weights_.store.params();
+  size_t index = 0;
+  while (params.at(index).name != name) ++index;
+  return index;
+}
+
+Param ModelBuilder::view(size_t first_index, const std::vector<int64_t>& dims) const {
   const ParameterStore& store = weights_.store;
-  std::vector<int64_t> dims(shape);
-  dims[0] *= parts;
   auto make = [&](const Tensor& flat, DType dtype) {
     Tensor t;
     t.dtype = dtype;

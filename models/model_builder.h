@@ -82,8 +82,13 @@ class ModelBuilder {
   ModelDTypes dtypes() const { return dtypes_; }
   Device device() const { return device_; }
 
-  // One parameter, aligned to ParameterStore::kAlignElements.
-  Param param(const std::string& name, std::initializer_list<int64_t> shape, ParamKind kind);
+  // One parameter, aligned to ParameterStore::kAlignElements; padded_rows > shape[0] reserves
+  // padding rows after it (ParameterStore::add), which padded() includes.
+  Param param(const std::string& name, std::initializer_list<int64_t> shape, ParamKind kind,
+              int64_t padded_rows = 0);
+  // The views of a declared parameter with its padding rows: [padded_rows, shape[1:]...] (the
+  // parameter's own shape when it has none).
+  Param padded(const std::string& name) const;
   // Several parameters of one shape stored back to back without padding, returned as one view of
   // shape [names.size() * shape[0], shape[1:]...]: the packed Q/K/V projection of attention is
   // HF's query, key and value weights laid out consecutively.
@@ -95,7 +100,9 @@ class ModelBuilder {
   Tensor activation(DType dtype, std::initializer_list<int64_t> dims);
 
  private:
-  Param view(size_t first_index, std::initializer_list<int64_t> shape, int64_t parts) const;
+  // Views of dims starting at parameter first_index.
+  Param view(size_t first_index, const std::vector<int64_t>& dims) const;
+  size_t index_of(const std::string& name) const;
 
   ModelWeights& weights_;
   Arena& acts_;

@@ -12,10 +12,19 @@
 
 namespace electra {
 
+namespace {
+
+int64_t padded_vocab(int64_t vocab, int64_t multiple) {
+  return (vocab + multiple - 1) / multiple * multiple;
+}
+
+}  // namespace
+
 // The models and every per-step buffer, built by one ModelBuilder pass.
 struct ElectraPretrainer::Parts {
   Parts(ModelBuilder& b, const ElectraConfig& config, const PretrainOptions& o, int64_t slots)
-      : tables(b, str_cat(ElectraDiscriminator::kPrefix, "electra."), config.discriminator),
+      : tables(b, str_cat(ElectraDiscriminator::kPrefix, "electra."), config.discriminator,
+               padded_vocab(config.discriminator.vocab_size, o.vocab_multiple)),
         generator(b, config.generator(), tables, o.batch, o.seq_len, slots),
         discriminator(b, config.discriminator, tables, o.batch, o.seq_len) {
     const int64_t bt = o.batch * o.seq_len, bn = o.batch * slots;
@@ -64,6 +73,7 @@ ElectraPretrainer::ElectraPretrainer(Context& ctx, const ElectraConfig& config,
                      config.discriminator.max_positions);
   ELECTRA_USER_CHECK(options.seq_len <= kMaskingMaxSeqLen, "pretrain: seq_len ", options.seq_len,
                      " exceeds ", kMaskingMaxSeqLen);
+  ELECTRA_CHECK(options.vocab_multiple > 0, "pretrain: vocab_multiple ", options.vocab_multiple);
   slots_ = std::max<int64_t>(slots_, 1);
   const ModelDTypes dtypes = ModelDTypes::for_precision(ctx.precision());
   const Device device = ctx.device();
@@ -85,6 +95,10 @@ ElectraPretrainer::ElectraPretrainer(Context& ctx, const ElectraConfig& config,
   params_ = std::move(arenas.params);
   grads_ = std::move(arenas.grads);
   acts_ = std::move(arenas.activations);
+  // The padding rows of the word table and the output bias must be zero (and stay zero: nothing
+  // writes them; init_weights and checkpoint loads write the parameters only).
+  zero_tensor(ctx.stream(), weights_.store.flat_params());
+  zero_tensor(ctx.stream(), weights_.store.flat_grads());
   ModelBuilder builder(weights_, acts_, dtypes, device);
   parts_ = std::make_unique<Parts>(builder, config_, options_, slots_);
   if (options_.keep_logits) {
@@ -265,7 +279,7 @@ void ElectraPretrainer::run(Context& ctx, const HostBatch& batch, const FixedCor
   ELECTRA_USER_CHECK(masked_slots_ > 0, "pretrain: a batch without any maskable token");
 
   p.generator.forward(ctx, pass, p.generator_ids, p.segment_ids, p.mask, p.positions);
-  if (options_.keep_logits) copy_tensor(ctx.stream(), kept_gen_logits_, p.generator.logits());
+  if (options_.keep_logits) keep_generator_logits(ctx);
   SoftmaxXentParams xent;
   xent.vocab = config_.discriminator.vocab_size;
   xent.temperature = options_.temperature;
@@ -286,6 +300,16 @@ void ElectraPretrainer::run(Context& ctx, const HostBatch& batch, const FixedCor
   p.discriminator.backward(ctx, pass);
   p.generator.backward(ctx, pass);
   if (gradient_hook_) gradient_hook_(ctx, 0);
+}
+
+void ElectraPretrainer::keep_generator_logits(Context& ctx) {
+  // Row by row without the padding columns (a test option: one synchronising copy per row).
+  const Tensor& logits = parts_->generator.logits();
+  const int64_t v = kept_gen_logits_.dim(1);
+  for (int64_t r = 0; r < logits.dim(0); ++r) {
+    copy_tensor(ctx.stream(), kept_gen_logits_.rows(r, r + 1),
+                Tensor::view_of(logits.rows(r, r + 1).data, logits.dtype, logits.device, {1, v}));
+  }
 }
 
 FixedCorruption ElectraPretrainer::corruption(Context& ctx) const {

@@ -2,7 +2,7 @@
 // backward, on a planned set of buffers (nothing is allocated after construction).
 //
 //   mask_tokens(ids)                     -> generator ids, positions [B, N], originals, weights
-//   generator.forward                    -> logits at the masked positions [B * N, V]
+//   generator.forward                    -> logits at the masked positions [B * N, Vp]
 //   softmax_xent(logits, originals)      -> MLM loss (mean over masked slots), dlogits in place,
 //                                           Gumbel-max samples (no gradient through them)
 //   replace_tokens(ids, samples)         -> discriminator ids, labels (sample != original)
@@ -47,6 +47,10 @@ struct PretrainOptions {
   float temperature = 1.0f;       // of the Gumbel-max sampling
   float disc_weight = 50.0f;      // lambda
   SpecialTokens tokens;
+  // The generator's logits GEMM runs over the vocabulary padded to a multiple of this (zero
+  // padding rows in the word table and the output bias, masked out of the softmax); 1 turns the
+  // padding off (tests compare both).
+  int64_t vocab_multiple = 128;
   bool keep_logits = false;  // copy both models' logits before the losses overwrite them (tests)
 };
 
@@ -100,7 +104,8 @@ class ElectraPretrainer {
   void zero_grads(Context& ctx);
 
   // One micro-batch forward and backward; gradients accumulate (+=) as loss_scale times the
-  // gradient of the total loss (1 / accumulation steps when accumulating). micro_step keys
+  // gradient of the total loss (1 / accumulation steps when accumulating, times S under loss
+  // scaling: optim/loss_scaler.h; metrics() reports the losses unscaled). micro_step keys
   // masking, sampling and dropout.
   void step(Context& ctx, const HostBatch& batch, uint32_t micro_step, float loss_scale = 1.0f);
   // The test entry: as step(), with masking and sampling replaced by `fixed`.
@@ -114,8 +119,8 @@ class ElectraPretrainer {
 
   // The last step's metrics (copies a few small buffers to the host: synchronises).
   StepMetrics metrics(Context& ctx) const;
-  // With options.keep_logits: the last step's generator logits [B * N, V] and discriminator
-  // logits [B * T].
+  // With options.keep_logits: the last step's generator logits [B * N, V] (without the padding
+  // columns) and discriminator logits [B * T].
   const Tensor& generator_logits() const { return kept_gen_logits_; }
   const Tensor& discriminator_logits() const { return kept_disc_logits_; }
   // The last step's corruption: generator input ids [B, T], positions and weights [B, N],
@@ -130,6 +135,7 @@ class ElectraPretrainer {
   void stage_batch(Context& ctx, const HostBatch& batch);
   double planned_masked_slots(const HostBatch& batch) const;
   void plan_gradient_frontiers();
+  void keep_generator_logits(Context& ctx);
 
   ElectraConfig config_;
   PretrainOptions options_;

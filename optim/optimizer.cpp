@@ -1,6 +1,7 @@
 #include "optim/optimizer.h"
 
 #include <algorithm>
+#include <cfloat>
 
 #include "engine/device.h"
 
@@ -108,8 +109,10 @@ Optimizer::Optimizer(Context& ctx, const ParameterStore& store, const OptimizerC
   zero_tensor(ctx.stream(), norm_);
 }
 
-void Optimizer::step(Context& ctx, int64_t step) {
+void Optimizer::step(Context& ctx, int64_t step, float grad_scale) {
   ELECTRA_CHECK(step >= 0, "Optimizer::step: negative step ", step);
+  ELECTRA_CHECK(grad_scale > 0 && grad_scale <= FLT_MAX, "Optimizer::step: grad_scale ",
+                grad_scale);
   OptimHyperValues h;
   h.lr = static_cast<float>(lr_at(step));
   h.step = static_cast<float>(step + 1);
@@ -118,6 +121,7 @@ void Optimizer::step(Context& ctx, int64_t step) {
   h.eps = config_.eps;
   h.weight_decay = config_.weight_decay;
   h.max_norm = config_.max_grad_norm;
+  h.grad_scale = grad_scale;
   hyper_host_ = h.packed();
   copy_tensor(ctx.stream(), hyper_, Tensor::view_of(hyper_host_.data(), Device::CPU, {kNumHyper}));
   electra::grad_norm(ctx, grads_, table_, workspace_, norm_, Tensor{});
@@ -132,7 +136,7 @@ void Optimizer::step(Context& ctx, int64_t step) {
 float Optimizer::grad_norm(Context& ctx) const {
   float norm = 0;
   copy_tensor(ctx.stream(), Tensor::view_of(&norm, Device::CPU, {1}), norm_);
-  return norm;
+  return norm * hyper_host_[kHyperGradScale];
 }
 
 }  // namespace electra

@@ -12,10 +12,12 @@
 //     not to LayerNorm parameters or biases (param_decays); the optional lr_mult callback gives a
 //     per-parameter learning-rate factor (layer-wise LR decay in fine-tuning; default 1).
 //     Alignment padding between parameters is neither counted in the norm nor updated.
-//   - step(ctx, t) performs update number t (0-based): it writes lr = schedule.at(t) and the
-//     Adam step count t + 1 into the device hyper tensor, computes the global gradient norm,
-//     clips the gradient to max_grad_norm (<= 0: no clipping) and updates the parameters in
-//     place. It does not zero the gradients (the caller does). The upload of the hyper tensor
+//   - step(ctx, t, grad_scale) performs update number t (0-based): it writes lr = schedule.at(t),
+//     the Adam step count t + 1 and grad_scale into the device hyper tensor, computes the global
+//     gradient norm, clips the gradient (times grad_scale: 1 / S under loss scaling, see
+//     optim/loss_scaler.h) to max_grad_norm (<= 0: no clipping) and updates the parameters in
+//     place; when the norm is not finite the kernels skip the update (parameters and moments
+//     untouched). It does not zero the gradients (the caller does). The upload of the hyper tensor
 //     uses copy_tensor, which waits for the stream: one host sync per step on CUDA (replacing it
 //     by an asynchronous upload from pinned memory is left to the CUDA-graph work).
 //   - The update itself is documented in kernels/optimizer.h:
@@ -77,10 +79,12 @@ class Optimizer {
   // Bytes of arena the optimizer state of `store` takes (with the arena's alignment).
   static size_t state_bytes(const ParameterStore& store, OptimizerKind kind);
 
-  // Update number `step` (0-based); see the contract above.
-  void step(Context& ctx, int64_t step);
+  // Update number `step` (0-based); the gradients are multiplied by grad_scale (1 / S under loss
+  // scaling). See the contract above.
+  void step(Context& ctx, int64_t step, float grad_scale = 1.0f);
 
-  // The global gradient norm (before clipping) computed by the last step(); reads it from the
+  // The global norm of the gradient (times the last step's grad_scale: the true gradient under
+  // loss scaling) before clipping; not finite when the last step was skipped. Reads it from the
   // device (synchronises).
   float grad_norm(Context& ctx) const;
   double lr_at(int64_t step) const { return config_.schedule.at(step); }
@@ -100,7 +104,7 @@ class Optimizer {
   Tensor hyper_;      // f32 [kNumHyper] on the device
   Tensor norm_;       // f32 [1]
   Tensor workspace_;  // f32 reduction workspace (grad_norm and, for LAMB, the trust ratios)
-  std::array<float, kNumHyper> hyper_host_{};
+  std::array<float, kNumHyper> hyper_host_ = OptimHyperValues{}.packed();
 };
 
 }  // namespace electra
