@@ -40,18 +40,20 @@ ELECTRA_HD void mulhilo32(uint32_t a, uint32_t b, uint32_t& hi, uint32_t& lo) {
   lo = static_cast<uint32_t>(p);
 }
 
+// Philox4x32's round multipliers and Weyl key increments (Random123).
+constexpr uint32_t kPhiloxM0 = 0xD2511F53u, kPhiloxM1 = 0xCD9E8D57u;
+constexpr uint32_t kPhiloxW0 = 0x9E3779B9u, kPhiloxW1 = 0xBB67AE85u;
+
 // The raw Philox4x32 bijection with 10 rounds (Random123's philox4x32_R(10, ctr, key)).
 ELECTRA_HD U32x4 philox4x32_10(U32x4 ctr, uint32_t key0, uint32_t key1) {
-  constexpr uint32_t kM0 = 0xD2511F53u, kM1 = 0xCD9E8D57u;
-  constexpr uint32_t kW0 = 0x9E3779B9u, kW1 = 0xBB67AE85u;
   for (int round = 0; round < 10; ++round) {
     if (round > 0) {
-      key0 += kW0;
-      key1 += kW1;
+      key0 += kPhiloxW0;
+      key1 += kPhiloxW1;
     }
     uint32_t hi0, lo0, hi1, lo1;
-    mulhilo32(kM0, ctr.v[0], hi0, lo0);
-    mulhilo32(kM1, ctr.v[2], hi1, lo1);
+    mulhilo32(kPhiloxM0, ctr.v[0], hi0, lo0);
+    mulhilo32(kPhiloxM1, ctr.v[2], hi1, lo1);
     ctr = U32x4{{hi1 ^ ctr.v[1] ^ key0, lo1, hi0 ^ ctr.v[3] ^ key1, lo0}};
   }
   return ctr;
@@ -65,29 +67,16 @@ struct RngStream {
   uint32_t step = 0;
   uint32_t rank = 0;  // < 2^24
 
+  // The counter's last word: purpose << 24 | rank.
+  ELECTRA_HD uint32_t tag() const {
+    return (static_cast<uint32_t>(purpose) << 24) | (rank & 0xFFFFFFu);
+  }
   ELECTRA_HD U32x4 block(uint64_t block_index) const {
     const U32x4 ctr{{static_cast<uint32_t>(block_index), static_cast<uint32_t>(block_index >> 32),
-                     step, (static_cast<uint32_t>(purpose) << 24) | (rank & 0xFFFFFFu)}};
+                     step, tag()}};
     return philox4x32_10(ctr, static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32));
   }
   ELECTRA_HD uint32_t bits(uint64_t element) const { return block(element >> 2).v[element & 3]; }
-};
-
-// Sequential reads of a stream: one Philox call per block of 4 elements instead of one per element
-// (bits() alone recomputes the block every time). Same values as RngStream::bits.
-struct RngBlockCache {
-  RngStream stream;
-  uint64_t cached = ~uint64_t{0};
-  U32x4 words{};
-
-  ELECTRA_HD uint32_t bits(uint64_t element) {
-    const uint64_t block = element >> 2;
-    if (block != cached) {
-      words = stream.block(block);
-      cached = block;
-    }
-    return words.v[element & 3];
-  }
 };
 
 // Exactly rounded float ops that nvcc may not contract into FMAs.

@@ -17,11 +17,8 @@ constexpr int kLanes = 16;
 
 // Blocks [block0, block0 + kLanes) of the stream, written as 4 * kLanes consecutive words.
 inline void blocks_simd(const RngStream& s, uint64_t block0, uint32_t* out) {
-  constexpr uint32_t kM0 = 0xD2511F53u, kM1 = 0xCD9E8D57u;
-  constexpr uint32_t kW0 = 0x9E3779B9u, kW1 = 0xBB67AE85u;
   uint32_t c0[kLanes], c1[kLanes], c2[kLanes], c3[kLanes];
-  const uint32_t step = s.step,
-                 tag = (static_cast<uint32_t>(s.purpose) << 24) | (s.rank & 0xFFFFFFu);
+  const uint32_t step = s.step, tag = s.tag();
   for (int l = 0; l < kLanes; ++l) {
     const uint64_t b = block0 + static_cast<uint64_t>(l);
     c0[l] = static_cast<uint32_t>(b);
@@ -32,12 +29,12 @@ inline void blocks_simd(const RngStream& s, uint64_t block0, uint32_t* out) {
   uint32_t key0 = static_cast<uint32_t>(s.seed), key1 = static_cast<uint32_t>(s.seed >> 32);
   for (int round = 0; round < 10; ++round) {
     if (round > 0) {
-      key0 += kW0;
-      key1 += kW1;
+      key0 += kPhiloxW0;
+      key1 += kPhiloxW1;
     }
     for (int l = 0; l < kLanes; ++l) {
-      const uint64_t p0 = static_cast<uint64_t>(kM0) * c0[l];
-      const uint64_t p1 = static_cast<uint64_t>(kM1) * c2[l];
+      const uint64_t p0 = static_cast<uint64_t>(kPhiloxM0) * c0[l];
+      const uint64_t p1 = static_cast<uint64_t>(kPhiloxM1) * c2[l];
       const uint32_t n0 = static_cast<uint32_t>(p1 >> 32) ^ c1[l] ^ key0;
       const uint32_t n2 = static_cast<uint32_t>(p0 >> 32) ^ c3[l] ^ key1;
       c1[l] = static_cast<uint32_t>(p1);

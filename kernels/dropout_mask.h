@@ -25,9 +25,4 @@ ELECTRA_HD bool dropout_keep(const RngStream& stream, uint64_t index, float p) {
   return uniform01(stream.bits(index)) >= p;
 }
 
-// The same decision when reading a site sequentially (one Philox call per 4 elements).
-ELECTRA_HD bool dropout_keep(RngBlockCache& rng, uint64_t index, float p) {
-  return uniform01(rng.bits(index)) >= p;
-}
-
 }  // namespace electra

@@ -6,14 +6,12 @@
 set -uo pipefail
 electra="$1"
 src="$2"
-work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
+source "$src/test/common/e2e_common.sh"
 ELECTRA_BIN="$electra" DEMO_OUT="$work/demo" DEMO_CORPUS_MB=2 "$src/scripts/demo.sh" \
   --set train.steps=40 --set logging.every=10 --set checkpoint.every=20 >"$work/log" 2>&1 ||
   { echo "FAIL: demo.sh exited $?"; tail -5 "$work/log"; exit 1; }
-failures=0
 check() {  # check DESCRIPTION COMMAND...
-  if "${@:2}"; then echo "ok: $1"; else echo "FAIL: $1"; failures=$((failures + 1)); fi
+  if "${@:2}"; then pass "$1"; else fail "$1"; fi
 }
 checkpoint="$(sed -n 's/^  checkpoint: *\([^ ]*\) .*/\1/p' "$work/log")"
 check "names the last checkpoint" test "$checkpoint" = "$work/demo/checkpoints/checkpoint-00000040"

@@ -12,18 +12,9 @@
 set -uo pipefail
 electra="$1"
 src="$2"
-work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
-# 2 MB of English prose: ../shared when present, else Debian's dict-gcide (installed by setup.sh).
-"$src/scripts/english_corpus.sh" "$work/corpus.txt" 2 || exit 1
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-pass() { echo "ok: $*"; }
+source "$src/test/common/e2e_common.sh"
 
-"$electra" build-vocab --input "$work/corpus.txt" --vocab-size 8000 \
-  --output "$work/vocab.txt" >/dev/null 2>&1 || { echo "build-vocab failed"; exit 1; }
-"$electra" build-data --input "$work/corpus.txt" --vocab "$work/vocab.txt" \
-  --output "$work/shards" --seq-len 64 >/dev/null 2>&1 || { echo "build-data failed"; exit 1; }
+make_tiny_data
 
 small=(--config "$src/configs/electra-tiny.yaml"
   --set data.shards="$work/shards" --set data.vocab="$work/vocab.txt"

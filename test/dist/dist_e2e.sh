@@ -16,20 +16,11 @@ set -uo pipefail
 mpiexec="$1"
 electra="$2"
 src="$3"
-work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
-# 2 MB of English prose: ../shared when present, else Debian's dict-gcide (installed by setup.sh).
-"$src/scripts/english_corpus.sh" "$work/corpus.txt" 2 || exit 1
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-pass() { echo "ok: $*"; }
+source "$src/test/common/e2e_common.sh"
 compare() { python3 "$src/test/dist/compare_runs.py" "$@"; }
 mpi=("$mpiexec" --oversubscribe)
 
-"$electra" build-vocab --input "$work/corpus.txt" --vocab-size 8000 \
-  --output "$work/vocab.txt" >/dev/null 2>&1 || { echo "build-vocab failed"; exit 1; }
-"$electra" build-data --input "$work/corpus.txt" --vocab "$work/vocab.txt" \
-  --output "$work/shards" --seq-len 64 >/dev/null 2>&1 || { echo "build-data failed"; exit 1; }
+make_tiny_data
 
 # Dropout on (the tiny preset's 0.1): masks must follow the global micro-batch too.
 small=(--config "$src/configs/electra-tiny.yaml"
