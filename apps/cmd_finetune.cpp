@@ -108,6 +108,29 @@ FinetuneSettings settings_for(const CommonArgs& a, const std::string& key, bool 
   return config.for_task(key);
 }
 
+// The arguments of eval and predict: the common ones, --checkpoint (required) and --output
+// (required by predict).
+struct CheckpointArgs {
+  CommonArgs common;
+  std::string checkpoint, output;
+};
+
+// False when only --help was asked for.
+bool parse_checkpoint_args(const char* command, const char* usage,
+                           const std::vector<std::string>& args, bool output_required,
+                           CheckpointArgs& a) {
+  ArgParser parser(command, usage);
+  add_common(parser, a.common)
+      .value("--checkpoint", [&](const std::string& v) { a.checkpoint = v; })
+      .value("--output", [&](const std::string& v) { a.output = v; });
+  if (!parser.parse(args)) return false;
+  parser.require(!a.common.task.empty(), "--task");
+  parser.require(!a.common.data_dir.empty(), "--data-dir");
+  parser.require(!a.checkpoint.empty(), "--checkpoint");
+  if (output_required) parser.require(!a.output.empty(), "--output");
+  return true;
+}
+
 }  // namespace
 
 int cmd_finetune(const std::vector<std::string>& args) {
@@ -194,16 +217,10 @@ int cmd_finetune(const std::vector<std::string>& args) {
 }
 
 int cmd_eval(const std::vector<std::string>& args) {
-  CommonArgs common;
-  std::string checkpoint, output;
-  ArgParser parser("eval", kEvalUsage);
-  add_common(parser, common)
-      .value("--checkpoint", [&](const std::string& v) { checkpoint = v; })
-      .value("--output", [&](const std::string& v) { output = v; });
-  if (!parser.parse(args)) return 0;
-  parser.require(!common.task.empty(), "--task");
-  parser.require(!common.data_dir.empty(), "--data-dir");
-  parser.require(!checkpoint.empty(), "--checkpoint");
+  CheckpointArgs a;
+  if (!parse_checkpoint_args("eval", kEvalUsage, args, false, a)) return 0;
+  const CommonArgs& common = a.common;
+  const std::string &checkpoint = a.checkpoint, &output = a.output;
   const data::Vocab vocab = load_vocab(common.vocab, resolve_init(checkpoint).model_dir);
   if (const std::optional<bool> squad = squad_version(common.task)) {
     const FinetuneSettings settings = settings_for(common, *squad ? "squad2.0" : "squad1.1", true);
@@ -226,17 +243,10 @@ int cmd_eval(const std::vector<std::string>& args) {
 }
 
 int cmd_predict(const std::vector<std::string>& args) {
-  CommonArgs common;
-  std::string checkpoint, output;
-  ArgParser parser("predict", kPredictUsage);
-  add_common(parser, common)
-      .value("--checkpoint", [&](const std::string& v) { checkpoint = v; })
-      .value("--output", [&](const std::string& v) { output = v; });
-  if (!parser.parse(args)) return 0;
-  parser.require(!common.task.empty(), "--task");
-  parser.require(!common.data_dir.empty(), "--data-dir");
-  parser.require(!checkpoint.empty(), "--checkpoint");
-  parser.require(!output.empty(), "--output");
+  CheckpointArgs a;
+  if (!parse_checkpoint_args("predict", kPredictUsage, args, true, a)) return 0;
+  const CommonArgs& common = a.common;
+  const std::string &checkpoint = a.checkpoint, &output = a.output;
   const data::Vocab vocab = load_vocab(common.vocab, resolve_init(checkpoint).model_dir);
   if (const std::optional<bool> squad = squad_version(common.task)) {
     const FinetuneSettings settings = settings_for(common, *squad ? "squad2.0" : "squad1.1", true);
