@@ -50,6 +50,14 @@ HfModelLayout finetuner_layout(const ElectraFinetuner& model, bool with_head) {
 
 }  // namespace
 
+FinetuneOptions model_options(const FinetuneSettings& s, const data::Vocab& vocab) {
+  FinetuneOptions options;
+  options.batch = s.batch_size;
+  options.seq_len = s.max_seq_len;
+  options.pad_id = vocab.pad_id();
+  return options;
+}
+
 FinetuneInit resolve_init(const std::string& path) {
   fs::path p(path);
   ELECTRA_USER_CHECK(fs::is_directory(p), path, ": --init must be a model or checkpoint directory");

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "apps/finetune_config.h"
+#include "data/vocab.h"
 #include "engine/timer.h"
 #include "models/finetune_model.h"
 #include "optim/optimizer.h"
@@ -24,6 +25,9 @@ struct FinetuneInit {
 // (its discriminator/ is used) or a pre-training run directory (its newest checkpoint). UserError
 // naming the path otherwise.
 FinetuneInit resolve_init(const std::string& path);
+
+// The finetuner's batch, sequence length and padding id from the settings and the vocabulary.
+FinetuneOptions model_options(const FinetuneSettings& settings, const data::Vocab& vocab);
 
 // Loads the encoder from `model_dir` into the finetuner; with `with_head` also the task head (a
 // fine-tuned checkpoint), else the head keeps its initialisation and any head tensors of the

@@ -166,6 +166,22 @@ std::vector<std::string> dev_splits_of(const GlueTaskInfo& info) {
   return info.dev_splits;
 }
 
+// A fine-tuned checkpoint loaded with its head for eval and predict.
+struct CheckpointModel {
+  RunDevice device;
+  FinetuneInit init;
+  ElectraFinetuner model;
+
+  CheckpointModel(const GlueTaskInfo& info, const std::string& dir, const data::Vocab& vocab,
+                  const FinetuneSettings& settings)
+      : device(open_device(settings.device, settings.precision, 0, "finetune.device")),
+        init(resolve_init(dir)),
+        model(device.ctx, init.encoder, head_of_checkpoint(init.model_dir, info, settings),
+              model_options(settings, vocab)) {
+    load_finetune_init(device.ctx, model, init.model_dir, true);
+  }
+};
+
 }  // namespace
 
 std::string format_scores(const std::vector<GlueScore>& scores) {
@@ -205,11 +221,7 @@ GlueRunResult run_glue(const GlueRunOptions& opts) {
 
   RunDevice device = open_device(s.device, s.precision, opts.seed, "finetune.device");
   Context& ctx = device.ctx;
-  FinetuneOptions options;
-  options.batch = s.batch_size;
-  options.seq_len = s.max_seq_len;
-  options.pad_id = opts.vocab->pad_id();
-  ElectraFinetuner model(ctx, opts.init.encoder, head_for(info, s), options);
+  ElectraFinetuner model(ctx, opts.init.encoder, head_for(info, s), model_options(s, *opts.vocab));
   model.init_weights(ctx, opts.seed);  // the head; the encoder is overwritten next
   if (!opts.from_scratch) load_finetune_init(ctx, model, opts.init.model_dir, false);
 
@@ -288,15 +300,9 @@ std::vector<std::pair<std::string, std::vector<GlueScore>>> evaluate_glue_checkp
     GlueTask task, const std::string& data_dir, const std::string& checkpoint_dir,
     const data::Vocab& vocab, const FinetuneSettings& settings, int64_t max_examples) {
   const GlueTaskInfo& info = glue_task_info(task);
-  RunDevice device = open_device(settings.device, settings.precision, 0, "finetune.device");
-  FinetuneOptions options;
-  options.batch = settings.batch_size;
-  options.seq_len = settings.max_seq_len;
-  options.pad_id = vocab.pad_id();
-  const FinetuneInit init = resolve_init(checkpoint_dir);
-  ElectraFinetuner model(device.ctx, init.encoder,
-                         head_of_checkpoint(init.model_dir, info, settings), options);
-  load_finetune_init(device.ctx, model, init.model_dir, true);
+  CheckpointModel loaded(info, checkpoint_dir, vocab, settings);
+  ElectraFinetuner& model = loaded.model;
+  RunDevice& device = loaded.device;
   std::vector<std::pair<std::string, std::vector<GlueScore>>> out;
   for (const std::string& split : info.dev_splits) {
     const std::vector<GlueExample> dev = read_split(task, data_dir, split, max_examples);
@@ -314,15 +320,9 @@ std::vector<std::string> predict_glue_test(GlueTask task, const std::string& dat
                                            const FinetuneSettings& settings,
                                            const std::string& output_dir) {
   const GlueTaskInfo& info = glue_task_info(task);
-  RunDevice device = open_device(settings.device, settings.precision, 0, "finetune.device");
-  FinetuneOptions options;
-  options.batch = settings.batch_size;
-  options.seq_len = settings.max_seq_len;
-  options.pad_id = vocab.pad_id();
-  const FinetuneInit init = resolve_init(checkpoint_dir);
-  ElectraFinetuner model(device.ctx, init.encoder,
-                         head_of_checkpoint(init.model_dir, info, settings), options);
-  load_finetune_init(device.ctx, model, init.model_dir, true);
+  CheckpointModel loaded(info, checkpoint_dir, vocab, settings);
+  ElectraFinetuner& model = loaded.model;
+  RunDevice& device = loaded.device;
   fs::create_directories(output_dir);
   std::vector<std::string> written;
   for (const std::string& split : info.test_splits) {

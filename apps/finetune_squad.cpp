@@ -70,14 +70,6 @@ SquadSplit load_split(const std::string& path, bool training, int64_t limit,
   return split;
 }
 
-FinetuneOptions model_options(const FinetuneSettings& s, const data::Vocab& vocab) {
-  FinetuneOptions options;
-  options.batch = s.batch_size;
-  options.seq_len = s.max_seq_len;
-  options.pad_id = vocab.pad_id();
-  return options;
-}
-
 // A batch of B x T ids; with_targets adds start/end positions (and is_impossible for 2.0).
 FinetuneBatch make_batch(int64_t b, int64_t t, bool with_targets, bool v2) {
   FinetuneBatch batch;
