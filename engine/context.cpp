@@ -46,8 +46,6 @@ Context Context::cuda(int index, uint64_t seed, Precision precision) {
   ELECTRA_CUDA_CHECK(cudaSetDevice(index));
   ELECTRA_CUDA_CHECK(cudaStreamCreateWithFlags(&ctx.stream_, cudaStreamNonBlocking));
   ELECTRA_CUBLAS_CHECK(cublasLtCreate(&ctx.cublaslt_));
-  ELECTRA_CUDNN_CHECK(cudnnCreate(&ctx.cudnn_));
-  ELECTRA_CUDNN_CHECK(cudnnSetStream(ctx.cudnn_, ctx.stream_));
   ctx.workspace_bytes_ = kCublasLtWorkspaceBytes;
   ctx.workspace_ = cuda_malloc(ctx.workspace_bytes_);
   return ctx;
@@ -74,7 +72,6 @@ Context& Context::operator=(Context&& other) noexcept {
     device_index_ = other.device_index_;
     stream_ = std::exchange(other.stream_, nullptr);
     cublaslt_ = std::exchange(other.cublaslt_, nullptr);
-    cudnn_ = std::exchange(other.cudnn_, nullptr);
     workspace_ = std::exchange(other.workspace_, nullptr);
     workspace_bytes_ = std::exchange(other.workspace_bytes_, 0);
     precision_ = other.precision_;
@@ -88,12 +85,10 @@ void Context::release() noexcept {
 #if ELECTRA_WITH_CUDA
   if (stream_ != nullptr) cudaStreamSynchronize(stream_);
   if (workspace_ != nullptr) cuda_free(workspace_);
-  if (cudnn_ != nullptr) cudnnDestroy(cudnn_);
   if (cublaslt_ != nullptr) cublasLtDestroy(cublaslt_);
   if (stream_ != nullptr) cudaStreamDestroy(stream_);
 #endif
   workspace_ = nullptr;
-  cudnn_ = nullptr;
   cublaslt_ = nullptr;
   stream_ = nullptr;
 }

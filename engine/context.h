@@ -1,6 +1,7 @@
-// Context: what every op receives first. It carries the device, the CUDA stream, the cuBLASLt and
-// cuDNN handles and the cuBLASLt workspace (CUDA only), the compute precision and the RNG key.
-// A CUDA context owns its stream, handles and workspace and releases them on destruction.
+// Context: what every op receives first. It carries the device, the CUDA stream, the cuBLASLt
+// handle and its workspace (CUDA only), the compute precision and the RNG key. A CUDA context owns
+// its stream, handle and workspace and releases them on destruction. (No cuDNN: no op uses it, and
+// a hard dependency on libcudnn would break every binary on a machine where it is missing.)
 #pragma once
 
 #include <cstddef>
@@ -11,8 +12,6 @@
 
 struct cublasLtContext;
 typedef struct cublasLtContext* cublasLtHandle_t;
-struct cudnnContext;
-typedef struct cudnnContext* cudnnHandle_t;
 
 namespace electra {
 
@@ -25,8 +24,7 @@ class Context {
  public:
   // A CPU context.
   static Context cpu(uint64_t seed = 0, Precision precision = Precision::F32);
-  // A context on CUDA device `index`: creates a stream, cuBLASLt and cuDNN handles and a cuBLASLt
-  // workspace. Throws Error without CUDA or without that device.
+  // A context on CUDA device `index`: creates a stream, a cuBLASLt handle and its workspace. Throws Error without CUDA or without that device.
   static Context cuda(int index = 0, uint64_t seed = 0, Precision precision = Precision::F32);
 
   ~Context();
@@ -40,7 +38,6 @@ class Context {
   int device_index() const { return device_index_; }
   cudaStream_t stream() const { return stream_; }
   cublasLtHandle_t cublaslt() const { return cublaslt_; }
-  cudnnHandle_t cudnn() const { return cudnn_; }
   void* cublaslt_workspace() const { return workspace_; }
   size_t cublaslt_workspace_bytes() const { return workspace_bytes_; }
 
@@ -67,7 +64,6 @@ class Context {
   int device_index_ = -1;
   cudaStream_t stream_ = nullptr;
   cublasLtHandle_t cublaslt_ = nullptr;
-  cudnnHandle_t cudnn_ = nullptr;
   void* workspace_ = nullptr;
   size_t workspace_bytes_ = 0;
   Precision precision_ = Precision::F32;

@@ -1,11 +1,10 @@
-// Checking macros for CUDA runtime, cuBLAS(Lt), cuDNN and NCCL calls. Include only from files that
+// Checking macros for CUDA runtime, cuBLAS(Lt) and NCCL calls. Include only from files that
 // are compiled with CUDA (ELECTRA_WITH_CUDA); every such call in the project goes through one.
 #pragma once
 
 #include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
-#include <cudnn.h>
 #include <nccl.h>
 
 #include "engine/error.h"
@@ -31,15 +30,6 @@
                                    cublasGetStatusName(electra_status_),                        \
                                    cublasGetStatusString(electra_status_), __FILE__, __LINE__); \
     }                                                                                           \
-  } while (0)
-
-#define ELECTRA_CUDNN_CHECK(call)                                                                 \
-  do {                                                                                            \
-    cudnnStatus_t electra_status_ = (call);                                                       \
-    if (electra_status_ != CUDNN_STATUS_SUCCESS) {                                                \
-      ::electra::throw_api_failure("cuDNN", #call, static_cast<long>(electra_status_),            \
-                                   cudnnGetErrorString(electra_status_), "", __FILE__, __LINE__); \
-    }                                                                                             \
   } while (0)
 
 #define ELECTRA_NCCL_CHECK(call)                                                                   \

@@ -1,6 +1,6 @@
 // Error types and checking macros.
 //
-// electra::Error      a bug or a failed library call (CUDA, cuBLAS, cuDNN, NCCL, MPI): the message
+// electra::Error      a bug or a failed library call (CUDA, cuBLAS, NCCL, MPI): the message
 //                     names the call, the code, the file and the line.
 // electra::UserError  bad input (config, data, paths): the message names the file/key/position.
 //                     apps/ prints it on one line and exits non-zero.

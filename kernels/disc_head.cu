@@ -60,10 +60,12 @@ void launch(Context& ctx, const T* logits, const Tensor& labels, const Tensor& w
             const Tensor& loss, T* dlogits, const Tensor& counts, const Tensor& workspace) {
   const int64_t n = labels.numel();
   const int64_t blocks = disc_head_workspace_size(n) / kDiscCounts;
-  disc_head_kernel<T><<<blocks, kDiscHeadThreads, 0, ctx.stream()>>>(
-      logits, labels.ptr<int32_t>(), weights.ptr<float>(), scale, n, loss.ptr<float>(), dlogits,
-      workspace.ptr<float>());
-  ELECTRA_CUDA_CHECK_LAUNCH();
+  if (blocks > 0) {  // with no token the counts below are still written (as zeros)
+    disc_head_kernel<T><<<blocks, kDiscHeadThreads, 0, ctx.stream()>>>(
+        logits, labels.ptr<int32_t>(), weights.ptr<float>(), scale, n, loss.ptr<float>(), dlogits,
+        workspace.ptr<float>());
+    ELECTRA_CUDA_CHECK_LAUNCH();
+  }
   disc_head_counts_kernel<<<1, kDiscHeadThreads, 0, ctx.stream()>>>(workspace.ptr<float>(), blocks,
                                                                     counts.ptr<float>());
   ELECTRA_CUDA_CHECK_LAUNCH();

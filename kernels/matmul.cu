@@ -12,9 +12,12 @@
 //
 // Plans (matmul descriptor, three layouts, the heuristic's algorithm) are cached per shape, type,
 // alignment and epilogue in a host-side map, so a repeated call costs a map lookup: no heuristic
-// query and no device allocation. When cuBLASLt offers no algorithm for a fused bias (e.g. an f32
-// bias with a bf16 output, or a bias not 16-byte aligned) the plan runs without the epilogue and
-// the bias is added by the elementwise kernel instead.
+// query and no device allocation. cuBLASLt's bias epilogue takes a bias of the output's type
+// (cublasLt.h, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE; the exceptions are int8 and fp8 kernels), so a
+// bf16 layer passes the bf16 compute copy of its bias. When the fused attempt fails for any reason
+// (an f32 bias with a bf16 output, a bias not 16-byte aligned, a status other than
+// NOT_SUPPORTED) the plain plan runs and the elementwise kernel adds the bias; only a failure of
+// the plain plan is an error.
 #include <algorithm>
 #include <array>
 #include <map>
@@ -124,6 +127,10 @@ std::unique_ptr<Plan> build_plan(Context& ctx, const GemmArgs& g, bool fuse_bias
              static_cast<uint32_t>(CUBLASLT_EPILOGUE_BIAS));
     set_desc(plan->desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
              static_cast<int32_t>(cuda_type(g.epilogue.bias->dtype, "bias")));
+    // The heuristic infers the bias alignment from this pointer; gemm() sets the call's own
+    // (also 16-byte aligned: get_plan fuses only such biases) before every launch.
+    set_desc(plan->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+             static_cast<const void*>(g.epilogue.bias->data));
   }
   plan->a = make_layout(ab_type, g.b, g.batch);
   plan->b = make_layout(ab_type, g.a, g.batch);
@@ -142,7 +149,9 @@ std::unique_ptr<Plan> build_plan(Context& ctx, const GemmArgs& g, bool fuse_bias
   const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(
       ctx.cublaslt(), plan->desc, plan->a, plan->b, plan->d, plan->d, pref, 1, &result, &count);
   cublasLtMatmulPreferenceDestroy(pref);
-  if (status != CUBLAS_STATUS_NOT_SUPPORTED) ELECTRA_CUBLAS_CHECK(status);
+  // A fused attempt that fails in any way falls back to the plain plan (get_plan); the plain
+  // plan's NOT_SUPPORTED becomes get_plan's error naming the shape, any other status throws here.
+  if (!fuse_bias && status != CUBLAS_STATUS_NOT_SUPPORTED) ELECTRA_CUBLAS_CHECK(status);
   plan->found = status == CUBLAS_STATUS_SUCCESS && count > 0;
   plan->algo = result.algo;
   plan->fused_bias = fuse_bias;
@@ -217,13 +226,21 @@ __device__ __forceinline__ float gelu(float x) {
 
 // The unfused part of the epilogue, elementwise over the [rows, n] output `pre`:
 //   pre += bias (when bias), then y = gelu(pre) (when y). Bias-only runs in place on C.
+// 2-D indexing (no per-element integer division): threadIdx.x and blockIdx.x pick the column,
+// threadIdx.y and blockIdx.y the row, with a grid-stride loop over rows past 65535 row blocks.
+constexpr int kEpilogueCols = 32, kEpilogueRows = 8;
+
 template <class TC, class TB>
-__global__ void bias_gelu_kernel(TC* pre, TC* y, const TB* bias, int64_t total, int64_t n) {
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+__global__ void bias_gelu_kernel(TC* pre, TC* y, const TB* bias, int64_t rows, int64_t n) {
+  const int64_t col = blockIdx.x * static_cast<int64_t>(kEpilogueCols) + threadIdx.x;
+  if (col >= n) return;
+  const float b = bias != nullptr ? to_float(bias[col]) : 0.0f;
+  for (int64_t r = blockIdx.y * static_cast<int64_t>(kEpilogueRows) + threadIdx.y; r < rows;
+       r += static_cast<int64_t>(gridDim.y) * kEpilogueRows) {
+    const int64_t i = r * n + col;
     float v = to_float(pre[i]);
     if (bias != nullptr) {
-      v = to_float(from_float<TC>(v + to_float(bias[i % n])));
+      v = to_float(from_float<TC>(v + b));
       pre[i] = from_float<TC>(v);
     }
     if (y != nullptr) y[i] = from_float<TC>(gelu(v));
@@ -233,10 +250,11 @@ __global__ void bias_gelu_kernel(TC* pre, TC* y, const TB* bias, int64_t total, 
 template <class TC, class TB>
 void launch_bias_gelu(Context& ctx, void* pre, void* y, const void* bias, int64_t total,
                       int64_t n) {
-  constexpr int kThreads = 256;
-  const int64_t blocks = std::min<int64_t>(ceil_div(total, kThreads), 65535);
-  bias_gelu_kernel<TC, TB><<<blocks, kThreads, 0, ctx.stream()>>>(
-      static_cast<TC*>(pre), static_cast<TC*>(y), static_cast<const TB*>(bias), total, n);
+  const int64_t rows = total / n;
+  const dim3 grid(static_cast<unsigned>(ceil_div(n, kEpilogueCols)),
+                  static_cast<unsigned>(std::min<int64_t>(ceil_div(rows, kEpilogueRows), 65535)));
+  bias_gelu_kernel<TC, TB><<<grid, dim3(kEpilogueCols, kEpilogueRows), 0, ctx.stream()>>>(
+      static_cast<TC*>(pre), static_cast<TC*>(y), static_cast<const TB*>(bias), rows, n);
   ELECTRA_CUDA_CHECK_LAUNCH();
 }
 
@@ -275,6 +293,7 @@ __global__ void bias_grad_kernel(const T* dy, float* db, int64_t m, int64_t n) {
 }  // namespace
 
 void gemm(Context& ctx, const GemmArgs& g) {
+  if (g.m() == 0 || g.n() == 0) return;  // nothing to launch
   const MatmulEpilogue& e = g.epilogue;
   if (e.bias != nullptr) {
     ELECTRA_CHECK(e.bias->dtype == DType::F32 || e.bias->dtype == g.c.storage.dtype,

@@ -33,6 +33,7 @@ void mse_loss(Context& ctx, const Tensor& predictions, const Tensor& targets, co
               float scale, const Tensor& loss, const Tensor& dpredictions) {
   check_dtype(loss, DType::F32, "mse_loss (cuda) loss");
   const int64_t n = predictions.numel();
+  if (n == 0) return;  // a 0-block grid is an invalid launch configuration
   const int64_t blocks = std::min(ceil_div(n, kThreads), kMaxBlocks);
   dispatch_activation(predictions, "mse_loss", [&](auto tag) {
     using T = decltype(tag);

@@ -44,7 +44,7 @@ void ElectraGenerator::forward(Context& ctx, const Pass& pass, const Tensor& ids
   dense_.forward_no_bias(ctx, gathered_, pre_);
   bias_gelu_forward(ctx, pre_, dense_.bias().value, act_);
   norm_.forward(ctx, act_, normed_);
-  linear_forward(ctx, normed_, tables_->word_padded.compute, output_bias_.value, logits_);
+  linear_forward(ctx, normed_, tables_->word_padded.compute, output_bias_.compute, logits_);
 }
 
 void ElectraGenerator::backward(Context& ctx, const Pass& pass) {

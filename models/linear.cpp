@@ -9,7 +9,7 @@ Linear::Linear(ModelBuilder& builder, const std::string& prefix, int64_t in, int
       bias_(builder.param(prefix + "bias", {out}, ParamKind::kBias)) {}
 
 void Linear::forward(Context& ctx, const Tensor& x, const Tensor& y) const {
-  linear_forward(ctx, x, weight_.compute, bias_.value, y);
+  linear_forward(ctx, x, weight_.compute, bias_.compute, y);
 }
 
 void Linear::forward_no_bias(Context& ctx, const Tensor& x, const Tensor& y) const {

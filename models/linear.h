@@ -1,6 +1,7 @@
 // Linear: y = x W^T + b with W [out, in] and b [out] (HF's nn.Linear layout).
 // backward: dx = dy W (written, or added to dx when accumulate_dx), dW += dy^T x, db += colsum(dy).
-// Matmuls read W's compute view (bf16 on a bf16 run), the bias is read in f32.
+// Matmuls read the compute views of W and b (bf16 on a bf16 run: cuBLASLt fuses only a bias of the
+// output's type into the GEMM).
 #pragma once
 
 #include <string>

@@ -7,6 +7,7 @@
 #include "engine/context.h"
 #include "engine/cuda_check.h"
 #include "engine/philox.h"
+#include "test/common/device_util.h"
 
 using namespace electra;
 
@@ -37,15 +38,15 @@ TEST_CASE("Philox draws on the GPU equal the CPU bit for bit", "[philox][gpu]") 
   draw_kernel<<<(n + 255) / 256, 256, 0, ctx.stream()>>>(
       stream, first, n, static_cast<uint32_t*>(bits.data), u.ptr<float>(), g.ptr<float>());
   ELECTRA_CUDA_CHECK_LAUNCH();
-  std::vector<uint32_t> host_bits(n);
-  std::vector<float> host_u(n), host_g(n);
-  ELECTRA_CUDA_CHECK(cudaMemcpy(host_bits.data(), bits.data, n * 4, cudaMemcpyDeviceToHost));
-  ELECTRA_CUDA_CHECK(cudaMemcpy(host_u.data(), u.data, n * 4, cudaMemcpyDeviceToHost));
-  ELECTRA_CUDA_CHECK(cudaMemcpy(host_g.data(), g.data, n * 4, cudaMemcpyDeviceToHost));
+  // download() copies on ctx.stream() and waits for it: a plain cudaMemcpy runs on the legacy
+  // default stream, which does not wait for the context's non-blocking stream.
+  const std::vector<int32_t> host_bits = test::download<int32_t>(ctx, bits);
+  const std::vector<float> host_u = test::download<float>(ctx, u);
+  const std::vector<float> host_g = test::download<float>(ctx, g);
   int bit_mismatch = 0, u_mismatch = 0, g_mismatch = 0;
   for (int i = 0; i < n; ++i) {
     const uint32_t b = stream.bits(first + i);
-    bit_mismatch += host_bits[i] != b;
+    bit_mismatch += static_cast<uint32_t>(host_bits[i]) != b;
     const float cu = uniform01(b), cg = gumbel(b);
     u_mismatch += std::memcmp(&host_u[i], &cu, 4) != 0;
     g_mismatch += std::memcmp(&host_g[i], &cg, 4) != 0;
