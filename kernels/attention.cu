@@ -9,7 +9,9 @@
 //
 // Softmax kernels: one warp per row of T keys, three passes over the row (max, sum, write), which
 // stays in L1 for T <= 512; f32 math, warp reductions in a fixed order (deterministic). The
-// dropout mask is a pure function of (rng, site, element index), regenerated in the backward.
+// dropout mask is a pure function of (rng, site, element index), regenerated in the backward;
+// every pass that needs it takes groups of 4 consecutive elements (one lane, or one thread), whose
+// keep bits come from one Philox block (dropout_keep4), and none draws at p = 0.
 #include "kernels/attention.h"
 #include "kernels/cuda_common.cuh"
 #include "kernels/dropout_mask.h"
@@ -43,28 +45,37 @@ __global__ void softmax_dropout_forward_kernel(T* probs, T* pd, const int32_t* m
   }
   sum = warp_sum(sum);
   const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
-  for (int j = lane; j < t; j += kWarpSize) {
-    const float prob = m[j] != 0 ? expf(to_float(s[j]) - max) * inv : 0.0f;
-    s[j] = from_float<T>(prob);
-    if (pd != nullptr) {
-      const bool keep = dropout_keep(rng, site + row * t + j, p);
-      pd[row * t + j] = from_float<T>(keep ? prob * keep_scale : 0.0f);
+  for (int j4 = 4 * lane; j4 < t; j4 += 4 * kWarpSize) {
+    const uint32_t keep = pd != nullptr ? dropout_keep4(rng, site + row * t + j4, p) : 0xFu;
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int j = j4 + e;
+      if (j >= t) break;
+      const float prob = m[j] != 0 ? expf(to_float(s[j]) - max) * inv : 0.0f;
+      s[j] = from_float<T>(prob);
+      if (pd != nullptr) pd[row * t + j] = from_float<T>((keep >> e) & 1u ? prob * keep_scale : 0.0f);
     }
   }
 }
 
-// Pd = P * keep / (1 - p), elementwise over [B, heads, T, T].
+// Pd = P * keep / (1 - p), elementwise over [B, heads, T, T], 4 consecutive elements per thread.
 template <class T>
 __global__ void dropout_probs_kernel(const T* probs, T* pd, int64_t n, RngStream rng, uint64_t site,
                                      float p, float keep_scale) {
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const bool keep = dropout_keep(rng, site + i, p);
-    pd[i] = from_float<T>(keep ? to_float(probs[i]) * keep_scale : 0.0f);
+  for (int64_t i4 = 4 * (blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x); i4 < n;
+       i4 += 4 * static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const uint32_t keep = dropout_keep4(rng, site + i4, p);
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      if (i4 + e >= n) break;
+      pd[i4 + e] = from_float<T>((keep >> e) & 1u ? to_float(probs[i4 + e]) * keep_scale : 0.0f);
+    }
   }
 }
 
 // dPd -> dS in place over `grad`: dP = dPd * keep / (1 - p), dS = P (dP - sum_k P_k dP_k).
+// Each lane takes groups of 4 consecutive keys; the keep bits are drawn in both passes (nothing
+// of size T is stored per lane) and not at all at p = 0 (keep_scale = 1 then).
 template <class T>
 __global__ void softmax_dropout_backward_kernel(const T* probs, T* grad, int64_t rows, int t,
                                                 RngStream rng, uint64_t site, float p,
@@ -74,16 +85,27 @@ __global__ void softmax_dropout_backward_kernel(const T* probs, T* grad, int64_t
   if (row >= rows) return;
   const T* prob = probs + row * t;
   T* g = grad + row * t;
+  const uint64_t first = site + row * t;
   float dot = 0.0f;
-  for (int j = lane; j < t; j += kWarpSize) {
-    const bool keep = dropout_keep(rng, site + row * t + j, p);
-    if (keep) dot += to_float(prob[j]) * to_float(g[j]) * keep_scale;
+  for (int j4 = 4 * lane; j4 < t; j4 += 4 * kWarpSize) {
+    const uint32_t keep = p > 0.0f ? dropout_keep4(rng, first + j4, p) : 0xFu;
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int j = j4 + e;
+      if (j >= t) break;
+      if ((keep >> e) & 1u) dot += to_float(prob[j]) * to_float(g[j]) * keep_scale;
+    }
   }
   dot = warp_sum(dot);
-  for (int j = lane; j < t; j += kWarpSize) {
-    const bool keep = dropout_keep(rng, site + row * t + j, p);
-    const float dp = keep ? to_float(g[j]) * keep_scale : 0.0f;
-    g[j] = from_float<T>(to_float(prob[j]) * (dp - dot));
+  for (int j4 = 4 * lane; j4 < t; j4 += 4 * kWarpSize) {
+    const uint32_t keep = p > 0.0f ? dropout_keep4(rng, first + j4, p) : 0xFu;
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int j = j4 + e;
+      if (j >= t) break;
+      const float dp = (keep >> e) & 1u ? to_float(g[j]) * keep_scale : 0.0f;
+      g[j] = from_float<T>(to_float(prob[j]) * (dp - dot));
+    }
   }
 }
 
@@ -149,7 +171,7 @@ template <class T>
 void launch_dropout_probs(Context& ctx, const AttentionArgs& args, const Tensor& probs,
                           const Tensor& pd) {
   const int64_t n = probs.numel();
-  const int64_t blocks = std::min<int64_t>(ceil_div(n, kThreads), 65535);
+  const int64_t blocks = std::min<int64_t>(ceil_div(n, 4 * kThreads), 65535);
   dropout_probs_kernel<T>
       <<<blocks, kThreads, 0, ctx.stream()>>>(data_of<T>(probs), data_of<T>(pd), n, args.rng,
                                               site_of(args), args.dropout_p, keep_scale_of(args));
@@ -226,6 +248,7 @@ void flash_attention_backward(Context& ctx, const Tensor& qkv, const Tensor& mas
 void attention_forward(Context& ctx, const Tensor& qkv, const Tensor& mask,
                        const AttentionArgs& args, const Tensor& saved, const Tensor& scratch,
                        const Tensor& out) {
+  if (qkv.numel() == 0) return;  // B = 0 or T = 0: nothing to launch
   if (attention_uses_flash(Device::CUDA, args, qkv.dim(1), qkv.dim(2) / 3)) {
     flash_attention_forward(ctx, qkv, mask, args, saved, out);
   } else if (qkv.dtype == DType::F32) {
@@ -239,6 +262,7 @@ void attention_forward(Context& ctx, const Tensor& qkv, const Tensor& mask,
 void attention_backward(Context& ctx, const Tensor& qkv, const Tensor& mask,
                         const AttentionArgs& args, const Tensor& saved, const Tensor& dout,
                         const Tensor& scratch, const Tensor& dqkv, const Tensor& out) {
+  if (qkv.numel() == 0) return;
   if (attention_uses_flash(Device::CUDA, args, qkv.dim(1), qkv.dim(2) / 3)) {
     flash_attention_backward(ctx, qkv, mask, args, saved, out, dout, scratch, dqkv);
   } else if (qkv.dtype == DType::F32) {

@@ -20,13 +20,17 @@
 // Tile products: bf16 operands on tensor cores (WMMA m16n16k16, f32 accumulation, every operand
 // and accumulator in shared memory); f32 operands by FMA loops (the parity mode: exact f32 sums,
 // speed secondary). Dropout: keep_ij = dropout_keep(rng, site + ((b * heads + h) * T + i) * T + j,
-// p), the Philox mask of version 1 and the CPU reference, regenerated wherever P is recomputed.
+// p), the Philox mask of version 1 and the CPU reference, regenerated wherever P is recomputed:
+// one Philox block (10 rounds) gives the bits of 4 consecutive keys (dropout_keep4; two blocks
+// when T % 4 != 0 puts a group across a block boundary). Shared-memory layouts and tile sizes:
+// kernels/attention_flash_layout.h.
 #include <mma.h>
 
 #include <cmath>
 #include <type_traits>
 
 #include "kernels/attention.h"
+#include "kernels/attention_flash_layout.h"
 #include "kernels/cuda_common.cuh"
 #include "kernels/dropout_mask.h"
 
@@ -35,8 +39,13 @@ namespace {
 
 constexpr int kWarps = 8;
 constexpr int kThreads = kWarps * kWarpSize;
-// The most dynamic shared memory one block may use on sm_80 (163 KiB; sm_90 allows more).
-constexpr size_t kMaxSharedBytes = 166912;
+using flash_layout::f32_ld;
+using flash_layout::operand_ld;
+
+template <class T, int kD, int kBr, int kBc>
+using ForwardLayout = flash_layout::Forward<sizeof(T), kD, kBr, kBc>;
+template <class T, int kD, int kBr, int kBc, int kAccRows, int kAccs>
+using BackwardLayout = flash_layout::Backward<sizeof(T), kD, kBr, kBc, kAccRows, kAccs>;
 
 struct FlashParams {
   int t, h, heads, d;  // sequence length, hidden, heads, head dim
@@ -45,55 +54,6 @@ struct FlashParams {
   RngStream rng;
   uint64_t site;  // dropout_site_offset(args.site)
   bool vec;       // tiles may be loaded as 16-byte packs (d % 8 == 0, pointers aligned)
-};
-
-// Leading dimensions (elements) of the shared-memory tiles: operand tiles in T are padded by 8
-// elements and f32 tiles by 4, so consecutive rows start on different banks while staying
-// multiples of 8 (16-bit) / 4 (f32) elements with 32-byte aligned 16-row tiles, as WMMA requires.
-constexpr int operand_ld(int cols) {
-  return cols + 8;
-}
-constexpr int f32_ld(int cols) {
-  return cols + 4;
-}
-constexpr size_t align128(size_t bytes) {
-  return (bytes + 127) / 128 * 128;
-}
-
-// Shared memory of the forward (byte offsets of each tile, 128-byte aligned).
-template <class T, int kD, int kBr, int kBc>
-struct ForwardLayout {
-  static constexpr int kLdT = operand_ld(kD), kLdS = f32_ld(kBc), kLdP = operand_ld(kBc);
-  static constexpr int kLdO = f32_ld(kD);
-  static constexpr size_t kQ = 0;
-  static constexpr size_t kK = align128(kQ + sizeof(T) * kBr * kLdT);
-  static constexpr size_t kV = align128(kK + sizeof(T) * kBc * kLdT);
-  static constexpr size_t kS = align128(kV + sizeof(T) * kBc * kLdT);          // f32 [kBr][kLdS]
-  static constexpr size_t kP = align128(kS + sizeof(float) * kBr * kLdS);      // T [kBr][kLdP]
-  static constexpr size_t kO = align128(kP + sizeof(T) * kBr * kLdP);          // f32 [kBr][kLdO]
-  static constexpr size_t kStats = align128(kO + sizeof(float) * kBr * kLdO);  // m, l, factor
-  static constexpr size_t kBytes = kStats + sizeof(float) * 3 * kBr;
-  static_assert(kBytes <= kMaxSharedBytes, "flash forward tiles exceed shared memory");
-};
-
-// Shared memory of the two backward kernels: kAccs f32 accumulators of kAccRows rows (dK and dV
-// of a key tile, or dQ of a query tile).
-template <class T, int kD, int kBr, int kBc, int kAccRows, int kAccs>
-struct BackwardLayout {
-  static constexpr int kLdT = operand_ld(kD), kLdS = f32_ld(kBc), kLdP = operand_ld(kBc);
-  static constexpr int kLdA = f32_ld(kD);
-  static constexpr size_t kQ = 0;
-  static constexpr size_t kDout = align128(kQ + sizeof(T) * kBr * kLdT);
-  static constexpr size_t kK = align128(kDout + sizeof(T) * kBr * kLdT);
-  static constexpr size_t kV = align128(kK + sizeof(T) * kBc * kLdT);
-  static constexpr size_t kS = align128(kV + sizeof(T) * kBc * kLdT);       // f32 S
-  static constexpr size_t kDp = align128(kS + sizeof(float) * kBr * kLdS);  // f32 dPd
-  static constexpr size_t kPd = align128(kDp + sizeof(float) * kBr * kLdS);
-  static constexpr size_t kDs = align128(kPd + sizeof(T) * kBr * kLdP);
-  static constexpr size_t kAcc = align128(kDs + sizeof(T) * kBr * kLdP);
-  static constexpr size_t kRowStats = align128(kAcc + sizeof(float) * kAccs * kAccRows * kLdA);
-  static constexpr size_t kBytes = kRowStats + sizeof(float) * 2 * kBr;  // L, D of the rows
-  static_assert(kBytes <= kMaxSharedBytes, "flash backward tiles exceed shared memory");
 };
 
 // Rows [row0, row0 + kRows) of one head (d columns from `src`, row stride ld) into the tile
@@ -179,6 +139,29 @@ __device__ __forceinline__ uint64_t mask_row(const FlashParams& fp, int bh, int 
   return fp.site + (static_cast<uint64_t>(bh) * fp.t + i) * fp.t;
 }
 
+// Whether one of keys j .. j + 3 is a real token (inside T and not padding).
+__device__ __forceinline__ bool any_real_key(const int32_t* real, int j, int t) {
+  bool any = false;
+#pragma unroll
+  for (int k = 0; k < 4; ++k) any = any || (j + k < t && real[j + k] != 0);
+  return any;
+}
+
+// The keep bits of the [kBr][kBc] tile at (i0, j0), one byte per group of 4 keys:
+// keep[r * kBc / 4 + c / 4] bit k = keep of (i0 + r, j0 + c + k). One Philox block per group;
+// groups whose P is 0 anyway (rows past T, no real key) are not drawn.
+template <int kBr, int kBc>
+__device__ void dropout_keep_tile(uint8_t* keep, const int32_t* real, int bh, int i0, int j0,
+                                  const FlashParams& fp) {
+  constexpr int kGroups = kBc / 4;
+  for (int g = threadIdx.x; g < kBr * kGroups; g += blockDim.x) {
+    const int i = i0 + g / kGroups, j = j0 + g % kGroups * 4;
+    keep[g] = i < fp.t && any_real_key(real, j, fp.t)
+                  ? static_cast<uint8_t>(dropout_keep4(fp.rng, mask_row(fp, bh, i) + j, fp.p))
+                  : uint8_t{0xF};
+  }
+}
+
 template <class T, int kD, int kBr, int kBc>
 __global__ void __launch_bounds__(kThreads)
     flash_forward_kernel(const T* qkv, const int32_t* mask, T* out, float* lse, FlashParams fp) {
@@ -190,6 +173,7 @@ __global__ void __launch_bounds__(kThreads)
   float* s = reinterpret_cast<float*>(smem + L::kS);
   T* pd = reinterpret_cast<T*>(smem + L::kP);
   float* o = reinterpret_cast<float*>(smem + L::kO);
+  uint8_t* keep_bits = smem + L::kKeep;
   float* row_max = reinterpret_cast<float*>(smem + L::kStats);
   float* row_sum = row_max + kBr;
   float* factor = row_sum + kBr;  // exp(m - m') of the current key tile
@@ -211,6 +195,7 @@ __global__ void __launch_bounds__(kThreads)
     __syncthreads();  // the previous key tile's K, V and Pd are no longer read
     load_tile<T, kBc, kD>(k, q_src + fp.h, ld, j0, fp);
     load_tile<T, kBc, kD>(v, q_src + 2 * fp.h, ld, j0, fp);
+    if (fp.p > 0.0f) dropout_keep_tile<kBr, kBc>(keep_bits, real, bh, i0, j0, fp);
     __syncthreads();
     block_mma<kBr, kBc, kD, false, true>(q, L::kLdT, k, L::kLdT, s, L::kLdS, false);
     __syncthreads();
@@ -227,13 +212,13 @@ __global__ void __launch_bounds__(kThreads)
       const float old_max = row_max[r], new_max = fmaxf(old_max, tile_max);
       // new_max = -inf: no real key so far; every exp below is exp(-inf) = 0 with offset 0.
       const float offset = new_max == -INFINITY ? 0.0f : new_max;
-      const uint64_t first = mask_row(fp, bh, i0 + r);
       float sum = 0.0f;
       for (int u = 0; u < kBc / kWarpSize; ++u) {
         const int c = lane + u * kWarpSize;
         const float e = expf(x[u] - offset);
         sum += e;
-        const bool keep = fp.p == 0.0f || e == 0.0f || dropout_keep(fp.rng, first + j0 + c, fp.p);
+        const bool keep =
+            fp.p == 0.0f || e == 0.0f || ((keep_bits[r * (kBc / 4) + c / 4] >> (c % 4)) & 1u) != 0;
         pd[r * L::kLdP + c] = from_float<T>(keep ? e * fp.keep_scale : 0.0f);
       }
       sum = warp_sum(sum);  // every lane has read row_max[r] before lane 0 rewrites it
@@ -289,23 +274,56 @@ __global__ void flash_backward_d_kernel(const T* out, const T* dout, float* d_ro
 // P, Pd and dS of one [kBr][kBc] tile (rows from i0, keys from j0) from the raw products
 // S = Q K^T and dPd = dout V^T in f32:
 //   P = exp(S / sqrt(d) - L_i) for real keys j < T and rows i < T, else 0 exactly;
-//   Pd = P keep / (1 - p) (into pd unless null);  dS = P (dPd keep / (1 - p) - D_i) (into ds).
-template <class T, int kBr, int kBc>
-__device__ void probs_and_grad_tile(const float* s, const float* dp, const float* row_lse,
-                                    const float* row_d, T* pd, T* ds, const int32_t* real, int bh,
-                                    int i0, int j0, const FlashParams& fp) {
-  constexpr int kLdS = f32_ld(kBc), kLdP = operand_ld(kBc);
-  for (int idx = threadIdx.x; idx < kBr * kBc; idx += blockDim.x) {
-    const int r = idx / kBc, c = idx % kBc, i = i0 + r, j = j0 + c;
-    float prob = 0.0f;
-    if (i < fp.t && j < fp.t && real[j] != 0) {
-      prob = expf(s[r * kLdS + c] * fp.scale - row_lse[r]);
+//   Pd = P keep / (1 - p) (written over S when kWritePd);  dS = P (dPd keep / (1 - p) - D_i)
+//   (written over dPd).
+// Each thread takes groups of 4 consecutive keys of a row (one Philox block for their keep bits)
+// and holds their values in registers: the whole block reads S and dPd, synchronises, then writes
+// the 16-bit Pd and dS tiles over them (flash_layout::Backward).
+template <class T, int kBr, int kBc, bool kWritePd>
+__device__ void probs_and_grad_tile(float* s, float* dp, const float* row_lse, const float* row_d,
+                                    const int32_t* real, int bh, int i0, int j0,
+                                    const FlashParams& fp) {
+  constexpr int kLdS = f32_ld(kBc), kLdP = operand_ld(kBc), kRowGroups = kBc / 4;
+  static_assert(kBr * kRowGroups % kThreads == 0, "whole groups of 4 keys per thread");
+  constexpr int kPerThread = kBr * kRowGroups / kThreads;
+  float pd_val[kPerThread][4], ds_val[kPerThread][4];
+#pragma unroll
+  for (int u = 0; u < kPerThread; ++u) {
+    const int g = threadIdx.x + u * kThreads, r = g / kRowGroups, c = g % kRowGroups * 4;
+    const int i = i0 + r, j = j0 + c;
+    const float4 s4 = *reinterpret_cast<const float4*>(s + r * kLdS + c);
+    const float4 dp4 = *reinterpret_cast<const float4*>(dp + r * kLdS + c);
+    const float raw[4] = {s4.x, s4.y, s4.z, s4.w}, dpd[4] = {dp4.x, dp4.y, dp4.z, dp4.w};
+    float prob[4];
+    bool any = false;
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      prob[e] = i < fp.t && j + e < fp.t && real[j + e] != 0
+                    ? expf(raw[e] * fp.scale - row_lse[r])
+                    : 0.0f;
+      any = any || prob[e] != 0.0f;
     }
-    const bool keep =
-        fp.p == 0.0f || prob == 0.0f || dropout_keep(fp.rng, mask_row(fp, bh, i) + j, fp.p);
-    const float grad = keep ? dp[r * kLdS + c] * fp.keep_scale : 0.0f;
-    if (pd != nullptr) pd[r * kLdP + c] = from_float<T>(keep ? prob * fp.keep_scale : 0.0f);
-    ds[r * kLdP + c] = from_float<T>(prob * (grad - row_d[r]));
+    const uint32_t keep_bits =
+        fp.p > 0.0f && any ? dropout_keep4(fp.rng, mask_row(fp, bh, i) + j, fp.p) : 0xFu;
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const bool keep = fp.p == 0.0f || prob[e] == 0.0f || ((keep_bits >> e) & 1u) != 0;
+      const float grad = keep ? dpd[e] * fp.keep_scale : 0.0f;
+      pd_val[u][e] = keep ? prob[e] * fp.keep_scale : 0.0f;
+      ds_val[u][e] = prob[e] * (grad - row_d[r]);
+    }
+  }
+  __syncthreads();  // every S and dPd value is read: the 16-bit tiles may overwrite them
+  T* pd = reinterpret_cast<T*>(s);
+  T* ds = reinterpret_cast<T*>(dp);
+#pragma unroll
+  for (int u = 0; u < kPerThread; ++u) {
+    const int g = threadIdx.x + u * kThreads, r = g / kRowGroups, c = g % kRowGroups * 4;
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      if constexpr (kWritePd) pd[r * kLdP + c + e] = from_float<T>(pd_val[u][e]);
+      ds[r * kLdP + c + e] = from_float<T>(ds_val[u][e]);
+    }
   }
 }
 
@@ -326,9 +344,11 @@ using KeyTileLayout = BackwardLayout<T, kD, kBr, kBc, kBc, 2>;
 template <class T, int kD, int kBr, int kBc>
 using QueryTileLayout = BackwardLayout<T, kD, kBr, kBc, kBr, 1>;
 
-// dK, dV of one key tile, looping over every query tile.
+// dK, dV of one key tile, looping over every query tile. At most 128 registers per thread
+// (__launch_bounds__ minimum of 2 blocks per SM): with its 104.5 KiB of shared memory at d = 64
+// in bf16, two blocks fit in an sm_90 SM (flash_layout::Backward).
 template <class T, int kD, int kBr, int kBc>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, 2)
     flash_backward_dkdv_kernel(const T* qkv, const int32_t* mask, const T* dout, const float* lse,
                                const float* d_rows, T* dqkv, FlashParams fp) {
   using L = KeyTileLayout<T, kD, kBr, kBc>;
@@ -339,8 +359,8 @@ __global__ void __launch_bounds__(kThreads)
   T* v = reinterpret_cast<T*>(smem + L::kV);
   float* s = reinterpret_cast<float*>(smem + L::kS);
   float* dp = reinterpret_cast<float*>(smem + L::kDp);
-  T* pd = reinterpret_cast<T*>(smem + L::kPd);
-  T* ds = reinterpret_cast<T*>(smem + L::kDs);
+  const T* pd = reinterpret_cast<const T*>(s);   // written over S by probs_and_grad_tile
+  const T* ds = reinterpret_cast<const T*>(dp);  // written over dPd
   float* dk = reinterpret_cast<float*>(smem + L::kAcc);
   float* dv = dk + kBc * L::kLdA;
   float* row_lse = reinterpret_cast<float*>(smem + L::kRowStats);
@@ -366,7 +386,7 @@ __global__ void __launch_bounds__(kThreads)
     block_mma<kBr, kBc, kD, false, true>(q, L::kLdT, k, L::kLdT, s, L::kLdS, false);
     block_mma<kBr, kBc, kD, false, true>(g, L::kLdT, v, L::kLdT, dp, L::kLdS, false);
     __syncthreads();
-    probs_and_grad_tile<T, kBr, kBc>(s, dp, row_lse, row_d, pd, ds, real, bh, i0, j0, fp);
+    probs_and_grad_tile<T, kBr, kBc, true>(s, dp, row_lse, row_d, real, bh, i0, j0, fp);
     __syncthreads();
     block_mma<kBc, kD, kBr, true, false>(pd, L::kLdP, g, L::kLdT, dv, L::kLdA, true);
     block_mma<kBc, kD, kBr, true, false>(ds, L::kLdP, q, L::kLdT, dk, L::kLdA, true);
@@ -396,7 +416,7 @@ __global__ void __launch_bounds__(kThreads)
   T* v = reinterpret_cast<T*>(smem + L::kV);
   float* s = reinterpret_cast<float*>(smem + L::kS);
   float* dp = reinterpret_cast<float*>(smem + L::kDp);
-  T* ds = reinterpret_cast<T*>(smem + L::kDs);
+  const T* ds = reinterpret_cast<const T*>(dp);  // written over dPd by probs_and_grad_tile
   float* dq = reinterpret_cast<float*>(smem + L::kAcc);
   float* row_lse = reinterpret_cast<float*>(smem + L::kRowStats);
   float* row_d = row_lse + kBr;
@@ -420,8 +440,7 @@ __global__ void __launch_bounds__(kThreads)
     block_mma<kBr, kBc, kD, false, true>(q, L::kLdT, k, L::kLdT, s, L::kLdS, false);
     block_mma<kBr, kBc, kD, false, true>(g, L::kLdT, v, L::kLdT, dp, L::kLdS, false);
     __syncthreads();
-    probs_and_grad_tile<T, kBr, kBc>(s, dp, row_lse, row_d, static_cast<T*>(nullptr), ds, real, bh,
-                                     i0, j0, fp);
+    probs_and_grad_tile<T, kBr, kBc, false>(s, dp, row_lse, row_d, real, bh, i0, j0, fp);
     __syncthreads();
     block_mma<kBr, kD, kBc, false, false>(ds, L::kLdP, k, L::kLdT, dq, L::kLdA, true);
   }
@@ -435,14 +454,8 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// Tile sizes: bf16 uses 64 x 64 tiles (4 x 4 WMMA tiles per product, two per warp), except the
-// query tile of the dK, dV kernel at kD = 128, halved to fit its two f32 accumulators in shared
-// memory; f32 uses 32 x 32 tiles (its FMA loops gain nothing from larger ones).
 template <class T, int kD>
-struct Tiles {
-  static constexpr int kBig = std::is_same_v<T, float> ? 32 : 64;
-  static constexpr int kKeyTileBr = std::is_same_v<T, float> || kD <= 64 ? kBig : 32;
-};
+using Tiles = flash_layout::Tiles<sizeof(T), kD>;
 
 FlashParams params_of(const Tensor& qkv, const AttentionArgs& args,
                       std::initializer_list<const void*> loaded) {
@@ -467,15 +480,18 @@ T* data_of(const Tensor& t) {
   return static_cast<T*>(t.data);
 }
 
-// Calls f(std::integral_constant<int, kD>{}) with the smallest tile width kD >= d.
+// Calls f(std::integral_constant<int, kD>{}) with kD = flash_tile_width(d).
 template <class F>
 void with_tile_width(int d, F&& f) {
-  if (d <= 32) {
-    f(std::integral_constant<int, 32>{});
-  } else if (d <= 64) {
-    f(std::integral_constant<int, 64>{});
-  } else {
-    f(std::integral_constant<int, 128>{});
+  switch (flash_tile_width(d)) {
+    case 32:
+      f(std::integral_constant<int, 32>{});
+      return;
+    case 64:
+      f(std::integral_constant<int, 64>{});
+      return;
+    default:
+      f(std::integral_constant<int, 128>{});
   }
 }
 
@@ -501,9 +517,11 @@ void flash_attention_forward(Context& ctx, const Tensor& qkv, const Tensor& mask
     using T = decltype(zero);
     with_tile_width(fp.d, [&](auto width) {
       constexpr int kD = decltype(width)::value, kB = Tiles<T, kD>::kBig;
+      static_assert(std::is_same_v<ForwardLayout<T, kD, kB, kB>,
+                                   flash_layout::ForwardOf<sizeof(T), kD>>);
       launch(ctx, flash_forward_kernel<T, kD, kB, kB>, ceil_div(fp.t, kB), heads_total,
-             ForwardLayout<T, kD, kB, kB>::kBytes, data_of<T>(qkv), mask.ptr<int32_t>(),
-             data_of<T>(out), lse.ptr<float>(), fp);
+             flash_shared_bytes(FlashKernel::kForward, qkv.dtype, fp.d), data_of<T>(qkv),
+             mask.ptr<int32_t>(), data_of<T>(out), lse.ptr<float>(), fp);
     });
   });
 }
@@ -521,12 +539,18 @@ void flash_attention_backward(Context& ctx, const Tensor& qkv, const Tensor& mas
     with_tile_width(fp.d, [&](auto width) {
       constexpr int kD = decltype(width)::value, kB = Tiles<T, kD>::kBig;
       constexpr int kKeyBr = Tiles<T, kD>::kKeyTileBr;
+      static_assert(std::is_same_v<KeyTileLayout<T, kD, kKeyBr, kB>,
+                                   flash_layout::KeyTileOf<sizeof(T), kD>>);
+      static_assert(std::is_same_v<QueryTileLayout<T, kD, kB, kB>,
+                                   flash_layout::QueryTileOf<sizeof(T), kD>>);
       launch(ctx, flash_backward_dkdv_kernel<T, kD, kKeyBr, kB>, ceil_div(fp.t, kB), heads_total,
-             KeyTileLayout<T, kD, kKeyBr, kB>::kBytes, data_of<T>(qkv), mask.ptr<int32_t>(),
-             data_of<T>(dout), lse.ptr<float>(), d.ptr<float>(), data_of<T>(dqkv), fp);
+             flash_shared_bytes(FlashKernel::kBackwardDkDv, qkv.dtype, fp.d), data_of<T>(qkv),
+             mask.ptr<int32_t>(), data_of<T>(dout), lse.ptr<float>(), d.ptr<float>(),
+             data_of<T>(dqkv), fp);
       launch(ctx, flash_backward_dq_kernel<T, kD, kB, kB>, ceil_div(fp.t, kB), heads_total,
-             QueryTileLayout<T, kD, kB, kB>::kBytes, data_of<T>(qkv), mask.ptr<int32_t>(),
-             data_of<T>(dout), lse.ptr<float>(), d.ptr<float>(), data_of<T>(dqkv), fp);
+             flash_shared_bytes(FlashKernel::kBackwardDq, qkv.dtype, fp.d), data_of<T>(qkv),
+             mask.ptr<int32_t>(), data_of<T>(dout), lse.ptr<float>(), d.ptr<float>(),
+             data_of<T>(dqkv), fp);
     });
   });
 }

@@ -1,6 +1,7 @@
 // dropout kernels: one thread per 8 consecutive elements (16-byte loads and stores for bf16, two
 // for f32) when the count is a multiple of 8 and the pointers are 16-byte aligned; one Philox call
-// yields the keep bits of 4 elements when the first index is a multiple of 4. A scalar
+// yields the keep bits of 4 elements when the first index is a multiple of 4 (two straddled blocks
+// otherwise). A scalar
 // grid-stride kernel covers the rest. Memory-bound: 2 * sizeof(T) bytes per element.
 #include "kernels/cuda_common.cuh"
 #include "kernels/dropout.h"
@@ -11,17 +12,12 @@ namespace {
 constexpr int kVec = 8;
 constexpr int kThreads = 256;
 
-// keep[j] for elements index0 .. index0 + 7: two Philox blocks when index0 is 4-aligned.
+// keep[j] for elements index0 .. index0 + 7: two Philox blocks when index0 is 4-aligned (three
+// otherwise), words picked without runtime indexing (dropout_keep4).
 __device__ __forceinline__ void keep8(const RngStream& stream, uint64_t index0, float p,
                                       bool keep[kVec]) {
-  if (index0 % 4 == 0) {
-    for (int half = 0; half < 2; ++half) {
-      const U32x4 bits = stream.block(index0 / 4 + half);
-      for (int j = 0; j < 4; ++j) keep[half * 4 + j] = uniform01(bits.v[j]) >= p;
-    }
-  } else {
-    for (int j = 0; j < kVec; ++j) keep[j] = dropout_keep(stream, index0 + j, p);
-  }
+  const uint32_t bits = dropout_keep4(stream, index0, p) | dropout_keep4(stream, index0 + 4, p) << 4;
+  for (int j = 0; j < kVec; ++j) keep[j] = (bits >> j) & 1u;
 }
 
 template <class T>

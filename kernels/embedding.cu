@@ -5,10 +5,16 @@
 // Backward, deterministic and without float atomics:
 //   dword: keys (id << 32 | token) for the B * T tokens (UINT64_MAX for padding and bad ids) are
 //     sorted by a bitonic sort in the workspace (tiles of 2048 keys in shared memory, larger
-//     strides by global passes); then one warp per (sorted position that starts a run of equal
-//     ids, chunk of 32 * V columns) sums dout over the run in token order and adds it to dword.
-//     Cost: log2(n)^2 / 2 compare passes over n keys, then one read of dout; a long run (e.g. a
-//     padding id) is summed by one warp per column chunk.
+//     strides by global passes). The sorted positions are then cut into fixed segments of
+//     kRunSegment keys: one warp per (segment, chunk of 32 * V columns) sums dout over each run of
+//     equal ids inside its segment in token order (the keys sort by token within an id). A run
+//     that lies inside one segment is added to dword right away; a run crossing segment
+//     boundaries leaves its per-segment pieces in the workspace (the piece that opens a segment
+//     as its head, the piece that starts the run as the tail of its segment), and a second pass
+//     adds them, tail first and then the heads in segment order, into dword. So a long run (the
+//     [MASK] and [PAD] ids are a large share of all tokens) is summed by many warps, not walked by
+//     one, and the sums are still the same bits every run. Cost: log2(n)^2 / 2 compare passes
+//     over n keys, then one read of dout and of the pieces.
 //   dposition and dsegment: one thread per (position t, column) sums dout over b in order into
 //     dposition[t] and into per-(t, segment) partials; a second kernel adds the partials over t in
 //     order into dsegment. S <= kEmbeddingMaxSegments.
@@ -23,6 +29,7 @@ constexpr int kTile = 2048;  // keys sorted per block in shared memory
 constexpr int kTileThreads = kTile / 2;
 constexpr int kColumnThreads = 256;
 constexpr uint64_t kNoKey = ~uint64_t{0};
+constexpr int64_t kRunSegment = kEmbeddingRunSegment;
 
 template <class T, int V>
 __global__ void embedding_forward_kernel(const int32_t* ids, const int32_t* segment_ids,
@@ -105,20 +112,59 @@ __global__ void bitonic_global_kernel(uint64_t* keys, int64_t pairs, int64_t j, 
   keys[i + j] = b;
 }
 
-// One warp per (sorted position s, column chunk): when s starts a run of equal ids, sums dout
-// over the run (token order: the keys sort by token within an id) and adds it to dword.
+// The id of sorted key s, or -1 for no key (outside [0, tokens), padding, a bad id).
+__device__ __forceinline__ int64_t key_id(const uint64_t* keys, int64_t s, int64_t tokens) {
+  return s >= 0 && s < tokens && keys[s] != kNoKey ? static_cast<int64_t>(keys[s] >> 32) : -1;
+}
+
+// One warp per (segment q of kRunSegment sorted keys, column chunk): each run of equal ids in the
+// segment is summed in key order; a run wholly inside the segment goes to dword, the piece of a
+// longer run into head[q] (it continues a run from the previous segment) or tail[q] (it starts a
+// run that goes on past the segment).
 template <class T, int V>
-__global__ void word_grad_kernel(const uint64_t* keys, const T* dout, float* dword, int64_t tokens,
-                                 int64_t e) {
-  const int64_t s = blockIdx.x * static_cast<int64_t>(kTokensPerBlock) + threadIdx.x / kWarpSize;
+__global__ void word_grad_segment_kernel(const uint64_t* keys, const T* dout, float* dword,
+                                         float* head, float* tail, int64_t tokens,
+                                         int64_t segments, int64_t e) {
+  const int64_t q = blockIdx.x * static_cast<int64_t>(kTokensPerBlock) + threadIdx.x / kWarpSize;
   const int64_t c = (blockIdx.y * static_cast<int64_t>(kWarpSize) + threadIdx.x % kWarpSize) * V;
-  if (s >= tokens || c >= e) return;
-  const uint64_t key = keys[s];
-  const uint64_t id = key >> 32;
-  if (key == kNoKey || (s > 0 && (keys[s - 1] >> 32) == id)) return;
-  float acc[V] = {}, d[V];
-  for (int64_t r = s; r < tokens && keys[r] != kNoKey && (keys[r] >> 32) == id; ++r) {
-    load_vec<V>(dout + static_cast<int64_t>(keys[r] & 0xffffffffu) * e + c, d);
+  if (q >= segments || c >= e) return;
+  const int64_t begin = q * kRunSegment, end = std::min(tokens, begin + kRunSegment);
+  float acc[V], d[V];
+  for (int64_t a = begin; a < end;) {
+    const int64_t id = key_id(keys, a, tokens);
+    if (id < 0) break;  // no-key entries sort last
+    for (int j = 0; j < V; ++j) acc[j] = 0.0f;
+    int64_t b = a;
+    for (; b < end && key_id(keys, b, tokens) == id; ++b) {
+      load_vec<V>(dout + static_cast<int64_t>(keys[b] & 0xffffffffu) * e + c, d);
+      for (int j = 0; j < V; ++j) acc[j] += d[j];
+    }
+    const bool from_before = a == begin && key_id(keys, a - 1, tokens) == id;
+    const bool goes_on = b == end && key_id(keys, b, tokens) == id;
+    float* dst = from_before ? head + q * e + c : goes_on ? tail + q * e + c : dword + id * e + c;
+    for (int j = 0; j < V; ++j) dst[j] = from_before || goes_on ? acc[j] : dst[j] + acc[j];
+    a = b;
+  }
+}
+
+// One warp per (segment q, column chunk) whose last run starts in q and goes on past it:
+// dword[id] += tail[q] + head[q + 1] + head[q + 2] + ... over the segments the run covers.
+template <int V>
+__global__ void word_grad_join_kernel(const uint64_t* keys, float* dword, const float* head,
+                                      const float* tail, int64_t tokens, int64_t segments,
+                                      int64_t e) {
+  const int64_t q = blockIdx.x * static_cast<int64_t>(kTokensPerBlock) + threadIdx.x / kWarpSize;
+  const int64_t c = (blockIdx.y * static_cast<int64_t>(kWarpSize) + threadIdx.x % kWarpSize) * V;
+  if (q >= segments || c >= e) return;
+  const int64_t begin = q * kRunSegment, end = std::min(tokens, begin + kRunSegment);
+  const int64_t id = key_id(keys, end - 1, tokens);
+  if (id < 0 || key_id(keys, end, tokens) != id) return;  // the last run ends in q
+  // The last run starts inside q unless the whole segment continues a run from before.
+  if (key_id(keys, begin, tokens) == id && key_id(keys, begin - 1, tokens) == id) return;
+  float acc[V], d[V];
+  load_vec<V>(tail + q * e + c, acc);
+  for (int64_t r = q + 1; r < segments && key_id(keys, r * kRunSegment, tokens) == id; ++r) {
+    load_vec<V>(head + r * e + c, d);
     for (int j = 0; j < V; ++j) acc[j] += d[j];
   }
   float* row = dword + id * e + c;
@@ -219,21 +265,31 @@ void backward(Context& ctx, const Tensor& dout, const Tensor& ids, const Tensor&
                 "embedding_backward (cuda): workspace ", workspace.str(), " must be on cuda, ",
                 "16-byte aligned, with at least ", need, " bytes");
   const int64_t padded = static_cast<int64_t>(embedding_sort_keys(batch, len));
+  const int64_t run_segments = ceil_div(tokens, kRunSegment);
   uint64_t* keys = static_cast<uint64_t*>(workspace.data);
   float* partial = reinterpret_cast<float*>(keys + padded);
+  float* head = partial + len * segments * e;
+  float* tail = head + run_segments * e;
   const T* d = static_cast<const T*>(dout.data);
 
   sort_keys(ctx, ids, dword.dim(0), keys, padded);
-  const bool vec = vectorizable(e, {d, dword.data});
+  const bool vec = vectorizable(e, {d, dword.data, head, tail});
   const int v = vec ? 8 : 1;
-  const dim3 grid(static_cast<unsigned>(ceil_div(tokens, kTokensPerBlock)),
+  const dim3 grid(static_cast<unsigned>(ceil_div(run_segments, kTokensPerBlock)),
                   static_cast<unsigned>(ceil_div(e, kWarpSize * v)));
+  const int threads = kTokensPerBlock * kWarpSize;
   if (vec) {
-    word_grad_kernel<T, 8><<<grid, kTokensPerBlock * kWarpSize, 0, ctx.stream()>>>(
-        keys, d, dword.ptr<float>(), tokens, e);
+    word_grad_segment_kernel<T, 8><<<grid, threads, 0, ctx.stream()>>>(
+        keys, d, dword.ptr<float>(), head, tail, tokens, run_segments, e);
+    ELECTRA_CUDA_CHECK_LAUNCH();
+    word_grad_join_kernel<8><<<grid, threads, 0, ctx.stream()>>>(keys, dword.ptr<float>(), head,
+                                                                 tail, tokens, run_segments, e);
   } else {
-    word_grad_kernel<T, 1><<<grid, kTokensPerBlock * kWarpSize, 0, ctx.stream()>>>(
-        keys, d, dword.ptr<float>(), tokens, e);
+    word_grad_segment_kernel<T, 1><<<grid, threads, 0, ctx.stream()>>>(
+        keys, d, dword.ptr<float>(), head, tail, tokens, run_segments, e);
+    ELECTRA_CUDA_CHECK_LAUNCH();
+    word_grad_join_kernel<1><<<grid, threads, 0, ctx.stream()>>>(keys, dword.ptr<float>(), head,
+                                                                 tail, tokens, run_segments, e);
   }
   ELECTRA_CUDA_CHECK_LAUNCH();
 

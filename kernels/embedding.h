@@ -31,15 +31,22 @@ namespace electra {
 // Most segment types the GPU backward supports (BERT and ELECTRA use 2).
 constexpr int64_t kEmbeddingMaxSegments = 8;
 
+// Sorted keys per segment of the GPU word-gradient pass (a long run of one id is cut into pieces
+// of at most this many tokens, summed by separate warps).
+constexpr int64_t kEmbeddingRunSegment = 64;
+
 // Sort keys: B * T rounded up to a power of two (and at least the 2048 keys of one sort tile),
-// 8 bytes each; then T * S * E f32 per-position partial sums of dsegment.
+// 8 bytes each; then T * S * E f32 per-position partial sums of dsegment; then two E-float pieces
+// (head, tail) per segment of kEmbeddingRunSegment sorted keys.
 inline size_t embedding_sort_keys(int64_t b, int64_t t) {
   size_t n = 2048;
   while (n < static_cast<size_t>(b * t)) n *= 2;
   return n;
 }
 inline size_t embedding_backward_workspace_bytes(int64_t b, int64_t t, int64_t s, int64_t e) {
-  return embedding_sort_keys(b, t) * 8 + static_cast<size_t>(t * s * e) * 4;
+  const int64_t run_segments = (b * t + kEmbeddingRunSegment - 1) / kEmbeddingRunSegment;
+  return embedding_sort_keys(b, t) * 8 + static_cast<size_t>(t * s * e) * 4 +
+         static_cast<size_t>(2 * run_segments * e) * 4;
 }
 
 namespace cpu {

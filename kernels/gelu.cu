@@ -2,9 +2,10 @@
 // elements (V = 8 with 16-byte accesses when H % 8 == 0 and the pointers are aligned, else 1), y
 // over blocks of R = bias_gelu_rows_per_block(N) rows; a thread walks its R rows, so the bias is
 // loaded once per thread. The backward thread also sums its column's dx over its rows into
-// workspace[blockIdx.y, :]; a second kernel adds those partials into db in row-block order
-// (deterministic, no atomics). Memory-bound: forward 2, backward 3 activation reads/writes per
+// workspace[blockIdx.y, :] (at most 512 row blocks, kernels/param_grad_rows.h); a fixed tree over
+// those partials adds them into db (kernels/column_sum.cuh; deterministic, no atomics). Memory-bound: forward 2, backward 3 activation reads/writes per
 // element (plus N / R * H f32 partials).
+#include "kernels/column_sum.cuh"
 #include "kernels/cuda_common.cuh"
 #include "kernels/gelu.h"
 
@@ -64,15 +65,6 @@ __global__ void bias_gelu_backward_kernel(const T* dy, const T* x, const float* 
   for (int j = 0; j < V; ++j) partial[blockIdx.y * h + col + j] = sum[j];
 }
 
-// db[j] += sum over row blocks p (in order) of partial[p, j].
-__global__ void column_sum_kernel(const float* partial, float* db, int64_t blocks, int64_t h) {
-  const int64_t col = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
-  if (col >= h) return;
-  float sum = 0;
-  for (int64_t p = 0; p < blocks; ++p) sum += partial[p * h + col];
-  db[col] += sum;
-}
-
 constexpr int kMaxThreads = 256;
 
 // Threads per block: enough column groups for one row, rounded up to a warp, at most 256.
@@ -128,9 +120,8 @@ void backward(Context& ctx, const Tensor& dy, const Tensor& x, const float* bias
         <<<grid, threads, 0, ctx.stream()>>>(g, in, bias, out, partial, n, h, rows);
   }
   ELECTRA_CUDA_CHECK_LAUNCH();
-  column_sum_kernel<<<ceil_div(h, kMaxThreads), kMaxThreads, 0, ctx.stream()>>>(
-      partial, db.ptr<float>(), ceil_div(n, rows), h);
-  ELECTRA_CUDA_CHECK_LAUNCH();
+  column_partials_sum(ctx, ColumnSumJob{partial, db.ptr<float>(), h}, ColumnSumJob{},
+                      ceil_div(n, rows), h);
 }
 
 void check_activations(const char* op, const Tensor& a, std::initializer_list<const Tensor*> rest) {

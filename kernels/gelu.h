@@ -18,12 +18,14 @@
 #include <algorithm>
 
 #include "kernels/dispatch.h"
+#include "kernels/param_grad_rows.h"
 
 namespace electra {
 
-// Rows per block of the GPU backward (each block writes one row of db partials).
+// Rows per block of the GPU forward and backward (each backward block writes one row of db
+// partials).
 inline int64_t bias_gelu_rows_per_block(int64_t n) {
-  return std::max<int64_t>(32, (n + 8191) / 8192);
+  return param_grad_rows_per_block(n);
 }
 inline int64_t bias_gelu_backward_workspace_floats(int64_t n, int64_t h) {
   return (n + bias_gelu_rows_per_block(n) - 1) / bias_gelu_rows_per_block(n) * h;

@@ -7,9 +7,11 @@
 // sum = dropout(x) + residual in pass 1, stores it rounded to T, and normalises the stored value.
 // Backward: (1) one warp per row computes dx (two passes: the row sums of g and g * xhat, then
 // dx); (2) a 2-D grid (column groups x blocks of R = layernorm_rows_per_block(N) rows) writes
-// per-row-block partial sums of dgamma and dbeta into the workspace; (3) one thread per column
-// adds the partials in row-block order into dgamma and dbeta. Deterministic, no atomics; pass (2)
-// re-reads dy and x (the price of a fixed-order parameter reduction).
+// per-row-block partial sums of dgamma and dbeta into the workspace (at most 512 row blocks,
+// kernels/param_grad_rows.h); (3) a fixed tree over those partials adds them into dgamma and dbeta
+// (kernels/column_sum.cuh). Deterministic, no atomics; pass (2) re-reads dy and x (the price of a
+// fixed-order parameter reduction).
+#include "kernels/column_sum.cuh"
 #include "kernels/cuda_common.cuh"
 #include "kernels/layernorm.h"
 
@@ -19,14 +21,15 @@ namespace {
 constexpr int kRowsPerBlock = 8;  // warps per block in the row kernels
 constexpr int kColumnThreads = 256;
 
-// keep[j] for flat indices index0 .. index0 + V - 1 (one Philox call per 4 when 4-aligned).
+// keep[j] for flat indices index0 .. index0 + V - 1: for V = 8, one Philox call per 4 elements
+// when 4-aligned (dropout_keep4, two straddled blocks otherwise).
 template <int V>
 __device__ __forceinline__ void keep_mask(const DropoutSite& site, uint64_t index0, bool* keep) {
   const uint64_t first = site.offset + index0;
-  if (V % 4 == 0 && first % 4 == 0) {
+  if constexpr (V % 4 == 0) {
     for (int q = 0; q < V / 4; ++q) {
-      const U32x4 bits = site.stream.block(first / 4 + q);
-      for (int j = 0; j < 4; ++j) keep[q * 4 + j] = uniform01(bits.v[j]) >= site.p;
+      const uint32_t bits = dropout_keep4(site.stream, first + 4 * q, site.p);
+      for (int j = 0; j < 4; ++j) keep[q * 4 + j] = (bits >> j) & 1u;
     }
   } else {
     for (int j = 0; j < V; ++j) keep[j] = dropout_keep(site.stream, first + j, site.p);
@@ -153,19 +156,6 @@ __global__ void layernorm_param_partial_kernel(const T* dy, const T* x, const fl
   }
 }
 
-__global__ void layernorm_param_finish_kernel(const float* partial, float* dgamma, float* dbeta,
-                                              int64_t blocks, int64_t h) {
-  const int64_t col = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
-  if (col >= h) return;
-  float dg = 0, db = 0;
-  for (int64_t p = 0; p < blocks; ++p) {
-    dg += partial[2 * p * h + col];
-    db += partial[(2 * p + 1) * h + col];
-  }
-  dgamma[col] += dg;
-  dbeta[col] += db;
-}
-
 // Checks that `same` share the activation dtype and `f32` are f32, then dispatches on it.
 template <class F>
 void dispatch_checked(const char* op, const Tensor& act, std::initializer_list<const Tensor*> same,
@@ -249,9 +239,8 @@ void backward(Context& ctx, const Tensor& dy, const Tensor& x, const Tensor& gam
         d, in, mean.ptr<float>(), rstd.ptr<float>(), partial, n, h, rows);
   }
   ELECTRA_CUDA_CHECK_LAUNCH();
-  layernorm_param_finish_kernel<<<ceil_div(h, kColumnThreads), kColumnThreads, 0, ctx.stream()>>>(
-      partial, dgamma.ptr<float>(), dbeta.ptr<float>(), ceil_div(n, rows), h);
-  ELECTRA_CUDA_CHECK_LAUNCH();
+  column_partials_sum(ctx, ColumnSumJob{partial, dgamma.ptr<float>(), 2 * h},
+                      ColumnSumJob{partial + h, dbeta.ptr<float>(), 2 * h}, ceil_div(n, rows), h);
 }
 
 }  // namespace

@@ -26,12 +26,13 @@
 
 #include "kernels/dispatch.h"
 #include "kernels/dropout.h"
+#include "kernels/param_grad_rows.h"
 
 namespace electra {
 
 // Rows per block of the GPU parameter-gradient pass (each block writes one partial row).
 inline int64_t layernorm_rows_per_block(int64_t n) {
-  return std::max<int64_t>(32, (n + 8191) / 8192);
+  return param_grad_rows_per_block(n);
 }
 inline int64_t layernorm_backward_workspace_floats(int64_t n, int64_t h) {
   return 2 * ((n + layernorm_rows_per_block(n) - 1) / layernorm_rows_per_block(n)) * h;

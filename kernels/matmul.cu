@@ -24,8 +24,10 @@
 #include <memory>
 #include <mutex>
 
+#include "kernels/column_sum.cuh"
 #include "kernels/cuda_common.cuh"
 #include "kernels/matmul.h"
+#include "kernels/param_grad_rows.h"
 
 namespace electra::cuda {
 namespace {
@@ -271,23 +273,16 @@ void epilogue_kernel(Context& ctx, const Tensor& pre, const Tensor* y, const Ten
   }
 }
 
-// db[c] += sum_r dy[r, c]. A block owns 32 columns; thread (x, y) sums rows y, y + 32, ... of
-// column x, then one fixed-order pass over the 32 partial sums: deterministic, no atomics.
+// partial[p, c] = sum over rows [p R, (p + 1) R) of dy[r, c] (a fixed tree per block,
+// kernels/column_sum.cuh); blockIdx.x: column block, blockIdx.y: row block p.
 template <class T>
-__global__ void bias_grad_kernel(const T* dy, float* db, int64_t m, int64_t n) {
-  __shared__ float partial[32][33];
-  const int64_t col = blockIdx.x * 32 + threadIdx.x;
-  float sum = 0.0f;
-  if (col < n) {
-    for (int64_t r = threadIdx.y; r < m; r += 32) sum += to_float(dy[r * n + col]);
-  }
-  partial[threadIdx.y][threadIdx.x] = sum;
-  __syncthreads();
-  if (threadIdx.y == 0 && col < n) {
-    float total = 0.0f;
-    for (int k = 0; k < 32; ++k) total += partial[k][threadIdx.x];
-    db[col] += total;
-  }
+__global__ void bias_grad_partial_kernel(const T* dy, float* partial, int64_t m, int64_t n,
+                                         int64_t rows) {
+  __shared__ float scratch[kColumnSumThreads];
+  const int64_t col = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  const int64_t r0 = blockIdx.y * rows, r1 = std::min<int64_t>(m, r0 + rows);
+  const float total = block_column_sum(dy, n, r0, r1, col, col < n, scratch);
+  if (threadIdx.y == 0 && col < n) partial[blockIdx.y * n + col] = total;
 }
 
 }  // namespace
@@ -323,19 +318,33 @@ void gemm(Context& ctx, const GemmArgs& g) {
   }
 }
 
+// db += colsum(dy) in two deterministic passes: at most 512 row blocks (param_grad_rows_per_block)
+// write partial column sums, then column_partials_sum adds them in a fixed tree. The partials
+// live in the context's cuBLASLt workspace: only the GEMMs use it otherwise, and they run on the
+// same stream, so stream order keeps the two apart (no allocation, no extra workspace argument).
 void bias_grad(Context& ctx, const Tensor& dy, const Tensor& db) {
   check_dtype(db, DType::F32, "bias_grad (cuda): db");
+  if (dy.numel() == 0) return;  // db += an empty sum
   const int64_t n = dy.dim(-1), m = dy.numel() / n;
-  const dim3 block(32, 32);
-  const unsigned blocks = static_cast<unsigned>(ceil_div(n, 32));
+  const int64_t capacity = static_cast<int64_t>(ctx.cublaslt_workspace_bytes() / sizeof(float)) / n;
+  ELECTRA_CHECK(capacity >= 1, "bias_grad (cuda): ", n, " columns exceed the partial-sum space");
+  int64_t rows = param_grad_rows_per_block(m);
+  if (ceil_div(m, rows) > capacity) rows = ceil_div(m, capacity);
+  const int64_t partials = ceil_div(m, rows);
+  float* partial = static_cast<float*>(ctx.cublaslt_workspace());
+  const int cols = column_sum_cols(n);
+  const dim3 grid(static_cast<unsigned>(ceil_div(n, cols)), static_cast<unsigned>(partials));
+  const dim3 block(cols, kColumnSumThreads / cols);
   if (dy.dtype == DType::F32) {
-    bias_grad_kernel<<<blocks, block, 0, ctx.stream()>>>(dy.ptr<float>(), db.ptr<float>(), m, n);
+    bias_grad_partial_kernel<<<grid, block, 0, ctx.stream()>>>(dy.ptr<float>(), partial, m, n,
+                                                               rows);
   } else {
     check_dtype(dy, DType::BF16, "bias_grad (cuda): dy");
-    bias_grad_kernel<<<blocks, block, 0, ctx.stream()>>>(static_cast<const __nv_bfloat16*>(dy.data),
-                                                         db.ptr<float>(), m, n);
+    bias_grad_partial_kernel<<<grid, block, 0, ctx.stream()>>>(
+        static_cast<const __nv_bfloat16*>(dy.data), partial, m, n, rows);
   }
   ELECTRA_CUDA_CHECK_LAUNCH();
+  column_partials_sum(ctx, ColumnSumJob{partial, db.ptr<float>(), n}, ColumnSumJob{}, partials, n);
 }
 
 }  // namespace electra::cuda

@@ -25,7 +25,8 @@
 // Dtypes: CPU, every tensor f32 or every tensor f64. CUDA: A and B both f32 or both bf16; C f32
 // or bf16; bias f32 or C's dtype; gelu_pre C's dtype; accumulation in f32 with TF32 off
 // (CUBLAS_COMPUTE_32F), so f32 results match the CPU to rounding.
-// Workspace: none from the caller; cuBLASLt uses the context's workspace.
+// Workspace: none from the caller; cuBLASLt uses the context's workspace, and the CUDA bias_grad
+// borrows it for its partial column sums (stream-ordered with the GEMMs).
 #pragma once
 
 #include <cstdint>

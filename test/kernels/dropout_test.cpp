@@ -100,3 +100,22 @@ TEST_CASE("the CPU mask is dropout_keep element by element, from any offset", "[
     }
   }
 }
+
+TEST_CASE("philox_words4 and dropout_keep4 equal bits and dropout_keep at every alignment",
+          "[dropout]") {
+  const RngStream stream{99, RngPurpose::kDropout, 3, 1};
+  // Offsets 0..3 of a block, near a site boundary and past 32-bit element indices.
+  for (uint64_t base : {uint64_t{0}, dropout_site_offset(5) - 4, (uint64_t{1} << 34) + 8}) {
+    for (uint64_t first = base; first < base + 12; ++first) {
+      const U32x4 w = philox_words4(stream, first);
+      for (int k = 0; k < 4; ++k) CHECK(w.v[k] == stream.bits(first + k));
+      for (float p : {0.1f, 0.5f, 0.9f}) {
+        const uint32_t keep = dropout_keep4(stream, first, p);
+        for (int k = 0; k < 4; ++k) {
+          CHECK(((keep >> k) & 1u) == static_cast<uint32_t>(dropout_keep(stream, first + k, p)));
+        }
+        CHECK(keep < 16u);
+      }
+    }
+  }
+}

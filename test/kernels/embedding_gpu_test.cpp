@@ -92,6 +92,7 @@ TEST_CASE("embedding on the GPU matches the CPU reference and is deterministic",
     check_embedding(8, 128, 128, 30522, dtype);  // ELECTRA-Small (E = 128)
     check_embedding(2, 512, 768, 30522, dtype);  // Base
     check_embedding(32, 128, 256, 50, dtype);    // 4096 tokens over 50 ids: long runs
+    check_embedding(4, 128, 64, 1, dtype);       // one id: a run across every 64-key segment
     check_embedding(3, 5, 7, 11, dtype);
     check_embedding(1, 100, 100, 1000, dtype);
     check_embedding(1, 1, 1000, 3, dtype);
