@@ -1,11 +1,12 @@
-// attention, bf16, dropout 0.1, at T = 128 and 512 with the head counts of ELECTRA-Small (4), Base
-// (12) and Large (16), 16384 tokens per call: forward and backward timed separately, beside the
-// bf16 GEMM rate. Ours is version 2 (the flash kernels); version 1 (cuBLASLt GEMMs around the
+// attention, bf16, dropout 0.1 and 0, at T = 128 and 512 with the head counts of ELECTRA-Small (4),
+// Base (12) and Large (16), 16384 tokens per call: forward and backward timed separately, beside
+// the bf16 GEMM rate. Ours is version 2 (the flash kernels); version 1 (cuBLASLt GEMMs around the
 // fused softmax kernels) is the first baseline, a plain unfused forward (one thread per query row
 // and head, scores, softmax and the weighted sum in plain loops over global memory) the second.
 // FLOPs are the useful math of both versions (4 B h T^2 d forward, 8 B h T^2 d backward; flash
-// recomputes S and dPd on top of that). cuDNN's fused attention (SDPA through the cuDNN 9 backend
-// graph API) is NOT written yet: that baseline is missing.
+// recomputes S and dPd on top of that). PyTorch's fused attention (SDPA with its cuDNN and flash
+// backends) is measured by bench/attention_sdpa_baseline.py at the same shapes, in the same
+// scripts/gpu_check.sh run.
 // Both versions are validated against the CPU reference at a small batch first.
 #include <cstdio>
 #include <string>
@@ -125,64 +126,70 @@ int main() {
   for (const Model& model :
        {Model{"small", 256, 4}, Model{"base", 768, 12}, Model{"large", 1024, 16}}) {
     for (int64_t t : {int64_t{128}, int64_t{512}}) {
-      const int64_t b = tokens / t, h = model.h, heads = model.heads;
-      const AttentionArgs flash{heads, 0.1f, RngStream{1, RngPurpose::kDropout, 0, 0}, 1,
-                                AttentionImpl::kFlash};
-      AttentionArgs unfused = flash;
-      unfused.impl = AttentionImpl::kUnfused;
-      if (!validate(ctx, arena, t, h, heads, flash) ||
-          !validate(ctx, arena, t, h, heads, unfused)) {
-        std::printf("FAILED validation of %s T=%ld\n", model.name, static_cast<long>(t));
-        return 1;
+      for (float p : {0.1f, 0.0f}) {
+        const int64_t b = tokens / t, h = model.h, heads = model.heads;
+        const AttentionArgs flash{heads, p, RngStream{1, RngPurpose::kDropout, 0, 0}, 1,
+                                  AttentionImpl::kFlash};
+        AttentionArgs unfused = flash;
+        unfused.impl = AttentionImpl::kUnfused;
+        if (!validate(ctx, arena, t, h, heads, flash) ||
+            !validate(ctx, arena, t, h, heads, unfused)) {
+          std::printf("FAILED validation of %s T=%ld\n", model.name, static_cast<long>(t));
+          return 1;
+        }
+        const size_t mark = arena.mark();
+        const Tensor qkv = test::upload_bf16(
+            ctx, arena, test::random_vector<float>(b * t * 3 * h, 6), {b, t, 3 * h});
+        const Tensor mask = test::upload(ctx, arena, make_mask(b, t), {b, t});
+        const Tensor dout =
+            test::upload_bf16(ctx, arena, test::random_vector<float>(b * t * h, 7), {b, t, h});
+        const Tensor out = arena.alloc<bf16>({b, t, h});
+        const Tensor dqkv = arena.alloc<bf16>({b, t, 3 * h});
+        char p_name[16];
+        std::snprintf(p_name, sizeof p_name, "%g", static_cast<double>(p));
+        // The same names as bench/attention_sdpa_baseline.py, so the summary pairs the rows.
+        const std::string shape = std::string(model.name) + "_B" + std::to_string(b) + "_T" +
+                                  std::to_string(t) + "_H" + std::to_string(h) + "_p" + p_name;
+        // Two GEMMs of 2 B heads T^2 d FLOPs each forward, four backward.
+        const double gemm_flops = 2.0 * b * heads * t * t * (h / heads);
+        const double prob_bytes = 2.0 * b * heads * t * t, row_bytes = 4.0 * b * heads * t;
+        for (const AttentionArgs& args : {flash, unfused}) {
+          const State state = State::alloc(arena, args, b, t, h);
+          const char* impl = state.flash ? "ours" : "baseline_v1_unfused";
+          // v1 moves P three times forward (S written, P read, Pd written and read) and six times
+          // backward; flash moves only the rows' L (and D backward) besides the [B, T, H] tensors.
+          const double fwd = bench::time_median_ms(ctx, [&] {
+            attention_forward(ctx, qkv, mask, args, state.saved, state.scratch, out);
+          });
+          bench::report(
+              ctx, "attention_fwd", shape, impl, fwd,
+              2.0 * qkv.numel() + 2.0 * out.numel() + (state.flash ? row_bytes : 3 * prob_bytes),
+              2 * gemm_flops);
+          const double bwd = bench::time_median_ms(ctx, [&] {
+            attention_backward(ctx, qkv, mask, args, state.saved, dout, state.scratch, dqkv, out);
+          });
+          bench::report(ctx, "attention_bwd", shape, impl, bwd,
+                        4.0 * qkv.numel() + 2.0 * dout.numel() +
+                            (state.flash ? 2.0 * out.numel() + 3 * row_bytes : 6 * prob_bytes),
+                        4 * gemm_flops);
+        }
+        const int64_t threads = b * heads * t;
+        const double naive = bench::time_median_ms(
+            ctx,
+            [&] {
+              naive_attention_forward<<<static_cast<unsigned>((threads + 127) / 128), 128, 0,
+                                        ctx.stream()>>>(
+                  static_cast<const __nv_bfloat16*>(qkv.data), mask.ptr<int32_t>(),
+                  static_cast<__nv_bfloat16*>(out.data), static_cast<int>(b), static_cast<int>(t),
+                  static_cast<int>(h), static_cast<int>(heads), flash.rng,
+                  dropout_site_offset(flash.site), flash.dropout_p);
+              ELECTRA_CUDA_CHECK_LAUNCH();
+            },
+            5, 1);
+        bench::report(ctx, "attention_fwd", shape, "baseline_naive_unfused", naive,
+                      2.0 * qkv.numel() + 2.0 * out.numel(), 2 * gemm_flops);
+        arena.rewind(mark);
       }
-      const size_t mark = arena.mark();
-      const Tensor qkv = test::upload_bf16(ctx, arena, test::random_vector<float>(b * t * 3 * h, 6),
-                                           {b, t, 3 * h});
-      const Tensor mask = test::upload(ctx, arena, make_mask(b, t), {b, t});
-      const Tensor dout =
-          test::upload_bf16(ctx, arena, test::random_vector<float>(b * t * h, 7), {b, t, h});
-      const Tensor out = arena.alloc<bf16>({b, t, h});
-      const Tensor dqkv = arena.alloc<bf16>({b, t, 3 * h});
-      const std::string shape = std::string(model.name) + "_B" + std::to_string(b) + "_T" +
-                                std::to_string(t) + "_H" + std::to_string(h);
-      // Two GEMMs of 2 B heads T^2 d FLOPs each forward, four backward.
-      const double gemm_flops = 2.0 * b * heads * t * t * (h / heads);
-      const double prob_bytes = 2.0 * b * heads * t * t, row_bytes = 4.0 * b * heads * t;
-      for (const AttentionArgs& args : {flash, unfused}) {
-        const State state = State::alloc(arena, args, b, t, h);
-        const char* impl = state.flash ? "ours" : "baseline_v1_unfused";
-        // v1 moves P three times forward (S written, P read, Pd written and read) and six times
-        // backward; flash moves only the rows' L (and D backward) besides the [B, T, H] tensors.
-        const double fwd = bench::time_median_ms(
-            ctx, [&] { attention_forward(ctx, qkv, mask, args, state.saved, state.scratch, out); });
-        bench::report(
-            ctx, "attention_fwd", shape, impl, fwd,
-            2.0 * qkv.numel() + 2.0 * out.numel() + (state.flash ? row_bytes : 3 * prob_bytes),
-            2 * gemm_flops);
-        const double bwd = bench::time_median_ms(ctx, [&] {
-          attention_backward(ctx, qkv, mask, args, state.saved, dout, state.scratch, dqkv, out);
-        });
-        bench::report(ctx, "attention_bwd", shape, impl, bwd,
-                      4.0 * qkv.numel() + 2.0 * dout.numel() +
-                          (state.flash ? 2.0 * out.numel() + 3 * row_bytes : 6 * prob_bytes),
-                      4 * gemm_flops);
-      }
-      const int64_t threads = b * heads * t;
-      const double naive = bench::time_median_ms(
-          ctx,
-          [&] {
-            naive_attention_forward<<<static_cast<unsigned>((threads + 127) / 128), 128, 0,
-                                      ctx.stream()>>>(
-                static_cast<const __nv_bfloat16*>(qkv.data), mask.ptr<int32_t>(),
-                static_cast<__nv_bfloat16*>(out.data), static_cast<int>(b), static_cast<int>(t),
-                static_cast<int>(h), static_cast<int>(heads), flash.rng,
-                dropout_site_offset(flash.site), flash.dropout_p);
-            ELECTRA_CUDA_CHECK_LAUNCH();
-          },
-          5, 1);
-      bench::report(ctx, "attention_fwd", shape, "baseline_naive_unfused", naive,
-                    2.0 * qkv.numel() + 2.0 * out.numel(), 2 * gemm_flops);
-      arena.rewind(mark);
     }
   }
   return 0;
