@@ -149,6 +149,7 @@ TEST_CASE("layernorm on the GPU matches the CPU reference", "[layernorm][gpu]") 
     check_layernorm(33, 100, dtype);
     check_layernorm(9, 1000, dtype);
     check_layernorm(1, 256, dtype);
+    check_layernorm(40000, 64, dtype);  // 507 row blocks of 79 rows for dgamma / dbeta
   }
 }
 

@@ -3,6 +3,7 @@
 // Products use positive inputs so that no output is a cancellation: the relative error then
 // measures the kernel, not the conditioning of a sum that happens to be near zero.
 #include <catch2/catch.hpp>
+#include <utility>
 
 #include "engine/arena.h"
 #include "kernels/matmul.h"
@@ -145,24 +146,27 @@ TEST_CASE("matmul_batched GPU equals CPU with offsets, leading dimensions and st
 TEST_CASE("bias_grad GPU equals CPU and is deterministic", "[matmul][gpu]") {
   Context gpu = Context::cuda(0);
   Context cpu = Context::cpu();
-  Arena arena("matmul", Device::CUDA, 64 << 20);
-  const int64_t m = 1031, n = 77;
-  for (DType dtype : {DType::F32, DType::BF16}) {
-    INFO(dtype_name(dtype));
-    const size_t mark = arena.mark();
-    const std::vector<float> dy =
-        test::as_dtype(test::random_vector<float>(m * n, 8, 0.1, 1), dtype);
-    const std::vector<float> db0 = test::random_vector<float>(n, 9, 0.1, 1);
-    Tensor gdy = test::upload_as(gpu, arena, dy, dtype, {m, n});
-    Tensor gdb = test::upload(gpu, arena, db0, {n});
-    Tensor gdb2 = test::upload(gpu, arena, db0, {n});
-    std::vector<double> hdy = widen(dy), db = widen(db0);
-    bias_grad(cpu, test::view(hdy, {m, n}), test::view(db, {n}));
-    bias_grad(gpu, gdy, gdb);
-    bias_grad(gpu, gdy, gdb2);
-    const std::vector<float> got = test::download<float>(gpu, gdb);
-    CHECK(test::max_relative_error(got, db) < 1e-5);
-    CHECK(got == test::download<float>(gpu, gdb2));
-    arena.rewind(mark);
+  Arena arena("matmul", Device::CUDA, 256 << 20);
+  // Narrow (the discriminator's single output: one column over many rows), odd, and wide.
+  const std::pair<int64_t, int64_t> shapes[] = {{1031, 77}, {100000, 1}, {20000, 3}, {4096, 1000}};
+  for (const auto& [m, n] : shapes) {
+    for (DType dtype : {DType::F32, DType::BF16}) {
+      INFO(dtype_name(dtype) << " M " << m << " N " << n);
+      const size_t mark = arena.mark();
+      const std::vector<float> dy =
+          test::as_dtype(test::random_vector<float>(m * n, 8, 0.1, 1), dtype);
+      const std::vector<float> db0 = test::random_vector<float>(n, 9, 0.1, 1);
+      Tensor gdy = test::upload_as(gpu, arena, dy, dtype, {m, n});
+      Tensor gdb = test::upload(gpu, arena, db0, {n});
+      Tensor gdb2 = test::upload(gpu, arena, db0, {n});
+      std::vector<double> hdy = widen(dy), db = widen(db0);
+      bias_grad(cpu, test::view(hdy, {m, n}), test::view(db, {n}));
+      bias_grad(gpu, gdy, gdb);
+      bias_grad(gpu, gdy, gdb2);
+      const std::vector<float> got = test::download<float>(gpu, gdb);
+      CHECK(test::max_relative_error(got, db) < 1e-5);
+      CHECK(got == test::download<float>(gpu, gdb2));
+      arena.rewind(mark);
+    }
   }
 }
