@@ -24,7 +24,8 @@ class Context {
  public:
   // A CPU context.
   static Context cpu(uint64_t seed = 0, Precision precision = Precision::F32);
-  // A context on CUDA device `index`: creates a stream, a cuBLASLt handle and its workspace. Throws Error without CUDA or without that device.
+  // A context on CUDA device `index`: creates a stream, a cuBLASLt handle and its workspace. Throws
+  // Error without CUDA or without that device.
   static Context cuda(int index = 0, uint64_t seed = 0, Precision precision = Precision::F32);
 
   ~Context();
@@ -38,6 +39,7 @@ class Context {
   int device_index() const { return device_index_; }
   cudaStream_t stream() const { return stream_; }
   cublasLtHandle_t cublaslt() const { return cublaslt_; }
+  // cuBLASLt's scratch; the CUDA bias_grad also borrows it for partial sums (same stream).
   void* cublaslt_workspace() const { return workspace_; }
   size_t cublaslt_workspace_bytes() const { return workspace_bytes_; }
 

@@ -53,7 +53,8 @@ __global__ void softmax_dropout_forward_kernel(T* probs, T* pd, const int32_t* m
       if (j >= t) break;
       const float prob = m[j] != 0 ? expf(to_float(s[j]) - max) * inv : 0.0f;
       s[j] = from_float<T>(prob);
-      if (pd != nullptr) pd[row * t + j] = from_float<T>((keep >> e) & 1u ? prob * keep_scale : 0.0f);
+      if (pd != nullptr)
+        pd[row * t + j] = from_float<T>((keep >> e) & 1u ? prob * keep_scale : 0.0f);
     }
   }
 }

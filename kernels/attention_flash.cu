@@ -298,9 +298,8 @@ __device__ void probs_and_grad_tile(float* s, float* dp, const float* row_lse, c
     bool any = false;
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
-      prob[e] = i < fp.t && j + e < fp.t && real[j + e] != 0
-                    ? expf(raw[e] * fp.scale - row_lse[r])
-                    : 0.0f;
+      prob[e] = i < fp.t && j + e < fp.t && real[j + e] != 0 ? expf(raw[e] * fp.scale - row_lse[r])
+                                                             : 0.0f;
       any = any || prob[e] != 0.0f;
     }
     const uint32_t keep_bits =
@@ -517,8 +516,8 @@ void flash_attention_forward(Context& ctx, const Tensor& qkv, const Tensor& mask
     using T = decltype(zero);
     with_tile_width(fp.d, [&](auto width) {
       constexpr int kD = decltype(width)::value, kB = Tiles<T, kD>::kBig;
-      static_assert(std::is_same_v<ForwardLayout<T, kD, kB, kB>,
-                                   flash_layout::ForwardOf<sizeof(T), kD>>);
+      static_assert(
+          std::is_same_v<ForwardLayout<T, kD, kB, kB>, flash_layout::ForwardOf<sizeof(T), kD>>);
       launch(ctx, flash_forward_kernel<T, kD, kB, kB>, ceil_div(fp.t, kB), heads_total,
              flash_shared_bytes(FlashKernel::kForward, qkv.dtype, fp.d), data_of<T>(qkv),
              mask.ptr<int32_t>(), data_of<T>(out), lse.ptr<float>(), fp);
@@ -539,10 +538,10 @@ void flash_attention_backward(Context& ctx, const Tensor& qkv, const Tensor& mas
     with_tile_width(fp.d, [&](auto width) {
       constexpr int kD = decltype(width)::value, kB = Tiles<T, kD>::kBig;
       constexpr int kKeyBr = Tiles<T, kD>::kKeyTileBr;
-      static_assert(std::is_same_v<KeyTileLayout<T, kD, kKeyBr, kB>,
-                                   flash_layout::KeyTileOf<sizeof(T), kD>>);
-      static_assert(std::is_same_v<QueryTileLayout<T, kD, kB, kB>,
-                                   flash_layout::QueryTileOf<sizeof(T), kD>>);
+      static_assert(
+          std::is_same_v<KeyTileLayout<T, kD, kKeyBr, kB>, flash_layout::KeyTileOf<sizeof(T), kD>>);
+      static_assert(
+          std::is_same_v<QueryTileLayout<T, kD, kB, kB>, flash_layout::QueryTileOf<sizeof(T), kD>>);
       launch(ctx, flash_backward_dkdv_kernel<T, kD, kKeyBr, kB>, ceil_div(fp.t, kB), heads_total,
              flash_shared_bytes(FlashKernel::kBackwardDkDv, qkv.dtype, fp.d), data_of<T>(qkv),
              mask.ptr<int32_t>(), data_of<T>(dout), lse.ptr<float>(), d.ptr<float>(),

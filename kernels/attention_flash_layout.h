@@ -95,16 +95,16 @@ template <int kElem, int kD>
 using KeyTileOf = Backward<kElem, kD, Tiles<kElem, kD>::kKeyTileBr, Tiles<kElem, kD>::kBig,
                            Tiles<kElem, kD>::kBig, 2>;
 template <int kElem, int kD>
-using QueryTileOf = Backward<kElem, kD, Tiles<kElem, kD>::kBig, Tiles<kElem, kD>::kBig,
-                             Tiles<kElem, kD>::kBig, 1>;
+using QueryTileOf =
+    Backward<kElem, kD, Tiles<kElem, kD>::kBig, Tiles<kElem, kD>::kBig, Tiles<kElem, kD>::kBig, 1>;
 
 }  // namespace flash_layout
 
 // The flash kernels, by what one block computes.
 enum class FlashKernel {
-  kForward,      // out and L of one query tile
-  kBackwardDkDv, // dK and dV of one key tile
-  kBackwardDq,   // dQ of one query tile
+  kForward,       // out and L of one query tile
+  kBackwardDkDv,  // dK and dV of one key tile
+  kBackwardDq,    // dQ of one query tile
 };
 
 // The tile width (32, 64 or 128 columns) that holds head dim d <= 128.

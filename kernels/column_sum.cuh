@@ -38,7 +38,8 @@ __device__ __forceinline__ float block_column_sum(const T* src, int64_t stride, 
   scratch[lane * cols + threadIdx.x] = sum;
   for (int half = lanes / 2; half > 0; half /= 2) {
     __syncthreads();
-    if (lane < half) scratch[lane * cols + threadIdx.x] += scratch[(lane + half) * cols + threadIdx.x];
+    if (lane < half)
+      scratch[lane * cols + threadIdx.x] += scratch[(lane + half) * cols + threadIdx.x];
   }
   __syncthreads();
   return scratch[threadIdx.x];
@@ -52,8 +53,8 @@ struct ColumnSumJob {
 };
 
 // blockIdx.x: column block, blockIdx.y: job (0 or 1). Static: one copy per including .cu file.
-static __global__ void column_partials_sum_kernel(ColumnSumJob first, ColumnSumJob second, int64_t count,
-                                           int64_t n) {
+static __global__ void column_partials_sum_kernel(ColumnSumJob first, ColumnSumJob second,
+                                                  int64_t count, int64_t n) {
   __shared__ float scratch[kColumnSumThreads];
   const ColumnSumJob job = blockIdx.y == 0 ? first : second;
   const int64_t col = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
@@ -62,8 +63,8 @@ static __global__ void column_partials_sum_kernel(ColumnSumJob first, ColumnSumJ
 }
 
 // Adds the `count` partial rows of each job into its dst (n columns); `second.src` may be null.
-inline void column_partials_sum(Context& ctx, const ColumnSumJob& first,
-                                const ColumnSumJob& second, int64_t count, int64_t n) {
+inline void column_partials_sum(Context& ctx, const ColumnSumJob& first, const ColumnSumJob& second,
+                                int64_t count, int64_t n) {
   const int cols = column_sum_cols(n);
   const dim3 grid(static_cast<unsigned>(ceil_div(n, cols)), second.src != nullptr ? 2u : 1u);
   column_partials_sum_kernel<<<grid, dim3(cols, kColumnSumThreads / cols), 0, ctx.stream()>>>(

@@ -16,7 +16,8 @@ constexpr int kThreads = 256;
 // otherwise), words picked without runtime indexing (dropout_keep4).
 __device__ __forceinline__ void keep8(const RngStream& stream, uint64_t index0, float p,
                                       bool keep[kVec]) {
-  const uint32_t bits = dropout_keep4(stream, index0, p) | dropout_keep4(stream, index0 + 4, p) << 4;
+  const uint32_t bits = dropout_keep4(stream, index0, p) | dropout_keep4(stream, index0 + 4, p)
+                                                               << 4;
   for (int j = 0; j < kVec; ++j) keep[j] = (bits >> j) & 1u;
 }
 

@@ -123,8 +123,8 @@ __device__ __forceinline__ int64_t key_id(const uint64_t* keys, int64_t s, int64
 // run that goes on past the segment).
 template <class T, int V>
 __global__ void word_grad_segment_kernel(const uint64_t* keys, const T* dout, float* dword,
-                                         float* head, float* tail, int64_t tokens,
-                                         int64_t segments, int64_t e) {
+                                         float* head, float* tail, int64_t tokens, int64_t segments,
+                                         int64_t e) {
   const int64_t q = blockIdx.x * static_cast<int64_t>(kTokensPerBlock) + threadIdx.x / kWarpSize;
   const int64_t c = (blockIdx.y * static_cast<int64_t>(kWarpSize) + threadIdx.x % kWarpSize) * V;
   if (q >= segments || c >= e) return;

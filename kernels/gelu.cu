@@ -3,8 +3,9 @@
 // over blocks of R = bias_gelu_rows_per_block(N) rows; a thread walks its R rows, so the bias is
 // loaded once per thread. The backward thread also sums its column's dx over its rows into
 // workspace[blockIdx.y, :] (at most 512 row blocks, kernels/param_grad_rows.h); a fixed tree over
-// those partials adds them into db (kernels/column_sum.cuh; deterministic, no atomics). Memory-bound: forward 2, backward 3 activation reads/writes per
-// element (plus N / R * H f32 partials).
+// those partials adds them into db (kernels/column_sum.cuh; deterministic, no atomics).
+// Memory-bound: forward 2, backward 3 activation reads/writes per element (plus N / R * H f32
+// partials).
 #include "kernels/column_sum.cuh"
 #include "kernels/cuda_common.cuh"
 #include "kernels/gelu.h"

@@ -30,8 +30,7 @@ inline void check_zero_size_ops(Context& ctx) {
     CHECK_NOTHROW(mse_loss(ctx, empty, empty, empty, 1.0f, empty, empty));
   }
   SECTION("replace_tokens with B = 0") {
-    CHECK_NOTHROW(
-        replace_tokens(ctx, ids, positions, slot_weights, samples, replaced, labels));
+    CHECK_NOTHROW(replace_tokens(ctx, ids, positions, slot_weights, samples, replaced, labels));
   }
   SECTION("dropout with N = 0") {
     const DropoutSite site{RngStream{1, RngPurpose::kDropout, 0, 0}, 0, 0.1f};
