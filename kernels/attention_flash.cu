@@ -343,11 +343,15 @@ using KeyTileLayout = BackwardLayout<T, kD, kBr, kBc, kBc, 2>;
 template <class T, int kD, int kBr, int kBc>
 using QueryTileLayout = BackwardLayout<T, kD, kBr, kBc, kBr, 1>;
 
-// dK, dV of one key tile, looping over every query tile. At most 128 registers per thread
-// (__launch_bounds__ minimum of 2 blocks per SM): with its 104.5 KiB of shared memory at d = 64
-// in bf16, two blocks fit in an sm_90 SM (flash_layout::Backward).
+// Minimum resident blocks per SM that the dK, dV kernel is compiled for (__launch_bounds__): 2 at
+// d = 64 in bf16, where its 104.5 KiB of shared memory let two blocks share an sm_90 SM (at most
+// 128 registers per thread); elsewhere shared memory or registers allow no more than before.
+template <class T, int kD>
+constexpr int kDkDvMinBlocks = std::is_same_v<T, __nv_bfloat16>&& kD == 64 ? 2 : 1;
+
+// dK, dV of one key tile, looping over every query tile.
 template <class T, int kD, int kBr, int kBc>
-__global__ void __launch_bounds__(kThreads, 2)
+__global__ void __launch_bounds__(kThreads, kDkDvMinBlocks<T, kD>)
     flash_backward_dkdv_kernel(const T* qkv, const int32_t* mask, const T* dout, const float* lse,
                                const float* d_rows, T* dqkv, FlashParams fp) {
   using L = KeyTileLayout<T, kD, kBr, kBc>;
