@@ -5,7 +5,8 @@
 # Phases (no flag: --build --tests --bench, in that order; each is sized to finish in under
 # 9 minutes on one H100, so each may run as its own command):
 #   --build    configures the cuda-release preset for this GPU's architecture only and builds the
-#              GPU test executables and the benchmarks (nothing else)
+#              GPU test executables and the benchmarks (nothing else); a build cut off by its
+#              time limit resumes where it stopped when --build runs again
 #   --tests    ctest -L gpu; a failed, timed-out or skipped GPU test makes the script exit 1
 #              (on a GPU machine a skip means CUDA could not use the GPU)
 #   --bench    every build/cuda-release/bench/*_bench, then bench/attention_sdpa_baseline.py
