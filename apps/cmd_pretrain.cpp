@@ -34,6 +34,7 @@
 #include "apps/command.h"
 #include "apps/pretrain_config.h"
 #include "apps/run_device.h"
+#include "apps/run_lock.h"
 #include "apps/train_progress.h"
 #include "apps/trainer_checkpoint.h"
 #include "data/pretrain_batches.h"
@@ -181,6 +182,8 @@ int pretrain(PretrainConfig config, std::unique_ptr<Communicator>& comm, const s
              uint64_t stop_after) {
   const int rank = comm->rank(), ranks = comm->size();
   const bool lead = rank == 0;
+  std::optional<RunDirLock> lock;
+  if (lead) lock.emplace(config.checkpoint.dir);
   config.train.set_ranks(ranks);
   const TrainConfig& train = config.train;
   const int64_t accumulation = train.accumulation_steps();  // micro-batches per update, all ranks
@@ -249,12 +252,15 @@ int pretrain(PretrainConfig config, std::unique_ptr<Communicator>& comm, const s
   state.config_text = canonical_text(config);
   state.world_size = ranks;
   state.local_accumulation = local_accumulation;
+  state.shards = record_shards(shards);
   if (!resume.empty()) {
     const std::string checkpoint = resolve_checkpoint(resume);
     const TrainerState saved = read_trainer_state(checkpoint);
     ELECTRA_USER_CHECK(saved.config_hash == state.config_hash, checkpoint,
                        " was written with another configuration; it differs in: ",
                        differing_keys(saved.config_text, state.config_text));
+    check_resume_data(saved, state.shards, checkpoint);
+    check_data_position(saved, shards.size(), checkpoint);
     load_checkpoint(ctx, model, optimizer, checkpoint);
     state.step = saved.step;
     state.cursor = saved.cursor;

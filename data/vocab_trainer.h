@@ -47,8 +47,14 @@ class WordCounter {
   std::unordered_map<std::string, uint64_t> counts_;
 };
 
-// The vocabulary's tokens in id order. Throws UserError when vocab_size cannot hold the special
-// tokens and at least one more.
+// Shards store token ids as uint16 (shard.h): a larger vocabulary cannot be pre-trained on.
+inline constexpr size_t kMaxTrainedVocab = 65536;
+
+// Throws UserError unless vocab_size is at most kMaxTrainedVocab and holds the special tokens
+// (unused_tokens of them included) and at least one more. Cheap: call it before reading a corpus.
+void validate_vocab_options(const VocabTrainerOptions& options);
+
+// The vocabulary's tokens in id order. Validates the options first (validate_vocab_options).
 std::vector<std::string> train_wordpiece_vocab(
     const std::unordered_map<std::string, uint64_t>& word_counts,
     const VocabTrainerOptions& options);
