@@ -1,8 +1,8 @@
 // electra build-data: text -> tokenized pre-training shards (data/data_builder.h).
 #include <algorithm>
 #include <cstdio>
-#include <thread>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "apps/args.h"

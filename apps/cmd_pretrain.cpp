@@ -50,11 +50,13 @@ namespace fs = std::filesystem;
 
 constexpr const char* kUsage =
     "usage: electra pretrain --config FILE [--set section.key=value]... [--resume DIR]\n"
-    "                        [--stop-after N]\n"
+    "                        [--init DIR] [--stop-after N]\n"
     "  --config      YAML run configuration (configs/electra-{tiny,small,base,large}.yaml)\n"
     "  --set         override one key of the config (repeatable), e.g. --set train.steps=1000\n"
     "  --resume      continue from a checkpoint directory, or from the newest checkpoint of a\n"
     "                run directory (the config must be the one the checkpoint was written with)\n"
+    "  --init        start a new run (step 0, new optimizer state, any data) from the weights of\n"
+    "                a checkpoint or of a run directory's newest checkpoint\n"
     "  --stop-after  stop (with a checkpoint) after N updates of this invocation\n"
     "Runs on the GPU when one is present and the binary was built with CUDA (train.device:\n"
     "auto), else on the CPU. Progress every logging.every updates; metrics.jsonl, checkpoints\n"
@@ -179,7 +181,7 @@ std::string host_name() {
 
 // The run itself. `comm` may be replaced by the NCCL communicator that wraps it.
 int pretrain(PretrainConfig config, std::unique_ptr<Communicator>& comm, const std::string& resume,
-             uint64_t stop_after) {
+             const std::string& init, uint64_t stop_after) {
   const int rank = comm->rank(), ranks = comm->size();
   const bool lead = rank == 0;
   std::optional<RunDirLock> lock;
@@ -281,6 +283,9 @@ int pretrain(PretrainConfig config, std::unique_ptr<Communicator>& comm, const s
                      static_cast<long long>(train.batch_size));
       }
     }
+  } else if (!init.empty()) {
+    const std::string checkpoint = init_from_checkpoint(ctx, model, init);
+    if (lead) std::fprintf(stderr, "pretrain: weights from %s; step 0\n", checkpoint.c_str());
   } else {
     model.init_weights(ctx, train.seed);
     // Bit-identical on every rank already; the broadcast makes that independent of the hardware.
@@ -435,22 +440,24 @@ int pretrain(PretrainConfig config, std::unique_ptr<Communicator>& comm, const s
 }  // namespace
 
 int cmd_pretrain(const std::vector<std::string>& args) {
-  std::string config_path, resume;
+  std::string config_path, resume, init;
   std::vector<std::string> overrides;
   uint64_t stop_after = 0;
   ArgParser parser("pretrain", kUsage);
   parser.value("--config", [&](const std::string& v) { config_path = v; })
       .value("--set", [&](const std::string& v) { overrides.push_back(v); })
       .value("--resume", [&](const std::string& v) { resume = v; })
+      .value("--init", [&](const std::string& v) { init = v; })
       .count("--stop-after", [&](uint64_t n) { stop_after = n; });
   if (!parser.parse(args)) return 0;
   parser.require(!config_path.empty(), "--config");
+  ELECTRA_USER_CHECK(resume.empty() || init.empty(), "--resume and --init exclude each other");
   const PretrainConfig config = read_pretrain_config(config_path, overrides);
   std::unique_ptr<Communicator> comm = make_process_communicator();
-  if (comm->size() == 1) return pretrain(config, comm, resume, stop_after);
+  if (comm->size() == 1) return pretrain(config, comm, resume, init, stop_after);
   // Several ranks: one that fails must take the others down (they would wait in a collective).
   try {
-    return pretrain(config, comm, resume, stop_after);
+    return pretrain(config, comm, resume, init, stop_after);
   } catch (const UserError& e) {
     fail_rank(*comm, "error", e.what(), 2);
   } catch (const std::exception& e) {

@@ -7,9 +7,9 @@
 #include <sstream>
 #include <vector>
 
+#include "engine/input_file.h"
 #include "engine/safetensors.h"
 #include "models/hf_checkpoint.h"
-#include "engine/input_file.h"
 
 namespace electra::apps {
 namespace fs = std::filesystem;
@@ -235,10 +235,10 @@ void check_resume_data(const TrainerState& saved, std::vector<ShardRecord> now,
     if (named(saved.shards, r.name) == saved.shards.end()) note(str_cat(r.name, " was added"));
   }
   if (changes.empty() && saved.shards != now) note("the shards' order changed");
-  ELECTRA_USER_CHECK(changes.empty(), path,
-                     ": the run's data differs from the data it was trained on: ", changes,
-                     "; a resume continues exactly on the same data (to train on new data, start "
-                     "a new run from this checkpoint's models)");
+  ELECTRA_USER_CHECK(
+      changes.empty(), path, ": the run's data differs from the data it was trained on: ", changes,
+      "; a resume continues exactly on the same data (to continue training on new data "
+      "from this checkpoint's weights, start a new run with --init)");
 }
 
 void check_data_position(const TrainerState& saved, uint64_t examples,
@@ -246,6 +246,12 @@ void check_data_position(const TrainerState& saved, uint64_t examples,
   const std::string path = (fs::path(checkpoint_dir) / kStateJson).string();
   ELECTRA_USER_CHECK(saved.cursor.position < examples, path, ": data_position ",
                      saved.cursor.position, " is beyond the data's ", examples, " examples");
+}
+
+std::string init_from_checkpoint(Context& ctx, ElectraPretrainer& model, const std::string& path) {
+  const std::string checkpoint = resolve_checkpoint(path);
+  load_pretrainer_models(ctx, model, checkpoint);
+  return checkpoint;
 }
 
 void load_checkpoint(Context& ctx, ElectraPretrainer& model, Optimizer& optimizer,

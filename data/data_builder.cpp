@@ -209,10 +209,10 @@ void prepare_output_dir(const std::string& dir) {
                      ec ? ": " + ec.message() : std::string());
   for (const auto& entry : fs::directory_iterator(dir)) {
     const std::string name = entry.path().filename().string();
-    ELECTRA_USER_CHECK(!(name.starts_with("shard-") && name.ends_with(".bin")) &&
-                           name != kShardManifest,
-                       "output directory '", dir, "' already contains shards (", name,
-                       "); remove them or choose another directory");
+    ELECTRA_USER_CHECK(
+        !(name.starts_with("shard-") && name.ends_with(".bin")) && name != kShardManifest,
+        "output directory '", dir, "' already contains shards (", name,
+        "); remove them or choose another directory");
   }
 }
 
@@ -308,9 +308,9 @@ BuildDataReport build_pretraining_data(const Vocab& vocab, const BuildDataOption
   while (pipeline.pending()) sink.write(pipeline.take());
   sink.finish();
   ELECTRA_USER_CHECK(report.examples > 0, options.inputs.front(),
-                     options.inputs.size() > 1 ? " (and the other inputs)" : "", ": no examples: ",
-                     report.documents, " documents, ", report.text_bytes,
-                     " bytes of text (is the corpus empty?); nothing written to ",
+                     options.inputs.size() > 1 ? " (and the other inputs)" : "",
+                     ": no examples: ", report.documents, " documents, ", report.text_bytes,
+                     " bytes of text (is the corpus empty?); no shard written to ",
                      options.output_dir);
   sink.write_manifest();
   report.seconds = clock.seconds();

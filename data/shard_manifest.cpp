@@ -49,8 +49,8 @@ std::vector<std::string> read_shard_manifest(const std::string& dir) {
       std::error_code ec;
       const uintmax_t bytes = fs::file_size(file, ec);
       ELECTRA_USER_CHECK(!ec, path, ": lists ", name, ", which is missing (", ec.message(), ")");
-      ELECTRA_USER_CHECK(bytes == s.at("bytes").get<uint64_t>(), path, ": ", name, " has ",
-                         bytes, " bytes, the manifest says ", s.at("bytes").get<uint64_t>());
+      ELECTRA_USER_CHECK(bytes == s.at("bytes").get<uint64_t>(), path, ": ", name, " has ", bytes,
+                         " bytes, the manifest says ", s.at("bytes").get<uint64_t>());
       files.push_back(file.string());
     }
   } catch (const nlohmann::json::exception& e) {

@@ -50,8 +50,7 @@ ShardFile::ShardFile(const std::string& path) : path_(path) {
                        !fits || map_bytes_ < kShardHeaderBytes + payload ? "truncated" : "too long",
                        ": ", map_bytes_, " bytes, expected ",
                        fits ? str_cat(kShardHeaderBytes + payload) : std::string("more than 2^64"),
-                       " for ", header_.example_count, " examples of ", header_.seq_len,
-                       " tokens");
+                       " for ", header_.example_count, " examples of ", header_.seq_len, " tokens");
     ELECTRA_USER_CHECK(fnv1a64(bytes + kShardHeaderBytes, payload) == header_.payload_checksum,
                        "shard '", path, "' is corrupted (payload checksum mismatch)");
   } catch (...) {

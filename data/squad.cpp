@@ -7,8 +7,8 @@
 
 #include "data/squad_text.h"
 #include "engine/error.h"
-#include "engine/log.h"
 #include "engine/input_file.h"
+#include "engine/log.h"
 
 namespace electra {
 namespace {

@@ -256,10 +256,11 @@ void validate_vocab_options(const VocabTrainerOptions& options) {
                      " exceeds ", kMaxTrainedVocab, " (shards store 16-bit token ids)");
   // [PAD], the unused tokens, [UNK], [CLS], [SEP], [MASK]; compared without forming the sum, which
   // could wrap for a huge --unused.
-  ELECTRA_USER_CHECK(options.unused_tokens < options.vocab_size &&
-                         options.vocab_size - options.unused_tokens > 5,
-                     "--vocab-size ", options.vocab_size, " cannot hold the ",
-                     options.unused_tokens, " unused and 5 special tokens and any other");
+  ELECTRA_USER_CHECK(
+      options.unused_tokens < options.vocab_size && options.vocab_size - options.unused_tokens > 5,
+      "--unused ", options.unused_tokens,
+      " and the 5 special tokens leave no room for other tokens in --vocab-size ",
+      options.vocab_size);
 }
 
 std::vector<std::string> train_wordpiece_vocab(

@@ -149,8 +149,8 @@ SafetensorsFile SafetensorsFile::read(const std::string& path) {
                          " bytes of data (truncated file?)"));
     }
     if (end - begin != bytes) {
-      fail(path, str_cat(where, ": ", end - begin, " bytes for ", values, " ", entry.dtype,
-                         " values"));
+      fail(path,
+           str_cat(where, ": ", end - begin, " bytes for ", values, " ", entry.dtype, " values"));
     }
     entry.offset = begin;
     entry.nbytes = end - begin;

@@ -34,8 +34,8 @@ void check_keys(const YAML::Node& node, const std::string& name, const std::stri
   for (const auto& item : node) {
     const int line = item.first.Mark().line + 1;
     ELECTRA_USER_CHECK(item.first.IsScalar(), name, ":", line, ": ",
-                       prefix.empty() ? "a key" : "a key in '" + prefix + "'",
-                       " is ", scalar_text(item.first), "; keys must be plain names");
+                       prefix.empty() ? "a key" : "a key in '" + prefix + "'", " is ",
+                       scalar_text(item.first), "; keys must be plain names");
     const std::string key = item.first.Scalar();
     const std::string path = prefix.empty() ? key : prefix + "." + key;
     const auto [it, first] = lines.emplace(key, line);

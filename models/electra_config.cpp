@@ -18,8 +18,8 @@ void EncoderConfig::validate(const std::string& what) const {
   // Each size is bounded before any product is formed from it (4 x hidden must not overflow an
   // int), and the model as a whole before anything is allocated for it.
   auto bounded = [&](int v, const char* field, int most) {
-    ELECTRA_USER_CHECK(v > 0 && v <= most, what, ".", field, " must be in [1, ", most, "] (got ",
-                       v, ")");
+    ELECTRA_USER_CHECK(v > 0 && v <= most, what, ".", field, " must be in [1, ", most, "] (got ", v,
+                       ")");
   };
   bounded(vocab_size, "vocab_size", kMaxVocabSize);
   bounded(embedding_size, "embedding_size", kMaxWidth);
@@ -32,8 +32,10 @@ void EncoderConfig::validate(const std::string& what) const {
   const double params = parameter_count();
   ELECTRA_USER_CHECK(params <= kMaxParameters, what, ": ", layers, " layers of hidden ", hidden,
                      " and ffn ", ffn, " make ", params / 1e9, " billion parameters (",
-                     params * 4 / (1 << 30), " GiB in f32 before gradients and optimizer state); "
-                     "the engine's limit is ", kMaxParameters / 1e9, " billion");
+                     params * 4 / (1 << 30),
+                     " GiB in f32 before gradients and optimizer state); "
+                     "the engine's limit is ",
+                     kMaxParameters / 1e9, " billion");
   ELECTRA_USER_CHECK(hidden % heads == 0, what, ".hidden (", hidden, ") is not divisible by ", what,
                      ".heads (", heads, ")");
   ELECTRA_USER_CHECK(hidden_dropout >= 0 && hidden_dropout < 1, what,

@@ -11,9 +11,9 @@
 #include <set>
 
 #include "engine/device.h"
+#include "engine/input_file.h"
 #include "engine/safetensors.h"
 #include "models/pretrainer.h"
-#include "engine/input_file.h"
 
 namespace electra {
 

@@ -17,8 +17,8 @@
 # (train-v1.1.json and dev-v1.1.json). $electra is the binary, $src the source tree.
 # Usage: run.sh ELECTRA_BINARY SOURCE_DIR [CASE_NAME_PATTERN]
 set -uo pipefail
-electra="$1"
-src="$2"
+electra="$(realpath "$1")"
+src="$(realpath "$2")"
 only="${3:-}"
 source "$src/test/common/e2e_common.sh"
 
@@ -201,6 +201,16 @@ if [[ -z "$only" ]]; then
     pass "stale temporaries are removed and named"
   else
     fail "stale temporaries: $(grep removed stale.log)"
+  fi
+  # Item 3: new data is trained on from a checkpoint's weights with --init (a new run).
+  head -n 150 corpus.txt >half.txt
+  "$electra" build-data --input half.txt --vocab vocab.txt --output half --seq-len 16 2>/dev/null
+  if "$electra" pretrain --config tiny.yaml --set data.shards=half --set checkpoint.dir=from-init \
+    --init run >init.log 2>&1 && grep -q "weights from run/checkpoint-00000004; step 0" init.log &&
+    [[ -d from-init/checkpoint-00000004 ]]; then
+    pass "--init starts a new run from a checkpoint's weights"
+  else
+    fail "--init: $(tail -2 init.log)"
   fi
   # Item 3: the trainer state records the shard set; item 6: --threads is capped with a message.
   if python3 -c "import json,sys; s=json.load(open(sys.argv[1]))['shards']; sys.exit(0 if s and s[0]['name'] == 'shard-00000.bin' and s[0]['examples'] > 0 else 1)" \

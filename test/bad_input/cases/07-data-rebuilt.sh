@@ -6,4 +6,4 @@ setup() {
   "$electra" build-data --input half.txt --vocab vocab.txt --output shards --seq-len 16 2>/dev/null
 }
 cmd=(pretrain --config tiny.yaml --resume run)
-names=(run/checkpoint-00000002/trainer_state.json "shard-00000.bin changed")
+names=(run/checkpoint-00000002/trainer_state.json "shard-00000.bin changed" "--init")
