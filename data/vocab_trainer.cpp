@@ -252,8 +252,6 @@ class Trainer {
 }  // namespace
 
 void validate_vocab_options(const VocabTrainerOptions& options) {
-  ELECTRA_USER_CHECK(options.vocab_size <= kMaxTrainedVocab, "--vocab-size ", options.vocab_size,
-                     " exceeds ", kMaxTrainedVocab, " (shards store 16-bit token ids)");
   // [PAD], the unused tokens, [UNK], [CLS], [SEP], [MASK]; compared without forming the sum, which
   // could wrap for a huge --unused.
   ELECTRA_USER_CHECK(

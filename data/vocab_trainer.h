@@ -47,11 +47,9 @@ class WordCounter {
   std::unordered_map<std::string, uint64_t> counts_;
 };
 
-// Shards store token ids as uint16 (shard.h): a larger vocabulary cannot be pre-trained on.
-inline constexpr size_t kMaxTrainedVocab = 65536;
-
-// Throws UserError unless vocab_size is at most kMaxTrainedVocab and holds the special tokens
-// (unused_tokens of them included) and at least one more. Cheap: call it before reading a corpus.
+// Throws UserError unless vocab_size holds the special tokens (unused_tokens of them included) and
+// at least one more. Cheap: call it before reading a corpus (and before building the unused
+// tokens, which a size like --unused 100000000000 would take minutes and gigabytes to build).
 void validate_vocab_options(const VocabTrainerOptions& options);
 
 // The vocabulary's tokens in id order. Validates the options first (validate_vocab_options).

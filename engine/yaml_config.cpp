@@ -63,7 +63,7 @@ ConfigNode ConfigNode::parse(const std::string& text, const std::string& name) {
 }
 
 ConfigNode ConfigNode::load(const std::string& path) {
-  require_regular_file(path, "YAML config file");
+  require_regular_file(path, "config");
   std::ifstream in(path);
   ELECTRA_USER_CHECK(in, path, ": cannot open config (", std::strerror(errno), ")");
   std::stringstream text;

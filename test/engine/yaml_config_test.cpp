@@ -98,7 +98,7 @@ TEST_CASE("a directory or a FIFO given as the config is refused without reading 
   const std::string dir =
       std::filesystem::temp_directory_path() / ("electra_yaml_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
-  CHECK_THROWS_WITH(ConfigNode::load(dir), dir + ": is a directory, expected a YAML config file");
+  CHECK_THROWS_WITH(ConfigNode::load(dir), dir + ": is a directory, expected a config");
   const std::string fifo = dir + "/pipe.yaml";
   REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
   CHECK_THROWS_WITH(ConfigNode::load(fifo), Catch::Contains("is a FIFO (named pipe)"));
