@@ -1,6 +1,8 @@
 // electra build-data: text -> tokenized pre-training shards (data/data_builder.h).
+#include <algorithm>
 #include <cstdio>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "apps/args.h"
@@ -40,7 +42,18 @@ int cmd_build_data(const std::vector<std::string>& args) {
                ELECTRA_USER_CHECK(n >= 8 && n <= 65536, "--seq-len must be in [8, 65536], got ", n);
                options.seq_len = static_cast<uint32_t>(n);
              })
-      .count("--threads", [&](uint64_t n) { options.threads = static_cast<unsigned>(n); })
+      .count("--threads",
+             [&](uint64_t n) {
+               // Beyond a few per core, workers only wait; thousands exhaust memory.
+               const uint64_t cap = std::min<uint64_t>(
+                   data::kMaxBuildThreads, 4 * std::max(1u, std::thread::hardware_concurrency()));
+               if (n > cap) {
+                 std::fprintf(stderr, "build-data: --threads %llu capped to %llu (4 per core)\n",
+                              static_cast<unsigned long long>(n),
+                              static_cast<unsigned long long>(cap));
+               }
+               options.threads = static_cast<unsigned>(std::min(n, cap));
+             })
       .count("--seed", [&](uint64_t n) { options.seed = n; })
       .count("--docs-per-shard", [&](uint64_t n) { options.docs_per_shard = n; })
       .switch_flag("--lowercase", [&] { options.lowercase = true; })

@@ -48,6 +48,7 @@ int cmd_build_vocab(const std::vector<std::string>& args) {
   parser.require(have_size, "--vocab-size");
   parser.require(!output.empty(), "--output");
   options.progress = true;
+  data::validate_vocab_options(options);
 
   Stopwatch clock;
   const auto files = data::expand_text_inputs(inputs);

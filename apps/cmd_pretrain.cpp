@@ -34,6 +34,7 @@
 #include "apps/command.h"
 #include "apps/pretrain_config.h"
 #include "apps/run_device.h"
+#include "apps/run_lock.h"
 #include "apps/train_progress.h"
 #include "apps/trainer_checkpoint.h"
 #include "data/pretrain_batches.h"
@@ -49,11 +50,13 @@ namespace fs = std::filesystem;
 
 constexpr const char* kUsage =
     "usage: electra pretrain --config FILE [--set section.key=value]... [--resume DIR]\n"
-    "                        [--stop-after N]\n"
+    "                        [--init DIR] [--stop-after N]\n"
     "  --config      YAML run configuration (configs/electra-{tiny,small,base,large}.yaml)\n"
     "  --set         override one key of the config (repeatable), e.g. --set train.steps=1000\n"
     "  --resume      continue from a checkpoint directory, or from the newest checkpoint of a\n"
     "                run directory (the config must be the one the checkpoint was written with)\n"
+    "  --init        start a new run (step 0, new optimizer state, any data) from the weights of\n"
+    "                a checkpoint or of a run directory's newest checkpoint\n"
     "  --stop-after  stop (with a checkpoint) after N updates of this invocation\n"
     "Runs on the GPU when one is present and the binary was built with CUDA (train.device:\n"
     "auto), else on the CPU. Progress every logging.every updates; metrics.jsonl, checkpoints\n"
@@ -178,9 +181,11 @@ std::string host_name() {
 
 // The run itself. `comm` may be replaced by the NCCL communicator that wraps it.
 int pretrain(PretrainConfig config, std::unique_ptr<Communicator>& comm, const std::string& resume,
-             uint64_t stop_after) {
+             const std::string& init, uint64_t stop_after) {
   const int rank = comm->rank(), ranks = comm->size();
   const bool lead = rank == 0;
+  std::optional<RunDirLock> lock;
+  if (lead) lock.emplace(config.checkpoint.dir);
   config.train.set_ranks(ranks);
   const TrainConfig& train = config.train;
   const int64_t accumulation = train.accumulation_steps();  // micro-batches per update, all ranks
@@ -249,12 +254,15 @@ int pretrain(PretrainConfig config, std::unique_ptr<Communicator>& comm, const s
   state.config_text = canonical_text(config);
   state.world_size = ranks;
   state.local_accumulation = local_accumulation;
+  state.shards = record_shards(shards);
   if (!resume.empty()) {
     const std::string checkpoint = resolve_checkpoint(resume);
     const TrainerState saved = read_trainer_state(checkpoint);
     ELECTRA_USER_CHECK(saved.config_hash == state.config_hash, checkpoint,
                        " was written with another configuration; it differs in: ",
                        differing_keys(saved.config_text, state.config_text));
+    check_resume_data(saved, state.shards, checkpoint);
+    check_data_position(saved, shards.size(), checkpoint);
     load_checkpoint(ctx, model, optimizer, checkpoint);
     state.step = saved.step;
     state.cursor = saved.cursor;
@@ -275,6 +283,9 @@ int pretrain(PretrainConfig config, std::unique_ptr<Communicator>& comm, const s
                      static_cast<long long>(train.batch_size));
       }
     }
+  } else if (!init.empty()) {
+    const std::string checkpoint = init_from_checkpoint(ctx, model, init);
+    if (lead) std::fprintf(stderr, "pretrain: weights from %s; step 0\n", checkpoint.c_str());
   } else {
     model.init_weights(ctx, train.seed);
     // Bit-identical on every rank already; the broadcast makes that independent of the hardware.
@@ -429,22 +440,24 @@ int pretrain(PretrainConfig config, std::unique_ptr<Communicator>& comm, const s
 }  // namespace
 
 int cmd_pretrain(const std::vector<std::string>& args) {
-  std::string config_path, resume;
+  std::string config_path, resume, init;
   std::vector<std::string> overrides;
   uint64_t stop_after = 0;
   ArgParser parser("pretrain", kUsage);
   parser.value("--config", [&](const std::string& v) { config_path = v; })
       .value("--set", [&](const std::string& v) { overrides.push_back(v); })
       .value("--resume", [&](const std::string& v) { resume = v; })
+      .value("--init", [&](const std::string& v) { init = v; })
       .count("--stop-after", [&](uint64_t n) { stop_after = n; });
   if (!parser.parse(args)) return 0;
   parser.require(!config_path.empty(), "--config");
+  ELECTRA_USER_CHECK(resume.empty() || init.empty(), "--resume and --init exclude each other");
   const PretrainConfig config = read_pretrain_config(config_path, overrides);
   std::unique_ptr<Communicator> comm = make_process_communicator();
-  if (comm->size() == 1) return pretrain(config, comm, resume, stop_after);
+  if (comm->size() == 1) return pretrain(config, comm, resume, init, stop_after);
   // Several ranks: one that fails must take the others down (they would wait in a collective).
   try {
-    return pretrain(config, comm, resume, stop_after);
+    return pretrain(config, comm, resume, init, stop_after);
   } catch (const UserError& e) {
     fail_rank(*comm, "error", e.what(), 2);
   } catch (const std::exception& e) {

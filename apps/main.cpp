@@ -1,4 +1,5 @@
 // electra: one binary, one subcommand per file (see command.h).
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -21,6 +22,9 @@ void print_usage(std::FILE* out) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // A write beyond `ulimit -f` then fails with EFBIG and takes the one-line write-error path
+  // (temporary files removed, saved files untouched) instead of killing the process silently.
+  std::signal(SIGXFSZ, SIG_IGN);
   if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0) {
     print_usage(argc < 2 ? stderr : stdout);
     return argc < 2 ? 2 : 0;

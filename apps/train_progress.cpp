@@ -1,8 +1,12 @@
 #include "apps/train_progress.h"
 
 #include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 
 #include "engine/error.h"
+#include "engine/safetensors.h"
 
 namespace electra::apps {
 
@@ -35,12 +39,44 @@ StepMetrics UpdateMetrics::average() const {
   return a;  // masked and tokens stay totals over the update
 }
 
+namespace {
+
+// The update a metrics.jsonl line records ({"step": N, ...}); -1 when the line has none.
+int64_t line_step(const std::string& line) {
+  const std::string key = "{\"step\": ";
+  if (line.rfind(key, 0) != 0) return -1;
+  char* end = nullptr;
+  const long long step = std::strtoll(line.c_str() + key.size(), &end, 10);
+  return end == line.c_str() + key.size() ? -1 : step;
+}
+
+}  // namespace
+
+void truncate_metrics(const std::string& metrics_path, int64_t start_step) {
+  std::ifstream in(metrics_path);
+  if (!in) return;  // a new run: nothing to cut
+  std::string kept, discarded, line;
+  while (std::getline(in, line)) {
+    (line_step(line) <= start_step ? kept : discarded) += line + "\n";
+  }
+  in.close();
+  if (discarded.empty()) return;
+  const std::string discarded_path = metrics_path + ".discarded";
+  std::FILE* out = std::fopen(discarded_path.c_str(), "a");
+  const bool saved = out != nullptr && std::fputs(discarded.c_str(), out) >= 0;
+  ELECTRA_USER_CHECK(out != nullptr && std::fclose(out) == 0 && saved, discarded_path,
+                     ": cannot write the metrics of the updates after step ", start_step);
+  write_file_atomic(metrics_path, kept);
+}
+
 ProgressReporter::ProgressReporter(const ProgressConfig& config, const std::string& metrics_path,
                                    int64_t start_step)
     : config_(config), metrics_path_(metrics_path) {
+  ELECTRA_USER_CHECK(!std::filesystem::is_directory(metrics_path), metrics_path,
+                     ": is a directory, expected the metrics file");
+  truncate_metrics(metrics_path, start_step);
   metrics_ = std::fopen(metrics_path.c_str(), "a");
   ELECTRA_USER_CHECK(metrics_ != nullptr, metrics_path, ": cannot open for writing");
-  (void)start_step;
 }
 
 ProgressReporter::~ProgressReporter() {

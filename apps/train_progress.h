@@ -1,6 +1,8 @@
 // Progress of a training run: a line on stderr every `every` updates (losses, accuracies, lr,
 // gradient norm, throughput, FLOP rate, ETA) and the same numbers as one JSON object per line in
-// metrics.jsonl (appended to, so a resumed run continues the file).
+// metrics.jsonl (appended to, so a resumed run continues the file; the lines of updates after
+// the resume step, which a killed run logged after its last checkpoint, move to
+// metrics.jsonl.discarded first, so that the file holds one curve).
 #pragma once
 
 #include <cstdint>
@@ -29,9 +31,14 @@ struct ProgressConfig {
   double peak_flops = 0;       // the device's bf16 peak for MFU; 0 = not known
 };
 
+// Moves the lines of metrics_path that record updates after start_step to
+// "<metrics_path>.discarded" (appended); the file is rewritten atomically. No file: nothing to do.
+void truncate_metrics(const std::string& metrics_path, int64_t start_step);
+
 class ProgressReporter {
  public:
-  // Opens (appends to) `metrics_path`; throws UserError naming it when it cannot be written.
+  // Truncates `metrics_path` to start_step (truncate_metrics) and opens it for appending; throws
+  // UserError naming it when it cannot be written.
   ProgressReporter(const ProgressConfig& config, const std::string& metrics_path,
                    int64_t start_step);
   ~ProgressReporter();

@@ -7,6 +7,7 @@
 #include <sstream>
 #include <vector>
 
+#include "engine/input_file.h"
 #include "engine/safetensors.h"
 #include "models/hf_checkpoint.h"
 
@@ -17,6 +18,12 @@ namespace {
 
 constexpr const char* kStateTensors = "trainer_state.safetensors";
 constexpr const char* kStateJson = "trainer_state.json";
+
+std::string hex16(uint64_t value) {
+  char text[17];
+  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(value));
+  return text;
+}
 
 std::string checkpoint_name(int64_t step) {
   char name[32];
@@ -90,6 +97,8 @@ std::string save_checkpoint(Context& ctx, const ElectraPretrainer& model,
     std::vector<float> m = without_padding(store, to_host(ctx, optimizer.m()));
     std::vector<float> v = without_padding(store, to_host(ctx, optimizer.v()));
     const int64_t n = static_cast<int64_t>(m.size());
+    require_finite((final_dir / kStateTensors).string(), "optimizer.m", m.data(), n);
+    require_finite((final_dir / kStateTensors).string(), "optimizer.v", v.data(), n);
     write_safetensors((tmp_dir / kStateTensors).string(),
                       {{"optimizer.m", Tensor::view_of(m.data(), Device::CPU, {n})},
                        {"optimizer.v", Tensor::view_of(v.data(), Device::CPU, {n})}},
@@ -109,6 +118,14 @@ std::string save_checkpoint(Context& ctx, const ElectraPretrainer& model,
                         {"disc_loss", last.disc_loss},   {"disc_accuracy", last.disc_accuracy},
                         {"total_loss", last.total_loss}, {"grad_norm", state.grad_norm}};
     j["optimizer"] = optimizer_kind_name(optimizer.config().kind);
+    nlohmann::json shards = nlohmann::json::array();
+    for (const ShardRecord& r : state.shards) {
+      shards.push_back({{"name", r.name},
+                        {"bytes", r.bytes},
+                        {"checksum", hex16(r.checksum)},
+                        {"examples", r.examples}});
+    }
+    j["shards"] = shards;
     write_file_atomic((tmp_dir / kStateJson).string(), j.dump(2) + "\n");
     if (fs::exists(final_dir)) fs::remove_all(final_dir);
     fs::rename(tmp_dir, final_dir);
@@ -137,15 +154,23 @@ std::string resolve_checkpoint(const std::string& path) {
 
 TrainerState read_trainer_state(const std::string& checkpoint_dir) {
   const std::string path = (fs::path(checkpoint_dir) / kStateJson).string();
+  require_regular_file(path, "trainer state file");
   std::ifstream in(path);
   ELECTRA_USER_CHECK(in.good(), path, ": cannot open");
   nlohmann::json j;
   try {
     in >> j;
     TrainerState s;
-    s.step = j.at("step").get<int64_t>();
-    s.cursor.epoch = j.at("data_epoch").get<uint64_t>();
-    s.cursor.position = j.at("data_position").get<uint64_t>();
+    // A run never counts 2^32 updates, epochs or examples (pretrain and ExampleOrder refuse it).
+    auto counter = [&](const char* key) -> uint64_t {
+      const nlohmann::json& v = j.at(key);
+      ELECTRA_USER_CHECK(v.is_number_unsigned() && v.get<uint64_t>() < (uint64_t{1} << 32), path,
+                         ": ", key, " must be an integer in [0, 2^32), got ", v.dump());
+      return v.get<uint64_t>();
+    };
+    s.step = static_cast<int64_t>(counter("step"));
+    s.cursor.epoch = counter("data_epoch");
+    s.cursor.position = counter("data_position");
     s.seed = j.at("seed").get<uint64_t>();
     s.config_hash = std::stoull(j.at("config_hash").get<std::string>());
     s.config_text = j.at("config").get<std::string>();
@@ -161,13 +186,72 @@ TrainerState read_trainer_state(const std::string& checkpoint_dir) {
       s.metrics.total_loss = u.at("total_loss").get<double>();
       s.grad_norm = u.at("grad_norm").get<double>();
     }
-    ELECTRA_USER_CHECK(s.step >= 0, path, ": negative step");
+    for (const nlohmann::json& r : j.value("shards", nlohmann::json::array())) {
+      s.shards.push_back({r.at("name").get<std::string>(), r.at("bytes").get<uint64_t>(),
+                          std::stoull(r.at("checksum").get<std::string>(), nullptr, 16),
+                          r.at("examples").get<uint64_t>()});
+    }
     return s;
   } catch (const nlohmann::json::exception& e) {
     throw UserError(str_cat(path, ": malformed trainer state: ", e.what()));
   } catch (const std::logic_error& e) {
-    throw UserError(str_cat(path, ": malformed config_hash: ", e.what()));
+    throw UserError(str_cat(path, ": malformed config_hash or shard checksum: ", e.what()));
   }
+}
+
+std::vector<ShardRecord> record_shards(const data::ShardSet& shards) {
+  std::vector<ShardRecord> out;
+  for (const data::ShardFile& f : shards.shards()) {
+    std::error_code ec;
+    const uintmax_t bytes = fs::file_size(f.path(), ec);
+    out.push_back({fs::path(f.path()).filename().string(), ec ? 0 : static_cast<uint64_t>(bytes),
+                   f.header().payload_checksum, f.size()});
+  }
+  return out;
+}
+
+void check_resume_data(const TrainerState& saved, std::vector<ShardRecord> now,
+                       const std::string& checkpoint_dir) {
+  const std::string path = (fs::path(checkpoint_dir) / kStateJson).string();
+  auto named = [](const std::vector<ShardRecord>& list, const std::string& name) {
+    return std::find_if(list.begin(), list.end(),
+                        [&](const ShardRecord& r) { return r.name == name; });
+  };
+  std::string changes;
+  // Checkpoints written before the shard set was recorded carry none: nothing to compare.
+  if (saved.shards.empty()) now = {};
+  auto note = [&](const std::string& what) { changes += (changes.empty() ? "" : "; ") + what; };
+  for (const ShardRecord& r : saved.shards) {
+    const auto it = named(now, r.name);
+    if (it == now.end()) {
+      note(str_cat(r.name, " was removed"));
+    } else if (!(*it == r)) {
+      note(str_cat(r.name, " changed (", r.examples, " examples, ", r.bytes, " bytes, checksum ",
+                   hex16(r.checksum), " -> ", it->examples, " examples, ", it->bytes,
+                   " bytes, checksum ", hex16(it->checksum), ")"));
+    }
+  }
+  for (const ShardRecord& r : now) {
+    if (named(saved.shards, r.name) == saved.shards.end()) note(str_cat(r.name, " was added"));
+  }
+  if (changes.empty() && saved.shards != now) note("the shards' order changed");
+  ELECTRA_USER_CHECK(
+      changes.empty(), path, ": the run's data differs from the data it was trained on: ", changes,
+      "; a resume continues exactly on the same data (to continue training on new data "
+      "from this checkpoint's weights, start a new run with --init)");
+}
+
+void check_data_position(const TrainerState& saved, uint64_t examples,
+                         const std::string& checkpoint_dir) {
+  const std::string path = (fs::path(checkpoint_dir) / kStateJson).string();
+  ELECTRA_USER_CHECK(saved.cursor.position < examples, path, ": data_position ",
+                     saved.cursor.position, " is beyond the data's ", examples, " examples");
+}
+
+std::string init_from_checkpoint(Context& ctx, ElectraPretrainer& model, const std::string& path) {
+  const std::string checkpoint = resolve_checkpoint(path);
+  load_pretrainer_models(ctx, model, checkpoint);
+  return checkpoint;
 }
 
 void load_checkpoint(Context& ctx, ElectraPretrainer& model, Optimizer& optimizer,
@@ -184,6 +268,7 @@ void load_checkpoint(Context& ctx, ElectraPretrainer& model, Optimizer& optimize
                        " values, the model's optimizer state has ", n,
                        " (a checkpoint of another model?)");
     file.read_f32(*e, dst->data());
+    require_finite(path, name, dst->data(), n);
   }
   // The models validate both directories before writing; the moments go in only afterwards.
   load_pretrainer_models(ctx, model, checkpoint_dir);

@@ -6,7 +6,9 @@
 //                                                      layout without padding rows)
 //     trainer_state.json                               step, data cursor, seed, config hash and
 //                                                      text, the ranks x micro-batches that wrote
-//                                                      it, the last update's losses
+//                                                      it, the last update's losses, the shards
+//                                                      read (name, bytes, payload checksum,
+//                                                      examples: a resume on other data is refused)
 // written into "<run dir>/.checkpoint-<step>.tmp" and renamed into place when complete, so a
 // crash or a full disk never leaves a half-written checkpoint under the final name, and older
 // checkpoints are only removed (retention) after the new one is in place.
@@ -20,11 +22,23 @@
 #include <string>
 
 #include "data/example_order.h"
+#include "data/shard_reader.h"
 #include "data/vocab.h"
 #include "models/pretrainer.h"
 #include "optim/optimizer.h"
 
 namespace electra::apps {
+
+// One shard of a run's data, as its header and size identify it.
+struct ShardRecord {
+  std::string name;  // file name (the directory is part of the config, hence of config_hash)
+  uint64_t bytes = 0;
+  uint64_t checksum = 0;  // the header's payload checksum
+  uint64_t examples = 0;
+  bool operator==(const ShardRecord&) const = default;
+};
+
+std::vector<ShardRecord> record_shards(const data::ShardSet& shards);
 
 struct TrainerState {
   int64_t step = 0;  // optimizer updates done
@@ -39,6 +53,7 @@ struct TrainerState {
   // precision: what a run logged last, and what tests compare runs with.
   StepMetrics metrics;
   double grad_norm = 0;
+  std::vector<ShardRecord> shards;  // the data the run reads
 };
 
 // Writes the checkpoint of `state.step` into run_dir (created if missing) and keeps the newest
@@ -55,8 +70,22 @@ std::string save_checkpoint(Context& ctx, const ElectraPretrainer& model,
 // Throws UserError when there is none.
 std::string resolve_checkpoint(const std::string& path);
 
-// Reads the trainer state of a checkpoint (trainer_state.json only).
+// Reads the trainer state of a checkpoint (trainer_state.json only). Counters must be integers
+// below 2^32 (a step of 1e15 is refused, not rounded).
 TrainerState read_trainer_state(const std::string& checkpoint_dir);
+
+// Refuses (UserError naming the checkpoint) a resume on data other than the saved run's: a shard
+// added, removed or changed (what changed is named).
+void check_resume_data(const TrainerState& saved, std::vector<ShardRecord> now,
+                       const std::string& checkpoint_dir);
+// Refuses a saved data cursor beyond the `examples` of the data.
+void check_data_position(const TrainerState& saved, uint64_t examples,
+                         const std::string& checkpoint_dir);
+
+// `pretrain --init`: a new run that starts from the models of a checkpoint (or of a run
+// directory's newest): weights only, with step 0, a fresh data cursor and fresh optimizer moments
+// (so it may read other data). Validated like a resume; returns the checkpoint's path.
+std::string init_from_checkpoint(Context& ctx, ElectraPretrainer& model, const std::string& path);
 
 // Loads models and optimizer moments. Everything is validated before anything is written: on a
 // UserError (missing file, wrong shapes, a different model) model and optimizer are unchanged.

@@ -15,6 +15,7 @@
 #include "data/basic_tokenizer.h"
 #include "data/example_builder.h"
 #include "data/shard.h"
+#include "data/shard_manifest.h"
 #include "data/text_reader.h"
 #include "data/tokenizer.h"
 #include "engine/error.h"
@@ -181,14 +182,22 @@ class ShardSink {
     if (!writer_) return;
     writer_->finish();
     report_.shards.push_back(writer_->path());
+    manifest_.push_back(
+        {fs::path(writer_->path()).filename().string(),
+         kShardHeaderBytes + writer_->example_count() * options_.seq_len * sizeof(uint16_t),
+         writer_->example_count(), writer_->payload_checksum()});
     writer_.reset();
   }
+
+  // After the last shard: the manifest marks the directory complete.
+  void write_manifest() const { write_shard_manifest(options_.output_dir, manifest_); }
 
  private:
   const BuildDataOptions& options_;
   BuildDataReport& report_;
   ShardHeader header_;
   std::unique_ptr<ShardWriter> writer_;
+  std::vector<ManifestEntry> manifest_;
   uint64_t shard_ = 0;
   uint64_t next_doc_ = 0;
 };
@@ -200,9 +209,10 @@ void prepare_output_dir(const std::string& dir) {
                      ec ? ": " + ec.message() : std::string());
   for (const auto& entry : fs::directory_iterator(dir)) {
     const std::string name = entry.path().filename().string();
-    ELECTRA_USER_CHECK(!(name.starts_with("shard-") && name.ends_with(".bin")),
-                       "output directory '", dir, "' already contains shards (", name,
-                       "); remove them or choose another directory");
+    ELECTRA_USER_CHECK(
+        !(name.starts_with("shard-") && name.ends_with(".bin")) && name != kShardManifest,
+        "output directory '", dir, "' already contains shards (", name,
+        "); remove them or choose another directory");
   }
 }
 
@@ -227,6 +237,8 @@ BuildDataReport build_pretraining_data(const Vocab& vocab, const BuildDataOption
   prepare_output_dir(options.output_dir);
   const unsigned threads =
       options.threads > 0 ? options.threads : std::max(1u, std::thread::hardware_concurrency());
+  ELECTRA_USER_CHECK(threads <= kMaxBuildThreads, "--threads ", threads, " exceeds ",
+                     kMaxBuildThreads);
 
   BuildDataReport report;
   report.files = files.size();
@@ -295,6 +307,12 @@ BuildDataReport build_pretraining_data(const Vocab& vocab, const BuildDataOption
   flush(true);
   while (pipeline.pending()) sink.write(pipeline.take());
   sink.finish();
+  ELECTRA_USER_CHECK(report.examples > 0, options.inputs.front(),
+                     options.inputs.size() > 1 ? " (and the other inputs)" : "",
+                     ": no examples: ", report.documents, " documents, ", report.text_bytes,
+                     " bytes of text (is the corpus empty?); no shard written to ",
+                     options.output_dir);
+  sink.write_manifest();
   report.seconds = clock.seconds();
   return report;
 }

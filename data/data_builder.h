@@ -18,6 +18,9 @@
 
 namespace electra::data {
 
+// More workers than this only cost memory (each holds chunks in flight).
+inline constexpr unsigned kMaxBuildThreads = 256;
+
 struct BuildDataOptions {
   std::vector<std::string> inputs;  // .txt / .txt.zst files or directories
   std::string output_dir;           // created if missing; must not already contain shards

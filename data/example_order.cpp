@@ -11,8 +11,8 @@ namespace electra::data {
 ExampleOrder::ExampleOrder(uint64_t num_examples, uint64_t seed)
     : num_examples_(num_examples), seed_(seed) {
   ELECTRA_USER_CHECK(num_examples > 0, "the data has no examples");
-  ELECTRA_CHECK(num_examples <= UINT32_MAX, "ExampleOrder supports < 2^32 examples, got ",
-                num_examples);
+  ELECTRA_USER_CHECK(num_examples <= UINT32_MAX, "the data has ", num_examples,
+                     " examples; a run reads fewer than 2^32 (use fewer shards)");
 }
 
 const std::vector<uint32_t>& ExampleOrder::permutation(uint64_t epoch) {

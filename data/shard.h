@@ -67,6 +67,7 @@ class ShardWriter {
   void finish();
 
   uint64_t example_count() const { return header_.example_count; }
+  uint64_t payload_checksum() const { return header_.payload_checksum; }
   const std::string& path() const { return path_; }
 
  private:

@@ -12,12 +12,15 @@
 #include <filesystem>
 
 #include "data/fnv.h"
+#include "data/shard_manifest.h"
 #include "engine/error.h"
+#include "engine/input_file.h"
 
 namespace electra::data {
 namespace fs = std::filesystem;
 
 ShardFile::ShardFile(const std::string& path) : path_(path) {
+  require_regular_file(path, "shard file");
   const int fd = ::open(path.c_str(), O_RDONLY);
   ELECTRA_USER_CHECK(fd >= 0, "cannot open shard '", path, "': ", std::strerror(errno));
   struct stat st {};
@@ -37,11 +40,17 @@ ShardFile::ShardFile(const std::string& path) : path_(path) {
   try {
     const auto* bytes = static_cast<const unsigned char*>(map_);
     header_ = decode_shard_header(bytes, map_bytes_, path);
-    const uint64_t payload = header_.example_count * header_.seq_len * sizeof(uint16_t);
-    ELECTRA_USER_CHECK(map_bytes_ - kShardHeaderBytes == payload, "shard '", path, "' is ",
-                       map_bytes_ < kShardHeaderBytes + payload ? "truncated" : "too long", ": ",
-                       map_bytes_, " bytes, expected ", kShardHeaderBytes + payload, " for ",
-                       header_.example_count, " examples of ", header_.seq_len, " tokens");
+    // example_count and seq_len come from the file: the payload size is computed without
+    // wrapping (a count of 2^56 + k must not pass as a small file).
+    const uint64_t record_bytes = uint64_t{header_.seq_len} * sizeof(uint16_t);
+    uint64_t payload = 0;
+    const bool fits = !__builtin_mul_overflow(header_.example_count, record_bytes, &payload) &&
+                      payload <= UINT64_MAX - kShardHeaderBytes;
+    ELECTRA_USER_CHECK(fits && map_bytes_ - kShardHeaderBytes == payload, "shard '", path, "' is ",
+                       !fits || map_bytes_ < kShardHeaderBytes + payload ? "truncated" : "too long",
+                       ": ", map_bytes_, " bytes, expected ",
+                       fits ? str_cat(kShardHeaderBytes + payload) : std::string("more than 2^64"),
+                       " for ", header_.example_count, " examples of ", header_.seq_len, " tokens");
     ELECTRA_USER_CHECK(fnv1a64(bytes + kShardHeaderBytes, payload) == header_.payload_checksum,
                        "shard '", path, "' is corrupted (payload checksum mismatch)");
   } catch (...) {
@@ -81,14 +90,7 @@ std::vector<std::string> expand_shard_inputs(const std::vector<std::string>& pat
       files.push_back(p);
       continue;
     }
-    std::vector<std::string> found;
-    for (const auto& entry : fs::directory_iterator(p)) {
-      if (entry.is_regular_file() && entry.path().extension() == ".bin") {
-        found.push_back(entry.path().string());
-      }
-    }
-    ELECTRA_USER_CHECK(!found.empty(), "no shard (*.bin) in directory '", p, "'");
-    std::sort(found.begin(), found.end());
+    const std::vector<std::string> found = read_shard_manifest(p);
     files.insert(files.end(), found.begin(), found.end());
   }
   ELECTRA_USER_CHECK(!files.empty(), "no shard files given");

@@ -36,8 +36,9 @@ class ShardFile {
   size_t map_bytes_ = 0;
 };
 
-// The shard files named, and the *.bin files in each directory named, in sorted order. Throws
-// UserError for a missing path or when no shard is found.
+// The shard files named, and for each directory named the shards of its manifest
+// (shard_manifest.h). Throws UserError for a missing path, a directory without a complete
+// manifest, or when no shard is found.
 std::vector<std::string> expand_shard_inputs(const std::vector<std::string>& paths);
 
 // Several shards as one sequence of examples (shard order, then example order).

@@ -1,11 +1,13 @@
 #include "data/squad.h"
 
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "data/squad_text.h"
 #include "engine/error.h"
+#include "engine/input_file.h"
 #include "engine/log.h"
 
 namespace electra {
@@ -24,6 +26,20 @@ T get(const json& obj, const char* key, std::string_view source, const std::stri
     throw UserError(
         str_cat(source, ": ", where, ": '", key, "' has the wrong type (", e.what(), ")"));
   }
+}
+
+// obj[key] as a character offset: an integer in [0, 2^31) (nlohmann would truncate 45.7 to 45 and
+// 4294967341 to 45 without a word).
+int32_t get_offset(const json& obj, const char* key, std::string_view source,
+                   const std::string& where) {
+  ELECTRA_USER_CHECK(obj.is_object() && obj.contains(key), source, ": ", where, ": missing '", key,
+                     "'");
+  const json& v = obj.at(key);
+  ELECTRA_USER_CHECK(v.is_number_integer() && v.get<int64_t>() >= 0 &&
+                         v.get<int64_t>() <= std::numeric_limits<int32_t>::max(),
+                     source, ": ", where, ": '", key,
+                     "' must be a character offset (an integer in [0, 2^31)), got ", v.dump());
+  return static_cast<int32_t>(v.get<int64_t>());
 }
 
 const json& get_array(const json& obj, const char* key, std::string_view source,
@@ -98,7 +114,7 @@ SquadDataset parse_squad(std::string_view json_text, std::string_view source,
   json root;
   try {
     root = json::parse(json_text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, or out_of_range for a number like 1e999
     throw UserError(str_cat(source, ": invalid JSON: ", e.what()));
   }
   SquadDataset out;
@@ -126,7 +142,7 @@ SquadDataset parse_squad(std::string_view json_text, std::string_view source,
         for (size_t k = 0; k < answers.size() && !ex.is_impossible; ++k) {
           const std::string at_answer = str_cat(at_qa, ".answers[", k, "]");
           ex.answers.push_back({get<std::string>(answers[k], "text", source, at_answer),
-                                get<int32_t>(answers[k], "answer_start", source, at_answer)});
+                                get_offset(answers[k], "answer_start", source, at_answer)});
         }
         if (options.training) {
           ELECTRA_USER_CHECK(ex.is_impossible || ex.answers.size() == 1, source, ": question ",
@@ -147,6 +163,7 @@ SquadDataset parse_squad(std::string_view json_text, std::string_view source,
 }
 
 SquadDataset read_squad(const std::filesystem::path& path, const SquadReadOptions& options) {
+  require_regular_file(path.string(), "SQuAD JSON file");
   std::ifstream in(path, std::ios::binary);
   ELECTRA_USER_CHECK(in, "cannot open ", path.string());
   std::ostringstream buffer;

@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "engine/error.h"
+#include "engine/input_file.h"
 
 namespace electra::data {
 namespace fs = std::filesystem;
@@ -65,6 +66,7 @@ struct LineReader::Zstd {
 };
 
 LineReader::LineReader(const std::string& path) : path_(path) {
+  require_regular_file(path, "text file");
   file_ = std::fopen(path.c_str(), "rb");
   ELECTRA_USER_CHECK(file_ != nullptr, "cannot open '", path, "': ", std::strerror(errno));
   if (path.ends_with(".zst")) {

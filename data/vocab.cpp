@@ -9,10 +9,13 @@
 
 #include "data/fnv.h"
 #include "engine/error.h"
+#include "engine/input_file.h"
+#include "engine/safetensors.h"
 
 namespace electra::data {
 
 Vocab Vocab::load(const std::string& path) {
+  require_regular_file(path, "vocabulary file");
   std::ifstream in(path, std::ios::binary);
   ELECTRA_USER_CHECK(in.good(), "cannot open vocabulary file '", path, "'");
   const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -103,20 +106,12 @@ int32_t Vocab::find(std::string_view token) const {
 }
 
 void Vocab::save(const std::string& path) const {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    ELECTRA_USER_CHECK(out.good(), "cannot write vocabulary file '", tmp, "'");
-    for (const auto& t : tokens_) {
-      out.write(t.data(), static_cast<std::streamsize>(t.size()));
-      out.put('\n');
-    }
-    out.flush();
-    ELECTRA_USER_CHECK(out.good(), "error writing vocabulary file '", tmp, "'");
+  std::string text;
+  for (const auto& t : tokens_) {
+    text += t;
+    text += '\n';
   }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  ELECTRA_USER_CHECK(!ec, "cannot rename '", tmp, "' to '", path, "': ", ec.message());
+  write_file_atomic(path, text);
 }
 
 }  // namespace electra::data

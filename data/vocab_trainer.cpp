@@ -251,14 +251,23 @@ class Trainer {
 
 }  // namespace
 
+void validate_vocab_options(const VocabTrainerOptions& options) {
+  // [PAD], the unused tokens, [UNK], [CLS], [SEP], [MASK]; compared without forming the sum, which
+  // could wrap for a huge --unused.
+  ELECTRA_USER_CHECK(
+      options.unused_tokens < options.vocab_size && options.vocab_size - options.unused_tokens > 5,
+      "--unused ", options.unused_tokens,
+      " and the 5 special tokens leave no room for other tokens in --vocab-size ",
+      options.vocab_size);
+}
+
 std::vector<std::string> train_wordpiece_vocab(
     const std::unordered_map<std::string, uint64_t>& word_counts,
     const VocabTrainerOptions& options) {
+  validate_vocab_options(options);
   std::vector<std::string> vocab{std::string(kPadToken)};
   for (size_t i = 0; i < options.unused_tokens; ++i) vocab.push_back(str_cat("[unused", i, "]"));
   for (auto t : {kUnkToken, kClsToken, kSepToken, kMaskToken}) vocab.emplace_back(t);
-  ELECTRA_USER_CHECK(options.vocab_size > vocab.size(), "--vocab-size ", options.vocab_size,
-                     " cannot hold the ", vocab.size(), " special tokens and any other");
   ELECTRA_USER_CHECK(!word_counts.empty(), "the corpus has no words to train a vocabulary on");
   Trainer trainer(word_counts, options, options.vocab_size - vocab.size());
   for (auto& t : trainer.run()) vocab.push_back(std::move(t));

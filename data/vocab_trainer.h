@@ -47,8 +47,12 @@ class WordCounter {
   std::unordered_map<std::string, uint64_t> counts_;
 };
 
-// The vocabulary's tokens in id order. Throws UserError when vocab_size cannot hold the special
-// tokens and at least one more.
+// Throws UserError unless vocab_size holds the special tokens (unused_tokens of them included) and
+// at least one more. Cheap: call it before reading a corpus (and before building the unused
+// tokens, which a size like --unused 100000000000 would take minutes and gigabytes to build).
+void validate_vocab_options(const VocabTrainerOptions& options);
+
+// The vocabulary's tokens in id order. Validates the options first (validate_vocab_options).
 std::vector<std::string> train_wordpiece_vocab(
     const std::unordered_map<std::string, uint64_t>& word_counts,
     const VocabTrainerOptions& options);

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -12,6 +13,7 @@
 
 #include "engine/bf16.h"
 #include "engine/error.h"
+#include "engine/input_file.h"
 
 namespace electra {
 
@@ -70,6 +72,7 @@ const char* safetensors_dtype(DType dtype) {
 }
 
 SafetensorsFile SafetensorsFile::read(const std::string& path) {
+  require_regular_file(path, "safetensors file");
   std::ifstream in(path, std::ios::binary);
   ELECTRA_USER_CHECK(in, path, ": cannot open (", std::strerror(errno), ")");
   in.seekg(0, std::ios::end);
@@ -119,9 +122,21 @@ SafetensorsFile SafetensorsFile::read(const std::string& path) {
     const size_t element = dtype_bytes(entry.dtype);
     if (element == 0) fail(path, str_cat(where, ": unknown dtype '", entry.dtype, "'"));
     if (!spec["shape"].is_array()) fail(path, where + ": shape is not an array");
+    // The element count and byte size come from the file: checked for overflow before use (a
+    // shape [2^40, 2^40] must not wrap into a size that matches the data).
+    uint64_t values = 1;
     for (const auto& d : spec["shape"]) {
       if (!d.is_number_unsigned()) fail(path, where + ": shape has a non-integer or negative dim");
-      entry.shape.push_back(d.get<int64_t>());
+      const uint64_t dim = d.get<uint64_t>();
+      if (dim > static_cast<uint64_t>(INT64_MAX) || __builtin_mul_overflow(values, dim, &values) ||
+          values > static_cast<uint64_t>(INT64_MAX)) {
+        fail(path, where + ": shape has more elements than fit in 63 bits");
+      }
+      entry.shape.push_back(static_cast<int64_t>(dim));
+    }
+    uint64_t bytes = 0;
+    if (__builtin_mul_overflow(values, uint64_t{element}, &bytes)) {
+      fail(path, where + ": shape's byte size overflows 64 bits");
     }
     const auto& offsets = spec["data_offsets"];
     if (!offsets.is_array() || offsets.size() != 2 || !offsets[0].is_number_unsigned() ||
@@ -133,9 +148,9 @@ SafetensorsFile SafetensorsFile::read(const std::string& path) {
       fail(path, str_cat(where, ": data [", begin, ", ", end, ") outside the ", data_size,
                          " bytes of data (truncated file?)"));
     }
-    if (end - begin != static_cast<uint64_t>(entry.numel()) * element) {
-      fail(path, str_cat(where, ": ", end - begin, " bytes for ", entry.numel(), " ", entry.dtype,
-                         " values"));
+    if (end - begin != bytes) {
+      fail(path,
+           str_cat(where, ": ", end - begin, " bytes for ", values, " ", entry.dtype, " values"));
     }
     entry.offset = begin;
     entry.nbytes = end - begin;
@@ -187,6 +202,15 @@ void SafetensorsFile::read_f32(const SafetensorsEntry& entry, float* out) const 
   } else {
     throw UserError(str_cat(path_, ": tensor '", entry.name, "' has dtype ", entry.dtype,
                             ", expected a floating-point type"));
+  }
+}
+
+void require_finite(const std::string& path, const std::string& name, const float* values,
+                    int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    ELECTRA_USER_CHECK(std::isfinite(values[i]), path, ": tensor '", name,
+                       "' holds a non-finite value (", values[i], ") at index ", i,
+                       "; a model or optimizer state with NaN or Inf is refused");
   }
 }
 

@@ -63,6 +63,11 @@ void write_safetensors(const std::string& path, const std::vector<NamedTensor>& 
 // Writes `contents` to `path` through a temporary file and a rename (the same guarantees).
 void write_file_atomic(const std::string& path, const std::string& contents);
 
+// Throws UserError "<path>: tensor '<name>' holds a non-finite value (<v>) at index i" unless all
+// n values are finite: a checkpoint with NaN or Inf is refused when written and when read.
+void require_finite(const std::string& path, const std::string& name, const float* values,
+                    int64_t n);
+
 // safetensors' dtype string for a DType ("F32", "BF16", ...).
 const char* safetensors_dtype(DType dtype);
 

@@ -6,7 +6,10 @@
 #include <cstring>
 #include <fstream>
 #include <limits>
+#include <map>
 #include <sstream>
+
+#include "engine/input_file.h"
 
 namespace electra {
 
@@ -17,6 +20,29 @@ std::string scalar_text(const YAML::Node& node) {
   if (node.IsSequence()) return "a list";
   if (node.IsMap()) return "a mapping";
   return "null";
+}
+
+// Keys are plain scalars, each once per mapping (yaml-cpp keeps the first of two equal keys and
+// drops the second silently; a complex key `? [a, b]` has no dotted name).
+void check_keys(const YAML::Node& node, const std::string& name, const std::string& prefix) {
+  if (node.IsSequence()) {
+    for (const YAML::Node& item : node) check_keys(item, name, prefix);
+    return;
+  }
+  if (!node.IsMap()) return;
+  std::map<std::string, int> lines;
+  for (const auto& item : node) {
+    const int line = item.first.Mark().line + 1;
+    ELECTRA_USER_CHECK(item.first.IsScalar(), name, ":", line, ": ",
+                       prefix.empty() ? "a key" : "a key in '" + prefix + "'", " is ",
+                       scalar_text(item.first), "; keys must be plain names");
+    const std::string key = item.first.Scalar();
+    const std::string path = prefix.empty() ? key : prefix + "." + key;
+    const auto [it, first] = lines.emplace(key, line);
+    ELECTRA_USER_CHECK(first, name, ":", line, ": duplicate key '", path, "' (first on line ",
+                       it->second, ")");
+    check_keys(item.second, name, path);
+  }
 }
 
 }  // namespace
@@ -30,12 +56,14 @@ ConfigNode ConfigNode::parse(const std::string& text, const std::string& name) {
   }
   if (root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
   ELECTRA_USER_CHECK(root.IsMap(), name, ": the top level must be a mapping of keys");
+  check_keys(root, name, "");
   auto shared = std::make_shared<Shared>();
   shared->file = name;
   return ConfigNode(root, shared, "");
 }
 
 ConfigNode ConfigNode::load(const std::string& path) {
+  require_regular_file(path, "config");
   std::ifstream in(path);
   ELECTRA_USER_CHECK(in, path, ": cannot open config (", std::strerror(errno), ")");
   std::stringstream text;
@@ -165,7 +193,15 @@ void ConfigNode::apply_override(const std::string& assignment) {
   }
   ELECTRA_USER_CHECK(node[parts.back()].IsDefined(), "--set ", assignment, ": no key '", path,
                      "' in ", shared_->file);
-  node[parts.back()] = YAML::Load(value);
+  YAML::Node parsed;
+  try {
+    parsed = YAML::Load(value);
+  } catch (const YAML::Exception& e) {
+    throw UserError(str_cat("--set ", assignment, ": the value is not valid YAML (column ",
+                            e.mark.column + 1, ": ", e.msg, ")"));
+  }
+  check_keys(parsed, "--set " + assignment, path);
+  node[parts.back()] = parsed;
 }
 
 }  // namespace electra

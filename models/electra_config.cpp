@@ -5,18 +5,37 @@
 
 namespace electra {
 
+double EncoderConfig::parameter_count() const {
+  const double e = embedding_size, h = hidden, f = ffn;
+  const double embeddings = (vocab_size + max_positions + type_vocab_size + 2.0) * e +
+                            (has_projection() ? e * h + h : 0.0);
+  // Q, K, V, output projections (4 H^2 + 4 H), FFN (2 H F + F + H), two LayerNorms (4 H).
+  const double layer = 4 * h * h + 2 * h * f + f + 9 * h;
+  return embeddings + static_cast<double>(layers) * layer;
+}
+
 void EncoderConfig::validate(const std::string& what) const {
-  auto positive = [&](int v, const char* field) {
-    ELECTRA_USER_CHECK(v > 0, what, ".", field, " must be positive (got ", v, ")");
+  // Each size is bounded before any product is formed from it (4 x hidden must not overflow an
+  // int), and the model as a whole before anything is allocated for it.
+  auto bounded = [&](int v, const char* field, int most) {
+    ELECTRA_USER_CHECK(v > 0 && v <= most, what, ".", field, " must be in [1, ", most, "] (got ", v,
+                       ")");
   };
-  positive(vocab_size, "vocab_size");
-  positive(embedding_size, "embedding_size");
-  positive(hidden, "hidden");
-  positive(layers, "layers");
-  positive(heads, "heads");
-  positive(ffn, "ffn");
-  positive(max_positions, "max_positions");
-  positive(type_vocab_size, "type_vocab_size");
+  bounded(vocab_size, "vocab_size", kMaxVocabSize);
+  bounded(embedding_size, "embedding_size", kMaxWidth);
+  bounded(hidden, "hidden", kMaxWidth);
+  bounded(layers, "layers", kMaxLayers);
+  bounded(heads, "heads", hidden);
+  bounded(ffn, "ffn", 4 * kMaxWidth);
+  bounded(max_positions, "max_positions", kMaxPositions);
+  bounded(type_vocab_size, "type_vocab_size", 1024);
+  const double params = parameter_count();
+  ELECTRA_USER_CHECK(params <= kMaxParameters, what, ": ", layers, " layers of hidden ", hidden,
+                     " and ffn ", ffn, " make ", params / 1e9, " billion parameters (",
+                     params * 4 / (1 << 30),
+                     " GiB in f32 before gradients and optimizer state); "
+                     "the engine's limit is ",
+                     kMaxParameters / 1e9, " billion");
   ELECTRA_USER_CHECK(hidden % heads == 0, what, ".hidden (", hidden, ") is not divisible by ", what,
                      ".heads (", heads, ")");
   ELECTRA_USER_CHECK(hidden_dropout >= 0 && hidden_dropout < 1, what,

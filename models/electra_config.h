@@ -12,6 +12,14 @@
 
 namespace electra {
 
+// Bounds on model sizes, far above ELECTRA-Large (24 layers, hidden 1024, 335M parameters): a
+// typo such as `layers: 200000` is an error, not minutes of allocation.
+inline constexpr int kMaxVocabSize = 1 << 22;
+inline constexpr int kMaxWidth = 1 << 16;  // embedding_size, hidden (ffn: 4 x this)
+inline constexpr int kMaxLayers = 1024;
+inline constexpr int kMaxPositions = 1 << 16;
+inline constexpr double kMaxParameters = 20e9;
+
 struct EncoderConfig {
   int vocab_size = 30522;
   int embedding_size = 128;  // E; an embeddings_project E -> H exists when E != hidden
@@ -27,7 +35,11 @@ struct EncoderConfig {
 
   int head_dim() const { return hidden / heads; }
   bool has_projection() const { return embedding_size != hidden; }
-  // Throws UserError naming the offending field when sizes are inconsistent.
+  // Parameters of the encoder with its embeddings (no head), computed in floating point so that
+  // absurd sizes do not overflow.
+  double parameter_count() const;
+  // Throws UserError naming the offending field when sizes are inconsistent or out of bounds
+  // (the k* constants above).
   void validate(const std::string& what) const;
 };
 

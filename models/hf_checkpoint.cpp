@@ -11,6 +11,7 @@
 #include <set>
 
 #include "engine/device.h"
+#include "engine/input_file.h"
 #include "engine/safetensors.h"
 #include "models/pretrainer.h"
 
@@ -98,6 +99,7 @@ nlohmann::ordered_json hf_config_json(const HfModelLayout& layout) {
 }
 
 nlohmann::json read_json(const std::string& path) {
+  require_regular_file(path, "JSON file");
   std::ifstream in(path);
   ELECTRA_USER_CHECK(in, path, ": cannot open");
   try {
@@ -147,6 +149,7 @@ PreparedModel prepare(const ParameterStore& store, const HfModelLayout& layout,
   prepared.file = SafetensorsFile::read((fs::path(dir) / kWeightsFile).string());
   const SafetensorsFile& file = prepared.file;
   std::set<std::string> expected;
+  std::vector<float> values;
   for (const auto& [name, store_name] : layout.tensors) {
     expected.insert(name);
     const std::vector<int64_t>& shape = store.info(store_name).shape;
@@ -158,6 +161,9 @@ PreparedModel prepare(const ParameterStore& store, const HfModelLayout& layout,
     const std::string& dt = entry->dtype;
     ELECTRA_USER_CHECK(dt == "F32" || dt == "F64" || dt == "F16" || dt == "BF16", file.path(),
                        ": tensor '", name, "' has dtype ", dt, "; a floating type is needed");
+    values.resize(static_cast<size_t>(entry->numel()));
+    file.read_f32(*entry, values.data());
+    require_finite(file.path(), name, values.data(), entry->numel());
     prepared.copies.emplace_back(name, store_name);
   }
   for (const SafetensorsEntry& entry : file.entries()) {
@@ -302,6 +308,7 @@ void save_hf_model(Context& ctx, const ParameterStore& store, const HfModelLayou
     view.device = Device::CPU;
     view.rank = static_cast<int>(info.shape.size());
     for (size_t d = 0; d < info.shape.size(); ++d) view.shape[d] = info.shape[d];
+    require_finite((fs::path(dir) / kWeightsFile).string(), name, out, info.numel);
     tensors.push_back(NamedTensor{name, view});
     offset += info.numel;
   }

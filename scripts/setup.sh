@@ -40,6 +40,18 @@ else
   echo "setup.sh: all ${#PACKAGES[@]} packages already installed"
 fi
 
+# The fuzz harnesses (test/fuzz) need clang with libFuzzer; scripts/test.sh skips them without.
+FUZZ_PACKAGES=(clang libclang-rt-dev)
+fuzz_missing=()
+for pkg in "${FUZZ_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || fuzz_missing+=("$pkg")
+done
+if ((${#fuzz_missing[@]})); then
+  echo "setup.sh: installing for the fuzz harnesses: ${fuzz_missing[*]}"
+  "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+    "${fuzz_missing[@]}" >/dev/null || echo "setup.sh: note: no clang/libFuzzer; fuzzing is skipped"
+fi
+
 for pkg in "${!MIN_VERSION[@]}"; do
   have=$(dpkg-query -W -f='${Version}' "$pkg")
   if ! dpkg --compare-versions "$have" ge "${MIN_VERSION[$pkg]}"; then

@@ -1,5 +1,7 @@
 // Shard format round trip, validation errors, and the reading order (epoch permutation, rank
 // slices, resumable cursor).
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdint>
@@ -12,6 +14,7 @@
 #include "data/example_order.h"
 #include "data/pretrain_batches.h"
 #include "data/shard.h"
+#include "data/shard_manifest.h"
 #include "data/shard_reader.h"
 #include "datatok_test_util.h"
 #include "engine/error.h"
@@ -142,10 +145,22 @@ TEST_CASE("a truncated, corrupted or foreign shard is a UserError naming the fil
   }
 }
 
+// The manifest build-data writes last, for the shards of `dir` in the order given.
+void write_manifest(const TempDir& dir, const std::vector<std::string>& names) {
+  std::vector<ManifestEntry> entries;
+  for (const std::string& name : names) {
+    const ShardFile shard(dir / name);
+    entries.push_back({name, std::filesystem::file_size(dir / name), shard.size(),
+                       shard.header().payload_checksum});
+  }
+  write_shard_manifest(dir.path().string(), entries);
+}
+
 TEST_CASE("a shard set concatenates shards in order", "[shard]") {
   TempDir dir("shard-set");
   write_shard(dir, "shard-00001.bin", 7, 5);
   write_shard(dir, "shard-00000.bin", 0, 7);
+  write_manifest(dir, {"shard-00000.bin", "shard-00001.bin"});
   const ShardSet set(expand_shard_inputs({dir.path().string()}), kVocabHash, kSeqLen);
   REQUIRE(set.size() == 12);
   for (uint64_t i = 0; i < 12; ++i) {
@@ -153,6 +168,61 @@ TEST_CASE("a shard set concatenates shards in order", "[shard]") {
     const auto want = record(i);
     REQUIRE(std::equal(r.begin(), r.end(), want.begin(), want.end()));
   }
+}
+
+TEST_CASE("a shard directory is read through its complete manifest", "[shard][manifest]") {
+  TempDir dir("shard-manifest");
+  write_shard(dir, "shard-00000.bin", 0, 7);
+  write_shard(dir, "shard-00001.bin", 7, 5);
+  const std::string d = dir.path().string();
+  SECTION("no manifest: an incomplete build") {
+    CHECK_THROWS_WITH(expand_shard_inputs({d}),
+                      Catch::Contains(d) && Catch::Contains("no manifest.json"));
+  }
+  SECTION("a shard not in the manifest") {
+    write_manifest(dir, {"shard-00000.bin"});
+    CHECK_THROWS_WITH(expand_shard_inputs({d}), Catch::Contains("shard-00001.bin is not in"));
+  }
+  SECTION("a listed shard missing or of another size") {
+    write_manifest(dir, {"shard-00000.bin", "shard-00001.bin"});
+    std::filesystem::resize_file(dir / "shard-00001.bin", 100);
+    CHECK_THROWS_WITH(expand_shard_inputs({d}), Catch::Contains("shard-00001.bin has 100 bytes"));
+    std::filesystem::remove(dir / "shard-00001.bin");
+    CHECK_THROWS_WITH(expand_shard_inputs({d}),
+                      Catch::Contains("lists shard-00001.bin, which is missing"));
+  }
+  SECTION("complete") {
+    write_manifest(dir, {"shard-00000.bin", "shard-00001.bin"});
+    CHECK(expand_shard_inputs({d}).size() == 2);
+  }
+}
+
+TEST_CASE("an example count that overflows the size check is refused", "[shard]") {
+  // example_count + 2^59 examples of 16 tokens: x 32 bytes wraps to the real payload size; the
+  // header checksum is recomputed so that only the size check can catch it.
+  TempDir dir("shard-overflow");
+  const std::string path = write_shard(dir, "s.bin", 0, 3);
+  std::vector<unsigned char> bytes(kShardHeaderBytes);
+  {
+    std::ifstream in(path, std::ios::binary);
+    in.read(reinterpret_cast<char*>(bytes.data()), kShardHeaderBytes);
+  }
+  ShardHeader h = decode_shard_header(bytes.data(), bytes.size(), path);
+  h.example_count += uint64_t{1} << 59;
+  encode_shard_header(h, bytes.data());
+  {
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    f.write(reinterpret_cast<const char*>(bytes.data()), kShardHeaderBytes);
+  }
+  CHECK_THROWS_WITH(ShardFile(path), Catch::Contains(path) && Catch::Contains("truncated"));
+}
+
+TEST_CASE("a FIFO or a directory given as a shard is refused without opening it", "[shard]") {
+  TempDir dir("shard-fifo");
+  const std::string fifo = dir / "pipe.bin";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  CHECK_THROWS_WITH(ShardFile(fifo), Catch::Contains(fifo) && Catch::Contains("FIFO"));
+  CHECK_THROWS_WITH(ShardFile(dir.path().string()), Catch::Contains("is a directory"));
 }
 
 TEST_CASE("each epoch is a seeded permutation, read front to back", "[shard][order]") {

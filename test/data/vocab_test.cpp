@@ -136,6 +136,14 @@ TEST_CASE("build-vocab trains a WordPiece vocabulary: specials first, size respe
     options.vocab_size = 8;
     CHECK_THROWS_AS(train_wordpiece_vocab(counter.counts(), options), UserError);
   }
+  SECTION("sizes are checked before anything is built for them") {
+    // 1e11 unused tokens were built (~100 MB/s) before the size check.
+    options.vocab_size = 1000;
+    options.unused_tokens = 100000000000;
+    CHECK_THROWS_WITH(validate_vocab_options(options), Catch::StartsWith("--unused 100000000000"));
+    options.unused_tokens = 994;
+    CHECK_NOTHROW(validate_vocab_options(options));
+  }
 }
 
 TEST_CASE("build-vocab merges the most frequent pairs first, so frequent words become tokens",

@@ -1,4 +1,5 @@
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -104,6 +105,16 @@ TEST_CASE("malformed safetensors files are user errors naming the file and tenso
                "overlap");
   std::string huge(8, '\xff');
   expect_error(huge + "{}", "header size");
+  // 2^40 x 2^40 F32 values: the count would wrap to 0 and match the empty data range.
+  expect_error(raw_file(R"({"t":{"dtype":"F32","shape":[1099511627776,1099511627776],)"
+                        R"("data_offsets":[0,0]}})",
+                        ""),
+               "tensor 't': shape has more elements than fit in 63 bits");
+  // 2^62 F32 values: the count fits, the byte size does not.
+  expect_error(raw_file(R"({"t":{"dtype":"F32","shape":[4611686018427387904],)"
+                        R"("data_offsets":[0,0]}})",
+                        ""),
+               "byte size overflows");
   CHECK_THROWS_WITH(SafetensorsFile::read(name + ".missing"), Catch::Contains("cannot open"));
 }
 
@@ -125,4 +136,15 @@ TEST_CASE("a failed write leaves the previous file untouched and no temporary be
   size_t files = 0;
   for (const auto& entry : fs::directory_iterator(dir)) files += entry.is_regular_file();
   CHECK(files == 1);
+}
+
+TEST_CASE("require_finite names the file, tensor and index of a NaN or Inf", "[safetensors]") {
+  const std::vector<float> good{1, -2, 0};
+  CHECK_NOTHROW(require_finite("m.safetensors", "w", good.data(), 3));
+  const std::vector<float> bad{1, std::nanf(""), 0};
+  CHECK_THROWS_WITH(require_finite("m.safetensors", "w", bad.data(), 3),
+                    Catch::StartsWith("m.safetensors: tensor 'w' holds a non-finite value") &&
+                        Catch::Contains("at index 1"));
+  const std::vector<float> inf{-INFINITY};
+  CHECK_THROWS_AS(require_finite("m.safetensors", "w", inf.data(), 1), UserError);
 }

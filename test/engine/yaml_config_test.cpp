@@ -1,4 +1,8 @@
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
+#include <filesystem>
 
 #include "engine/yaml_config.h"
 
@@ -70,4 +74,33 @@ TEST_CASE("overrides (--set a.b=c) apply to existing keys only", "[config]") {
   CHECK_THROWS_WITH(root.apply_override("optimiser.lr=1"),
                     Catch::Contains("no section 'optimiser'"));
   CHECK_THROWS_WITH(root.apply_override("steps"), Catch::Contains("expected section.key=value"));
+}
+
+TEST_CASE("duplicate and complex keys are errors naming the lines", "[config]") {
+  CHECK_THROWS_WITH(ConfigNode::parse("train:\n  steps: 1\n  seed: 2\n  steps: 3\n", "d.yaml"),
+                    "d.yaml:4: duplicate key 'train.steps' (first on line 2)");
+  CHECK_THROWS_WITH(ConfigNode::parse("a: 1\n? [x, y]\n: 2\n", "c.yaml"),
+                    Catch::Contains("c.yaml:2: a key is a list; keys must be plain names"));
+  // Inside lists too (a mapping of a list item).
+  CHECK_THROWS_WITH(ConfigNode::parse("l:\n  - {k: 1, k: 2}\n", "l.yaml"),
+                    Catch::Contains("l.yaml:2: duplicate key 'l.k'"));
+}
+
+TEST_CASE("an override whose value is not YAML is an error naming the override", "[config]") {
+  ConfigNode root = ConfigNode::parse("train:\n  steps: 1\n", "o.yaml");
+  CHECK_THROWS_WITH(root.apply_override("train.steps=[1"),
+                    Catch::StartsWith("--set train.steps=[1: the value is not valid YAML"));
+  CHECK_THROWS_WITH(root.apply_override("train.steps={a: 1, a: 2}"),
+                    Catch::Contains("duplicate key 'train.steps.a'"));
+}
+
+TEST_CASE("a directory or a FIFO given as the config is refused without reading it", "[config]") {
+  const std::string dir =
+      std::filesystem::temp_directory_path() / ("electra_yaml_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  CHECK_THROWS_WITH(ConfigNode::load(dir), dir + ": is a directory, expected a config");
+  const std::string fifo = dir + "/pipe.yaml";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  CHECK_THROWS_WITH(ConfigNode::load(fifo), Catch::Contains("is a FIFO (named pipe)"));
+  std::filesystem::remove_all(dir);
 }

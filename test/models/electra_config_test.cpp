@@ -46,3 +46,23 @@ TEST_CASE("model sections override presets and are validated", "[config]") {
   CHECK_THROWS_WITH(read_electra_config(bad_gen.section("model")),
                     Catch::Contains("generator_multiplier must be in (0, 1]"));
 }
+
+TEST_CASE("model sizes are bounded before anything is computed from them", "[config]") {
+  auto read = [](const std::string& field, const std::string& value) {
+    ConfigNode root =
+        ConfigNode::parse("model:\n  preset: tiny\n  " + field + ": " + value + "\n", "b.yaml");
+    return read_electra_config(root.section("model"));
+  };
+  // 4 x hidden overflows an int at 2^30; 200000 layers would allocate for minutes.
+  CHECK_THROWS_WITH(read("hidden", "1073741824"), Catch::Contains("model.hidden must be in [1, "));
+  CHECK_THROWS_WITH(read("layers", "200000"), Catch::Contains("model.layers must be in [1, "));
+  CHECK_THROWS_WITH(read("vocab_size", "2000000000"),
+                    Catch::Contains("model.vocab_size must be in [1, "));
+  // Each size within its bound, the product beyond the parameter limit.
+  ConfigNode big = ConfigNode::parse(
+      "model:\n  preset: large\n  layers: 1000\n  hidden: 16384\n  heads: 16\n  ffn: 65536\n",
+      "big.yaml");
+  CHECK_THROWS_WITH(read_electra_config(big.section("model")),
+                    Catch::Contains("billion parameters") && Catch::Contains("limit"));
+  CHECK_NOTHROW(read("layers", "24"));
+}
