@@ -33,6 +33,7 @@
 #include "apps/args.h"
 #include "apps/command.h"
 #include "apps/pretrain_config.h"
+#include "apps/pretrain_init.h"
 #include "apps/run_device.h"
 #include "apps/train_progress.h"
 #include "apps/trainer_checkpoint.h"
@@ -49,11 +50,18 @@ namespace fs = std::filesystem;
 
 constexpr const char* kUsage =
     "usage: electra pretrain --config FILE [--set section.key=value]... [--resume DIR]\n"
-    "                        [--stop-after N]\n"
+    "                        [--init DIR [--init-generator GEN_DIR]] [--stop-after N]\n"
     "  --config      YAML run configuration (configs/electra-{tiny,small,base,large}.yaml)\n"
     "  --set         override one key of the config (repeatable), e.g. --set train.steps=1000\n"
     "  --resume      continue from a checkpoint directory, or from the newest checkpoint of a\n"
     "                run directory (the config must be the one the checkpoint was written with)\n"
+    "  --init        start a new run (fresh optimizer, schedule and data at step 0) from the\n"
+    "                weights of a checkpoint or run directory of this engine, or of a directory\n"
+    "                holding HF discriminator/ (ElectraForPreTraining) and generator/\n"
+    "                (ElectraForMaskedLM); without a model section in the config the sizes are\n"
+    "                the checkpoint's, else they must agree (continued pre-training on new data)\n"
+    "  --init-generator  with --init DISC_DIR: the generator's HF directory, when the two models\n"
+    "                are separate (google/electra-*-discriminator and -generator)\n"
     "  --stop-after  stop (with a checkpoint) after N updates of this invocation\n"
     "Runs on the GPU when one is present and the binary was built with CUDA (train.device:\n"
     "auto), else on the CPU. Progress every logging.every updates; metrics.jsonl, checkpoints\n"
@@ -178,7 +186,7 @@ std::string host_name() {
 
 // The run itself. `comm` may be replaced by the NCCL communicator that wraps it.
 int pretrain(PretrainConfig config, std::unique_ptr<Communicator>& comm, const std::string& resume,
-             uint64_t stop_after) {
+             const std::optional<InitSource>& init, uint64_t stop_after) {
   const int rank = comm->rank(), ranks = comm->size();
   const bool lead = rank == 0;
   config.train.set_ranks(ranks);
@@ -250,11 +258,14 @@ int pretrain(PretrainConfig config, std::unique_ptr<Communicator>& comm, const s
   state.world_size = ranks;
   state.local_accumulation = local_accumulation;
   if (!resume.empty()) {
-    const std::string checkpoint = resolve_checkpoint(resume);
+    const std::string checkpoint = resolve_resume_checkpoint(resume);
     const TrainerState saved = read_trainer_state(checkpoint);
     ELECTRA_USER_CHECK(saved.config_hash == state.config_hash, checkpoint,
                        " was written with another configuration; it differs in: ",
-                       differing_keys(saved.config_text, state.config_text));
+                       differing_keys(saved.config_text, state.config_text),
+                       "; --resume continues the same run: to continue pre-training from its "
+                       "weights on new data or with other settings, start a new run with --init ",
+                       checkpoint);
     load_checkpoint(ctx, model, optimizer, checkpoint);
     state.step = saved.step;
     state.cursor = saved.cursor;
@@ -276,7 +287,11 @@ int pretrain(PretrainConfig config, std::unique_ptr<Communicator>& comm, const s
       }
     }
   } else {
-    model.init_weights(ctx, train.seed);
+    if (init) {
+      load_init_weights(ctx, model, *init, lead);
+    } else {
+      model.init_weights(ctx, train.seed);
+    }
     // Bit-identical on every rank already; the broadcast makes that independent of the hardware.
     comm->broadcast(model.store().flat_params(), 0, ctx.stream());
     model.weights().refresh_compute(ctx);
@@ -429,22 +444,25 @@ int pretrain(PretrainConfig config, std::unique_ptr<Communicator>& comm, const s
 }  // namespace
 
 int cmd_pretrain(const std::vector<std::string>& args) {
-  std::string config_path, resume;
+  std::string config_path, resume, init, init_generator;
   std::vector<std::string> overrides;
   uint64_t stop_after = 0;
   ArgParser parser("pretrain", kUsage);
   parser.value("--config", [&](const std::string& v) { config_path = v; })
       .value("--set", [&](const std::string& v) { overrides.push_back(v); })
       .value("--resume", [&](const std::string& v) { resume = v; })
+      .value("--init", [&](const std::string& v) { init = v; })
+      .value("--init-generator", [&](const std::string& v) { init_generator = v; })
       .count("--stop-after", [&](uint64_t n) { stop_after = n; });
   if (!parser.parse(args)) return 0;
   parser.require(!config_path.empty(), "--config");
-  const PretrainConfig config = read_pretrain_config(config_path, overrides);
+  PretrainConfig config = read_pretrain_config(config_path, overrides);
+  const std::optional<InitSource> init_source = resolve_start(config, init, init_generator, resume);
   std::unique_ptr<Communicator> comm = make_process_communicator();
-  if (comm->size() == 1) return pretrain(config, comm, resume, stop_after);
+  if (comm->size() == 1) return pretrain(config, comm, resume, init_source, stop_after);
   // Several ranks: one that fails must take the others down (they would wait in a collective).
   try {
-    return pretrain(config, comm, resume, stop_after);
+    return pretrain(config, comm, resume, init_source, stop_after);
   } catch (const UserError& e) {
     fail_rank(*comm, "error", e.what(), 2);
   } catch (const std::exception& e) {
