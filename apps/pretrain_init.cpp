@@ -296,8 +296,10 @@ std::optional<InitSource> resolve_start(PretrainConfig& config, const std::strin
   ELECTRA_USER_CHECK(init_generator.empty() || !init.empty(),
                      "--init-generator needs --init DISCRIMINATOR_DIR");
   if (init.empty()) {
-    if (!resume.empty() && !config.model_given) {
-      config.model = checkpoint_source(resolve_resume_checkpoint(resume)).model;
+    // The directory is checked here, before the device opens, so a wrong one fails at once.
+    if (!resume.empty()) {
+      const std::string checkpoint = resolve_resume_checkpoint(resume);
+      if (!config.model_given) config.model = checkpoint_source(checkpoint).model;
     }
     return std::nullopt;
   }

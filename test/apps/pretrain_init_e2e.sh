@@ -4,6 +4,8 @@
 #     continued with --init on the second half: the new run starts at step 0 (fresh schedule) and
 #     its first generator loss is the trained model's (close to the first run's last one), far
 #     below a random model's (the first run's first one);
+#   - --init DISC_DIR --init-generator GEN_DIR from two different runs: the shared embedding
+#     tables differ, and the run says that the discriminator's copy is used;
 #   - --resume refuses another config and points to --init; --init with --resume, --init with a
 #     generator alone and --resume with an HF directory are one-line errors that say what the
 #     directory is (issue 18 item 14);
@@ -50,9 +52,11 @@ learned = random_first - trained_last
 print(f"generator loss: random model {random_first:.3f} (update 1 of the first run), after 100 "
       f"updates {trained_last:.3f}, first update of the --init run on new text "
       f"{continued_first:.3f}")
-# A fresh schedule: step 1 with the warm-up's first learning rate (5e-4 x 1/10).
-fresh = b[0]["step"] == 1 and abs(b[0]["lr"] - 5e-5) < 1e-9
-print(f"--init run: first row step {b[0]['step']}, lr {b[0]['lr']:g}")
+# A fresh schedule: update 1 at the warm-up's step 0 (lr 0), then rising over the 10 warm-up
+# updates.
+lrs = [r["lr"] for r in b[:10]]
+fresh = b[0]["step"] == 1 and lrs[0] == 0 and all(x < y for x, y in zip(lrs, lrs[1:]))
+print(f"--init run: first row step {b[0]['step']}, learning rates {lrs[0]:g} ... {lrs[-1]:g}")
 sys.exit(0 if fresh and learned > 0.5 and abs(continued_first - trained_last) < 0.3 * learned
          and continued_first < random_first - 0.7 * learned else 1)
 PY
@@ -61,14 +65,28 @@ else
   fail "--init run does not start from the trained model"
 fi
 
-# 2. One-line errors (exit 2) that point to what was meant.
+# Separate directories whose shared embedding tables differ (the first run's discriminator, the
+# --init run's generator): the run says which copy it uses.
+"$electra" pretrain "${small[@]}" --set data.shards="$work/shards_second" --set train.steps=1 \
+  --set checkpoint.dir="$work/mixed" --init "$work/a/checkpoint-00000100/discriminator" \
+  --init-generator "$work/b/checkpoint-00000020/generator" >"$work/mixed.log" 2>&1 ||
+  fail "--init-generator run exited $?: $(tail -3 "$work/mixed.log")"
+if grep -q "shared embedding tables differs from the discriminator's in [1-9].*; the discriminator's ($work/a/checkpoint-00000100/discriminator) is used" \
+  "$work/mixed.log"; then
+  pass "differing shared tables: the discriminator's copy is used, and said"
+else
+  fail "no line about the differing shared tables: $(grep pretrain: "$work/mixed.log" | head -5)"
+fi
+
+# 2. One-line errors (exit 2) that point to what was meant (a --resume config mismatch is found
+#    after the device line).
 expect_error() {  # expect_error NAME PATTERN ARGS...
   local name="$1" pattern="$2"
   shift 2
   "$electra" pretrain "$@" >"$work/err.log" 2>&1
   local rc=$?
-  if [[ $rc -eq 2 ]] && [[ $(wc -l <"$work/err.log") -eq 1 ]] &&
-    grep -q "^electra pretrain: error: .*$pattern" "$work/err.log"; then
+  if [[ $rc -eq 2 ]] && [[ $(grep -c "error" "$work/err.log") -eq 1 ]] &&
+    tail -1 "$work/err.log" | grep -q "^electra pretrain: error: .*$pattern"; then
     pass "$name"
   else
     fail "$name: exit $rc: $(cat "$work/err.log")"
