@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <utility>
 
 #include "apps/trainer_checkpoint.h"
 #include "data/vocab.h"
@@ -41,8 +42,9 @@ bool holds_training_state(const fs::path& dir) {
 std::string model_kind(const std::string& architecture) {
   if (architecture == kPreTraining) return str_cat("an HF ", kPreTraining, " (a discriminator)");
   if (architecture == kMaskedLm) return str_cat("an HF ", kMaskedLm, " (a generator)");
-  if (architecture.empty())
+  if (architecture.empty()) {
     return "an HF ELECTRA model directory (config.json without architectures)";
+  }
   return str_cat("an HF ", architecture, " (not a pre-training model: fine-tuned or encoder only)");
 }
 

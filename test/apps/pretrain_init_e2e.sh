@@ -71,7 +71,8 @@ fi
   --set checkpoint.dir="$work/mixed" --init "$work/a/checkpoint-00000100/discriminator" \
   --init-generator "$work/b/checkpoint-00000020/generator" >"$work/mixed.log" 2>&1 ||
   fail "--init-generator run exited $?: $(tail -3 "$work/mixed.log")"
-if grep -q "shared embedding tables differs from the discriminator's in [1-9].*; the discriminator's ($work/a/checkpoint-00000100/discriminator) is used" \
+used="the discriminator's ($work/a/checkpoint-00000100/discriminator) is used for both"
+if grep -q "shared embedding tables differs from the discriminator's in [1-9].*; $used" \
   "$work/mixed.log"; then
   pass "differing shared tables: the discriminator's copy is used, and said"
 else
@@ -80,31 +81,20 @@ fi
 
 # 2. One-line errors (exit 2) that point to what was meant (a --resume config mismatch is found
 #    after the device line).
-expect_error() {  # expect_error NAME PATTERN ARGS...
-  local name="$1" pattern="$2"
-  shift 2
-  "$electra" pretrain "$@" >"$work/err.log" 2>&1
-  local rc=$?
-  if [[ $rc -eq 2 ]] && [[ $(grep -c "error" "$work/err.log") -eq 1 ]] &&
-    tail -1 "$work/err.log" | grep -q "^electra pretrain: error: .*$pattern"; then
-    pass "$name"
-  else
-    fail "$name: exit $rc: $(cat "$work/err.log")"
-  fi
-}
 next=("${small[@]}" --set data.shards="$work/shards_second" --set train.steps=20
   --set checkpoint.dir="$work/c")
 expect_error "--resume with another config points to --init" \
-  "differs in: data.shard.*start a new run with --init $work/a/checkpoint-00000100" \
+  "differs in: data.shard.*start a new run with --init $work/a/checkpoint-00000100" pretrain \
   "${next[@]}" --resume "$work/a"
-expect_error "--init with --resume" "--init and --resume exclude each other" "${next[@]}" \
+expect_error "--init with --resume" "--init and --resume exclude each other" pretrain "${next[@]}" \
   --init "$work/a" --resume "$work/a"
 expect_error "--init with a generator alone" \
-  "is an HF ElectraForMaskedLM (a generator) (it is the generator/ of .*--init needs the discriminator" \
-  "${next[@]}" --init "$work/a/checkpoint-00000100/generator"
-expect_error "--resume with HF models" "without trainer_state.json.*--init $src/test/fixtures/hf_tiny" \
-  "${next[@]}" --resume "$src/test/fixtures/hf_tiny"
-expect_error "--init with other sizes" "model.hidden is 128 in .* but hidden_size is 64" \
+  "an HF ElectraForMaskedLM (a generator) (it is the generator/ of .*needs the discriminator" \
+  pretrain "${next[@]}" --init "$work/a/checkpoint-00000100/generator"
+expect_error "--resume with HF models" \
+  "without trainer_state.json.*--init $src/test/fixtures/hf_tiny" pretrain "${next[@]}" \
+  --resume "$src/test/fixtures/hf_tiny"
+expect_error "--init with other sizes" "model.hidden is 128 in .* but hidden_size is 64" pretrain \
   "${next[@]}" --set model.hidden=128 --set model.ffn=512 --init "$work/a"
 
 # 3. --init from the HF fixture pair (vocabulary 97, 32 positions) with no model section: a
@@ -126,8 +116,8 @@ elif "$electra" pretrain --config "$work/no_model.yaml" --set data.vocab="$work/
   grep -q "weights from HF models in $src/test/fixtures/hf_tiny" "$work/hf.log" &&
   grep -q "discriminator 2 layers, hidden 32, 2 heads, FFN 64, embedding 16, vocab 97" \
     "$work/hf.log" &&
-  cmp -s <(python3 -c "import json,sys; c=json.load(open(sys.argv[1])); print(c['hidden_size'], c['num_attention_heads'], c['intermediate_size'])" \
-    "$work/hf/checkpoint-00000003/generator/config.json") <(echo "16 1 64"); then
+  grep -q '"hidden_size": 16,' "$work/hf/checkpoint-00000003/generator/config.json" &&
+  grep -q '"num_attention_heads": 1,' "$work/hf/checkpoint-00000003/generator/config.json"; then
   pass "--init from the HF pair takes its sizes and trains"
 else
   fail "--init from the HF pair: $(tail -3 "$work/hf.log")"
