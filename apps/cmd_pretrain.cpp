@@ -1,6 +1,7 @@
 // electra pretrain: ELECTRA pre-training (replaced token detection) from a YAML config, with
-// progress, metrics.jsonl, periodic atomic checkpoints with retention, exact resume, SIGINT /
-// SIGTERM handling (checkpoint, exit 0) and a NaN/Inf guard (stop without saving).
+// progress, metrics.jsonl, periodic atomic checkpoints with retention, exact resume, continued
+// pre-training from existing weights (--init, apps/pretrain_init.h), SIGINT / SIGTERM handling
+// (checkpoint, exit 0) and a NaN/Inf guard (stop without saving).
 //
 // Data parallel under mpirun (docs/DISTRIBUTED.md): the backend follows the build and the launch
 // (MPI for CPU ranks, NCCL for GPU ranks, one GPU per rank by its rank on the node). N ranks
@@ -258,7 +259,7 @@ int pretrain(PretrainConfig config, std::unique_ptr<Communicator>& comm, const s
   state.world_size = ranks;
   state.local_accumulation = local_accumulation;
   if (!resume.empty()) {
-    const std::string checkpoint = resolve_resume_checkpoint(resume);
+    const std::string checkpoint = resolve_checkpoint(resume);
     const TrainerState saved = read_trainer_state(checkpoint);
     ELECTRA_USER_CHECK(saved.config_hash == state.config_hash, checkpoint,
                        " was written with another configuration; it differs in: ",

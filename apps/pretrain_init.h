@@ -56,9 +56,9 @@ void adopt_init_source(PretrainConfig& config, const InitSource& source);
 std::string resolve_resume_checkpoint(const std::string& dir);
 
 // What the command line says about the start of the run, checked together: --init and --resume
-// exclude each other, --init-generator needs --init. Returns the source of --init (config
-// adopted); with --resume and no model section in the YAML, config takes the resumed
-// checkpoint's model.
+// exclude each other, --init-generator needs --init, the directory of --resume holds a training
+// checkpoint (resolve_resume_checkpoint). Returns the source of --init (config adopted); with
+// --resume and no model section in the YAML, config takes the resumed checkpoint's model.
 std::optional<InitSource> resolve_start(PretrainConfig& config, const std::string& init,
                                         const std::string& init_generator,
                                         const std::string& resume);
