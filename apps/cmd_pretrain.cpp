@@ -458,12 +458,15 @@ int cmd_pretrain(const std::vector<std::string>& args) {
   if (!parser.parse(args)) return 0;
   parser.require(!config_path.empty(), "--config");
   PretrainConfig config = read_pretrain_config(config_path, overrides);
-  const std::optional<InitSource> init_source = resolve_start(config, init, init_generator, resume);
   std::unique_ptr<Communicator> comm = make_process_communicator();
-  if (comm->size() == 1) return pretrain(config, comm, resume, init_source, stop_after);
+  auto run = [&]() {
+    const std::optional<InitSource> source = resolve_start(config, init, init_generator, resume);
+    return pretrain(config, comm, resume, source, stop_after);
+  };
+  if (comm->size() == 1) return run();
   // Several ranks: one that fails must take the others down (they would wait in a collective).
   try {
-    return pretrain(config, comm, resume, init_source, stop_after);
+    return run();
   } catch (const UserError& e) {
     fail_rank(*comm, "error", e.what(), 2);
   } catch (const std::exception& e) {

@@ -138,7 +138,7 @@ std::string write_checkpoint(const fs::path& dir, const std::string& vocab_path)
 
 }  // namespace
 
-TEST_CASE("--init from the HF fixture pair: the sizes of config.json, exactly the HF weights",
+TEST_CASE("init from the HF fixture pair: the sizes of config.json, exactly the HF weights",
           "[unit]") {
   const fs::path dir = temp_dir("hf_pair");
   const std::string vocab = write_vocab(dir / "vocab.txt", 97);
@@ -173,7 +173,7 @@ TEST_CASE("--init from the HF fixture pair: the sizes of config.json, exactly th
   REQUIRE(resolve_start(config, kFixture, "", ""));
 }
 
-TEST_CASE("--init from a checkpoint or run directory of ours takes its newest weights", "[unit]") {
+TEST_CASE("init from a checkpoint or run directory of ours takes its newest weights", "[unit]") {
   const fs::path dir = temp_dir("ours");
   const std::string vocab = write_vocab(dir / "vocab.txt", 97);
   const std::string checkpoint = write_checkpoint(dir, vocab);
@@ -198,7 +198,7 @@ TEST_CASE("--init from a checkpoint or run directory of ours takes its newest we
   CHECK(canonical_text(resumed) == canonical_text(run_config(dir, tiny_model_yaml(), vocab)));
 }
 
-TEST_CASE("--init refuses sizes, vocabularies and sequence lengths that differ", "[unit]") {
+TEST_CASE("init refuses sizes, vocabularies and sequence lengths that differ", "[unit]") {
   const fs::path dir = temp_dir("mismatch");
   const std::string vocab = write_vocab(dir / "vocab.txt", 97);
   SECTION("a model section with other sizes names the key, the file and both values") {
