@@ -5,6 +5,7 @@
 // hash, seq_len, the run's own checkpoint.dir); what a directory of the wrong kind is said to be
 // (issue 18 item 14: a generator given to --init, an HF directory given to --resume); and the
 // discriminator's copy of the shared embedding tables winning when the two models' differ.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
