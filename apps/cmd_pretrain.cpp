@@ -1,6 +1,7 @@
 // electra pretrain: ELECTRA pre-training (replaced token detection) from a YAML config, with
-// progress, metrics.jsonl, periodic atomic checkpoints with retention, exact resume, SIGINT /
-// SIGTERM handling (checkpoint, exit 0) and a NaN/Inf guard (stop without saving).
+// progress, metrics.jsonl, periodic atomic checkpoints with retention, exact resume, continued
+// pre-training from existing weights (--init, apps/pretrain_init.h), SIGINT / SIGTERM handling
+// (checkpoint, exit 0) and a NaN/Inf guard (stop without saving).
 //
 // Data parallel under mpirun (docs/DISTRIBUTED.md): the backend follows the build and the launch
 // (MPI for CPU ranks, NCCL for GPU ranks, one GPU per rank by its rank on the node). N ranks
@@ -33,6 +34,7 @@
 #include "apps/args.h"
 #include "apps/command.h"
 #include "apps/pretrain_config.h"
+#include "apps/pretrain_init.h"
 #include "apps/run_device.h"
 #include "apps/run_lock.h"
 #include "apps/train_progress.h"
@@ -50,13 +52,18 @@ namespace fs = std::filesystem;
 
 constexpr const char* kUsage =
     "usage: electra pretrain --config FILE [--set section.key=value]... [--resume DIR]\n"
-    "                        [--init DIR] [--stop-after N]\n"
+    "                        [--init DIR [--init-generator GEN_DIR]] [--stop-after N]\n"
     "  --config      YAML run configuration (configs/electra-{tiny,small,base,large}.yaml)\n"
     "  --set         override one key of the config (repeatable), e.g. --set train.steps=1000\n"
     "  --resume      continue from a checkpoint directory, or from the newest checkpoint of a\n"
     "                run directory (the config must be the one the checkpoint was written with)\n"
-    "  --init        start a new run (step 0, new optimizer state, any data) from the weights of\n"
-    "                a checkpoint or of a run directory's newest checkpoint\n"
+    "  --init        start a new run (fresh optimizer, schedule and data at step 0) from the\n"
+    "                weights of a checkpoint or run directory of this engine, or of a directory\n"
+    "                holding HF discriminator/ (ElectraForPreTraining) and generator/\n"
+    "                (ElectraForMaskedLM); without a model section in the config the sizes are\n"
+    "                the checkpoint's, else they must agree (continued pre-training on new data)\n"
+    "  --init-generator  with --init DISC_DIR: the generator's HF directory, when the two models\n"
+    "                are separate (google/electra-*-discriminator and -generator)\n"
     "  --stop-after  stop (with a checkpoint) after N updates of this invocation\n"
     "Runs on the GPU when one is present and the binary was built with CUDA (train.device:\n"
     "auto), else on the CPU. Progress every logging.every updates; metrics.jsonl, checkpoints\n"
@@ -181,7 +188,7 @@ std::string host_name() {
 
 // The run itself. `comm` may be replaced by the NCCL communicator that wraps it.
 int pretrain(PretrainConfig config, std::unique_ptr<Communicator>& comm, const std::string& resume,
-             const std::string& init, uint64_t stop_after) {
+             const std::optional<InitSource>& init, uint64_t stop_after) {
   const int rank = comm->rank(), ranks = comm->size();
   const bool lead = rank == 0;
   std::optional<RunDirLock> lock;
@@ -260,7 +267,10 @@ int pretrain(PretrainConfig config, std::unique_ptr<Communicator>& comm, const s
     const TrainerState saved = read_trainer_state(checkpoint);
     ELECTRA_USER_CHECK(saved.config_hash == state.config_hash, checkpoint,
                        " was written with another configuration; it differs in: ",
-                       differing_keys(saved.config_text, state.config_text));
+                       differing_keys(saved.config_text, state.config_text),
+                       "; --resume continues the same run: to continue pre-training from its "
+                       "weights on new data or with other settings, start a new run with --init ",
+                       checkpoint);
     check_resume_data(saved, state.shards, checkpoint);
     check_data_position(saved, shards.size(), checkpoint);
     load_checkpoint(ctx, model, optimizer, checkpoint);
@@ -283,11 +293,12 @@ int pretrain(PretrainConfig config, std::unique_ptr<Communicator>& comm, const s
                      static_cast<long long>(train.batch_size));
       }
     }
-  } else if (!init.empty()) {
-    const std::string checkpoint = init_from_checkpoint(ctx, model, init);
-    if (lead) std::fprintf(stderr, "pretrain: weights from %s; step 0\n", checkpoint.c_str());
   } else {
-    model.init_weights(ctx, train.seed);
+    if (init) {
+      load_init_weights(ctx, model, *init, lead);
+    } else {
+      model.init_weights(ctx, train.seed);
+    }
     // Bit-identical on every rank already; the broadcast makes that independent of the hardware.
     comm->broadcast(model.store().flat_params(), 0, ctx.stream());
     model.weights().refresh_compute(ctx);
@@ -440,7 +451,7 @@ int pretrain(PretrainConfig config, std::unique_ptr<Communicator>& comm, const s
 }  // namespace
 
 int cmd_pretrain(const std::vector<std::string>& args) {
-  std::string config_path, resume, init;
+  std::string config_path, resume, init, init_generator;
   std::vector<std::string> overrides;
   uint64_t stop_after = 0;
   ArgParser parser("pretrain", kUsage);
@@ -448,16 +459,20 @@ int cmd_pretrain(const std::vector<std::string>& args) {
       .value("--set", [&](const std::string& v) { overrides.push_back(v); })
       .value("--resume", [&](const std::string& v) { resume = v; })
       .value("--init", [&](const std::string& v) { init = v; })
+      .value("--init-generator", [&](const std::string& v) { init_generator = v; })
       .count("--stop-after", [&](uint64_t n) { stop_after = n; });
   if (!parser.parse(args)) return 0;
   parser.require(!config_path.empty(), "--config");
-  ELECTRA_USER_CHECK(resume.empty() || init.empty(), "--resume and --init exclude each other");
-  const PretrainConfig config = read_pretrain_config(config_path, overrides);
+  PretrainConfig config = read_pretrain_config(config_path, overrides);
   std::unique_ptr<Communicator> comm = make_process_communicator();
-  if (comm->size() == 1) return pretrain(config, comm, resume, init, stop_after);
+  auto run = [&]() {
+    const std::optional<InitSource> source = resolve_start(config, init, init_generator, resume);
+    return pretrain(config, comm, resume, source, stop_after);
+  };
+  if (comm->size() == 1) return run();
   // Several ranks: one that fails must take the others down (they would wait in a collective).
   try {
-    return pretrain(config, comm, resume, init, stop_after);
+    return run();
   } catch (const UserError& e) {
     fail_rank(*comm, "error", e.what(), 2);
   } catch (const std::exception& e) {

@@ -97,6 +97,7 @@ PretrainConfig read_pretrain_config(const std::string& path,
   for (const std::string& o : overrides) root.apply_override(o);
   PretrainConfig c;
   c.path = path;
+  c.model_given = root.has("model");
   c.model = read_electra_config(root.section("model"));
 
   ConfigNode data = root.section("data");

@@ -80,6 +80,9 @@ struct CheckpointConfig {
 struct PretrainConfig {
   std::string path;  // the YAML file it was read from
   ElectraConfig model;
+  // False when the file has no model section: `electra pretrain --init` (or --resume) then takes
+  // the sizes from the checkpoint (apps/pretrain_init.h); otherwise model holds the defaults.
+  bool model_given = true;
   std::vector<std::string> shards;
   std::string vocab;
   MaskingConfig masking;

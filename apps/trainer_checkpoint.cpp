@@ -248,12 +248,6 @@ void check_data_position(const TrainerState& saved, uint64_t examples,
                      saved.cursor.position, " is beyond the data's ", examples, " examples");
 }
 
-std::string init_from_checkpoint(Context& ctx, ElectraPretrainer& model, const std::string& path) {
-  const std::string checkpoint = resolve_checkpoint(path);
-  load_pretrainer_models(ctx, model, checkpoint);
-  return checkpoint;
-}
-
 void load_checkpoint(Context& ctx, ElectraPretrainer& model, Optimizer& optimizer,
                      const std::string& checkpoint_dir) {
   const std::string path = (fs::path(checkpoint_dir) / kStateTensors).string();

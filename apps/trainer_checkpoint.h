@@ -82,11 +82,6 @@ void check_resume_data(const TrainerState& saved, std::vector<ShardRecord> now,
 void check_data_position(const TrainerState& saved, uint64_t examples,
                          const std::string& checkpoint_dir);
 
-// `pretrain --init`: a new run that starts from the models of a checkpoint (or of a run
-// directory's newest): weights only, with step 0, a fresh data cursor and fresh optimizer moments
-// (so it may read other data). Validated like a resume; returns the checkpoint's path.
-std::string init_from_checkpoint(Context& ctx, ElectraPretrainer& model, const std::string& path);
-
 // Loads models and optimizer moments. Everything is validated before anything is written: on a
 // UserError (missing file, wrong shapes, a different model) model and optimizer are unchanged.
 void load_checkpoint(Context& ctx, ElectraPretrainer& model, Optimizer& optimizer,

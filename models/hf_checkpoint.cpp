@@ -277,6 +277,13 @@ EncoderConfig read_hf_config(const std::string& config_json_path) {
   return c;
 }
 
+std::string read_hf_architecture(const std::string& config_json_path) {
+  const nlohmann::json j = read_json(config_json_path);
+  const auto it = j.find("architectures");
+  if (it == j.end() || !it->is_array() || it->empty() || !it->front().is_string()) return "";
+  return it->front().get<std::string>();
+}
+
 void save_hf_model(Context& ctx, const ParameterStore& store, const HfModelLayout& layout,
                    const std::string& dir) {
   ELECTRA_CHECK(store.allocated(), "save_hf_model: the parameter store is not allocated");
@@ -332,31 +339,72 @@ void save_pretrainer_models(Context& ctx, const ElectraPretrainer& pretrainer,
                 (fs::path(dir) / "generator").string());
 }
 
-void load_pretrainer_models(Context& ctx, ElectraPretrainer& pretrainer, const std::string& dir) {
+namespace {
+
+// Both models of a pre-training pair, validated; nothing written yet.
+struct PreparedPair {
+  PreparedModel discriminator, generator;
+};
+
+PreparedPair prepare_pair(const ElectraPretrainer& pretrainer, const std::string& discriminator_dir,
+                          const std::string& generator_dir) {
   const ParameterStore& store = pretrainer.store();
   const ElectraConfig& config = pretrainer.config();
-  const PreparedModel discriminator =
-      prepare(store, discriminator_layout(store, config.discriminator),
-              (fs::path(dir) / "discriminator").string());
-  const PreparedModel generator = prepare(store, generator_layout(store, config.generator()),
-                                          (fs::path(dir) / "generator").string());
-  // Both directories carry the shared tables; a pre-training checkpoint has one value for them.
+  return PreparedPair{
+      prepare(store, discriminator_layout(store, config.discriminator), discriminator_dir),
+      prepare(store, generator_layout(store, config.generator()), generator_dir)};
+}
+
+// The shared tables whose generator copy differs from the discriminator's.
+std::vector<SharedTableDifference> shared_differences(const PreparedPair& pair) {
+  std::vector<SharedTableDifference> out;
   std::vector<float> a, b;
-  for (const auto& [name, store_name] : generator.copies) {
+  for (const auto& [name, store_name] : pair.generator.copies) {
     if (!starts_with(name, kSharedEmbeddings)) continue;
-    const SafetensorsEntry& ge = *generator.file.find(name);
-    const SafetensorsEntry& de = *discriminator.file.find(name);
+    const SafetensorsEntry& ge = *pair.generator.file.find(name);
+    const SafetensorsEntry& de = *pair.discriminator.file.find(name);
     a.resize(static_cast<size_t>(ge.numel()));
     b.resize(static_cast<size_t>(de.numel()));
-    generator.file.read_f32(ge, a.data());
-    discriminator.file.read_f32(de, b.data());
-    ELECTRA_USER_CHECK(a == b, generator.file.path(), ": shared tensor '", name,
-                       "' differs from its copy in ", discriminator.file.path(),
-                       " (the generator and the discriminator share the embedding tables)");
+    pair.generator.file.read_f32(ge, a.data());
+    pair.discriminator.file.read_f32(de, b.data());
+    if (a == b) continue;
+    double largest = 0;
+    for (size_t i = 0; i < a.size(); ++i) {
+      largest = std::max(largest, std::abs(static_cast<double>(a[i]) - b[i]));
+    }
+    out.push_back(SharedTableDifference{name, largest});
   }
-  apply(ctx, store, generator);
-  apply(ctx, store, discriminator);
+  return out;
+}
+
+// The generator first, so the discriminator's copy of the shared tables is the one kept.
+void apply_pair(Context& ctx, ElectraPretrainer& pretrainer, const PreparedPair& pair) {
+  apply(ctx, pretrainer.store(), pair.generator);
+  apply(ctx, pretrainer.store(), pair.discriminator);
   pretrainer.weights().refresh_compute(ctx);
+}
+
+}  // namespace
+
+void load_pretrainer_models(Context& ctx, ElectraPretrainer& pretrainer, const std::string& dir) {
+  const PreparedPair pair = prepare_pair(pretrainer, (fs::path(dir) / "discriminator").string(),
+                                         (fs::path(dir) / "generator").string());
+  // Both directories carry the shared tables; a pre-training checkpoint has one value for them.
+  const std::vector<SharedTableDifference> differences = shared_differences(pair);
+  ELECTRA_USER_CHECK(differences.empty(), pair.generator.file.path(), ": shared tensor '",
+                     differences.empty() ? "" : differences.front().name,
+                     "' differs from its copy in ", pair.discriminator.file.path(),
+                     " (the generator and the discriminator share the embedding tables)");
+  apply_pair(ctx, pretrainer, pair);
+}
+
+std::vector<SharedTableDifference> load_pretrainer_pair(Context& ctx, ElectraPretrainer& pretrainer,
+                                                        const std::string& discriminator_dir,
+                                                        const std::string& generator_dir) {
+  const PreparedPair pair = prepare_pair(pretrainer, discriminator_dir, generator_dir);
+  std::vector<SharedTableDifference> differences = shared_differences(pair);
+  apply_pair(ctx, pretrainer, pair);
+  return differences;
 }
 
 }  // namespace electra

@@ -62,6 +62,9 @@ void load_hf_model(Context& ctx, const ParameterStore& store, const HfModelLayou
 // UserError naming the file and key when a size is missing or not a positive integer, or when
 // model_type / hidden_act / position_embedding_type are not what the engine implements.
 EncoderConfig read_hf_config(const std::string& config_json_path);
+// The first entry of config.json's "architectures" ("ElectraForPreTraining", ...), or "" when the
+// key is absent or empty. UserError when the file is missing or not a JSON object.
+std::string read_hf_architecture(const std::string& config_json_path);
 
 // A pre-training checkpoint's model part: <dir>/discriminator and <dir>/generator.
 void save_pretrainer_models(Context& ctx, const ElectraPretrainer& pretrainer,
@@ -69,5 +72,20 @@ void save_pretrainer_models(Context& ctx, const ElectraPretrainer& pretrainer,
 // Validates both directories (and that their copies of the shared embedding tables are equal)
 // before writing anything; then loads both and refreshes the compute copy of the weights.
 void load_pretrainer_models(Context& ctx, ElectraPretrainer& pretrainer, const std::string& dir);
+
+// A shared embedding table (HF name "electra.embeddings.*") whose copy in the generator's
+// directory differs from the discriminator's, and the largest absolute difference.
+struct SharedTableDifference {
+  std::string name;
+  double largest = 0;
+};
+// A discriminator (ElectraForPreTraining) and a generator (ElectraForMaskedLM) from two
+// directories, as the released HF checkpoints come. Validates both before writing anything; the
+// shared tables are taken from the discriminator's copy (they may differ when the two were not
+// trained together: the differences are returned for the caller to report); then refreshes the
+// compute copy of the weights.
+std::vector<SharedTableDifference> load_pretrainer_pair(Context& ctx, ElectraPretrainer& pretrainer,
+                                                        const std::string& discriminator_dir,
+                                                        const std::string& generator_dir);
 
 }  // namespace electra

@@ -143,6 +143,16 @@ TEST_CASE("a minimal config gets the defaults", "[pretrain_config]") {
   CHECK(c.optimizer.schedule.total_steps == 100);
   CHECK(c.checkpoint.keep == 3);
   CHECK(c.log_every == 5);
+  CHECK(c.model_given);
+}
+
+TEST_CASE("a config without a model section says so (--init takes the checkpoint's sizes)",
+          "[pretrain_config]") {
+  const std::string minimal = kMinimal;
+  TempConfig file(minimal.substr(minimal.find("data:")));
+  const PretrainConfig c = read_pretrain_config(file.path, {});
+  CHECK_FALSE(c.model_given);
+  CHECK(c.model.discriminator.hidden == electra_preset("small").discriminator.hidden);
 }
 
 TEST_CASE("unknown keys and wrong types name the file, line and key", "[pretrain_config]") {

@@ -1,6 +1,6 @@
 # Set-up shared by the end-to-end scripts; source it after setting `electra` (the binary) and `src`
 # (the source tree): a scratch directory $work removed on exit, pass/fail with a failure count,
-# and make_tiny_data.
+# expect_error and make_tiny_data.
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 failures=0
@@ -15,4 +15,19 @@ make_tiny_data() {
     --output "$work/vocab.txt" >/dev/null 2>&1 || { echo "build-vocab failed"; exit 1; }
   "$electra" build-data --input "$work/corpus.txt" --vocab "$work/vocab.txt" \
     --output "$work/shards" --seq-len 64 >/dev/null 2>&1 || { echo "build-data failed"; exit 1; }
+}
+
+# expect_error NAME PATTERN COMMAND ARGS...: `electra COMMAND ARGS...` exits 2 and its one error
+# line, the last, is "electra COMMAND: error: ...PATTERN...".
+expect_error() {
+  local name="$1" pattern="$2" command="$3"
+  shift 2
+  "$electra" "$@" >"$work/err.log" 2>&1
+  local rc=$?
+  if [[ $rc -eq 2 ]] && [[ $(grep -c "error" "$work/err.log") -eq 1 ]] &&
+    tail -1 "$work/err.log" | grep -q "^electra $command: error: .*$pattern"; then
+    pass "$name"
+  else
+    fail "$name: exit $rc: $(cat "$work/err.log")"
+  fi
 }
