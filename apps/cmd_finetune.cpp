@@ -77,13 +77,12 @@ std::string default_config(bool squad) {
   return std::string(ELECTRA_SOURCE_DIR) + (squad ? "/configs/squad.yaml" : "/configs/glue.yaml");
 }
 
-// --vocab, else vocab.txt next to the model.
-data::Vocab load_vocab(const std::string& vocab, const std::string& model_dir) {
-  const std::string path = vocab.empty() ? (fs::path(model_dir) / "vocab.txt").string() : vocab;
-  ELECTRA_USER_CHECK(
-      fs::exists(path), path,
-      ": no vocabulary (pass --vocab with the vocab.txt the model was trained with)");
-  return data::Vocab::load(path);
+// The model's tokenizer (checkpoint_tokenizer), announced with where its casing came from.
+data::ModelTokenizer load_tokenizer(const std::string& vocab, const std::string& model_dir) {
+  data::ModelTokenizer t = checkpoint_tokenizer(vocab, model_dir);
+  std::fprintf(stderr, "tokenizer: %s (%zu tokens), %s (%s)\n", t.vocab.source().c_str(),
+               t.vocab.size(), t.lowercase ? "lower-cased" : "cased", t.casing_source.c_str());
+  return t;
 }
 
 struct CommonArgs {
@@ -157,7 +156,8 @@ int cmd_finetune(const std::vector<std::string>& args) {
   const std::string key = squad ? (*squad ? "squad2.0" : "squad1.1") : lower(name);
   const FinetuneSettings settings = settings_for(common, key, squad.has_value());
   const FinetuneInit from = resolve_init(init);
-  const data::Vocab vocab = load_vocab(common.vocab, from.model_dir);
+  const data::ModelTokenizer tokenizer = load_tokenizer(common.vocab, from.model_dir);
+  const data::Vocab& vocab = tokenizer.vocab;
   ELECTRA_USER_CHECK(static_cast<int64_t>(vocab.size()) == from.encoder.vocab_size, vocab.source(),
                      " has ", vocab.size(), " tokens but the model's vocab_size is ",
                      from.encoder.vocab_size);
@@ -176,7 +176,7 @@ int cmd_finetune(const std::vector<std::string>& args) {
       run.data_dir = common.data_dir;
       run.output_dir = out;
       run.init = from;
-      run.vocab = &vocab;
+      run.tokenizer = &tokenizer;
       run.settings = settings;
       run.seed = seed;
       run.max_train_examples = static_cast<int64_t>(max_train);
@@ -194,7 +194,7 @@ int cmd_finetune(const std::vector<std::string>& args) {
       run.data_dir = common.data_dir;
       run.output_dir = out;
       run.init = from;
-      run.vocab = &vocab;
+      run.tokenizer = &tokenizer;
       run.settings = settings;
       run.seed = seed;
       run.max_train_examples = static_cast<int64_t>(max_train);
@@ -221,11 +221,12 @@ int cmd_eval(const std::vector<std::string>& args) {
   if (!parse_checkpoint_args("eval", kEvalUsage, args, false, a)) return 0;
   const CommonArgs& common = a.common;
   const std::string &checkpoint = a.checkpoint, &output = a.output;
-  const data::Vocab vocab = load_vocab(common.vocab, resolve_init(checkpoint).model_dir);
+  const data::ModelTokenizer tokenizer =
+      load_tokenizer(common.vocab, resolve_init(checkpoint).model_dir);
   if (const std::optional<bool> squad = squad_version(common.task)) {
     const FinetuneSettings settings = settings_for(common, *squad ? "squad2.0" : "squad1.1", true);
     const SquadScores scores = evaluate_squad_checkpoint(
-        *squad, squad_file(common.data_dir, *squad, "dev"), checkpoint, vocab, settings,
+        *squad, squad_file(common.data_dir, *squad, "dev"), checkpoint, tokenizer, settings,
         static_cast<int64_t>(common.max_eval), output, settings.null_threshold);
     std::printf("%s dev: %s\n", *squad ? "SQuAD2.0" : "SQuAD1.1",
                 format_squad_scores(scores).c_str());
@@ -234,7 +235,7 @@ int cmd_eval(const std::vector<std::string>& args) {
   const GlueTask task = parse_glue_task(common.task);
   const FinetuneSettings settings = settings_for(common, lower(glue_task_info(task).name), false);
   for (const auto& [split, scores] :
-       evaluate_glue_checkpoint(task, common.data_dir, checkpoint, vocab, settings,
+       evaluate_glue_checkpoint(task, common.data_dir, checkpoint, tokenizer, settings,
                                 static_cast<int64_t>(common.max_eval))) {
     std::printf("%s %s: %s\n", glue_task_info(task).name.c_str(), split.c_str(),
                 format_scores(scores).c_str());
@@ -247,13 +248,14 @@ int cmd_predict(const std::vector<std::string>& args) {
   if (!parse_checkpoint_args("predict", kPredictUsage, args, true, a)) return 0;
   const CommonArgs& common = a.common;
   const std::string &checkpoint = a.checkpoint, &output = a.output;
-  const data::Vocab vocab = load_vocab(common.vocab, resolve_init(checkpoint).model_dir);
+  const data::ModelTokenizer tokenizer =
+      load_tokenizer(common.vocab, resolve_init(checkpoint).model_dir);
   if (const std::optional<bool> squad = squad_version(common.task)) {
     const FinetuneSettings settings = settings_for(common, *squad ? "squad2.0" : "squad1.1", true);
     fs::create_directories(output);
     const std::string path = (fs::path(output) / "predictions.json").string();
-    evaluate_squad_checkpoint(*squad, squad_file(common.data_dir, *squad, "dev"), checkpoint, vocab,
-                              settings, static_cast<int64_t>(common.max_eval), path,
+    evaluate_squad_checkpoint(*squad, squad_file(common.data_dir, *squad, "dev"), checkpoint,
+                              tokenizer, settings, static_cast<int64_t>(common.max_eval), path,
                               settings.null_threshold);
     std::printf("wrote %s\n", path.c_str());
     return 0;
@@ -261,7 +263,7 @@ int cmd_predict(const std::vector<std::string>& args) {
   const GlueTask task = parse_glue_task(common.task);
   const FinetuneSettings settings = settings_for(common, lower(glue_task_info(task).name), false);
   for (const std::string& path :
-       predict_glue_test(task, common.data_dir, checkpoint, vocab, settings, output)) {
+       predict_glue_test(task, common.data_dir, checkpoint, tokenizer, settings, output)) {
     std::printf("wrote %s\n", path.c_str());
   }
   return 0;

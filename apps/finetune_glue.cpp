@@ -25,9 +25,11 @@ struct Feature {
   float target = 0;  // STS-B score / 5
 };
 
-std::vector<Feature> featurize(const std::vector<GlueExample>& examples, const data::Vocab& vocab,
-                               int64_t seq_len, bool swapped) {
-  data::Tokenizer tokenizer(vocab);
+std::vector<Feature> featurize(const std::vector<GlueExample>& examples,
+                               const data::ModelTokenizer& model_tokenizer, int64_t seq_len,
+                               bool swapped) {
+  const data::Vocab& vocab = model_tokenizer.vocab;
+  data::Tokenizer tokenizer(vocab, model_tokenizer.lowercase);
   std::vector<Feature> out;
   out.reserve(examples.size());
   for (const GlueExample& e : examples) {
@@ -141,18 +143,15 @@ std::vector<GlueExample> read_split(GlueTask task, const std::string& dir, const
   return examples;
 }
 
-// The head of a fine-tuned checkpoint: finetune.json when we wrote it, else HF's
-// ElectraForSequenceClassification (two-layer head; num_labels from id2label).
+// The head of a fine-tuned checkpoint: finetune.json when we wrote it (which must name this task),
+// else HF's ElectraForSequenceClassification (two-layer head; num_labels from id2label).
 TaskHeadConfig head_of_checkpoint(const std::string& dir, const GlueTaskInfo& info,
                                   const FinetuneSettings& s) {
   TaskHeadConfig head = head_for(info, s);
-  const fs::path meta = fs::path(dir) / "finetune.json";
-  if (fs::exists(meta)) {
-    std::ifstream in(meta);
-    const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
-    ELECTRA_USER_CHECK(!j.is_discarded() && j.contains("head"), meta.string(),
-                       ": malformed (expected {\"head\": ...})");
-    head.hf_two_layer = j.at("head").get<std::string>() == "hf_two_layer";
+  check_checkpoint_task(dir, info.name);
+  const nlohmann::json meta = read_finetune_meta(dir);
+  if (!meta.is_null() && meta.contains("head")) {
+    head.hf_two_layer = meta.at("head").get<std::string>() == "hf_two_layer";
   } else {
     const SafetensorsFile file =
         SafetensorsFile::read((fs::path(dir) / "model.safetensors").string());
@@ -209,19 +208,20 @@ GlueRunResult run_glue(const GlueRunOptions& opts) {
   std::vector<std::vector<Feature>> dev_features;
   for (const std::string& split : dev_splits) {
     dev.push_back(read_split(opts.task, opts.data_dir, split, opts.max_eval_examples));
-    dev_features.push_back(featurize(dev.back(), *opts.vocab, s.max_seq_len, false));
+    dev_features.push_back(featurize(dev.back(), *opts.tokenizer, s.max_seq_len, false));
   }
-  std::vector<Feature> features = featurize(train, *opts.vocab, s.max_seq_len, false);
+  std::vector<Feature> features = featurize(train, *opts.tokenizer, s.max_seq_len, false);
   const bool swap =
       s.swap_augment && (opts.task == GlueTask::kMRPC || opts.task == GlueTask::kSTSB);
   if (swap) {
-    std::vector<Feature> swapped = featurize(train, *opts.vocab, s.max_seq_len, true);
+    std::vector<Feature> swapped = featurize(train, *opts.tokenizer, s.max_seq_len, true);
     features.insert(features.end(), swapped.begin(), swapped.end());
   }
 
   RunDevice device = open_device(s.device, s.precision, opts.seed, "finetune.device");
   Context& ctx = device.ctx;
-  ElectraFinetuner model(ctx, opts.init.encoder, head_for(info, s), model_options(s, *opts.vocab));
+  ElectraFinetuner model(ctx, opts.init.encoder, head_for(info, s),
+                         model_options(s, opts.tokenizer->vocab));
   model.init_weights(ctx, opts.seed);  // the head; the encoder is overwritten next
   if (!opts.from_scratch) load_finetune_init(ctx, model, opts.init.model_dir, false);
 
@@ -254,13 +254,15 @@ GlueRunResult run_glue(const GlueRunOptions& opts) {
     for (int64_t i = 0; i < steps_per_epoch; ++i, ++step) {
       const size_t first = static_cast<size_t>(i * b);
       const size_t count = std::min(static_cast<size_t>(b), features.size() - first);
-      fill_batch(batch, features, epoch_order, first, count, s.max_seq_len, opts.vocab->pad_id());
+      fill_batch(batch, features, epoch_order, first, count, s.max_seq_len,
+                 opts.tokenizer->vocab.pad_id());
       progress.update(ctx, model, opt, batch, i, step);
     }
     // Evaluation on every dev split; the first decides the best epoch.
     std::vector<GlueScore> first_scores;
     for (size_t d = 0; d < dev.size(); ++d) {
-      const Predictions p = predict(ctx, model, dev_features[d], regression, opts.vocab->pad_id());
+      const Predictions p =
+          predict(ctx, model, dev_features[d], regression, opts.tokenizer->vocab.pad_id());
       const std::vector<GlueScore> scores = score(opts.task, p, dev[d]);
       std::fprintf(stderr, "finetune %s epoch %lld: %s %s\n", info.name.c_str(),
                    static_cast<long long>(epoch + 1), dev_splits[d].c_str(),
@@ -279,7 +281,6 @@ GlueRunResult run_glue(const GlueRunOptions& opts) {
       result.best = first_scores;
       result.best_epoch = epoch + 1;
       const std::string best_dir = (fs::path(opts.output_dir) / "best").string();
-      save_finetuned(ctx, model, best_dir);
       nlohmann::json meta = {{"task", info.name},
                              {"head", s.hf_two_layer ? "hf_two_layer" : "official"},
                              {"epoch", epoch + 1},
@@ -287,9 +288,7 @@ GlueRunResult run_glue(const GlueRunOptions& opts) {
                              {"max_seq_len", s.max_seq_len}};
       for (const GlueScore& g : first_scores)
         meta[std::string(glue_metric_name(g.metric))] = g.value;
-      write_file_atomic((fs::path(best_dir) / "finetune.json").string(), meta.dump(2) + "\n");
-      const fs::path vocab_copy = fs::path(best_dir) / "vocab.txt";
-      opts.vocab->save(vocab_copy.string());
+      save_finetuned(ctx, model, best_dir, meta, *opts.tokenizer);
     }
   }
   result.seconds = clock.seconds();
@@ -298,17 +297,17 @@ GlueRunResult run_glue(const GlueRunOptions& opts) {
 
 std::vector<std::pair<std::string, std::vector<GlueScore>>> evaluate_glue_checkpoint(
     GlueTask task, const std::string& data_dir, const std::string& checkpoint_dir,
-    const data::Vocab& vocab, const FinetuneSettings& settings, int64_t max_examples) {
+    const data::ModelTokenizer& tokenizer, const FinetuneSettings& settings, int64_t max_examples) {
   const GlueTaskInfo& info = glue_task_info(task);
-  CheckpointModel loaded(info, checkpoint_dir, vocab, settings);
+  CheckpointModel loaded(info, checkpoint_dir, tokenizer.vocab, settings);
   ElectraFinetuner& model = loaded.model;
   RunDevice& device = loaded.device;
   std::vector<std::pair<std::string, std::vector<GlueScore>>> out;
   for (const std::string& split : info.dev_splits) {
     const std::vector<GlueExample> dev = read_split(task, data_dir, split, max_examples);
     const Predictions p =
-        predict(device.ctx, model, featurize(dev, vocab, settings.max_seq_len, false),
-                info.is_regression(), vocab.pad_id());
+        predict(device.ctx, model, featurize(dev, tokenizer, settings.max_seq_len, false),
+                info.is_regression(), tokenizer.vocab.pad_id());
     out.emplace_back(split, score(task, p, dev));
   }
   return out;
@@ -316,11 +315,11 @@ std::vector<std::pair<std::string, std::vector<GlueScore>>> evaluate_glue_checkp
 
 std::vector<std::string> predict_glue_test(GlueTask task, const std::string& data_dir,
                                            const std::string& checkpoint_dir,
-                                           const data::Vocab& vocab,
+                                           const data::ModelTokenizer& tokenizer,
                                            const FinetuneSettings& settings,
                                            const std::string& output_dir) {
   const GlueTaskInfo& info = glue_task_info(task);
-  CheckpointModel loaded(info, checkpoint_dir, vocab, settings);
+  CheckpointModel loaded(info, checkpoint_dir, tokenizer.vocab, settings);
   ElectraFinetuner& model = loaded.model;
   RunDevice& device = loaded.device;
   fs::create_directories(output_dir);
@@ -328,8 +327,8 @@ std::vector<std::string> predict_glue_test(GlueTask task, const std::string& dat
   for (const std::string& split : info.test_splits) {
     const std::vector<GlueExample> test = read_glue_split(task, data_dir, split);
     const Predictions p =
-        predict(device.ctx, model, featurize(test, vocab, settings.max_seq_len, false),
-                info.is_regression(), vocab.pad_id());
+        predict(device.ctx, model, featurize(test, tokenizer, settings.max_seq_len, false),
+                info.is_regression(), tokenizer.vocab.pad_id());
     // The GLUE server's file names: CoLA.tsv, SST-2.tsv, MNLI-m.tsv, MNLI-mm.tsv, ...
     std::string name = info.name;
     if (split == "test_matched") name += "-m";

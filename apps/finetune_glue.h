@@ -10,7 +10,7 @@
 
 #include "apps/finetune_common.h"
 #include "data/glue_metrics.h"
-#include "data/vocab.h"
+#include "data/tokenizer_files.h"
 
 namespace electra::apps {
 
@@ -19,7 +19,7 @@ struct GlueRunOptions {
   std::string data_dir;    // the task's directory: train.tsv, dev.tsv, test.tsv
   std::string output_dir;  // best/ (checkpoint), dev_predictions*.tsv, log lines
   FinetuneInit init;
-  const data::Vocab* vocab = nullptr;
+  const data::ModelTokenizer* tokenizer = nullptr;
   FinetuneSettings settings;
   uint64_t seed = 1;
   int64_t max_train_examples = 0;  // 0: all (a prefix of train.tsv otherwise)
@@ -40,13 +40,13 @@ GlueRunResult run_glue(const GlueRunOptions& opts);
 // The scores of `checkpoint_dir` (a fine-tuned model of ours) on every dev split of the task.
 std::vector<std::pair<std::string, std::vector<GlueScore>>> evaluate_glue_checkpoint(
     GlueTask task, const std::string& data_dir, const std::string& checkpoint_dir,
-    const data::Vocab& vocab, const FinetuneSettings& settings, int64_t max_examples);
+    const data::ModelTokenizer& tokenizer, const FinetuneSettings& settings, int64_t max_examples);
 
 // Writes GLUE submission files (<Task>.tsv: "index\tprediction" with label names, or scores for
 // STS-B; MNLI-m / MNLI-mm for MNLI) for the test splits into output_dir. Returns their paths.
 std::vector<std::string> predict_glue_test(GlueTask task, const std::string& data_dir,
                                            const std::string& checkpoint_dir,
-                                           const data::Vocab& vocab,
+                                           const data::ModelTokenizer& tokenizer,
                                            const FinetuneSettings& settings,
                                            const std::string& output_dir);
 
