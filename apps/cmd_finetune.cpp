@@ -14,6 +14,8 @@
 #include "apps/finetune_glue.h"
 #include "apps/finetune_squad.h"
 
+#include <nlohmann/json.hpp>
+
 namespace electra::apps {
 namespace {
 namespace fs = std::filesystem;
@@ -40,16 +42,22 @@ constexpr const char* kFinetuneUsage =
 constexpr const char* kEvalUsage =
     "usage: electra eval --task NAME --data-dir DIR --checkpoint DIR [--config FILE]\n"
     "                    [--set section.key=value]... [--vocab vocab.txt] [--max-eval N]\n"
-    "                    [--output predictions.json]\n"
+    "                    [--output FILE]\n"
     "  scores a fine-tuned checkpoint (the best/ directory of `electra finetune`) on the dev\n"
-    "  split(s) of the task and prints the task's metrics (SQuAD: EM/F1 on dev-v*.json, and\n"
-    "  --output FILE writes the predictions JSON)\n";
+    "  split(s) of the task and prints the task's metrics (SQuAD: EM/F1 on dev-v*.json).\n"
+    "  The sequence lengths are the checkpoint's (finetune.json) unless --set gives them.\n"
+    "  --output  GLUE: FILE.tsv, one line per dev example (id, prediction, label, then the\n"
+    "            class probabilities or the full-precision score); MNLI writes "
+    "FILE.dev_matched.tsv\n"
+    "            and FILE.dev_mismatched.tsv; SQuAD: the predictions JSON\n";
 
 constexpr const char* kPredictUsage =
     "usage: electra predict --task NAME --data-dir DIR --checkpoint DIR --output DIR\n"
     "                       [--config FILE] [--set section.key=value]... [--vocab vocab.txt]\n"
     "  writes the GLUE submission file(s) of the task's test split(s) (<Task>.tsv, MNLI-m.tsv /\n"
-    "  MNLI-mm.tsv) into --output; SQuAD: predictions.json for dev-v*.json (the public split)\n";
+    "  MNLI-mm.tsv) into --output, and beside each <Task>.probabilities.tsv: every example's\n"
+    "  prediction with the class probabilities (STS-B: the unclipped score, full precision);\n"
+    "  SQuAD: predictions.json for dev-v*.json (the public split)\n";
 
 std::string lower(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -105,6 +113,28 @@ FinetuneSettings settings_for(const CommonArgs& a, const std::string& key, bool 
   const FinetuneConfig config = read_finetune_config(
       a.config.empty() ? default_config(squad) : a.config, a.overrides, task_keys());
   return config.for_task(key);
+}
+
+// eval and predict run a fine-tuned checkpoint with the sequence lengths it was trained with
+// (finetune.json), unless --set gives them.
+void use_recorded_lengths(FinetuneSettings& settings, const CommonArgs& a,
+                          const std::string& model_dir) {
+  const nlohmann::json meta = read_finetune_meta(model_dir);
+  if (meta.is_null()) return;
+  const auto recorded = [&](const char* key, const char* section, int64_t& field) {
+    if (!meta.contains(key) || !meta.at(key).is_number_integer()) return;
+    for (const std::string& o : a.overrides) {
+      if (o.find(str_cat(".", key, "=")) != std::string::npos) return;
+    }
+    const int64_t value = meta.at(key).get<int64_t>();
+    if (value == field) return;
+    std::fprintf(stderr, "%s.%s %lld (recorded in %s/finetune.json)\n", section, key,
+                 static_cast<long long>(value), model_dir.c_str());
+    field = value;
+  };
+  recorded("max_seq_len", "finetune", settings.max_seq_len);
+  recorded("doc_stride", "squad", settings.doc_stride);
+  recorded("max_query_length", "squad", settings.max_query_length);
 }
 
 // The arguments of eval and predict: the common ones, --checkpoint (required) and --output
@@ -221,10 +251,11 @@ int cmd_eval(const std::vector<std::string>& args) {
   if (!parse_checkpoint_args("eval", kEvalUsage, args, false, a)) return 0;
   const CommonArgs& common = a.common;
   const std::string &checkpoint = a.checkpoint, &output = a.output;
-  const data::ModelTokenizer tokenizer =
-      load_tokenizer(common.vocab, resolve_init(checkpoint).model_dir);
+  const std::string model_dir = resolve_init(checkpoint).model_dir;
+  const data::ModelTokenizer tokenizer = load_tokenizer(common.vocab, model_dir);
   if (const std::optional<bool> squad = squad_version(common.task)) {
-    const FinetuneSettings settings = settings_for(common, *squad ? "squad2.0" : "squad1.1", true);
+    FinetuneSettings settings = settings_for(common, *squad ? "squad2.0" : "squad1.1", true);
+    use_recorded_lengths(settings, common, model_dir);
     const SquadScores scores = evaluate_squad_checkpoint(
         *squad, squad_file(common.data_dir, *squad, "dev"), checkpoint, tokenizer, settings,
         static_cast<int64_t>(common.max_eval), output, settings.null_threshold);
@@ -233,10 +264,11 @@ int cmd_eval(const std::vector<std::string>& args) {
     return 0;
   }
   const GlueTask task = parse_glue_task(common.task);
-  const FinetuneSettings settings = settings_for(common, lower(glue_task_info(task).name), false);
+  FinetuneSettings settings = settings_for(common, lower(glue_task_info(task).name), false);
+  use_recorded_lengths(settings, common, model_dir);
   for (const auto& [split, scores] :
        evaluate_glue_checkpoint(task, common.data_dir, checkpoint, tokenizer, settings,
-                                static_cast<int64_t>(common.max_eval))) {
+                                static_cast<int64_t>(common.max_eval), output)) {
     std::printf("%s %s: %s\n", glue_task_info(task).name.c_str(), split.c_str(),
                 format_scores(scores).c_str());
   }
@@ -248,10 +280,11 @@ int cmd_predict(const std::vector<std::string>& args) {
   if (!parse_checkpoint_args("predict", kPredictUsage, args, true, a)) return 0;
   const CommonArgs& common = a.common;
   const std::string &checkpoint = a.checkpoint, &output = a.output;
-  const data::ModelTokenizer tokenizer =
-      load_tokenizer(common.vocab, resolve_init(checkpoint).model_dir);
+  const std::string model_dir = resolve_init(checkpoint).model_dir;
+  const data::ModelTokenizer tokenizer = load_tokenizer(common.vocab, model_dir);
   if (const std::optional<bool> squad = squad_version(common.task)) {
-    const FinetuneSettings settings = settings_for(common, *squad ? "squad2.0" : "squad1.1", true);
+    FinetuneSettings settings = settings_for(common, *squad ? "squad2.0" : "squad1.1", true);
+    use_recorded_lengths(settings, common, model_dir);
     fs::create_directories(output);
     const std::string path = (fs::path(output) / "predictions.json").string();
     evaluate_squad_checkpoint(*squad, squad_file(common.data_dir, *squad, "dev"), checkpoint,
@@ -260,8 +293,12 @@ int cmd_predict(const std::vector<std::string>& args) {
     std::printf("wrote %s\n", path.c_str());
     return 0;
   }
+  ELECTRA_USER_CHECK(common.max_eval == 0,
+                     "--max-eval does not apply to GLUE predictions (a submission file holds "
+                     "every test example)");
   const GlueTask task = parse_glue_task(common.task);
-  const FinetuneSettings settings = settings_for(common, lower(glue_task_info(task).name), false);
+  FinetuneSettings settings = settings_for(common, lower(glue_task_info(task).name), false);
+  use_recorded_lengths(settings, common, model_dir);
   for (const std::string& path :
        predict_glue_test(task, common.data_dir, checkpoint, tokenizer, settings, output)) {
     std::printf("wrote %s\n", path.c_str());

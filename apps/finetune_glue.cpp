@@ -85,9 +85,11 @@ FinetuneBatch make_batch(int64_t b, int64_t t, bool with_targets, bool regressio
   return batch;
 }
 
-// Predictions of the model over `features` in order: class indices, or scores (x 5) for STS-B.
+// Predictions of the model over `features` in order: class indices and their probabilities
+// (softmax of the logits, num_classes per example), or scores (x 5) for STS-B.
 struct Predictions {
   std::vector<int32_t> classes;
+  std::vector<double> probabilities;
   std::vector<float> scores;
 };
 
@@ -105,9 +107,15 @@ Predictions predict(Context& ctx, ElectraFinetuner& model, const std::vector<Fea
     for (size_t i = 0; i < count; ++i) {
       if (regression) {
         out.scores.push_back(5.0f * o.logits[i]);
-      } else {
-        out.classes.push_back(o.predictions[i]);
+        continue;
       }
+      out.classes.push_back(o.predictions[i]);
+      const size_t n = o.logits.size() / count;
+      const float* row = o.logits.data() + i * n;
+      const double top = *std::max_element(row, row + n);
+      double sum = 0;
+      for (size_t k = 0; k < n; ++k) sum += std::exp(row[k] - top);
+      for (size_t k = 0; k < n; ++k) out.probabilities.push_back(std::exp(row[k] - top) / sum);
     }
   }
   return out;
@@ -119,17 +127,42 @@ std::vector<GlueScore> score(GlueTask task, const Predictions& p,
                                               : evaluate_glue(task, p.classes, gold);
 }
 
+// The prediction of example i: the label name or the score ("%.9g": every float digit).
+std::string prediction_text(const GlueTaskInfo& info, const Predictions& p, size_t i) {
+  if (!info.is_regression()) return info.label_names[static_cast<size_t>(p.classes[i])];
+  char text[32];
+  std::snprintf(text, sizeof text, "%.9g", static_cast<double>(p.scores[i]));
+  return text;
+}
+
+// "\tp_<label>..." header columns (i < 0), or the class probabilities of example i ("%.9g");
+// nothing for a regression.
+std::string probability_columns(const GlueTaskInfo& info, const Predictions& p, int64_t i) {
+  std::string text;
+  const size_t n = info.label_names.size();
+  for (size_t k = 0; k < n && !info.is_regression(); ++k) {
+    if (i < 0) {
+      text += "\tp_" + info.label_names[k];
+      continue;
+    }
+    char value[32];
+    std::snprintf(value, sizeof value, "\t%.9g", p.probabilities[static_cast<size_t>(i) * n + k]);
+    text += value;
+  }
+  return text;
+}
+
+// id, prediction, gold label, class probabilities: one line per dev example.
 void write_dev_predictions(const std::string& path, GlueTask task, const Predictions& p,
                            const std::vector<GlueExample>& gold) {
   const GlueTaskInfo& info = glue_task_info(task);
-  std::string text = "id\tprediction\tlabel\n";
+  std::string text = "id\tprediction\tlabel" + probability_columns(info, p, -1) + "\n";
   for (size_t i = 0; i < gold.size(); ++i) {
-    if (info.is_regression()) {
-      text += str_cat(gold[i].id, "\t", p.scores[i], "\t", gold[i].score, "\n");
-    } else {
-      text += str_cat(gold[i].id, "\t", info.label_names[static_cast<size_t>(p.classes[i])], "\t",
-                      info.label_names[static_cast<size_t>(gold[i].label)], "\n");
-    }
+    const std::string label = info.is_regression()
+                                  ? str_cat(gold[i].score)
+                                  : info.label_names[static_cast<size_t>(gold[i].label)];
+    text += str_cat(gold[i].id, "\t", prediction_text(info, p, i), "\t", label,
+                    probability_columns(info, p, static_cast<int64_t>(i)), "\n");
   }
   write_file_atomic(path, text);
 }
@@ -297,7 +330,8 @@ GlueRunResult run_glue(const GlueRunOptions& opts) {
 
 std::vector<std::pair<std::string, std::vector<GlueScore>>> evaluate_glue_checkpoint(
     GlueTask task, const std::string& data_dir, const std::string& checkpoint_dir,
-    const data::ModelTokenizer& tokenizer, const FinetuneSettings& settings, int64_t max_examples) {
+    const data::ModelTokenizer& tokenizer, const FinetuneSettings& settings, int64_t max_examples,
+    const std::string& predictions_out) {
   const GlueTaskInfo& info = glue_task_info(task);
   CheckpointModel loaded(info, checkpoint_dir, tokenizer.vocab, settings);
   ElectraFinetuner& model = loaded.model;
@@ -309,6 +343,17 @@ std::vector<std::pair<std::string, std::vector<GlueScore>>> evaluate_glue_checkp
         predict(device.ctx, model, featurize(dev, tokenizer, settings.max_seq_len, false),
                 info.is_regression(), tokenizer.vocab.pad_id());
     out.emplace_back(split, score(task, p, dev));
+    if (!predictions_out.empty()) {
+      // One file per dev split: MNLI's FILE.tsv -> FILE.dev_matched.tsv, FILE.dev_mismatched.tsv.
+      fs::path path(predictions_out);
+      if (info.dev_splits.size() > 1) {
+        path = path.parent_path() / str_cat(path.stem().string(), ".", split,
+                                            path.has_extension() ? path.extension().string() : "");
+      }
+      if (path.has_parent_path()) fs::create_directories(path.parent_path());
+      write_dev_predictions(path.string(), task, p, dev);
+      std::fprintf(stderr, "eval: wrote %s\n", path.string().c_str());
+    }
   }
   return out;
 }
@@ -333,15 +378,23 @@ std::vector<std::string> predict_glue_test(GlueTask task, const std::string& dat
     std::string name = info.name;
     if (split == "test_matched") name += "-m";
     if (split == "test_mismatched") name += "-mm";
+    // The submission file (STS-B scores clipped to [0, 5], the GLUE range), and beside it every
+    // prediction with its class probabilities or unclipped score.
     std::string text = "index\tprediction\n";
+    std::string details = "index\tprediction" + probability_columns(info, p, -1) + "\n";
+    Predictions clipped = p;
+    for (float& score : clipped.scores) score = std::clamp(score, 0.0f, 5.0f);
     for (size_t i = 0; i < test.size(); ++i) {
-      text += str_cat(test[i].id, "\t",
-                      info.is_regression() ? str_cat(std::clamp(p.scores[i], 0.0f, 5.0f))
-                                           : info.label_names[static_cast<size_t>(p.classes[i])],
-                      "\n");
+      text += str_cat(test[i].id, "\t", prediction_text(info, clipped, i), "\n");
+      details += str_cat(test[i].id, "\t", prediction_text(info, p, i),
+                         probability_columns(info, p, static_cast<int64_t>(i)), "\n");
     }
     const std::string path = (fs::path(output_dir) / (name + ".tsv")).string();
     write_file_atomic(path, text);
+    const std::string details_path =
+        (fs::path(output_dir) / (name + ".probabilities.tsv")).string();
+    write_file_atomic(details_path, details);
+    written.push_back(details_path);
     written.push_back(path);
   }
   return written;

@@ -37,13 +37,18 @@ struct GlueRunResult {
 // says); keeps the best epoch by the task's first metric.
 GlueRunResult run_glue(const GlueRunOptions& opts);
 
-// The scores of `checkpoint_dir` (a fine-tuned model of ours) on every dev split of the task.
+// The scores of `checkpoint_dir` (a fine-tuned model of ours) on every dev split of the task;
+// with predictions_out, each split's predictions (id, prediction, label, class probabilities) as
+// a TSV file (the split's name inserted before the extension when the task has several).
 std::vector<std::pair<std::string, std::vector<GlueScore>>> evaluate_glue_checkpoint(
     GlueTask task, const std::string& data_dir, const std::string& checkpoint_dir,
-    const data::ModelTokenizer& tokenizer, const FinetuneSettings& settings, int64_t max_examples);
+    const data::ModelTokenizer& tokenizer, const FinetuneSettings& settings, int64_t max_examples,
+    const std::string& predictions_out = "");
 
 // Writes GLUE submission files (<Task>.tsv: "index\tprediction" with label names, or scores for
-// STS-B; MNLI-m / MNLI-mm for MNLI) for the test splits into output_dir. Returns their paths.
+// STS-B; MNLI-m / MNLI-mm for MNLI) for the test splits into output_dir, each with
+// <Task>.probabilities.tsv beside it (class probabilities, or the unclipped score). Returns the
+// paths.
 std::vector<std::string> predict_glue_test(GlueTask task, const std::string& data_dir,
                                            const std::string& checkpoint_dir,
                                            const data::ModelTokenizer& tokenizer,

@@ -75,9 +75,8 @@ T ConfigNode::read(const std::string& key) {
   shared_->consumed.insert(path_of(key));
   const std::string text = scalar_text(value);
   auto fail = [&](const char* expected) -> T {
-    throw UserError(
-        str_cat(where_value(key), ": ", path_of(key), ": expected ", expected, ", got '", text,
-                "'"));
+    throw UserError(str_cat(where_value(key), ": ", path_of(key), ": expected ", expected,
+                            ", got '", text, "'"));
   };
   if (!value.IsScalar()) fail(std::is_same_v<T, std::string> ? "a string" : "a scalar");
   if constexpr (std::is_same_v<T, std::string>) {

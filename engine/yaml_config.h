@@ -57,7 +57,7 @@ class ConfigNode {
  private:
   struct Shared {
     std::string file;
-    std::set<std::string> consumed;  // dotted paths of keys read
+    std::set<std::string> consumed;                // dotted paths of keys read
     std::map<std::string, std::string> overrides;  // dotted path -> the --set that gave its value
   };
   ConfigNode(YAML::Node node, std::shared_ptr<Shared> shared, std::string prefix)
