@@ -11,6 +11,7 @@
 
 #include "apps/args.h"
 #include "apps/command.h"
+#include "apps/default_config.h"
 #include "apps/finetune_glue.h"
 #include "apps/finetune_squad.h"
 
@@ -30,7 +31,9 @@ constexpr const char* kFinetuneUsage =
     "               dev-v1.1.json or the v2.0 files)\n"
     "  --init       an HF ELECTRA discriminator directory (config.json + model.safetensors), a\n"
     "               pre-training checkpoint of ours or its run directory (the newest checkpoint)\n"
-    "  --config     hyper-parameters (default configs/glue.yaml, configs/squad.yaml for SQuAD)\n"
+    "  --config     hyper-parameters (default: configs/glue.yaml, configs/squad.yaml for SQuAD,\n"
+    "               from $ELECTRA_CONFIG_DIR, <binary>/../share/electra-engine/configs, the\n"
+    "               source tree of the binary, or the current repository, in that order)\n"
     "  --seeds      run N seeds (finetune.seed, +1, ...) and report each and the median\n"
     "  --output     where best/ (checkpoint), dev predictions go (default runs/finetune/TASK;\n"
     "               seed-N/ subdirectories with --seeds > 1)\n"
@@ -81,10 +84,6 @@ std::optional<bool> squad_version(const std::string& task) {
   return std::nullopt;
 }
 
-std::string default_config(bool squad) {
-  return std::string(ELECTRA_SOURCE_DIR) + (squad ? "/configs/squad.yaml" : "/configs/glue.yaml");
-}
-
 // The model's tokenizer (checkpoint_tokenizer), announced with where its casing came from.
 data::ModelTokenizer load_tokenizer(const std::string& vocab, const std::string& model_dir) {
   data::ModelTokenizer t = checkpoint_tokenizer(vocab, model_dir);
@@ -108,11 +107,17 @@ ArgParser& add_common(ArgParser& parser, CommonArgs& a) {
       .count("--max-eval", [&](uint64_t n) { a.max_eval = n; });
 }
 
-// The settings of task `key` (lower-case) from --config or the task family's default file.
+// The settings of task `key` (lower-case) from --config or the task family's default file
+// (apps/default_config.h), which is named on stderr.
 FinetuneSettings settings_for(const CommonArgs& a, const std::string& key, bool squad) {
-  const FinetuneConfig config = read_finetune_config(
-      a.config.empty() ? default_config(squad) : a.config, a.overrides, task_keys());
-  return config.for_task(key);
+  std::string path = a.config;
+  if (path.empty()) {
+    const DefaultConfig found = find_default_config(squad ? "squad.yaml" : "glue.yaml");
+    std::fprintf(stderr, "config: %s (the default, found %s; --config FILE to choose)\n",
+                 found.path.c_str(), found.found.c_str());
+    path = found.path;
+  }
+  return read_finetune_config(path, a.overrides, task_keys()).for_task(key);
 }
 
 // eval and predict run a fine-tuned checkpoint with the sequence lengths it was trained with
