@@ -291,8 +291,10 @@ GlueRunResult run_glue(const GlueRunOptions& opts) {
                  opts.tokenizer->vocab.pad_id());
       progress.update(ctx, model, opt, batch, i, step);
     }
-    // Evaluation on every dev split; the first decides the best epoch.
+    // Evaluation on every dev split; the first decides the best epoch, whose predictions are
+    // written for every split (MNLI: dev_predictions.dev_matched.tsv and .dev_mismatched.tsv).
     std::vector<GlueScore> first_scores;
+    bool improved = false;
     for (size_t d = 0; d < dev.size(); ++d) {
       const Predictions p =
           predict(ctx, model, dev_features[d], regression, opts.tokenizer->vocab.pad_id());
@@ -302,14 +304,16 @@ GlueRunResult run_glue(const GlueRunOptions& opts) {
                    format_scores(scores).c_str());
       if (d == 0) {
         first_scores = scores;
-        if (scores.front().value > best_value) {
-          fs::create_directories(opts.output_dir);
-          write_dev_predictions((fs::path(opts.output_dir) / "dev_predictions.tsv").string(),
-                                opts.task, p, dev[d]);
-        }
+        improved = scores.front().value > best_value;
+      }
+      if (improved) {
+        fs::create_directories(opts.output_dir);
+        const std::string name = dev.size() > 1 ? str_cat("dev_predictions.", dev_splits[d], ".tsv")
+                                                : std::string("dev_predictions.tsv");
+        write_dev_predictions((fs::path(opts.output_dir) / name).string(), opts.task, p, dev[d]);
       }
     }
-    if (first_scores.front().value > best_value) {
+    if (improved) {
       best_value = first_scores.front().value;
       result.best = first_scores;
       result.best_epoch = epoch + 1;

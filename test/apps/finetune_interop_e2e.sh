@@ -99,6 +99,9 @@ one_error "--max-eval does not apply to GLUE predictions" \
   "${common[@]}" --set tasks.mnli.epochs=1 --output "$work/mnli" >/dev/null 2>"$work/mnli.err" &&
   grep -q "1 epochs" "$work/mnli.err" && pass "--set tasks.mnli.epochs" ||
   fail "tasks.mnli: $(tail -2 "$work/mnli.err")"
+[[ -s "$work/mnli/dev_predictions.dev_matched.tsv" && \
+  -s "$work/mnli/dev_predictions.dev_mismatched.tsv" ]] &&
+  pass "MNLI writes matched and mismatched dev predictions" || fail "MNLI: $(ls "$work/mnli")"
 one_error "error: --set finetune.epochs=abc: finetune.epochs: expected an integer" \
   "$electra" finetune --task sst-2 --data-dir "$work/cls" --init "$work/pre" \
   --set finetune.epochs=abc
