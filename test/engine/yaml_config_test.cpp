@@ -71,3 +71,13 @@ TEST_CASE("overrides (--set a.b=c) apply to existing keys only", "[config]") {
                     Catch::Contains("no section 'optimiser'"));
   CHECK_THROWS_WITH(root.apply_override("steps"), Catch::Contains("expected section.key=value"));
 }
+
+TEST_CASE("a bad --set value is reported as that --set; create adds a known key", "[config]") {
+  ConfigNode root = ConfigNode::parse(kConfig, "small.yaml");
+  root.apply_override("steps=many");
+  CHECK_THROWS_WITH(root.require<int>("steps"),
+                    Catch::StartsWith("--set steps=many: steps: expected an integer"));
+  ConfigNode created = ConfigNode::parse(kConfig, "small.yaml");
+  created.apply_override("tasks.mnli.epochs=2", /*create=*/true);
+  CHECK(created.section("tasks").section("mnli").get<int>("epochs", 0) == 2);
+}
