@@ -11,8 +11,11 @@
 
 #include "apps/args.h"
 #include "apps/command.h"
+#include "apps/default_config.h"
 #include "apps/finetune_glue.h"
 #include "apps/finetune_squad.h"
+
+#include <nlohmann/json.hpp>
 
 namespace electra::apps {
 namespace {
@@ -28,7 +31,9 @@ constexpr const char* kFinetuneUsage =
     "               dev-v1.1.json or the v2.0 files)\n"
     "  --init       an HF ELECTRA discriminator directory (config.json + model.safetensors), a\n"
     "               pre-training checkpoint of ours or its run directory (the newest checkpoint)\n"
-    "  --config     hyper-parameters (default configs/glue.yaml, configs/squad.yaml for SQuAD)\n"
+    "  --config     hyper-parameters (default: configs/glue.yaml, configs/squad.yaml for SQuAD,\n"
+    "               from $ELECTRA_CONFIG_DIR, <binary>/../share/electra-engine/configs, the\n"
+    "               source tree of the binary, or the current repository, in that order)\n"
     "  --seeds      run N seeds (finetune.seed, +1, ...) and report each and the median\n"
     "  --output     where best/ (checkpoint), dev predictions go (default runs/finetune/TASK;\n"
     "               seed-N/ subdirectories with --seeds > 1)\n"
@@ -40,16 +45,22 @@ constexpr const char* kFinetuneUsage =
 constexpr const char* kEvalUsage =
     "usage: electra eval --task NAME --data-dir DIR --checkpoint DIR [--config FILE]\n"
     "                    [--set section.key=value]... [--vocab vocab.txt] [--max-eval N]\n"
-    "                    [--output predictions.json]\n"
+    "                    [--output FILE]\n"
     "  scores a fine-tuned checkpoint (the best/ directory of `electra finetune`) on the dev\n"
-    "  split(s) of the task and prints the task's metrics (SQuAD: EM/F1 on dev-v*.json, and\n"
-    "  --output FILE writes the predictions JSON)\n";
+    "  split(s) of the task and prints the task's metrics (SQuAD: EM/F1 on dev-v*.json).\n"
+    "  The sequence lengths are the checkpoint's (finetune.json) unless --set gives them.\n"
+    "  --output  GLUE: FILE.tsv, one line per dev example (id, prediction, label, then the\n"
+    "            class probabilities or the full-precision score); MNLI writes "
+    "FILE.dev_matched.tsv\n"
+    "            and FILE.dev_mismatched.tsv; SQuAD: the predictions JSON\n";
 
 constexpr const char* kPredictUsage =
     "usage: electra predict --task NAME --data-dir DIR --checkpoint DIR --output DIR\n"
     "                       [--config FILE] [--set section.key=value]... [--vocab vocab.txt]\n"
     "  writes the GLUE submission file(s) of the task's test split(s) (<Task>.tsv, MNLI-m.tsv /\n"
-    "  MNLI-mm.tsv) into --output; SQuAD: predictions.json for dev-v*.json (the public split)\n";
+    "  MNLI-mm.tsv) into --output, and beside each <Task>.probabilities.tsv: every example's\n"
+    "  prediction with the class probabilities (STS-B: the unclipped score, full precision);\n"
+    "  SQuAD: predictions.json for dev-v*.json (the public split)\n";
 
 std::string lower(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -73,17 +84,12 @@ std::optional<bool> squad_version(const std::string& task) {
   return std::nullopt;
 }
 
-std::string default_config(bool squad) {
-  return std::string(ELECTRA_SOURCE_DIR) + (squad ? "/configs/squad.yaml" : "/configs/glue.yaml");
-}
-
-// --vocab, else vocab.txt next to the model.
-data::Vocab load_vocab(const std::string& vocab, const std::string& model_dir) {
-  const std::string path = vocab.empty() ? (fs::path(model_dir) / "vocab.txt").string() : vocab;
-  ELECTRA_USER_CHECK(
-      fs::exists(path), path,
-      ": no vocabulary (pass --vocab with the vocab.txt the model was trained with)");
-  return data::Vocab::load(path);
+// The model's tokenizer (checkpoint_tokenizer), announced with where its casing came from.
+data::ModelTokenizer load_tokenizer(const std::string& vocab, const std::string& model_dir) {
+  data::ModelTokenizer t = checkpoint_tokenizer(vocab, model_dir);
+  std::fprintf(stderr, "tokenizer: %s (%zu tokens), %s (%s)\n", t.vocab.source().c_str(),
+               t.vocab.size(), t.lowercase ? "lower-cased" : "cased", t.casing_source.c_str());
+  return t;
 }
 
 struct CommonArgs {
@@ -101,11 +107,39 @@ ArgParser& add_common(ArgParser& parser, CommonArgs& a) {
       .count("--max-eval", [&](uint64_t n) { a.max_eval = n; });
 }
 
-// The settings of task `key` (lower-case) from --config or the task family's default file.
+// The settings of task `key` (lower-case) from --config or the task family's default file
+// (apps/default_config.h), which is named on stderr.
 FinetuneSettings settings_for(const CommonArgs& a, const std::string& key, bool squad) {
-  const FinetuneConfig config = read_finetune_config(
-      a.config.empty() ? default_config(squad) : a.config, a.overrides, task_keys());
-  return config.for_task(key);
+  std::string path = a.config;
+  if (path.empty()) {
+    const DefaultConfig found = find_default_config(squad ? "squad.yaml" : "glue.yaml");
+    std::fprintf(stderr, "config: %s (the default, found %s; --config FILE to choose)\n",
+                 found.path.c_str(), found.found.c_str());
+    path = found.path;
+  }
+  return read_finetune_config(path, a.overrides, task_keys()).for_task(key);
+}
+
+// eval and predict run a fine-tuned checkpoint with the sequence lengths it was trained with
+// (finetune.json), unless --set gives them.
+void use_recorded_lengths(FinetuneSettings& settings, const CommonArgs& a,
+                          const std::string& model_dir) {
+  const nlohmann::json meta = read_finetune_meta(model_dir);
+  if (meta.is_null()) return;
+  const auto recorded = [&](const char* key, const char* section, int64_t& field) {
+    if (!meta.contains(key) || !meta.at(key).is_number_integer()) return;
+    for (const std::string& o : a.overrides) {
+      if (o.find(str_cat(".", key, "=")) != std::string::npos) return;
+    }
+    const int64_t value = meta.at(key).get<int64_t>();
+    if (value == field) return;
+    std::fprintf(stderr, "%s.%s %lld (recorded in %s/finetune.json)\n", section, key,
+                 static_cast<long long>(value), model_dir.c_str());
+    field = value;
+  };
+  recorded("max_seq_len", "finetune", settings.max_seq_len);
+  recorded("doc_stride", "squad", settings.doc_stride);
+  recorded("max_query_length", "squad", settings.max_query_length);
 }
 
 // The arguments of eval and predict: the common ones, --checkpoint (required) and --output
@@ -157,7 +191,8 @@ int cmd_finetune(const std::vector<std::string>& args) {
   const std::string key = squad ? (*squad ? "squad2.0" : "squad1.1") : lower(name);
   const FinetuneSettings settings = settings_for(common, key, squad.has_value());
   const FinetuneInit from = resolve_init(init);
-  const data::Vocab vocab = load_vocab(common.vocab, from.model_dir);
+  const data::ModelTokenizer tokenizer = load_tokenizer(common.vocab, from.model_dir);
+  const data::Vocab& vocab = tokenizer.vocab;
   ELECTRA_USER_CHECK(static_cast<int64_t>(vocab.size()) == from.encoder.vocab_size, vocab.source(),
                      " has ", vocab.size(), " tokens but the model's vocab_size is ",
                      from.encoder.vocab_size);
@@ -176,7 +211,7 @@ int cmd_finetune(const std::vector<std::string>& args) {
       run.data_dir = common.data_dir;
       run.output_dir = out;
       run.init = from;
-      run.vocab = &vocab;
+      run.tokenizer = &tokenizer;
       run.settings = settings;
       run.seed = seed;
       run.max_train_examples = static_cast<int64_t>(max_train);
@@ -194,7 +229,7 @@ int cmd_finetune(const std::vector<std::string>& args) {
       run.data_dir = common.data_dir;
       run.output_dir = out;
       run.init = from;
-      run.vocab = &vocab;
+      run.tokenizer = &tokenizer;
       run.settings = settings;
       run.seed = seed;
       run.max_train_examples = static_cast<int64_t>(max_train);
@@ -221,21 +256,24 @@ int cmd_eval(const std::vector<std::string>& args) {
   if (!parse_checkpoint_args("eval", kEvalUsage, args, false, a)) return 0;
   const CommonArgs& common = a.common;
   const std::string &checkpoint = a.checkpoint, &output = a.output;
-  const data::Vocab vocab = load_vocab(common.vocab, resolve_init(checkpoint).model_dir);
+  const std::string model_dir = resolve_init(checkpoint).model_dir;
+  const data::ModelTokenizer tokenizer = load_tokenizer(common.vocab, model_dir);
   if (const std::optional<bool> squad = squad_version(common.task)) {
-    const FinetuneSettings settings = settings_for(common, *squad ? "squad2.0" : "squad1.1", true);
+    FinetuneSettings settings = settings_for(common, *squad ? "squad2.0" : "squad1.1", true);
+    use_recorded_lengths(settings, common, model_dir);
     const SquadScores scores = evaluate_squad_checkpoint(
-        *squad, squad_file(common.data_dir, *squad, "dev"), checkpoint, vocab, settings,
+        *squad, squad_file(common.data_dir, *squad, "dev"), checkpoint, tokenizer, settings,
         static_cast<int64_t>(common.max_eval), output, settings.null_threshold);
     std::printf("%s dev: %s\n", *squad ? "SQuAD2.0" : "SQuAD1.1",
                 format_squad_scores(scores).c_str());
     return 0;
   }
   const GlueTask task = parse_glue_task(common.task);
-  const FinetuneSettings settings = settings_for(common, lower(glue_task_info(task).name), false);
+  FinetuneSettings settings = settings_for(common, lower(glue_task_info(task).name), false);
+  use_recorded_lengths(settings, common, model_dir);
   for (const auto& [split, scores] :
-       evaluate_glue_checkpoint(task, common.data_dir, checkpoint, vocab, settings,
-                                static_cast<int64_t>(common.max_eval))) {
+       evaluate_glue_checkpoint(task, common.data_dir, checkpoint, tokenizer, settings,
+                                static_cast<int64_t>(common.max_eval), output)) {
     std::printf("%s %s: %s\n", glue_task_info(task).name.c_str(), split.c_str(),
                 format_scores(scores).c_str());
   }
@@ -247,21 +285,27 @@ int cmd_predict(const std::vector<std::string>& args) {
   if (!parse_checkpoint_args("predict", kPredictUsage, args, true, a)) return 0;
   const CommonArgs& common = a.common;
   const std::string &checkpoint = a.checkpoint, &output = a.output;
-  const data::Vocab vocab = load_vocab(common.vocab, resolve_init(checkpoint).model_dir);
+  const std::string model_dir = resolve_init(checkpoint).model_dir;
+  const data::ModelTokenizer tokenizer = load_tokenizer(common.vocab, model_dir);
   if (const std::optional<bool> squad = squad_version(common.task)) {
-    const FinetuneSettings settings = settings_for(common, *squad ? "squad2.0" : "squad1.1", true);
+    FinetuneSettings settings = settings_for(common, *squad ? "squad2.0" : "squad1.1", true);
+    use_recorded_lengths(settings, common, model_dir);
     fs::create_directories(output);
     const std::string path = (fs::path(output) / "predictions.json").string();
-    evaluate_squad_checkpoint(*squad, squad_file(common.data_dir, *squad, "dev"), checkpoint, vocab,
-                              settings, static_cast<int64_t>(common.max_eval), path,
+    evaluate_squad_checkpoint(*squad, squad_file(common.data_dir, *squad, "dev"), checkpoint,
+                              tokenizer, settings, static_cast<int64_t>(common.max_eval), path,
                               settings.null_threshold);
     std::printf("wrote %s\n", path.c_str());
     return 0;
   }
+  ELECTRA_USER_CHECK(common.max_eval == 0,
+                     "--max-eval does not apply to GLUE predictions (a submission file holds "
+                     "every test example)");
   const GlueTask task = parse_glue_task(common.task);
-  const FinetuneSettings settings = settings_for(common, lower(glue_task_info(task).name), false);
+  FinetuneSettings settings = settings_for(common, lower(glue_task_info(task).name), false);
+  use_recorded_lengths(settings, common, model_dir);
   for (const std::string& path :
-       predict_glue_test(task, common.data_dir, checkpoint, vocab, settings, output)) {
+       predict_glue_test(task, common.data_dir, checkpoint, tokenizer, settings, output)) {
     std::printf("wrote %s\n", path.c_str());
   }
   return 0;

@@ -25,5 +25,7 @@ int cmd_pretrain(const std::vector<std::string>& args);
 int cmd_finetune(const std::vector<std::string>& args);
 int cmd_eval(const std::vector<std::string>& args);
 int cmd_predict(const std::vector<std::string>& args);
+int cmd_encode(const std::vector<std::string>& args);
+int cmd_score(const std::vector<std::string>& args);
 
 }  // namespace electra::apps

@@ -10,10 +10,15 @@ const std::vector<Command>& commands() {
       {"info", "print the header and statistics of pre-training shards", cmd_info},
       {"pretrain", "pre-train ELECTRA (generator + discriminator) from a YAML config",
        cmd_pretrain},
-      {"finetune", "fine-tune the discriminator on a GLUE task (several seeds: the median)",
+      {"finetune",
+       "fine-tune the discriminator on a GLUE or SQuAD task (several seeds: the median)",
        cmd_finetune},
-      {"eval", "score a fine-tuned checkpoint on a task's dev set", cmd_eval},
-      {"predict", "write GLUE submission files for a task's test set", cmd_predict},
+      {"eval", "score a fine-tuned checkpoint on a task's dev set(s)", cmd_eval},
+      {"predict", "write test-set predictions of a fine-tuned checkpoint (GLUE files, SQuAD JSON)",
+       cmd_predict},
+      {"encode", "hidden states of the discriminator for your own text (JSON lines or .npy)",
+       cmd_encode},
+      {"score", "per-token probability that each token was replaced, for your own text", cmd_score},
   };
   return kCommands;
 }

@@ -19,35 +19,6 @@ bool is_model_dir(const fs::path& p) {
   return fs::exists(p / "config.json") && fs::exists(p / "model.safetensors");
 }
 
-// Head tensors a checkpoint may carry that a fresh head does not load.
-const std::vector<std::string> kHeadPrefixes = {"discriminator_predictions.", "classifier.",
-                                                "qa_outputs.", "answerable_classifier."};
-
-bool is_head(const std::string& hf_name) {
-  return std::any_of(kHeadPrefixes.begin(), kHeadPrefixes.end(),
-                     [&](const std::string& p) { return hf_name.rfind(p, 0) == 0; });
-}
-
-HfModelLayout finetuner_layout(const ElectraFinetuner& model, bool with_head) {
-  const std::string prefix = ElectraFinetuner::kPrefix;
-  HfModelLayout layout;
-  const TaskHeadConfig& head = model.head_config();
-  layout.architecture = head.kind == TaskKind::kSpan ? "ElectraForQuestionAnswering"
-                                                     : "ElectraForSequenceClassification";
-  layout.config = model.encoder_config();
-  if (head.kind == TaskKind::kClassification) layout.num_labels = head.num_labels;
-  if (head.kind == TaskKind::kRegression) {
-    layout.num_labels = 1;
-    layout.problem_type = "regression";
-  }
-  for (const ParamInfo& p : model.store().params()) {
-    const std::string name = p.name.substr(prefix.size());
-    if (with_head || !is_head(name)) layout.tensors.emplace_back(name, p.name);
-  }
-  if (!with_head) layout.ignored_prefixes = kHeadPrefixes;
-  return layout;
-}
-
 }  // namespace
 
 FinetuneOptions model_options(const FinetuneSettings& s, const data::Vocab& vocab) {
@@ -69,16 +40,6 @@ FinetuneInit resolve_init(const std::string& path) {
                        "pre-training checkpoint with a discriminator/");
   }
   return FinetuneInit{p.string(), read_hf_config((p / "config.json").string())};
-}
-
-void load_finetune_init(Context& ctx, ElectraFinetuner& model, const std::string& model_dir,
-                        bool with_head) {
-  load_hf_model(ctx, model.store(), finetuner_layout(model, with_head), model_dir);
-  model.weights().refresh_compute(ctx);
-}
-
-void save_finetuned(Context& ctx, const ElectraFinetuner& model, const std::string& dir) {
-  save_hf_model(ctx, model.store(), finetuner_layout(model, true), dir);
 }
 
 FinetuneOptimizer::FinetuneOptimizer(Context& ctx, const ElectraFinetuner& model,

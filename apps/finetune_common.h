@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "apps/finetune_checkpoint.h"
 #include "apps/finetune_config.h"
 #include "data/vocab.h"
 #include "engine/timer.h"
@@ -28,16 +29,6 @@ FinetuneInit resolve_init(const std::string& path);
 
 // The finetuner's batch, sequence length and padding id from the settings and the vocabulary.
 FinetuneOptions model_options(const FinetuneSettings& settings, const data::Vocab& vocab);
-
-// Loads the encoder from `model_dir` into the finetuner; with `with_head` also the task head (a
-// fine-tuned checkpoint), else the head keeps its initialisation and any head tensors of the
-// checkpoint (pre-training or another task) are skipped. Validated before anything is written.
-void load_finetune_init(Context& ctx, ElectraFinetuner& model, const std::string& model_dir,
-                        bool with_head);
-
-// Writes a fine-tuned checkpoint (HF layout: ElectraForSequenceClassification for the
-// classification and regression heads, ElectraForQuestionAnswering for spans) into `dir`.
-void save_finetuned(Context& ctx, const ElectraFinetuner& model, const std::string& dir);
 
 // AdamW (settings.weight_decay, eps, clipping) with layer-wise LR decay over the encoder, the
 // schedule lr * min(1, t / warmup) * max(0, 1 - t / total), warmup = warmup_fraction * total.

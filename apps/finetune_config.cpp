@@ -17,6 +17,9 @@ double FinetuneSettings::resolved_decay(const EncoderConfig& encoder) const {
 
 namespace {
 
+// The keys a `tasks: <task>:` section may set.
+const char* const kTaskKeys[] = {"epochs", "lr", "batch_size", "max_seq_len"};
+
 void check(bool ok, const std::string& file, const std::string& key, const char* rule) {
   ELECTRA_USER_CHECK(ok, file, ": ", key, " must be ", rule);
 }
@@ -70,7 +73,16 @@ FinetuneConfig read_finetune_config(const std::string& path,
                                     const std::vector<std::string>& overrides,
                                     const std::vector<std::string>& known_tasks) {
   ConfigNode root = ConfigNode::load(path);
-  for (const std::string& o : overrides) root.apply_override(o);
+  for (const std::string& o : overrides) {
+    // tasks.<task>.<key> may name a task the file has no section for.
+    bool task_key = false;
+    for (const std::string& task : known_tasks) {
+      for (const char* key : kTaskKeys) {
+        task_key = task_key || o.rfind(str_cat("tasks.", task, ".", key, "="), 0) == 0;
+      }
+    }
+    root.apply_override(o, task_key);
+  }
   FinetuneConfig c;
   c.path = path;
   c.defaults =

@@ -25,9 +25,11 @@ struct Feature {
   float target = 0;  // STS-B score / 5
 };
 
-std::vector<Feature> featurize(const std::vector<GlueExample>& examples, const data::Vocab& vocab,
-                               int64_t seq_len, bool swapped) {
-  data::Tokenizer tokenizer(vocab);
+std::vector<Feature> featurize(const std::vector<GlueExample>& examples,
+                               const data::ModelTokenizer& model_tokenizer, int64_t seq_len,
+                               bool swapped) {
+  const data::Vocab& vocab = model_tokenizer.vocab;
+  data::Tokenizer tokenizer(vocab, model_tokenizer.lowercase);
   std::vector<Feature> out;
   out.reserve(examples.size());
   for (const GlueExample& e : examples) {
@@ -83,9 +85,11 @@ FinetuneBatch make_batch(int64_t b, int64_t t, bool with_targets, bool regressio
   return batch;
 }
 
-// Predictions of the model over `features` in order: class indices, or scores (x 5) for STS-B.
+// Predictions of the model over `features` in order: class indices and their probabilities
+// (softmax of the logits, num_classes per example), or scores (x 5) for STS-B.
 struct Predictions {
   std::vector<int32_t> classes;
+  std::vector<double> probabilities;
   std::vector<float> scores;
 };
 
@@ -103,9 +107,15 @@ Predictions predict(Context& ctx, ElectraFinetuner& model, const std::vector<Fea
     for (size_t i = 0; i < count; ++i) {
       if (regression) {
         out.scores.push_back(5.0f * o.logits[i]);
-      } else {
-        out.classes.push_back(o.predictions[i]);
+        continue;
       }
+      out.classes.push_back(o.predictions[i]);
+      const size_t n = o.logits.size() / count;
+      const float* row = o.logits.data() + i * n;
+      const double top = *std::max_element(row, row + n);
+      double sum = 0;
+      for (size_t k = 0; k < n; ++k) sum += std::exp(row[k] - top);
+      for (size_t k = 0; k < n; ++k) out.probabilities.push_back(std::exp(row[k] - top) / sum);
     }
   }
   return out;
@@ -117,17 +127,42 @@ std::vector<GlueScore> score(GlueTask task, const Predictions& p,
                                               : evaluate_glue(task, p.classes, gold);
 }
 
+// The prediction of example i: the label name or the score ("%.9g": every float digit).
+std::string prediction_text(const GlueTaskInfo& info, const Predictions& p, size_t i) {
+  if (!info.is_regression()) return info.label_names[static_cast<size_t>(p.classes[i])];
+  char text[32];
+  std::snprintf(text, sizeof text, "%.9g", static_cast<double>(p.scores[i]));
+  return text;
+}
+
+// "\tp_<label>..." header columns (i < 0), or the class probabilities of example i ("%.9g");
+// nothing for a regression.
+std::string probability_columns(const GlueTaskInfo& info, const Predictions& p, int64_t i) {
+  std::string text;
+  const size_t n = info.label_names.size();
+  for (size_t k = 0; k < n && !info.is_regression(); ++k) {
+    if (i < 0) {
+      text += "\tp_" + info.label_names[k];
+      continue;
+    }
+    char value[32];
+    std::snprintf(value, sizeof value, "\t%.9g", p.probabilities[static_cast<size_t>(i) * n + k]);
+    text += value;
+  }
+  return text;
+}
+
+// id, prediction, gold label, class probabilities: one line per dev example.
 void write_dev_predictions(const std::string& path, GlueTask task, const Predictions& p,
                            const std::vector<GlueExample>& gold) {
   const GlueTaskInfo& info = glue_task_info(task);
-  std::string text = "id\tprediction\tlabel\n";
+  std::string text = "id\tprediction\tlabel" + probability_columns(info, p, -1) + "\n";
   for (size_t i = 0; i < gold.size(); ++i) {
-    if (info.is_regression()) {
-      text += str_cat(gold[i].id, "\t", p.scores[i], "\t", gold[i].score, "\n");
-    } else {
-      text += str_cat(gold[i].id, "\t", info.label_names[static_cast<size_t>(p.classes[i])], "\t",
-                      info.label_names[static_cast<size_t>(gold[i].label)], "\n");
-    }
+    const std::string label = info.is_regression()
+                                  ? str_cat(gold[i].score)
+                                  : info.label_names[static_cast<size_t>(gold[i].label)];
+    text += str_cat(gold[i].id, "\t", prediction_text(info, p, i), "\t", label,
+                    probability_columns(info, p, static_cast<int64_t>(i)), "\n");
   }
   write_file_atomic(path, text);
 }
@@ -141,18 +176,15 @@ std::vector<GlueExample> read_split(GlueTask task, const std::string& dir, const
   return examples;
 }
 
-// The head of a fine-tuned checkpoint: finetune.json when we wrote it, else HF's
-// ElectraForSequenceClassification (two-layer head; num_labels from id2label).
+// The head of a fine-tuned checkpoint: finetune.json when we wrote it (which must name this task),
+// else HF's ElectraForSequenceClassification (two-layer head; num_labels from id2label).
 TaskHeadConfig head_of_checkpoint(const std::string& dir, const GlueTaskInfo& info,
                                   const FinetuneSettings& s) {
   TaskHeadConfig head = head_for(info, s);
-  const fs::path meta = fs::path(dir) / "finetune.json";
-  if (fs::exists(meta)) {
-    std::ifstream in(meta);
-    const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
-    ELECTRA_USER_CHECK(!j.is_discarded() && j.contains("head"), meta.string(),
-                       ": malformed (expected {\"head\": ...})");
-    head.hf_two_layer = j.at("head").get<std::string>() == "hf_two_layer";
+  check_checkpoint_task(dir, info.name);
+  const nlohmann::json meta = read_finetune_meta(dir);
+  if (!meta.is_null() && meta.contains("head")) {
+    head.hf_two_layer = meta.at("head").get<std::string>() == "hf_two_layer";
   } else {
     const SafetensorsFile file =
         SafetensorsFile::read((fs::path(dir) / "model.safetensors").string());
@@ -209,19 +241,20 @@ GlueRunResult run_glue(const GlueRunOptions& opts) {
   std::vector<std::vector<Feature>> dev_features;
   for (const std::string& split : dev_splits) {
     dev.push_back(read_split(opts.task, opts.data_dir, split, opts.max_eval_examples));
-    dev_features.push_back(featurize(dev.back(), *opts.vocab, s.max_seq_len, false));
+    dev_features.push_back(featurize(dev.back(), *opts.tokenizer, s.max_seq_len, false));
   }
-  std::vector<Feature> features = featurize(train, *opts.vocab, s.max_seq_len, false);
+  std::vector<Feature> features = featurize(train, *opts.tokenizer, s.max_seq_len, false);
   const bool swap =
       s.swap_augment && (opts.task == GlueTask::kMRPC || opts.task == GlueTask::kSTSB);
   if (swap) {
-    std::vector<Feature> swapped = featurize(train, *opts.vocab, s.max_seq_len, true);
+    std::vector<Feature> swapped = featurize(train, *opts.tokenizer, s.max_seq_len, true);
     features.insert(features.end(), swapped.begin(), swapped.end());
   }
 
   RunDevice device = open_device(s.device, s.precision, opts.seed, "finetune.device");
   Context& ctx = device.ctx;
-  ElectraFinetuner model(ctx, opts.init.encoder, head_for(info, s), model_options(s, *opts.vocab));
+  ElectraFinetuner model(ctx, opts.init.encoder, head_for(info, s),
+                         model_options(s, opts.tokenizer->vocab));
   model.init_weights(ctx, opts.seed);  // the head; the encoder is overwritten next
   if (!opts.from_scratch) load_finetune_init(ctx, model, opts.init.model_dir, false);
 
@@ -254,32 +287,37 @@ GlueRunResult run_glue(const GlueRunOptions& opts) {
     for (int64_t i = 0; i < steps_per_epoch; ++i, ++step) {
       const size_t first = static_cast<size_t>(i * b);
       const size_t count = std::min(static_cast<size_t>(b), features.size() - first);
-      fill_batch(batch, features, epoch_order, first, count, s.max_seq_len, opts.vocab->pad_id());
+      fill_batch(batch, features, epoch_order, first, count, s.max_seq_len,
+                 opts.tokenizer->vocab.pad_id());
       progress.update(ctx, model, opt, batch, i, step);
     }
-    // Evaluation on every dev split; the first decides the best epoch.
+    // Evaluation on every dev split; the first decides the best epoch, whose predictions are
+    // written for every split (MNLI: dev_predictions.dev_matched.tsv and .dev_mismatched.tsv).
     std::vector<GlueScore> first_scores;
+    bool improved = false;
     for (size_t d = 0; d < dev.size(); ++d) {
-      const Predictions p = predict(ctx, model, dev_features[d], regression, opts.vocab->pad_id());
+      const Predictions p =
+          predict(ctx, model, dev_features[d], regression, opts.tokenizer->vocab.pad_id());
       const std::vector<GlueScore> scores = score(opts.task, p, dev[d]);
       std::fprintf(stderr, "finetune %s epoch %lld: %s %s\n", info.name.c_str(),
                    static_cast<long long>(epoch + 1), dev_splits[d].c_str(),
                    format_scores(scores).c_str());
       if (d == 0) {
         first_scores = scores;
-        if (scores.front().value > best_value) {
-          fs::create_directories(opts.output_dir);
-          write_dev_predictions((fs::path(opts.output_dir) / "dev_predictions.tsv").string(),
-                                opts.task, p, dev[d]);
-        }
+        improved = scores.front().value > best_value;
+      }
+      if (improved) {
+        fs::create_directories(opts.output_dir);
+        const std::string name = dev.size() > 1 ? str_cat("dev_predictions.", dev_splits[d], ".tsv")
+                                                : std::string("dev_predictions.tsv");
+        write_dev_predictions((fs::path(opts.output_dir) / name).string(), opts.task, p, dev[d]);
       }
     }
-    if (first_scores.front().value > best_value) {
+    if (improved) {
       best_value = first_scores.front().value;
       result.best = first_scores;
       result.best_epoch = epoch + 1;
       const std::string best_dir = (fs::path(opts.output_dir) / "best").string();
-      save_finetuned(ctx, model, best_dir);
       nlohmann::json meta = {{"task", info.name},
                              {"head", s.hf_two_layer ? "hf_two_layer" : "official"},
                              {"epoch", epoch + 1},
@@ -287,9 +325,7 @@ GlueRunResult run_glue(const GlueRunOptions& opts) {
                              {"max_seq_len", s.max_seq_len}};
       for (const GlueScore& g : first_scores)
         meta[std::string(glue_metric_name(g.metric))] = g.value;
-      write_file_atomic((fs::path(best_dir) / "finetune.json").string(), meta.dump(2) + "\n");
-      const fs::path vocab_copy = fs::path(best_dir) / "vocab.txt";
-      opts.vocab->save(vocab_copy.string());
+      save_finetuned(ctx, model, best_dir, meta, *opts.tokenizer);
     }
   }
   result.seconds = clock.seconds();
@@ -298,29 +334,41 @@ GlueRunResult run_glue(const GlueRunOptions& opts) {
 
 std::vector<std::pair<std::string, std::vector<GlueScore>>> evaluate_glue_checkpoint(
     GlueTask task, const std::string& data_dir, const std::string& checkpoint_dir,
-    const data::Vocab& vocab, const FinetuneSettings& settings, int64_t max_examples) {
+    const data::ModelTokenizer& tokenizer, const FinetuneSettings& settings, int64_t max_examples,
+    const std::string& predictions_out) {
   const GlueTaskInfo& info = glue_task_info(task);
-  CheckpointModel loaded(info, checkpoint_dir, vocab, settings);
+  CheckpointModel loaded(info, checkpoint_dir, tokenizer.vocab, settings);
   ElectraFinetuner& model = loaded.model;
   RunDevice& device = loaded.device;
   std::vector<std::pair<std::string, std::vector<GlueScore>>> out;
   for (const std::string& split : info.dev_splits) {
     const std::vector<GlueExample> dev = read_split(task, data_dir, split, max_examples);
     const Predictions p =
-        predict(device.ctx, model, featurize(dev, vocab, settings.max_seq_len, false),
-                info.is_regression(), vocab.pad_id());
+        predict(device.ctx, model, featurize(dev, tokenizer, settings.max_seq_len, false),
+                info.is_regression(), tokenizer.vocab.pad_id());
     out.emplace_back(split, score(task, p, dev));
+    if (!predictions_out.empty()) {
+      // One file per dev split: MNLI's FILE.tsv -> FILE.dev_matched.tsv, FILE.dev_mismatched.tsv.
+      fs::path path(predictions_out);
+      if (info.dev_splits.size() > 1) {
+        path = path.parent_path() / str_cat(path.stem().string(), ".", split,
+                                            path.has_extension() ? path.extension().string() : "");
+      }
+      if (path.has_parent_path()) fs::create_directories(path.parent_path());
+      write_dev_predictions(path.string(), task, p, dev);
+      std::fprintf(stderr, "eval: wrote %s\n", path.string().c_str());
+    }
   }
   return out;
 }
 
 std::vector<std::string> predict_glue_test(GlueTask task, const std::string& data_dir,
                                            const std::string& checkpoint_dir,
-                                           const data::Vocab& vocab,
+                                           const data::ModelTokenizer& tokenizer,
                                            const FinetuneSettings& settings,
                                            const std::string& output_dir) {
   const GlueTaskInfo& info = glue_task_info(task);
-  CheckpointModel loaded(info, checkpoint_dir, vocab, settings);
+  CheckpointModel loaded(info, checkpoint_dir, tokenizer.vocab, settings);
   ElectraFinetuner& model = loaded.model;
   RunDevice& device = loaded.device;
   fs::create_directories(output_dir);
@@ -328,21 +376,29 @@ std::vector<std::string> predict_glue_test(GlueTask task, const std::string& dat
   for (const std::string& split : info.test_splits) {
     const std::vector<GlueExample> test = read_glue_split(task, data_dir, split);
     const Predictions p =
-        predict(device.ctx, model, featurize(test, vocab, settings.max_seq_len, false),
-                info.is_regression(), vocab.pad_id());
+        predict(device.ctx, model, featurize(test, tokenizer, settings.max_seq_len, false),
+                info.is_regression(), tokenizer.vocab.pad_id());
     // The GLUE server's file names: CoLA.tsv, SST-2.tsv, MNLI-m.tsv, MNLI-mm.tsv, ...
     std::string name = info.name;
     if (split == "test_matched") name += "-m";
     if (split == "test_mismatched") name += "-mm";
+    // The submission file (STS-B scores clipped to [0, 5], the GLUE range), and beside it every
+    // prediction with its class probabilities or unclipped score.
     std::string text = "index\tprediction\n";
+    std::string details = "index\tprediction" + probability_columns(info, p, -1) + "\n";
+    Predictions clipped = p;
+    for (float& score : clipped.scores) score = std::clamp(score, 0.0f, 5.0f);
     for (size_t i = 0; i < test.size(); ++i) {
-      text += str_cat(test[i].id, "\t",
-                      info.is_regression() ? str_cat(std::clamp(p.scores[i], 0.0f, 5.0f))
-                                           : info.label_names[static_cast<size_t>(p.classes[i])],
-                      "\n");
+      text += str_cat(test[i].id, "\t", prediction_text(info, clipped, i), "\n");
+      details += str_cat(test[i].id, "\t", prediction_text(info, p, i),
+                         probability_columns(info, p, static_cast<int64_t>(i)), "\n");
     }
     const std::string path = (fs::path(output_dir) / (name + ".tsv")).string();
     write_file_atomic(path, text);
+    const std::string details_path =
+        (fs::path(output_dir) / (name + ".probabilities.tsv")).string();
+    write_file_atomic(details_path, details);
+    written.push_back(details_path);
     written.push_back(path);
   }
   return written;

@@ -10,7 +10,7 @@
 
 #include "apps/finetune_common.h"
 #include "data/glue_metrics.h"
-#include "data/vocab.h"
+#include "data/tokenizer_files.h"
 
 namespace electra::apps {
 
@@ -19,7 +19,7 @@ struct GlueRunOptions {
   std::string data_dir;    // the task's directory: train.tsv, dev.tsv, test.tsv
   std::string output_dir;  // best/ (checkpoint), dev_predictions*.tsv, log lines
   FinetuneInit init;
-  const data::Vocab* vocab = nullptr;
+  const data::ModelTokenizer* tokenizer = nullptr;
   FinetuneSettings settings;
   uint64_t seed = 1;
   int64_t max_train_examples = 0;  // 0: all (a prefix of train.tsv otherwise)
@@ -37,16 +37,21 @@ struct GlueRunResult {
 // says); keeps the best epoch by the task's first metric.
 GlueRunResult run_glue(const GlueRunOptions& opts);
 
-// The scores of `checkpoint_dir` (a fine-tuned model of ours) on every dev split of the task.
+// The scores of `checkpoint_dir` (a fine-tuned model of ours) on every dev split of the task;
+// with predictions_out, each split's predictions (id, prediction, label, class probabilities) as
+// a TSV file (the split's name inserted before the extension when the task has several).
 std::vector<std::pair<std::string, std::vector<GlueScore>>> evaluate_glue_checkpoint(
     GlueTask task, const std::string& data_dir, const std::string& checkpoint_dir,
-    const data::Vocab& vocab, const FinetuneSettings& settings, int64_t max_examples);
+    const data::ModelTokenizer& tokenizer, const FinetuneSettings& settings, int64_t max_examples,
+    const std::string& predictions_out = "");
 
 // Writes GLUE submission files (<Task>.tsv: "index\tprediction" with label names, or scores for
-// STS-B; MNLI-m / MNLI-mm for MNLI) for the test splits into output_dir. Returns their paths.
+// STS-B; MNLI-m / MNLI-mm for MNLI) for the test splits into output_dir, each with
+// <Task>.probabilities.tsv beside it (class probabilities, or the unclipped score). Returns the
+// paths.
 std::vector<std::string> predict_glue_test(GlueTask task, const std::string& data_dir,
                                            const std::string& checkpoint_dir,
-                                           const data::Vocab& vocab,
+                                           const data::ModelTokenizer& tokenizer,
                                            const FinetuneSettings& settings,
                                            const std::string& output_dir);
 

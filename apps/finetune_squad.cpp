@@ -31,10 +31,10 @@ namespace {
 // Tokenizer, so it is neither copied nor moved.
 class SquadWordPiece {
  public:
-  explicit SquadWordPiece(const data::Vocab& vocab)
-      : tokenizer_(vocab),
-        squad_{[this](const std::string& word) { return tokenizer_.encode(word); }, vocab.cls_id(),
-               vocab.sep_id()} {}
+  explicit SquadWordPiece(const data::ModelTokenizer& model_tokenizer)
+      : tokenizer_(model_tokenizer.vocab, model_tokenizer.lowercase),
+        squad_{[this](const std::string& word) { return tokenizer_.encode(word); },
+               model_tokenizer.vocab.cls_id(), model_tokenizer.vocab.sep_id()} {}
   SquadWordPiece(const SquadWordPiece&) = delete;
   SquadWordPiece& operator=(const SquadWordPiece&) = delete;
 
@@ -201,31 +201,21 @@ TaskHeadConfig span_head(bool answerability, double dropout) {
   return head;
 }
 
+const char* task_name(bool v2) {
+  return v2 ? "squad2.0" : "squad1.1";
+}
+
 // The head of a SQuAD checkpoint: the span layer, and the answerable classifier when the
 // checkpoint has one (ours for 2.0; HF's ElectraForQuestionAnswering has none). A fine-tuned
 // checkpoint of another task is refused by name.
-TaskHeadConfig head_of_checkpoint(const std::string& dir) {
-  const fs::path meta = fs::path(dir) / "finetune.json";
-  if (fs::exists(meta)) {
-    std::ifstream in(meta);
-    const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
-    ELECTRA_USER_CHECK(
-        !j.is_discarded() && j.is_object() && j.contains("task") && j.at("task").is_string(),
-        meta.string(), ": malformed (expected {\"task\": ...})");
-    const std::string task = j.at("task").get<std::string>();
-    ELECTRA_USER_CHECK(task.rfind("squad", 0) == 0, dir, ": a fine-tuned ", task,
-                       " checkpoint, not a SQuAD one");
-  }
+TaskHeadConfig head_of_checkpoint(const std::string& dir, bool v2) {
+  check_checkpoint_task(dir, task_name(v2));
   const SafetensorsFile file =
       SafetensorsFile::read((fs::path(dir) / "model.safetensors").string());
   ELECTRA_USER_CHECK(file.find("qa_outputs.weight") != nullptr, dir,
                      ": model.safetensors has no qa_outputs.weight: not a question-answering "
                      "(ElectraForQuestionAnswering) checkpoint");
   return span_head(file.find("answerable_classifier.weight") != nullptr, 0);
-}
-
-const char* task_name(bool v2) {
-  return v2 ? "squad2.0" : "squad1.1";
 }
 
 }  // namespace
@@ -254,14 +244,14 @@ std::string format_squad_scores(const SquadScores& s) {
 }
 
 SquadRunResult run_squad(const SquadRunOptions& opts) {
-  ELECTRA_CHECK(opts.vocab != nullptr, "run_squad without a vocabulary");
+  ELECTRA_CHECK(opts.tokenizer != nullptr, "run_squad without a vocabulary");
   const FinetuneSettings& s = opts.settings;
   const char* name = task_name(opts.v2);
   Stopwatch clock;
 
   const std::string train_path = squad_file(opts.data_dir, opts.v2, "train");
   const std::string dev_path = squad_file(opts.data_dir, opts.v2, "dev");
-  SquadWordPiece wordpiece(*opts.vocab);
+  SquadWordPiece wordpiece(*opts.tokenizer);
   const SquadSplit train =
       load_split(train_path, true, opts.max_train_examples, wordpiece.get(), s);
   ELECTRA_USER_CHECK(!train.features.empty(), train_path, ": no training questions");
@@ -270,9 +260,9 @@ SquadRunResult run_squad(const SquadRunOptions& opts) {
 
   RunDevice device = open_device(s.device, s.precision, opts.seed, "finetune.device");
   Context& ctx = device.ctx;
-  const int32_t pad = opts.vocab->pad_id();
+  const int32_t pad = opts.tokenizer->vocab.pad_id();
   ElectraFinetuner model(ctx, opts.init.encoder, span_head(opts.v2, s.dropout),
-                         model_options(s, *opts.vocab));
+                         model_options(s, opts.tokenizer->vocab));
   model.init_weights(ctx, opts.seed);  // the head; the encoder is overwritten next
   load_finetune_init(ctx, model, opts.init.model_dir, false);
 
@@ -320,7 +310,6 @@ SquadRunResult run_squad(const SquadRunOptions& opts) {
       fs::create_directories(opts.output_dir);
       write_predictions((fs::path(opts.output_dir) / "dev_predictions.json").string(), answers);
       const std::string best_dir = (fs::path(opts.output_dir) / "best").string();
-      save_finetuned(ctx, model, best_dir);
       const nlohmann::json meta = {{"task", name},
                                    {"head", "official"},
                                    {"answerable_classifier", opts.v2},
@@ -331,8 +320,7 @@ SquadRunResult run_squad(const SquadRunOptions& opts) {
                                    {"max_query_length", s.max_query_length},
                                    {"exact", scores.exact},
                                    {"f1", scores.f1}};
-      write_file_atomic((fs::path(best_dir) / "finetune.json").string(), meta.dump(2) + "\n");
-      opts.vocab->save((fs::path(best_dir) / "vocab.txt").string());
+      save_finetuned(ctx, model, best_dir, meta, *opts.tokenizer);
     }
   }
   result.seconds = clock.seconds();
@@ -340,22 +328,23 @@ SquadRunResult run_squad(const SquadRunOptions& opts) {
 }
 
 SquadScores evaluate_squad_checkpoint(bool v2, const std::string& dev_json,
-                                      const std::string& checkpoint_dir, const data::Vocab& vocab,
+                                      const std::string& checkpoint_dir,
+                                      const data::ModelTokenizer& tokenizer,
                                       const FinetuneSettings& settings, int64_t max_examples,
                                       const std::string& predictions_json_out,
                                       double null_threshold) {
   ELECTRA_USER_CHECK(fs::is_regular_file(dev_json), dev_json, ": no such file");
   const FinetuneInit init = resolve_init(checkpoint_dir);
-  const TaskHeadConfig head = head_of_checkpoint(init.model_dir);
+  const TaskHeadConfig head = head_of_checkpoint(init.model_dir, v2);
   RunDevice device = open_device(settings.device, settings.precision, 0, "finetune.device");
-  ElectraFinetuner model(device.ctx, init.encoder, head, model_options(settings, vocab));
+  ElectraFinetuner model(device.ctx, init.encoder, head, model_options(settings, tokenizer.vocab));
   load_finetune_init(device.ctx, model, init.model_dir, true);
-  SquadWordPiece wordpiece(vocab);
+  SquadWordPiece wordpiece(tokenizer);
   const SquadSplit dev = load_split(dev_json, false, max_examples, wordpiece.get(), settings);
   ELECTRA_USER_CHECK(!dev.examples.empty(), dev_json, ": no questions");
   const Answers answers =
-      extract_answers(dev, predict(device.ctx, model, dev, vocab.pad_id()), settings.max_seq_len,
-                      wordpiece.get(), settings, v2, null_threshold);
+      extract_answers(dev, predict(device.ctx, model, dev, tokenizer.vocab.pad_id()),
+                      settings.max_seq_len, wordpiece.get(), settings, v2, null_threshold);
   if (!predictions_json_out.empty()) {
     const fs::path parent = fs::path(predictions_json_out).parent_path();
     if (!parent.empty()) fs::create_directories(parent);

@@ -24,7 +24,7 @@
 
 #include "apps/finetune_common.h"
 #include "data/metrics_squad.h"
-#include "data/vocab.h"
+#include "data/tokenizer_files.h"
 
 namespace electra::apps {
 
@@ -33,7 +33,7 @@ struct SquadRunOptions {
   std::string data_dir;    // train-v1.1.json and dev-v1.1.json (or train-v2.0.json, dev-v2.0.json)
   std::string output_dir;  // best/ (checkpoint, finetune.json, vocab.txt), dev_predictions.json
   FinetuneInit init;
-  const data::Vocab* vocab = nullptr;
+  const data::ModelTokenizer* tokenizer = nullptr;
   FinetuneSettings
       settings;  // max_seq_len, doc_stride, max_query_length, max_answer_length, n_best
   uint64_t seed = 1;
@@ -57,7 +57,8 @@ SquadRunResult run_squad(const SquadRunOptions& opts);
 // ElectraForQuestionAnswering directory) on `dev_json` (its first max_examples questions; 0: all).
 // Writes the predictions in the official format to predictions_json_out unless it is empty.
 SquadScores evaluate_squad_checkpoint(bool v2, const std::string& dev_json,
-                                      const std::string& checkpoint_dir, const data::Vocab& vocab,
+                                      const std::string& checkpoint_dir,
+                                      const data::ModelTokenizer& tokenizer,
                                       const FinetuneSettings& settings, int64_t max_examples,
                                       const std::string& predictions_json_out,
                                       double null_threshold = 0);

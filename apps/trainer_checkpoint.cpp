@@ -7,6 +7,7 @@
 #include <sstream>
 #include <vector>
 
+#include "data/tokenizer_files.h"
 #include "engine/input_file.h"
 #include "engine/safetensors.h"
 #include "models/hf_checkpoint.h"
@@ -89,8 +90,11 @@ std::string save_checkpoint(Context& ctx, const ElectraPretrainer& model,
     fs::create_directories(tmp_dir);
     save_pretrainer_models(ctx, model, tmp_dir.string());
     if (vocab != nullptr) {
+      // The shards do not record the casing; the vocabulary shows it (data/tokenizer_files.h).
       for (const char* part : {"discriminator", "generator"}) {
-        vocab->save((tmp_dir / part / "vocab.txt").string());
+        data::write_tokenizer_files((tmp_dir / part).string(), *vocab,
+                                    data::uncased_vocabulary(*vocab),
+                                    model.config().discriminator.max_positions);
       }
     }
     const ParameterStore& store = model.store();

@@ -48,6 +48,37 @@ TsvLayout layout_of(GlueTask task, bool labelled) {
   ELECTRA_CHECK(false, "unknown GlueTask ", static_cast<int>(task));
 }
 
+// The names a header line must give the columns read (text_a, text_b, label; "" where the layout
+// has no such column or no header), so that one task's files are not read as another's.
+struct HeaderNames {
+  const char* text_a;
+  const char* text_b;
+  const char* label;
+};
+
+HeaderNames header_names(GlueTask task, bool labelled) {
+  switch (task) {
+    case GlueTask::kCoLA:
+      return {labelled ? "" : "sentence", "", ""};
+    case GlueTask::kSST2:
+      return {"sentence", "", labelled ? "label" : ""};
+    case GlueTask::kMRPC:
+      return {"#1 String", "#2 String", labelled ? "Quality" : ""};
+    case GlueTask::kSTSB:
+      return {"sentence1", "sentence2", labelled ? "score" : ""};
+    case GlueTask::kQQP:
+      return {"question1", "question2", labelled ? "is_duplicate" : ""};
+    case GlueTask::kMNLI:
+      return {"sentence1", "sentence2", labelled ? "gold_label" : ""};
+    case GlueTask::kQNLI:
+      return {"question", "sentence", labelled ? "label" : ""};
+    case GlueTask::kRTE:
+    case GlueTask::kWNLI:
+      return {"sentence1", "sentence2", labelled ? "label" : ""};
+  }
+  ELECTRA_CHECK(false, "unknown GlueTask ", static_cast<int>(task));
+}
+
 std::vector<GlueTaskInfo> make_task_infos() {
   using M = GlueMetric;
   const std::vector<std::string> binary = {"0", "1"};
@@ -100,6 +131,21 @@ float parse_score(const std::string& text, const std::filesystem::path& path, si
   ELECTRA_USER_CHECK(ec == std::errc() && ptr == end && std::isfinite(value), path.string(), ":",
                      line, ": score '", text, "' is not a number");
   return value;
+}
+
+void check_header(const TsvRow& row, const TsvLayout& layout, const HeaderNames& names,
+                  const std::string& task, const std::filesystem::path& path) {
+  const auto check = [&](int column, const char* name) {
+    if (column == kNone || *name == '\0') return;
+    const std::string& got = field(row, column);
+    ELECTRA_USER_CHECK(got == name, path.string(), ":", row.line, ": the header names column ",
+                       column == kLast ? row.fields.size() : static_cast<size_t>(column) + 1, " '",
+                       got, "' where a ", task, " file has '", name, "': not a ", task,
+                       " file (is --task right?)");
+  };
+  check(layout.text_a, names.text_a);
+  check(layout.text_b, names.text_b);
+  check(layout.label, names.label);
 }
 
 }  // namespace
@@ -159,7 +205,10 @@ std::vector<GlueExample> read_glue_file(GlueTask task, const std::filesystem::pa
                        layout.min_columns,
                        layout.max_columns > layout.min_columns ? str_cat(" to ", layout.max_columns)
                                                                : std::string());
-    if (layout.header && r == 0) continue;
+    if (layout.header && r == 0) {
+      check_header(row, layout, header_names(task, labelled), info.name, path);
+      continue;
+    }
     GlueExample ex;
     ex.id = layout.id == kNone ? std::to_string(examples.size()) : field(row, layout.id);
     ex.text_a = field(row, layout.text_a);
@@ -169,6 +218,8 @@ std::vector<GlueExample> read_glue_file(GlueTask task, const std::filesystem::pa
       ex.has_label = true;
       if (info.is_regression()) {
         ex.score = parse_score(label, path, row.line);
+        ELECTRA_USER_CHECK(ex.score >= 0 && ex.score <= 5, path.string(), ":", row.line, ": score ",
+                           label, " is outside [0, 5] (STS-B similarity scores)");
       } else {
         const auto& names = info.label_names;
         ex.label = -1;

@@ -14,8 +14,9 @@
 //          id=0 a=8 b=9 label=last (gold_label)
 //   QNLI, RTE, WNLI  header, 4 cols: id=0 a=1 b=2 label=3   header, 3 cols: id=0 a=1 b=2
 // A file without an id column numbers its examples 0, 1, ... instead.
-// Any malformed row (wrong column count, unknown label, unparsable score) is a UserError naming the
-// file and the line.
+// Any malformed row (wrong column count, unknown label, unparsable score or one outside [0, 5]) and
+// a header whose read columns are not named as in the task's files (QNLI's "question" read as RTE's
+// "sentence1") is a UserError naming the file and the line.
 #pragma once
 
 #include <cstdint>

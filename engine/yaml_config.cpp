@@ -71,6 +71,11 @@ ConfigNode ConfigNode::load(const std::string& path) {
   return parse(text.str(), path);
 }
 
+std::string ConfigNode::where_value(const std::string& key) const {
+  const auto it = shared_->overrides.find(path_of(key));
+  return it != shared_->overrides.end() ? "--set " + it->second : where(node_[key]);
+}
+
 std::string ConfigNode::where(const YAML::Node& node) const {
   const YAML::Mark mark = node.Mark();
   if (mark.line < 0) return shared_->file;
@@ -98,8 +103,8 @@ T ConfigNode::read(const std::string& key) {
   shared_->consumed.insert(path_of(key));
   const std::string text = scalar_text(value);
   auto fail = [&](const char* expected) -> T {
-    throw UserError(
-        str_cat(where(value), ": ", path_of(key), ": expected ", expected, ", got '", text, "'"));
+    throw UserError(str_cat(where_value(key), ": ", path_of(key), ": expected ", expected,
+                            ", got '", text, "'"));
   };
   if (!value.IsScalar()) fail(std::is_same_v<T, std::string> ? "a string" : "a scalar");
   if constexpr (std::is_same_v<T, std::string>) {
@@ -153,7 +158,7 @@ std::string ConfigNode::choice(const std::string& key, const std::string& fallba
   std::string allowed;
   for (const auto& c : choices) allowed += (allowed.empty() ? "" : ", ") + c;
   throw UserError(
-      str_cat(where(node_[key]), ": ", path_of(key), ": '", value, "' is not one of: ", allowed));
+      str_cat(where_value(key), ": ", path_of(key), ": '", value, "' is not one of: ", allowed));
 }
 
 void ConfigNode::finish_node(const YAML::Node& node, const std::string& prefix) const {
@@ -172,7 +177,7 @@ void ConfigNode::finish() const {
   finish_node(node_, prefix_);
 }
 
-void ConfigNode::apply_override(const std::string& assignment) {
+void ConfigNode::apply_override(const std::string& assignment, bool create) {
   const size_t eq = assignment.find('=');
   ELECTRA_USER_CHECK(eq != std::string::npos && eq > 0, "--set ", assignment,
                      ": expected section.key=value");
@@ -187,12 +192,15 @@ void ConfigNode::apply_override(const std::string& assignment) {
     start = dot + 1;
   }
   for (size_t i = 0; i + 1 < parts.size(); ++i) {
+    if (create && node.IsMap() && (!node[parts[i]].IsDefined() || node[parts[i]].IsNull())) {
+      node[parts[i]] = YAML::Node(YAML::NodeType::Map);
+    }
     ELECTRA_USER_CHECK(node.IsMap() && node[parts[i]].IsDefined() && node[parts[i]].IsMap(),
                        "--set ", assignment, ": no section '", parts[i], "' in ", shared_->file);
     node.reset(node[parts[i]]);  // rebind; operator= would overwrite the document
   }
-  ELECTRA_USER_CHECK(node[parts.back()].IsDefined(), "--set ", assignment, ": no key '", path,
-                     "' in ", shared_->file);
+  ELECTRA_USER_CHECK(create || node[parts.back()].IsDefined(), "--set ", assignment, ": no key '",
+                     path, "' in ", shared_->file);
   YAML::Node parsed;
   try {
     parsed = YAML::Load(value);
@@ -202,6 +210,7 @@ void ConfigNode::apply_override(const std::string& assignment) {
   }
   check_keys(parsed, "--set " + assignment, path);
   node[parts.back()] = parsed;
+  shared_->overrides[path] = assignment;
 }
 
 }  // namespace electra

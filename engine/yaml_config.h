@@ -13,6 +13,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -28,8 +29,10 @@ class ConfigNode {
   static ConfigNode parse(const std::string& text, const std::string& name);
 
   // Applies "section.key=value" (value parsed as YAML scalar); the key path must already exist in
-  // the document, so a typo in an override is an error too.
-  void apply_override(const std::string& assignment);
+  // the document, so a typo in an override is an error too, unless `create` (for a key the caller
+  // knows, in a section the file may lack: tasks.mnli.epochs). An invalid value is reported as
+  // that --set, not as a line of the file.
+  void apply_override(const std::string& assignment, bool create = false);
 
   // A nested mapping; an absent section reads as empty (all defaults).
   ConfigNode section(const std::string& key);
@@ -54,7 +57,8 @@ class ConfigNode {
  private:
   struct Shared {
     std::string file;
-    std::set<std::string> consumed;  // dotted paths of keys read
+    std::set<std::string> consumed;                // dotted paths of keys read
+    std::map<std::string, std::string> overrides;  // dotted path -> the --set that gave its value
   };
   ConfigNode(YAML::Node node, std::shared_ptr<Shared> shared, std::string prefix)
       : node_(std::move(node)), shared_(std::move(shared)), prefix_(std::move(prefix)) {}
@@ -65,6 +69,8 @@ class ConfigNode {
     return prefix_.empty() ? key : prefix_ + "." + key;
   }
   std::string where(const YAML::Node& node) const;
+  // where() the value of `key` came from: its --set, or its line in the file.
+  std::string where_value(const std::string& key) const;
   void finish_node(const YAML::Node& node, const std::string& prefix) const;
 
   YAML::Node node_;

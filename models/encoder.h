@@ -34,6 +34,8 @@ class Encoder {
   void forward(Context& ctx, const Pass& pass, const Tensor& ids, const Tensor& segment_ids,
                const Tensor& mask);
   const Tensor& output() const { return hidden_.back(); }  // [B, T, H]
+  // hidden(0): the embeddings' output, hidden(l): layer l's (HF's hidden_states[l]), l <= L.
+  const Tensor& hidden(int l) const { return hidden_.at(static_cast<size_t>(l)); }
   const Tensor& grad_output() const { return scratch_.residual; }
   void backward(Context& ctx, const Pass& pass);
 

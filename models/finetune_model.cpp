@@ -266,8 +266,10 @@ ElectraFinetuner::ElectraFinetuner(Context& ctx, const EncoderConfig& encoder,
   head.validate("task");
   ELECTRA_USER_CHECK(options.batch > 0 && options.seq_len > 0, "finetune: batch ", options.batch,
                      " and seq_len ", options.seq_len, " must be positive");
-  ELECTRA_USER_CHECK(options.seq_len <= encoder.max_positions, "finetune: seq_len ",
-                     options.seq_len, " exceeds model.max_positions ", encoder.max_positions);
+  ELECTRA_USER_CHECK(options.seq_len <= encoder.max_positions, "finetune.max_seq_len ",
+                     options.seq_len, " exceeds the model's max_position_embeddings ",
+                     encoder.max_positions,
+                     " (e.g. --set finetune.max_seq_len=", encoder.max_positions, ")");
   const ModelDTypes dtypes = ModelDTypes::for_precision(ctx.precision());
   const Device device = ctx.device();
 

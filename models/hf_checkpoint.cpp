@@ -95,6 +95,7 @@ nlohmann::ordered_json hf_config_json(const HfModelLayout& layout) {
     j["label2id"] = label2id;
   }
   if (!layout.problem_type.empty()) j["problem_type"] = layout.problem_type;
+  if (!layout.note.empty()) j["electra_engine_note"] = layout.note;
   return j;
 }
 
@@ -180,19 +181,11 @@ PreparedModel prepare(const ParameterStore& store, const HfModelLayout& layout,
 
 void apply(Context& ctx, const ParameterStore& store, const PreparedModel& prepared) {
   std::vector<float> values;
-  std::vector<double> wide;
   for (const auto& [name, store_name] : prepared.copies) {
     const SafetensorsEntry& entry = *prepared.file.find(name);
-    const Tensor dst = store.param(store_name);
-    const int64_t n = dst.numel();
-    values.resize(static_cast<size_t>(n));
+    values.resize(static_cast<size_t>(entry.numel()));
     prepared.file.read_f32(entry, values.data());
-    if (dst.dtype == DType::F64) {
-      wide.assign(values.begin(), values.end());
-      copy_tensor(ctx.stream(), dst.reshape({n}), Tensor::view_of(wide.data(), Device::CPU, {n}));
-    } else {
-      copy_tensor(ctx.stream(), dst.reshape({n}), Tensor::view_of(values.data(), Device::CPU, {n}));
-    }
+    load_host_values(ctx, store, store_name, values);
   }
 }
 
@@ -284,43 +277,70 @@ std::string read_hf_architecture(const std::string& config_json_path) {
   return it->front().get<std::string>();
 }
 
-void save_hf_model(Context& ctx, const ParameterStore& store, const HfModelLayout& layout,
-                   const std::string& dir) {
+std::vector<HostTensor> hf_host_tensors(Context& ctx, const ParameterStore& store,
+                                        const HfModelLayout& layout) {
   ELECTRA_CHECK(store.allocated(), "save_hf_model: the parameter store is not allocated");
+  std::vector<HostTensor> out;
+  std::vector<double> wide;
+  for (const auto& [name, store_name] : layout.tensors) {
+    const ParamInfo& info = store.info(store_name);
+    const Tensor src = store.param(store_name).reshape({info.numel});
+    HostTensor t{name, info.shape, std::vector<float>(static_cast<size_t>(info.numel))};
+    if (src.dtype == DType::F64) {
+      wide.resize(static_cast<size_t>(info.numel));
+      copy_tensor(ctx.stream(), Tensor::view_of(wide.data(), Device::CPU, {info.numel}), src);
+      for (int64_t i = 0; i < info.numel; ++i) t.values[i] = static_cast<float>(wide[i]);
+    } else {
+      copy_tensor(ctx.stream(), Tensor::view_of(t.values.data(), Device::CPU, {info.numel}), src);
+    }
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+void save_hf_tensors(const std::vector<HostTensor>& host, const HfModelLayout& layout,
+                     const std::string& dir) {
+  // Nothing is written when a value is not finite (a diverged model never replaces a good one).
+  for (const HostTensor& t : host) {
+    require_finite((fs::path(dir) / kWeightsFile).string(), t.name, t.values.data(),
+                   static_cast<int64_t>(t.values.size()));
+  }
   std::error_code error;
   fs::create_directories(dir, error);
   ELECTRA_USER_CHECK(!error && fs::is_directory(dir), dir, ": cannot create the directory (",
                      error.message(), ")");
-  // One host f32 buffer holds every tensor; the named views point into it.
-  int64_t total = 0;
-  for (const auto& entry : layout.tensors) total += store.info(entry.second).numel;
-  std::vector<float> host(static_cast<size_t>(total));
-  std::vector<double> wide;
   std::vector<NamedTensor> tensors;
-  int64_t offset = 0;
-  for (const auto& [name, store_name] : layout.tensors) {
-    const ParamInfo& info = store.info(store_name);
-    const Tensor src = store.param(store_name).reshape({info.numel});
-    float* out = host.data() + offset;
-    if (src.dtype == DType::F64) {
-      wide.resize(static_cast<size_t>(info.numel));
-      copy_tensor(ctx.stream(), Tensor::view_of(wide.data(), Device::CPU, {info.numel}), src);
-      for (int64_t i = 0; i < info.numel; ++i) out[i] = static_cast<float>(wide[i]);
-    } else {
-      copy_tensor(ctx.stream(), Tensor::view_of(out, Device::CPU, {info.numel}), src);
-    }
+  for (const HostTensor& t : host) {
     Tensor view;
-    view.data = out;
+    view.data = const_cast<float*>(t.values.data());  // only read by write_safetensors
     view.dtype = DType::F32;
     view.device = Device::CPU;
-    view.rank = static_cast<int>(info.shape.size());
-    for (size_t d = 0; d < info.shape.size(); ++d) view.shape[d] = info.shape[d];
-    require_finite((fs::path(dir) / kWeightsFile).string(), name, out, info.numel);
-    tensors.push_back(NamedTensor{name, view});
-    offset += info.numel;
+    view.rank = static_cast<int>(t.shape.size());
+    for (size_t d = 0; d < t.shape.size(); ++d) view.shape[d] = t.shape[d];
+    tensors.push_back(NamedTensor{t.name, view});
   }
   write_safetensors((fs::path(dir) / kWeightsFile).string(), tensors, {{"format", "pt"}});
   write_file_atomic((fs::path(dir) / kConfigFile).string(), hf_config_json(layout).dump(2) + "\n");
+}
+
+void save_hf_model(Context& ctx, const ParameterStore& store, const HfModelLayout& layout,
+                   const std::string& dir) {
+  save_hf_tensors(hf_host_tensors(ctx, store, layout), layout, dir);
+}
+
+void load_host_values(Context& ctx, const ParameterStore& store, const std::string& store_name,
+                      const std::vector<float>& values) {
+  const Tensor dst = store.param(store_name);
+  const int64_t n = dst.numel();
+  ELECTRA_CHECK(static_cast<int64_t>(values.size()) == n, store_name, ": ", values.size(),
+                " values for ", n, " elements");
+  if (dst.dtype == DType::F64) {
+    std::vector<double> wide(values.begin(), values.end());
+    copy_tensor(ctx.stream(), dst.reshape({n}), Tensor::view_of(wide.data(), Device::CPU, {n}));
+  } else {
+    copy_tensor(ctx.stream(), dst.reshape({n}),
+                Tensor::view_of(const_cast<float*>(values.data()), Device::CPU, {n}));
+  }
 }
 
 void load_hf_model(Context& ctx, const ParameterStore& store, const HfModelLayout& layout,

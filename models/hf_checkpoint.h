@@ -39,6 +39,16 @@ struct HfModelLayout {
   // writes id2label / label2id, and problem_type ("regression" for STS-B) when not empty.
   int num_labels = 0;
   std::string problem_type;
+  // Written to config.json as "electra_engine_note" when not empty: what an HF class would miss
+  // in this checkpoint (its architecture is then not an HF class name).
+  std::string note;
+};
+
+// One tensor of a checkpoint on the host, in f32: what save_hf_tensors writes.
+struct HostTensor {
+  std::string name;
+  std::vector<int64_t> shape;
+  std::vector<float> values;
 };
 
 // Every "discriminator/..." tensor of the store.
@@ -51,6 +61,16 @@ HfModelLayout generator_layout(const ParameterStore& store, const EncoderConfig&
 // be f32 or f64 (gradient checks), on any device; the file is F32.
 void save_hf_model(Context& ctx, const ParameterStore& store, const HfModelLayout& layout,
                    const std::string& dir);
+// save_hf_model in two halves, for a caller that rewrites tensors on the way (the fine-tuning
+// head): the layout's tensors copied to the host in f32, and the writing of given tensors with the
+// layout's config.json.
+std::vector<HostTensor> hf_host_tensors(Context& ctx, const ParameterStore& store,
+                                        const HfModelLayout& layout);
+void save_hf_tensors(const std::vector<HostTensor>& tensors, const HfModelLayout& layout,
+                     const std::string& dir);
+// Copies host values into a store parameter (f32 or f64 store, any device).
+void load_host_values(Context& ctx, const ParameterStore& store, const std::string& store_name,
+                      const std::vector<float>& values);
 // Validates dir/config.json (model_type "electra", hidden_act "gelu", sizes equal to
 // layout.config) and dir/model.safetensors (every layout tensor present with its shape and a
 // floating dtype, nothing unexpected), then copies the tensors into the store. With a bf16

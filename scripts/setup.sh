@@ -60,6 +60,10 @@ for pkg in "${!MIN_VERSION[@]}"; do
   fi
 done
 
+# The python3 on the PATH may not be Debian's (pyenv, a venv): make it import what the project
+# calls it for (matplotlib, and the HF packages of the fixture checks).
+"$(dirname "$0")/setup_python.sh"
+
 NVCC=$(command -v nvcc || true)
 [[ -z "$NVCC" && -x /usr/local/cuda/bin/nvcc ]] && NVCC=/usr/local/cuda/bin/nvcc
 if [[ -n "$NVCC" ]]; then

@@ -106,8 +106,10 @@ std::string read_text(const std::string& path) {
 }
 
 // A random-init tiny encoder (test/models/tiny_pretrainer.h sizes, this vocabulary, 64
-// positions) with a random span head, saved as an HF ElectraForQuestionAnswering directory.
-void save_tiny_init(const std::string& dir, const data::Vocab& vocab) {
+// positions) with a random span head, saved as a fine-tuned SQuAD checkpoint (an HF
+// ElectraForQuestionAnswering directory with finetune.json and the tokenizer files).
+void save_tiny_init(const std::string& dir, const data::ModelTokenizer& tokenizer, bool v2) {
+  const data::Vocab& vocab = tokenizer.vocab;
   Context ctx = Context::cpu();
   EncoderConfig encoder = test::tiny_electra_config().discriminator;
   encoder.vocab_size = static_cast<int>(vocab.size());
@@ -119,7 +121,7 @@ void save_tiny_init(const std::string& dir, const data::Vocab& vocab) {
   options.seq_len = 32;
   ElectraFinetuner model(ctx, encoder, head, options);
   model.init_weights(ctx, 7);
-  save_finetuned(ctx, model, dir);
+  save_finetuned(ctx, model, dir, {{"task", v2 ? "squad2.0" : "squad1.1"}}, tokenizer);
 }
 
 FinetuneSettings tiny_settings() {
@@ -143,7 +145,7 @@ FinetuneSettings tiny_settings() {
 // from 1 to 5 reached dev EM > 0.95 when this was written; 512 questions did not).
 struct Fixture {
   TempDir dir;
-  data::Vocab vocab = tiny_vocab();
+  data::ModelTokenizer tokenizer{tiny_vocab(), true, "test"};
   bool v2;
   Fixture(const std::string& name, bool v2_) : dir(name), v2(v2_) {
     fs::create_directories(dir / "data");
@@ -152,7 +154,7 @@ struct Fixture {
     write_text(dir / ("data/train" + std::string(suffix)),
                synthetic_squad(2048, 1, impossible_every));
     write_text(dir / ("data/dev" + std::string(suffix)), synthetic_squad(24, 2, impossible_every));
-    save_tiny_init(dir / "init", vocab);
+    save_tiny_init(dir / "init", tokenizer, v2);
   }
   SquadRunOptions options() const {
     SquadRunOptions o;
@@ -160,7 +162,7 @@ struct Fixture {
     o.data_dir = dir / "data";
     o.output_dir = dir / "out";
     o.init = resolve_init(dir / "init");
-    o.vocab = &vocab;
+    o.tokenizer = &tokenizer;
     o.settings = tiny_settings();
     o.seed = 3;
     return o;
@@ -173,7 +175,7 @@ SquadRunResult check_run(const Fixture& f, const char* task) {
   const std::string dev = squad_file(opts.data_dir, f.v2, "dev");
   // The untrained span head answers (almost) nothing right.
   const SquadScores before =
-      evaluate_squad_checkpoint(f.v2, dev, f.dir / "init", f.vocab, opts.settings, 0, "");
+      evaluate_squad_checkpoint(f.v2, dev, f.dir / "init", f.tokenizer, opts.settings, 0, "");
   INFO("before: " << format_squad_scores(before));
   CHECK(before.f1 < 0.5);
 
@@ -205,13 +207,13 @@ SquadRunResult check_run(const Fixture& f, const char* task) {
   // The saved checkpoint gives back the same scores and the same predictions file.
   const std::string again = f.dir / "eval/predictions.json";
   const SquadScores eval =
-      evaluate_squad_checkpoint(f.v2, dev, best, f.vocab, opts.settings, 0, again);
+      evaluate_squad_checkpoint(f.v2, dev, best, f.tokenizer, opts.settings, 0, again);
   CHECK(eval.exact == result.best.exact);
   CHECK(eval.f1 == result.best.f1);
   CHECK(eval.no_answer_total == result.best.no_answer_total);
   CHECK(nlohmann::json::parse(read_text(again)) == predictions);
   // A prefix of the dev set.
-  CHECK(evaluate_squad_checkpoint(f.v2, dev, best, f.vocab, opts.settings, 5, "").total == 5);
+  CHECK(evaluate_squad_checkpoint(f.v2, dev, best, f.tokenizer, opts.settings, 5, "").total == 5);
   return result;
 }
 
@@ -257,9 +259,9 @@ TEST_CASE("SQuAD files, score formatting and checkpoint checks", "[squad]") {
   write_text(f.dir / "glue/finetune.json", R"({"task": "SST-2", "head": "official"})");
   const std::string dev = f.dir / "data/dev-v1.1.json";
   CHECK_THROWS_WITH(
-      evaluate_squad_checkpoint(false, dev, f.dir / "glue", f.vocab, tiny_settings(), 0, ""),
-      Catch::Contains("SST-2") && Catch::Contains("not a SQuAD"));
+      evaluate_squad_checkpoint(false, dev, f.dir / "glue", f.tokenizer, tiny_settings(), 0, ""),
+      Catch::Contains("SST-2") && Catch::Contains("cannot be evaluated as squad1.1"));
   CHECK_THROWS_WITH(evaluate_squad_checkpoint(false, f.dir / "data/none.json", f.dir / "init",
-                                              f.vocab, tiny_settings(), 0, ""),
+                                              f.tokenizer, tiny_settings(), 0, ""),
                     Catch::Contains("none.json"));
 }

@@ -216,8 +216,31 @@ TEST_CASE("malformed rows name the file and the line") {
   const std::string mnli = error_of(GlueTask::kMNLI, "MNLI_columns.tsv");
   CHECK_THAT(mnli, Catch::Contains("MNLI_columns.tsv:2:") &&
                        Catch::Contains("has 10 columns, expected 12 to 16"));
+  const std::string range = error_of(GlueTask::kSTSB, "STS-B_range.tsv");
+  CHECK_THAT(range, Catch::Contains("STS-B_range.tsv:3:") &&
+                        Catch::Contains("score 5.5 is outside [0, 5]"));
   CHECK_THROWS_WITH(read(GlueTask::kCoLA, "no_such_split"),
                     Catch::Contains("cannot open") && Catch::Contains("no_such_split.tsv"));
+}
+
+TEST_CASE("one task's files are refused as another's by their header") {
+  // QNLI's "question" and "sentence" columns where RTE has "sentence1" and "sentence2".
+  CHECK_THROWS_WITH(read_glue_split(GlueTask::kRTE, kFixtures / "QNLI", "train"),
+                    Catch::Contains("QNLI/train.tsv:1:") && Catch::Contains("'question'") &&
+                        Catch::Contains("not a RTE file"));
+  CHECK_THROWS_WITH(read_glue_split(GlueTask::kQNLI, kFixtures / "RTE", "test"),
+                    Catch::Contains("RTE/test.tsv:1:") && Catch::Contains("not a QNLI file"));
+  CHECK_THROWS_WITH(read_glue_split(GlueTask::kSST2, kFixtures / "STS-B", "dev"),
+                    Catch::Contains("columns"));
+  CHECK_THROWS_WITH(read_glue_split(GlueTask::kQQP, kFixtures / "MNLI", "dev_matched"),
+                    Catch::Contains("columns"));
+  // Every task reads its own files (the fixtures hold MNLI's matched test split only).
+  for (GlueTask task : all_glue_tasks()) {
+    const GlueTaskInfo& info = glue_task_info(task);
+    CHECK_NOTHROW(read(task, "train"));
+    CHECK_NOTHROW(read(task, info.dev_splits.front()));
+    CHECK_NOTHROW(read(task, info.test_splits.front()));
+  }
 }
 
 }  // namespace

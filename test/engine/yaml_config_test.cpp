@@ -104,3 +104,13 @@ TEST_CASE("a directory or a FIFO given as the config is refused without reading 
   CHECK_THROWS_WITH(ConfigNode::load(fifo), Catch::Contains("is a FIFO (named pipe)"));
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("a bad --set value is reported as that --set; create adds a known key", "[config]") {
+  ConfigNode root = ConfigNode::parse(kConfig, "small.yaml");
+  root.apply_override("steps=many");
+  CHECK_THROWS_WITH(root.require<int>("steps"),
+                    Catch::StartsWith("--set steps=many: steps: expected an integer"));
+  ConfigNode created = ConfigNode::parse(kConfig, "small.yaml");
+  created.apply_override("tasks.mnli.epochs=2", /*create=*/true);
+  CHECK(created.section("tasks").section("mnli").get<int>("epochs", 0) == 2);
+}

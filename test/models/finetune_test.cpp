@@ -366,8 +366,9 @@ TEST_CASE("bad fine-tuning batches and heads are refused", "[finetune]") {
   CHECK_THROWS_AS(ElectraFinetuner(ctx, encoder, bad, tiny_options()), UserError);
   FinetuneOptions too_long = tiny_options();
   too_long.seq_len = 33;
-  CHECK_THROWS_WITH(ElectraFinetuner(ctx, encoder, head_of(TaskKind::kRegression), too_long),
-                    Catch::Contains("max_positions"));
+  CHECK_THROWS_WITH(
+      ElectraFinetuner(ctx, encoder, head_of(TaskKind::kRegression), too_long),
+      Catch::Contains("finetune.max_seq_len 33") && Catch::Contains("max_position_embeddings"));
   CHECK(parse_task_kind("span") == TaskKind::kSpan);
   CHECK_THROWS_WITH(parse_task_kind("ner"), Catch::Contains("unknown task kind 'ner'"));
 }
