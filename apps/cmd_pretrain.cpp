@@ -1,23 +1,16 @@
-// electra pretrain: ELECTRA pre-training (replaced token detection) from a YAML config, with
-// progress, metrics.jsonl, periodic atomic checkpoints with retention, exact resume, SIGINT /
-// SIGTERM handling (checkpoint, exit 0) and a NaN/Inf guard (stop without saving).
+// electra pretrain: ELECTRA pre-training (replaced token detection) from a YAML config: the
+// command line, logging (progress, metrics.jsonl), SIGINT / SIGTERM handling (checkpoint, exit
+// 0), when to checkpoint, and the exit code of the non-finite guard (3, without saving). The
+// updates themselves, the data cursor, the guard and the metrics are the Trainer's
+// (train/trainer.h).
 //
 // Data parallel under mpirun (docs/DISTRIBUTED.md): the backend follows the build and the launch
-// (MPI for CPU ranks, NCCL for GPU ranks, one GPU per rank by its rank on the node). N ranks
-// compute the update one process computes with N x as many micro-batches:
-//   - the global batch train.batch_size = N x local micro-batches x train.micro_batch_size;
-//   - rank r's micro-batch m of update s is the single process's micro-batch g = s x A + r x a + m
-//     (A = N x a micro-batches per update): it reads the same examples (the ranks share the data
-//     cursor and skip each other's micro-batches, data/example_order.h) and keys masking,
-//     sampling and dropout by micro-step g with rank 0 in the Philox counter, so its random
-//     numbers are the single process's too (the DESIGN's "RNG streams include the rank": g is a
-//     function of step, rank and micro-batch);
-//   - each rank scales its loss by 1 / A and the gradient all-reduce sums (models/grad_sync.h);
-//   - the logged metrics are means over all A micro-batches (host all-reduce of the sums).
-// Ranks agree at start on the config hash, the resume step, the device kind and the data size;
-// rank 0 alone logs, writes metrics.jsonl and checkpoints; a stop request (signal) on any rank
-// stops all of them at the same update. A rank that fails prints its error and aborts the job
-// (MPI_Abort), so the others never wait in a collective.
+// (MPI for CPU ranks, NCCL for GPU ranks, one GPU per rank by its rank on the node); the global
+// batch train.batch_size = N x local micro-batches x train.micro_batch_size (the Trainer computes
+// the single process's update). Ranks agree at start on the config hash, the resume step, the
+// device kind and the data size; rank 0 alone logs, writes metrics.jsonl and checkpoints; a stop
+// request (signal) on any rank stops all of them at the same update. A rank that fails prints its
+// error and aborts the job (MPI_Abort), so the others never wait in a collective.
 #include <unistd.h>
 
 #include <array>
@@ -36,12 +29,10 @@
 #include "apps/run_device.h"
 #include "apps/train_progress.h"
 #include "apps/trainer_checkpoint.h"
-#include "data/pretrain_batches.h"
 #include "data/vocab.h"
 #include "engine/communicator.h"
-#include "engine/timer.h"
 #include "models/flops.h"
-#include "models/grad_sync.h"
+#include "train/trainer.h"
 
 namespace electra::apps {
 namespace {
@@ -106,41 +97,17 @@ void plot_metrics(const std::string& metrics_path, const std::string& png_path) 
   }
 }
 
-// Every StepMetrics field: the metrics are summed over micro-batches and ranks.
-constexpr std::array<double StepMetrics::*, 10> kMetricFields = {&StepMetrics::gen_loss,
-                                                                 &StepMetrics::gen_accuracy,
-                                                                 &StepMetrics::disc_loss,
-                                                                 &StepMetrics::disc_accuracy,
-                                                                 &StepMetrics::disc_precision,
-                                                                 &StepMetrics::disc_recall,
-                                                                 &StepMetrics::replaced_fraction,
-                                                                 &StepMetrics::total_loss,
-                                                                 &StepMetrics::masked,
-                                                                 &StepMetrics::tokens};
-
-// What the ranks decide together after each update.
-struct UpdateOutcome {
-  StepMetrics metrics;  // means over every micro-batch of the update, on every rank
+// The stop requests (signals) of all ranks after an update: with several ranks a host
+// all-reduce of two numbers, so that every rank stops at the same update.
+struct StopRequests {
   int sigint_ranks = 0, sigterm_ranks = 0;
+  int total() const { return sigint_ranks + sigterm_ranks; }
 };
 
-// Sums the ranks' micro-batch metric sums, micro-batch counts and stop requests; with one rank
-// this is exactly UpdateMetrics::average().
-UpdateOutcome reduce_update(Communicator& comm, const UpdateMetrics& local, int signal) {
-  std::array<double, kMetricFields.size() + 3> values{};
-  for (size_t i = 0; i < kMetricFields.size(); ++i) values[i] = local.mean.*kMetricFields[i];
-  values[kMetricFields.size()] = local.micro_batches;
-  values[kMetricFields.size() + 1] = signal == SIGINT;
-  values[kMetricFields.size() + 2] = signal == SIGTERM;
-  comm.all_reduce_host(values, ReduceOp::kSum);
-  UpdateMetrics total;
-  for (size_t i = 0; i < kMetricFields.size(); ++i) total.mean.*kMetricFields[i] = values[i];
-  total.micro_batches = static_cast<int>(values[kMetricFields.size()]);
-  UpdateOutcome out;
-  out.metrics = total.average();
-  out.sigint_ranks = static_cast<int>(values[kMetricFields.size() + 1]);
-  out.sigterm_ranks = static_cast<int>(values[kMetricFields.size() + 2]);
-  return out;
+StopRequests agree_stop(Communicator& comm, int signal) {
+  std::array<double, 2> values = {signal == SIGINT ? 1.0 : 0.0, signal == SIGTERM ? 1.0 : 0.0};
+  if (comm.size() > 1) comm.all_reduce_host(values, ReduceOp::kSum);
+  return StopRequests{static_cast<int>(values[0]), static_cast<int>(values[1])};
 }
 
 // The ranks must run the same configuration from the same step on the same kind of device over
@@ -183,7 +150,6 @@ int pretrain(PretrainConfig config, std::unique_ptr<Communicator>& comm, const s
   const bool lead = rank == 0;
   config.train.set_ranks(ranks);
   const TrainConfig& train = config.train;
-  const int64_t accumulation = train.accumulation_steps();  // micro-batches per update, all ranks
   const int64_t local_accumulation = train.local_accumulation(ranks);
 
   // Device: one GPU per rank, the rank's index among the ranks of its node.
@@ -225,45 +191,20 @@ int pretrain(PretrainConfig config, std::unique_ptr<Communicator>& comm, const s
   ELECTRA_USER_CHECK(shards.size() >= static_cast<uint64_t>(train.micro_batch_size),
                      "data.shards hold ", shards.size(), " examples, fewer than one micro-batch (",
                      train.micro_batch_size, ")");
-  data::PretrainBatches batches(shards, train.seed);
-  ELECTRA_USER_CHECK(static_cast<double>(train.steps) * accumulation < 4294967296.0,
-                     "train.steps x accumulation must stay below 2^32 micro-steps");
 
-  // Model and optimizer.
-  PretrainOptions options;
-  options.batch = train.micro_batch_size;
-  options.seq_len = train.seq_len;
-  options.mask_prob = static_cast<float>(config.masking.mask_prob);
-  options.mask_token_prob = static_cast<float>(config.masking.mask_token_prob);
-  options.temperature = static_cast<float>(config.masking.temperature);
-  options.disc_weight = static_cast<float>(train.disc_weight);
-  options.tokens = SpecialTokens{vocab.pad_id(), vocab.cls_id(), vocab.sep_id(), vocab.mask_id()};
-  ElectraPretrainer model(ctx, config.model, options);
-  Arena optimizer_arena("optimizer", ctx.device(),
-                        Optimizer::state_bytes(model.store(), config.optimizer.kind));
-  Optimizer optimizer(ctx, model.store(), config.optimizer, optimizer_arena);
-
-  TrainerState state;
-  state.seed = train.seed;
-  state.config_hash = config_hash(config);
-  state.config_text = canonical_text(config);
-  state.world_size = ranks;
-  state.local_accumulation = local_accumulation;
+  const SpecialTokens tokens{vocab.pad_id(), vocab.cls_id(), vocab.sep_id(), vocab.mask_id()};
+  Trainer trainer(ctx, *comm, config, tokens, shards);
+  // The initial weights: a checkpoint of this run (--resume) or a fresh initialisation.
   if (!resume.empty()) {
     const std::string checkpoint = resolve_checkpoint(resume);
     const TrainerState saved = read_trainer_state(checkpoint);
-    ELECTRA_USER_CHECK(saved.config_hash == state.config_hash, checkpoint,
+    ELECTRA_USER_CHECK(saved.config_hash == trainer.state().config_hash, checkpoint,
                        " was written with another configuration; it differs in: ",
-                       differing_keys(saved.config_text, state.config_text));
-    load_checkpoint(ctx, model, optimizer, checkpoint);
-    state.step = saved.step;
-    state.cursor = saved.cursor;
-    state.elapsed_seconds = saved.elapsed_seconds;
-    state.metrics = saved.metrics;
-    state.grad_norm = saved.grad_norm;
+                       differing_keys(saved.config_text, trainer.state().config_text));
+    trainer.load(checkpoint, saved);
     if (lead) {
       std::fprintf(stderr, "pretrain: resumed from %s at step %lld\n", checkpoint.c_str(),
-                   static_cast<long long>(state.step));
+                   static_cast<long long>(saved.step));
       if (saved.world_size != ranks || saved.local_accumulation != local_accumulation) {
         std::fprintf(stderr,
                      "pretrain: the checkpoint was written by %s x %s per update; now %s x %s of "
@@ -276,30 +217,20 @@ int pretrain(PretrainConfig config, std::unique_ptr<Communicator>& comm, const s
       }
     }
   } else {
-    model.init_weights(ctx, train.seed);
-    // Bit-identical on every rank already; the broadcast makes that independent of the hardware.
-    comm->broadcast(model.store().flat_params(), 0, ctx.stream());
-    model.weights().refresh_compute(ctx);
+    trainer.init_weights();
   }
+  const TrainerState& state = trainer.state();
   check_ranks_agree(*comm, {state.config_hash, static_cast<uint64_t>(state.step),
                             static_cast<uint64_t>(on_gpu), shards.size()});
-
-  std::optional<GradSync> sync;
-  if (std::string(comm->backend()) != "single") {
-    sync.emplace(*comm, model.store(),
-                 static_cast<size_t>(config.distributed.bucket_mb * 1024 * 1024));
-    model.set_gradient_hook(
-        [&sync](Context& c, int64_t first_final) { sync->gradients_final_from(c, first_final); });
-  }
 
   std::optional<ProgressReporter> reporter;
   const std::string metrics_path = (fs::path(config.checkpoint.dir) / "metrics.jsonl").string();
   if (lead) {
-    std::fprintf(stderr, "%s", describe(config).c_str());
+    std::fprintf(stderr, "%s", describe(config, device, ctx.precision()).c_str());
     std::fprintf(stderr,
                  "pretrain: %lld parameters (generator and discriminator, shared embeddings)\n",
-                 static_cast<long long>(model.store().parameter_count()));
-    if (sync) {
+                 static_cast<long long>(trainer.model().store().parameter_count()));
+    if (const GradSync* sync = trainer.grad_sync()) {
       std::fprintf(stderr, "pretrain: gradients all-reduced in %s of up to %g MB\n",
                    count(static_cast<int64_t>(sync->buckets().size()), "bucket").c_str(),
                    config.distributed.bucket_mb);
@@ -313,7 +244,7 @@ int pretrain(PretrainConfig config, std::unique_ptr<Communicator>& comm, const s
     progress.sequences_per_step = static_cast<double>(train.batch_size);
     progress.tokens_per_step = static_cast<double>(train.batch_size * train.seq_len);
     progress.flops_per_step = step_flops(config.model, train.batch_size, train.seq_len,
-                                         static_cast<double>(model.slots()))
+                                         static_cast<double>(trainer.model().slots()))
                                   .total();
     // MFU against the peak of all the job's GPUs.
     progress.peak_flops =
@@ -327,88 +258,45 @@ int pretrain(PretrainConfig config, std::unique_ptr<Communicator>& comm, const s
 
   std::signal(SIGINT, on_stop_signal);
   std::signal(SIGTERM, on_stop_signal);
-  HostBatch batch;
-  batch.ids.resize(static_cast<size_t>(train.micro_batch_size * train.seq_len));
-  batch.segment_ids.resize(batch.ids.size());
-  const float loss_scale = 1.0f / static_cast<float>(accumulation);
-  const uint64_t micro_examples = static_cast<uint64_t>(train.micro_batch_size);
   int64_t last_saved = -1;
   uint64_t done_here = 0;
   auto save = [&]() {
     last_saved = state.step;
-    if (!lead) return;
-    const std::string path = save_checkpoint(ctx, model, optimizer, state, config.checkpoint.dir,
-                                             config.checkpoint.keep, &vocab);
-    std::fprintf(stderr, "pretrain: saved %s\n", path.c_str());
+    const std::string path = trainer.save(&vocab);
+    if (lead) std::fprintf(stderr, "pretrain: saved %s\n", path.c_str());
   };
 
-  while (state.step < train.steps) {
-    Stopwatch timer;
-    model.zero_grads(ctx);
-    UpdateMetrics update;
-    data::DataCursor cursor = state.cursor;
-    batches.skip(static_cast<uint64_t>(rank * local_accumulation) * micro_examples, cursor);
-    for (int64_t micro = 0; micro < local_accumulation; ++micro) {
-      batches.next(micro_examples, cursor, batch.ids, batch.segment_ids);
-      if (sync) sync->begin_micro_batch(micro == local_accumulation - 1);
-      const int64_t micro_step = state.step * accumulation + rank * local_accumulation + micro;
-      model.step(ctx, batch, static_cast<uint32_t>(micro_step), loss_scale);
-      update.add(model.metrics(ctx));
-    }
-    if (sync) sync->finish(ctx);
-    batches.skip(static_cast<uint64_t>(accumulation) * micro_examples, state.cursor);
-    const UpdateOutcome outcome = reduce_update(*comm, update, g_signal.load());
-    const StepMetrics& m = outcome.metrics;
-    if (!std::isfinite(m.total_loss)) {
-      if (lead) {
-        std::fprintf(stderr,
-                     "electra pretrain: error: update %lld: the loss is not finite (generator "
-                     "%g, discriminator %g); stopping without saving%s\n",
-                     static_cast<long long>(state.step + 1), m.gen_loss, m.disc_loss,
-                     last_saved >= 0 || !resume.empty()
-                         ? "; the last good checkpoint is kept in checkpoint.dir"
-                         : "");
+  try {
+    UpdateReport last;  // the last metrics read: what the progress line shows
+    while (state.step < train.steps) {
+      const double seconds = trainer.update();
+      ++done_here;
+      if (trainer.metrics_due()) last = trainer.metrics();
+      if (reporter) reporter->record(state.step, last.metrics, last.lr, last.grad_norm, seconds);
+      if (config.checkpoint.every > 0 && state.step % config.checkpoint.every == 0) save();
+      const StopRequests stop = agree_stop(*comm, g_signal.load());
+      if (stop.total() > 0) {
+        if (lead) {
+          std::fprintf(stderr, "pretrain: %s received at update %lld%s; saving a checkpoint\n",
+                       stop.sigint_ranks > 0 ? "SIGINT" : "SIGTERM",
+                       static_cast<long long>(state.step),
+                       ranks > 1 ? str_cat(" (by ", stop.total(), " of ", ranks, " ranks)").c_str()
+                                 : "");
+        }
+        break;
       }
-      return 3;
+      if (stop_after > 0 && done_here >= stop_after) break;
     }
-    optimizer.step(ctx, state.step);
-    const float grad_norm = optimizer.grad_norm(ctx);
-    if (!std::isfinite(grad_norm)) {  // the optimizer left parameters and moments untouched
-      if (lead) {
-        std::fprintf(stderr,
-                     "electra pretrain: error: update %lld: the gradient norm is not finite (the "
-                     "loss was %g); the update was skipped; stopping without saving%s\n",
-                     static_cast<long long>(state.step + 1), m.total_loss,
-                     last_saved >= 0 || !resume.empty()
-                         ? "; the last good checkpoint is kept in checkpoint.dir"
-                         : "");
-      }
-      return 3;
+    if (last_saved != state.step) save();
+  } catch (const NonFiniteUpdate& e) {
+    if (lead) {
+      std::fprintf(stderr, "electra pretrain: error: %s; stopping without saving%s\n", e.what(),
+                   last_saved >= 0 || !resume.empty()
+                       ? "; the last good checkpoint is kept in checkpoint.dir"
+                       : "");
     }
-    const double lr = optimizer.lr_at(state.step);
-    ++state.step;
-    ++done_here;
-    const double seconds = timer.seconds();
-    state.elapsed_seconds += seconds;
-    state.metrics = m;
-    state.grad_norm = grad_norm;
-    if (reporter) reporter->record(state.step, m, lr, grad_norm, seconds);
-    if (config.checkpoint.every > 0 && state.step % config.checkpoint.every == 0) save();
-    if (outcome.sigint_ranks + outcome.sigterm_ranks > 0) {
-      if (lead) {
-        std::fprintf(stderr, "pretrain: %s received at update %lld%s; saving a checkpoint\n",
-                     outcome.sigint_ranks > 0 ? "SIGINT" : "SIGTERM",
-                     static_cast<long long>(state.step),
-                     ranks > 1 ? str_cat(" (by ", outcome.sigint_ranks + outcome.sigterm_ranks,
-                                         " of ", ranks, " ranks)")
-                                     .c_str()
-                               : "");
-      }
-      break;
-    }
-    if (stop_after > 0 && done_here >= stop_after) break;
+    return 3;
   }
-  if (last_saved != state.step) save();
   if (!lead) return 0;
   if (state.step >= train.steps) {
     plot_metrics(metrics_path, (fs::path(config.checkpoint.dir) / "metrics.png").string());

@@ -66,7 +66,7 @@ TEST_CASE("every shipped config parses", "[pretrain_config]") {
     CHECK(c.train.micro_batch_auto);
     CHECK(c.distributed.bucket_mb == 25.0);
     CHECK(c.distributed.timeout_s == 600.0);
-    CHECK(!describe(c).empty());
+    CHECK(!describe(c, "CPU", Precision::F32).empty());
   }
 }
 
@@ -240,8 +240,11 @@ TEST_CASE("config_hash is deterministic and follows what training computes", "[p
 
 TEST_CASE("describe gives the run's key facts", "[pretrain_config]") {
   const PretrainConfig c = read_pretrain_config(config_path("small"), {});
-  const std::string d = describe(c);
+  const std::string d = describe(c, "CPU (no GPU)", Precision::F32);
   CHECK_THAT(d, Catch::Contains("12 layers, hidden 256, 4 heads, FFN 1024, embedding 128"));
+  // What runs, beside what the config asked for (a CPU run is f32 whatever it says).
+  CHECK_THAT(d, Catch::Contains("runs on: CPU (no GPU), precision f32 (config: device auto, "
+                                "precision bf16)"));
   CHECK_THAT(d, Catch::Contains("generator hidden 64"));
   CHECK_THAT(d, Catch::Contains("1000000 steps of 128 x 128 tokens"));
   CHECK_THAT(d, Catch::Contains("adamw lr 0.0005 (linear, warm-up 10000)"));
