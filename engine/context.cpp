@@ -16,8 +16,6 @@ const char* precision_name(Precision precision) {
       return "f32";
     case Precision::BF16:
       return "bf16";
-    case Precision::F16:
-      return "f16";
   }
   return "?";
 }

@@ -18,7 +18,8 @@ namespace electra {
 
 // Compute precision of activations and matmul inputs. Master weights, optimizer state, softmax,
 // layernorm statistics and losses are always f32 (f64 in gradient checks).
-enum class Precision : uint8_t { F64, F32, BF16, F16 };
+// bf16 is the mixed precision (sm_80 and newer); there is no f16 mode.
+enum class Precision : uint8_t { F64, F32, BF16 };
 const char* precision_name(Precision precision);
 
 class Context {

@@ -14,8 +14,6 @@ ModelDTypes ModelDTypes::for_precision(Precision precision) {
       return {DType::F32, DType::F32, DType::F32};
     case Precision::BF16:
       return {DType::BF16, DType::F32, DType::F32};
-    case Precision::F16:
-      break;
   }
   throw Error(str_cat("models: precision ", precision_name(precision), " is not supported"));
 }

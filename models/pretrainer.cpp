@@ -263,6 +263,8 @@ ForwardContext ElectraPretrainer::forward(Context& ctx, const Corruption& c, uin
   discriminator_forward(ctx, c, saved.samples, saved.pass);
   discriminator_loss(ctx, c, loss_scale);
   saved.labels = parts_->labels;
+  last_corruption_ = c;
+  last_forward_ = saved;
   return saved;
 }
 
@@ -285,18 +287,17 @@ void ElectraPretrainer::accumulate_metrics(Context& ctx, const Corruption& c, co
 }
 
 void ElectraPretrainer::step(Context& ctx, const HostBatch& batch, uint32_t micro_step,
-                             float loss_scale) {
+                             float loss_scale, const GradientsReady& ready) {
   const BatchPlan plan = stage_batch(batch, step_planes_.data());
   upload_to(ctx, input_, step_planes_);
-  last_corruption_ = corrupt(ctx, micro_step, plan);
-  last_forward_ = forward(ctx, last_corruption_, micro_step, loss_scale);
-  backward(ctx, last_forward_);
+  const Corruption corruption = corrupt(ctx, micro_step, plan);
+  backward(ctx, forward(ctx, corruption, micro_step, loss_scale), ready);
 }
 
-StepMetrics ElectraPretrainer::metrics(Context& ctx) {
+StepMetrics ElectraPretrainer::metrics(Context& ctx, const Corruption& corruption) {
   const Tensor& acc = parts_->metrics;
   zero_tensor(ctx.stream(), acc);
-  accumulate_metrics(ctx, last_corruption_, acc);
+  accumulate_metrics(ctx, corruption, acc);
   return step_metrics(download_as<double>(ctx, acc));
 }
 

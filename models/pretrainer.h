@@ -157,10 +157,13 @@ class ElectraPretrainer {
 
   // --- Conveniences for tests and tools (each synchronises).
   // Stages, uploads and runs corrupt, forward and backward on a host batch.
-  void step(Context& ctx, const HostBatch& batch, uint32_t micro_step, float loss_scale = 1.0f);
-  // The last forward's metrics (reads them back).
-  StepMetrics metrics(Context& ctx);
-  // The last step()'s corruption (views of the pretrainer's buffers) and forward context.
+  void step(Context& ctx, const HostBatch& batch, uint32_t micro_step, float loss_scale = 1.0f,
+            const GradientsReady& ready = {});
+  // The metrics of the last forward on `corruption` (reads them back).
+  StepMetrics metrics(Context& ctx, const Corruption& corruption);
+  // The same for the corruption of the last forward() (it must still exist).
+  StepMetrics metrics(Context& ctx) { return metrics(ctx, last_corruption_); }
+  // The last forward's corruption and context (views).
   const Corruption& last_corruption() const { return last_corruption_; }
   const ForwardContext& last_forward() const { return last_forward_; }
 
