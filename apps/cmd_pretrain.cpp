@@ -31,6 +31,7 @@
 #include "apps/trainer_checkpoint.h"
 #include "data/vocab.h"
 #include "engine/communicator.h"
+#include "engine/device.h"
 #include "models/flops.h"
 #include "train/trainer.h"
 
@@ -40,12 +41,18 @@ namespace fs = std::filesystem;
 
 constexpr const char* kUsage =
     "usage: electra pretrain --config FILE [--set section.key=value]... [--resume DIR]\n"
-    "                        [--stop-after N]\n"
+    "                        [--stop-after N] [--dry-run [--gpu-memory GIB]]\n"
     "  --config      YAML run configuration (configs/electra-{tiny,small,base,large}.yaml)\n"
     "  --set         override one key of the config (repeatable), e.g. --set train.steps=1000\n"
     "  --resume      continue from a checkpoint directory, or from the newest checkpoint of a\n"
     "                run directory (the config must be the one the checkpoint was written with)\n"
     "  --stop-after  stop (with a checkpoint) after N updates of this invocation\n"
+    "  --dry-run     plan the model for the configured device and precision, print the bytes of\n"
+    "                parameters, gradients, optimizer state, activations and workspace and "
+    "whether\n"
+    "                they fit the device's free memory, and exit (no data is read; planning for\n"
+    "                train.device: cuda works without a GPU)\n"
+    "  --gpu-memory  with --dry-run and no GPU here: the GPU memory (GiB) to compare with\n"
     "Runs on the GPU when one is present and the binary was built with CUDA (train.device:\n"
     "auto), else on the CPU. Progress every logging.every updates; metrics.jsonl, checkpoints\n"
     "and metrics.png go to checkpoint.dir. Ctrl-C (SIGINT) or SIGTERM saves a checkpoint and\n"
@@ -277,11 +284,10 @@ int pretrain(PretrainConfig config, std::unique_ptr<Communicator>& comm, const s
       const StopRequests stop = agree_stop(*comm, g_signal.load());
       if (stop.total() > 0) {
         if (lead) {
-          std::fprintf(stderr, "pretrain: %s received at update %lld%s; saving a checkpoint\n",
-                       stop.sigint_ranks > 0 ? "SIGINT" : "SIGTERM",
-                       static_cast<long long>(state.step),
-                       ranks > 1 ? str_cat(" (by ", stop.total(), " of ", ranks, " ranks)").c_str()
-                                 : "");
+          std::fprintf(
+              stderr, "pretrain: %s received at update %lld%s; saving a checkpoint\n",
+              stop.sigint_ranks > 0 ? "SIGINT" : "SIGTERM", static_cast<long long>(state.step),
+              ranks > 1 ? str_cat(" (by ", stop.total(), " of ", ranks, " ranks)").c_str() : "");
         }
         break;
       }
@@ -307,6 +313,62 @@ int pretrain(PretrainConfig config, std::unique_ptr<Communicator>& comm, const s
   return 0;
 }
 
+// --dry-run: what a run of `config` takes on its device (per rank), and whether it fits.
+int dry_run(PretrainConfig config, int ranks, double gpu_memory_gib) {
+  config.train.set_ranks(ranks);
+  const TrainConfig& train = config.train;
+  const bool gpu_here = built_with_cuda() && cuda_device_count() > 0;
+  const bool cuda =
+      train.device == TrainDevice::kCuda || (train.device == TrainDevice::kAuto && gpu_here);
+  const Precision precision = cuda ? train.precision : Precision::F32;
+  PretrainOptions options;
+  options.batch = train.micro_batch_size;
+  options.seq_len = train.seq_len;
+  options.mask_prob = static_cast<float>(config.masking.mask_prob);
+  const PretrainMemory m = ElectraPretrainer::plan_memory(
+      config.model, options, cuda ? Device::CUDA : Device::CPU, precision);
+  // The moments m and v (f32, the gradients' layout) and the learning-rate table; the segment
+  // table and the reduction workspace are a few kB.
+  const size_t optimizer_bytes = m.gradients * 2 + Optimizer::schedule_bytes(config.optimizer);
+  const size_t workspace = cuda ? kCublasLtWorkspaceBytes : 0;
+  const size_t total = m.parameters + m.gradients + optimizer_bytes + m.activations + workspace;
+  auto gib = [](double bytes) { return bytes / double(size_t{1} << 30); };
+  std::printf(
+      "pretrain --dry-run: %s, precision %s, micro-batch %lld x %lld tokens per rank (%s)\n",
+      cuda ? "cuda" : "cpu", precision_name(precision),
+      static_cast<long long>(train.micro_batch_size), static_cast<long long>(train.seq_len),
+      count(train.local_accumulation(ranks), "micro-batch").c_str());
+  std::printf("  parameters   %14zu bytes (%.2f GiB; %lld parameters)\n", m.parameters,
+              gib(m.parameters), static_cast<long long>(m.parameter_count));
+  std::printf("  gradients    %14zu bytes (%.2f GiB)\n", m.gradients, gib(m.gradients));
+  std::printf("  optimizer    %14zu bytes (%.2f GiB)\n", optimizer_bytes, gib(optimizer_bytes));
+  std::printf("  activations  %14zu bytes (%.2f GiB)\n", m.activations, gib(m.activations));
+  std::printf("  workspace    %14zu bytes (%.2f GiB)\n", workspace, gib(workspace));
+  std::printf("  total        %14zu bytes (%.2f GiB)\n", total, gib(total));
+  double capacity = 0;
+  std::string against;
+  if (cuda && gpu_here) {
+    size_t free = 0, all = 0;
+    cuda_memory_info(0, &free, &all);
+    capacity = static_cast<double>(free);
+    against = str_cat("the free memory of ", cuda_device_description(0));
+  } else if (cuda && gpu_memory_gib > 0) {
+    capacity = gpu_memory_gib * double(size_t{1} << 30);
+    against = str_cat("a GPU of ", gpu_memory_gib, " GiB (--gpu-memory)");
+  } else if (!cuda) {
+    capacity =
+        static_cast<double>(sysconf(_SC_AVPHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
+    against = "this machine's free memory";
+  }
+  if (capacity <= 0) {
+    std::printf("  fits: unknown (no GPU here: pass --gpu-memory GIB to compare)\n");
+    return 0;
+  }
+  std::printf("  fits in %s (%.2f GiB): %s\n", against.c_str(), gib(capacity),
+              static_cast<double>(total) <= capacity ? "yes" : "NO");
+  return 0;
+}
+
 // Prints a rank's error as main() would, with the rank, and ends the whole job with `code`.
 [[noreturn]] void fail_rank(Communicator& comm, const char* kind, const char* what, int code) {
   std::fprintf(stderr, "electra pretrain: rank %d of %d: %s: %s\n", comm.rank(), comm.size(), kind,
@@ -320,15 +382,25 @@ int cmd_pretrain(const std::vector<std::string>& args) {
   std::string config_path, resume;
   std::vector<std::string> overrides;
   uint64_t stop_after = 0;
+  bool plan_only = false;
+  double gpu_memory_gib = 0;
   ArgParser parser("pretrain", kUsage);
   parser.value("--config", [&](const std::string& v) { config_path = v; })
       .value("--set", [&](const std::string& v) { overrides.push_back(v); })
       .value("--resume", [&](const std::string& v) { resume = v; })
-      .count("--stop-after", [&](uint64_t n) { stop_after = n; });
+      .count("--stop-after", [&](uint64_t n) { stop_after = n; })
+      .switch_flag("--dry-run", [&]() { plan_only = true; })
+      .value("--gpu-memory", [&](const std::string& v) {
+        char* end = nullptr;
+        gpu_memory_gib = std::strtod(v.c_str(), &end);
+        ELECTRA_USER_CHECK(end != v.c_str() && *end == '\0' && gpu_memory_gib > 0,
+                           "--gpu-memory: '", v, "' is not a positive number of GiB");
+      });
   if (!parser.parse(args)) return 0;
   parser.require(!config_path.empty(), "--config");
   const PretrainConfig config = read_pretrain_config(config_path, overrides);
   std::unique_ptr<Communicator> comm = make_process_communicator();
+  if (plan_only) return dry_run(config, comm->size(), gpu_memory_gib);
   if (comm->size() == 1) return pretrain(config, comm, resume, stop_after);
   // Several ranks: one that fails must take the others down (they would wait in a collective).
   try {

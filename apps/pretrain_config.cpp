@@ -237,9 +237,8 @@ std::string describe(const PretrainConfig& c, const std::string& device, Precisi
       << " tokens (micro-batch " << t.micro_batch_size << ", accumulation "
       << t.accumulation_steps() << "), mask " << c.masking.mask_prob << ", disc weight "
       << t.disc_weight << ", seed " << t.seed << "\n"
-      << "runs on: " << device << ", precision " << precision_name(precision)
-      << " (config: device " << train_device_name(t.device) << ", precision "
-      << precision_name(t.precision) << ")\n"
+      << "runs on: " << device << ", precision " << precision_name(precision) << " (config: device "
+      << train_device_name(t.device) << ", precision " << precision_name(t.precision) << ")\n"
       << "optimizer: " << optimizer_kind_name(o.kind) << " lr " << o.schedule.peak << " ("
       << schedule_name(o.schedule.kind) << ", warm-up " << o.schedule.warmup_steps << "), betas "
       << o.beta1 << "/" << o.beta2 << ", eps " << o.eps << ", weight decay " << o.weight_decay

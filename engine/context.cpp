@@ -28,9 +28,6 @@ Context Context::cpu(uint64_t seed, Precision precision) {
   return ctx;
 }
 
-// cuBLASLt's recommended workspace on Hopper is 32 MiB (cuBLAS docs, "cublasLtMatmul").
-static constexpr size_t kCublasLtWorkspaceBytes = size_t{32} << 20;
-
 Context Context::cuda(int index, uint64_t seed, Precision precision) {
 #if ELECTRA_WITH_CUDA
   const int count = cuda_device_count();

@@ -22,6 +22,10 @@ namespace electra {
 enum class Precision : uint8_t { F64, F32, BF16 };
 const char* precision_name(Precision precision);
 
+// The cuBLASLt workspace of a CUDA context: 32 MiB, the recommendation for Hopper (cuBLAS docs,
+// "cublasLtMatmul").
+constexpr size_t kCublasLtWorkspaceBytes = size_t{32} << 20;
+
 class Context {
  public:
   // A CPU context.

@@ -41,6 +41,11 @@ std::string cuda_device_description(int index) {
                  " GiB)");
 }
 
+void cuda_memory_info(int index, size_t* free_bytes, size_t* total_bytes) {
+  ELECTRA_CUDA_CHECK(cudaSetDevice(index));
+  ELECTRA_CUDA_CHECK(cudaMemGetInfo(free_bytes, total_bytes));
+}
+
 void* cuda_malloc(size_t bytes) {
   void* ptr = nullptr;
   ELECTRA_CUDA_CHECK(cudaMalloc(&ptr, bytes));
@@ -122,6 +127,9 @@ std::string cuda_unavailable_reason() {
 }
 std::string cuda_device_description(int) {
   throw Error("built without CUDA (ELECTRA_CUDA=OFF)");
+}
+void cuda_memory_info(int, size_t*, size_t*) {
+  throw Error("cuda_memory_info: built without CUDA (ELECTRA_CUDA=OFF)");
 }
 void* cuda_malloc(size_t) {
   throw Error("cuda_malloc: built without CUDA (ELECTRA_CUDA=OFF)");

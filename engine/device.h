@@ -29,6 +29,9 @@ std::string cuda_unavailable_reason();
 // "NVIDIA H200 (sm_90, 139 GiB)" for device `index`.
 std::string cuda_device_description(int index);
 
+// Free and total memory of device `index` in bytes (cudaMemGetInfo); throws without CUDA.
+void cuda_memory_info(int index, size_t* free_bytes, size_t* total_bytes);
+
 void* cuda_malloc(size_t bytes);
 void cuda_free(void* ptr) noexcept;
 

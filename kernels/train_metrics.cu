@@ -13,9 +13,9 @@ __device__ double ratio(double a, double b) {
   return b > 0 ? a / b : 0.0;
 }
 
-__global__ void accumulate_kernel(const float* loss, const int32_t* predicted,
-                                  const int32_t* truth, const float* w, const float* c,
-                                  float disc_weight, double* a, int64_t m) {
+__global__ void accumulate_kernel(const float* loss, const int32_t* predicted, const int32_t* truth,
+                                  const float* w, const float* c, float disc_weight, double* a,
+                                  int64_t m) {
   __shared__ double sums[3][kThreads];
   double loss_sum = 0, weight = 0, correct = 0;
   for (int64_t i = threadIdx.x; i < m; i += kThreads) {
@@ -64,9 +64,8 @@ void accumulate_pretrain_metrics(Context& ctx, const Tensor& gen_loss, const Ten
                                  const Tensor& counts, float disc_weight, const Tensor& acc) {
   check_dtype(gen_loss, DType::F32, "accumulate_pretrain_metrics gen_loss (cuda)");
   accumulate_kernel<<<1, kThreads, 0, ctx.stream()>>>(
-      gen_loss.ptr<float>(), argmax.ptr<int32_t>(), original.ptr<int32_t>(),
-      weights.ptr<float>(), counts.ptr<float>(), disc_weight, acc.ptr<double>(),
-      gen_loss.numel());
+      gen_loss.ptr<float>(), argmax.ptr<int32_t>(), original.ptr<int32_t>(), weights.ptr<float>(),
+      counts.ptr<float>(), disc_weight, acc.ptr<double>(), gen_loss.numel());
   ELECTRA_CUDA_CHECK_LAUNCH();
 }
 

@@ -56,10 +56,10 @@ void accumulate_pretrain_metrics(Context& ctx, const Tensor& gen_loss, const Ten
 void record_grad_norm(Context& ctx, const Tensor& norm, const Tensor& acc);
 }  // namespace cuda
 
-inline void accumulate_pretrain_metrics(Context& ctx, const Tensor& gen_loss,
-                                        const Tensor& argmax, const Tensor& original,
-                                        const Tensor& weights, const Tensor& counts,
-                                        float disc_weight, const Tensor& acc) {
+inline void accumulate_pretrain_metrics(Context& ctx, const Tensor& gen_loss, const Tensor& argmax,
+                                        const Tensor& original, const Tensor& weights,
+                                        const Tensor& counts, float disc_weight,
+                                        const Tensor& acc) {
   check_devices(ctx, "accumulate_pretrain_metrics",
                 {&gen_loss, &argmax, &original, &weights, &counts, &acc});
   const int64_t m = gen_loss.numel();

@@ -11,8 +11,7 @@ double ratio(double a, double b) {
 
 template <class T>
 void accumulate(const Tensor& gen_loss, const Tensor& argmax, const Tensor& original,
-                const Tensor& weights, const Tensor& counts, float disc_weight,
-                const Tensor& acc) {
+                const Tensor& weights, const Tensor& counts, float disc_weight, const Tensor& acc) {
   const T* loss = gen_loss.ptr<T>();
   const int32_t* predicted = argmax.ptr<int32_t>();
   const int32_t* truth = original.ptr<int32_t>();
@@ -35,8 +34,8 @@ void accumulate(const Tensor& gen_loss, const Tensor& argmax, const Tensor& orig
   a[kMetricDiscAccuracy] += ratio(static_cast<double>(c[kDiscCorrect]), disc_weight_sum);
   a[kMetricDiscPrecision] += ratio(static_cast<double>(c[kDiscTruePositive]),
                                    static_cast<double>(c[kDiscPredictedPositive]));
-  a[kMetricDiscRecall] += ratio(static_cast<double>(c[kDiscTruePositive]),
-                                static_cast<double>(c[kDiscActualPositive]));
+  a[kMetricDiscRecall] +=
+      ratio(static_cast<double>(c[kDiscTruePositive]), static_cast<double>(c[kDiscActualPositive]));
   a[kMetricReplaced] += ratio(static_cast<double>(c[kDiscActualPositive]), disc_weight_sum);
   a[kMetricTotalLoss] += total;
   a[kMetricMasked] += weight;

@@ -1,4 +1,4 @@
-// ElectraFinetuner: the discriminator's encoder plus one task head (DESIGN section 4), forward and
+// ElectraFinetuner: the discriminator's encoder plus one task head (docs/ARCHITECTURE.md, "Fine-tuning"), forward and
 // backward on a planned set of buffers (nothing is allocated after construction), as
 // ElectraPretrainer does it.
 //

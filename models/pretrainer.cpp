@@ -32,11 +32,9 @@ struct ElectraPretrainer::Parts {
     const int64_t bt = o.batch * o.seq_len, bn = o.batch * slots;
     const DType stat = b.dtypes().statistic;
     input = b.activation(DType::I32, {kInputPlanes, o.batch, o.seq_len});
-    auto plane = [&](int k, DType dtype) {
-      return input.data == nullptr
-                 ? Tensor{}
-                 : Tensor::view_of(input.ptr<int32_t>() + k * bt, dtype, input.device,
-                                   {o.batch, o.seq_len});
+    auto plane = [&](int k, DType dtype) {  // planning: a view without memory
+      void* data = input.data == nullptr ? nullptr : input.ptr<int32_t>() + k * bt;
+      return Tensor::view_of(data, dtype, input.device, {o.batch, o.seq_len});
     };
     ids = plane(0, DType::I32);
     segment_ids = plane(1, DType::I32);
@@ -70,6 +68,36 @@ struct ElectraPretrainer::Parts {
   Tensor metrics;
 };
 
+namespace {
+
+// The planning pass: declares the parameters in weights.store and returns the activation bytes.
+size_t plan_into(ModelWeights& weights, const ElectraConfig& config, const PretrainOptions& o,
+                 int64_t slots, ModelDTypes dtypes, Device device) {
+  Arena counting = Arena::counting("activations", device);
+  ModelBuilder planner(weights, counting, dtypes, device);
+  ElectraPretrainer::Parts planned(planner, config, o, slots);
+  return counting.high_water();
+}
+
+}  // namespace
+
+PretrainMemory ElectraPretrainer::plan_memory(const ElectraConfig& config,
+                                              const PretrainOptions& options, Device device,
+                                              Precision precision) {
+  const int64_t slots =
+      std::max(max_predictions(options.mask_prob, static_cast<int>(options.seq_len)), 1);
+  const ModelDTypes dtypes = ModelDTypes::for_precision(precision);
+  ModelWeights weights;
+  PretrainMemory m;
+  m.activations = plan_into(weights, config, options, slots, dtypes, device);
+  const ParameterStore& store = weights.store;
+  m.parameter_count = store.parameter_count();
+  m.gradients = store.bytes_needed(dtypes.master);
+  m.parameters = m.gradients;
+  if (dtypes.activation != dtypes.master) m.parameters += store.bytes_needed(dtypes.activation);
+  return m;
+}
+
 ElectraPretrainer::ElectraPretrainer(Context& ctx, const ElectraConfig& config,
                                      const PretrainOptions& options)
     : config_(config),
@@ -93,13 +121,7 @@ ElectraPretrainer::ElectraPretrainer(Context& ctx, const ElectraConfig& config,
   const Device device = ctx.device();
 
   // Pass 1: plan parameters and activations without memory.
-  size_t activation_bytes = 0;
-  {
-    Arena counting = Arena::counting("activations", device);
-    ModelBuilder planner(weights_, counting, dtypes, device);
-    Parts planned(planner, config_, options_, slots_);
-    activation_bytes = counting.high_water();
-  }
+  const size_t activation_bytes = plan_into(weights_, config_, options_, slots_, dtypes, device);
   // Pass 2: allocate, then bind the same layout to real memory.
   ModelArenas arenas = allocate_model(weights_, dtypes, device, activation_bytes);
   params_ = std::move(arenas.params);
@@ -169,8 +191,8 @@ BatchPlan ElectraPretrainer::stage_batch(const HostBatch& batch, int32_t* planes
       const int32_t id = batch.ids[at], seg = batch.segment_ids[at];
       ELECTRA_USER_CHECK(id >= 0 && id < vocab, "pretrain: token id ", id, " at (sequence ", s,
                          ", position ", i, ") is outside the vocabulary [0, ", vocab, ")");
-      ELECTRA_USER_CHECK(seg >= 0 && seg < types, "pretrain: segment id ", seg, " at (sequence ",
-                         s, ", position ", i, ") is outside [0, ", types, ")");
+      ELECTRA_USER_CHECK(seg >= 0 && seg < types, "pretrain: segment id ", seg, " at (sequence ", s,
+                         ", position ", i, ") is outside [0, ", types, ")");
       const bool real = id != tok.pad;
       ids[at] = id;
       segments[at] = seg;

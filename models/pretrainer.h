@@ -106,8 +106,21 @@ struct StepMetrics {
 // device accumulator, kernels/train_metrics.h); masked and tokens are totals.
 StepMetrics step_metrics(const std::vector<double>& acc);
 
+// The device memory of a pretrainer, from the planning pass alone.
+struct PretrainMemory {
+  int64_t parameter_count = 0;
+  size_t parameters = 0;  // master weights (+ the bf16 compute copy on a bf16 run)
+  size_t gradients = 0;
+  size_t activations = 0;  // the activation arena: every buffer of a micro-step
+};
+
 class ElectraPretrainer {
  public:
+  // What a pretrainer of this shape takes on `device` in `precision`; allocates nothing (works
+  // for a CUDA device in a CPU-only build).
+  static PretrainMemory plan_memory(const ElectraConfig& config, const PretrainOptions& options,
+                                    Device device, Precision precision);
+
   // Plans every buffer for (options.batch, options.seq_len) on ctx's device in ctx's precision
   // (f64 for gradient checks, f32, bf16 on the GPU). Parameters are uninitialised: call
   // init_weights() or load a checkpoint.
@@ -163,12 +176,13 @@ class ElectraPretrainer {
   StepMetrics metrics(Context& ctx, const Corruption& corruption);
   // The same for the corruption of the last forward() (it must still exist).
   StepMetrics metrics(Context& ctx) { return metrics(ctx, last_corruption_); }
+
+  struct Parts;  // the models and every per-step buffer (pretrainer.cpp)
   // The last forward's corruption and context (views).
   const Corruption& last_corruption() const { return last_corruption_; }
   const ForwardContext& last_forward() const { return last_forward_; }
 
  private:
-  struct Parts;
   void report_tables(Context& ctx, const GradientsReady& ready) const;
 
   ElectraConfig config_;
@@ -179,8 +193,8 @@ class ElectraPretrainer {
   Arena grads_;
   Arena acts_;
   std::unique_ptr<Parts> parts_;
-  Tensor input_;               // i32 [4, B, T]
-  ParamSpan tables_span_;      // the shared embedding tables
+  Tensor input_;                      // i32 [4, B, T]
+  ParamSpan tables_span_;             // the shared embedding tables
   std::vector<int32_t> step_planes_;  // step()'s host staging
   Corruption last_corruption_;
   ForwardContext last_forward_;

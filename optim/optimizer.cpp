@@ -95,14 +95,14 @@ void upload_host(Context& ctx, const Tensor& t, const T* values) {
 
 }  // namespace
 
+size_t Optimizer::schedule_bytes(const OptimizerConfig& config) {
+  const size_t entries = static_cast<size_t>(std::max<int64_t>(config.schedule.total_steps, 0)) + 1;
+  return aligned(entries * sizeof(float)) + aligned(sizeof(int32_t));
+}
+
 Optimizer::Optimizer(Context& ctx, const ParameterStore& store, const OptimizerConfig& config,
                      Arena& state_arena, const LrMultiplier& lr_mult)
-    : config_(config),
-      schedule_("schedule", ctx.device(),
-                aligned(static_cast<size_t>(std::max<int64_t>(config.schedule.total_steps, 0) +
-                                                   1) *
-                               sizeof(float)) +
-                    aligned(sizeof(int32_t))) {
+    : config_(config), schedule_("schedule", ctx.device(), schedule_bytes(config)) {
   ELECTRA_CHECK(store.allocated(), "Optimizer: the ParameterStore is not allocated");
   ELECTRA_CHECK(store.flat_params().dtype == DType::F32, "Optimizer: the ParameterStore is ",
                 dtype_name(store.flat_params().dtype),
@@ -123,8 +123,9 @@ Optimizer::Optimizer(Context& ctx, const ParameterStore& store, const OptimizerC
   zero_tensor(ctx.stream(), m_);
   zero_tensor(ctx.stream(), v_);
   zero_tensor(ctx.stream(), norm_);
-  ELECTRA_CHECK(config_.schedule.total_steps < (int64_t{1} << 31), "Optimizer: ",
-                config_.schedule.total_steps, " steps do not fit the i32 update counter");
+  ELECTRA_CHECK(config_.schedule.total_steps < (int64_t{1} << 31),
+                "Optimizer: ", config_.schedule.total_steps,
+                " steps do not fit the i32 update counter");
   std::vector<float> lrs(static_cast<size_t>(std::max<int64_t>(config_.schedule.total_steps, 0)) +
                          1);
   for (size_t t = 0; t < lrs.size(); ++t) {

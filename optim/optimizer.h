@@ -77,8 +77,11 @@ class Optimizer {
   Optimizer(Context& ctx, const ParameterStore& store, const OptimizerConfig& config,
             Arena& state_arena, const LrMultiplier& lr_mult = {});
 
-  // Bytes of arena the optimizer state of `store` takes (with the arena's alignment).
+  // Bytes of arena the optimizer state of `store` takes (with the arena's alignment); the store
+  // need not be allocated.
   static size_t state_bytes(const ParameterStore& store, OptimizerKind kind);
+  // Bytes of the schedule arena (learning-rate table and update counter).
+  static size_t schedule_bytes(const OptimizerConfig& config);
 
   // The update the device counter names (see the contract above).
   void step(Context& ctx);

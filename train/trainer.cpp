@@ -110,8 +110,7 @@ double Trainer::update() {
   zero_tensor(ctx_.stream(), metrics_.rows(0, kMetricNonFinite));
   const uint64_t micro_examples = static_cast<uint64_t>(config_.train.micro_batch_size);
   data::DataCursor cursor = state_.cursor;
-  batches_.skip(static_cast<uint64_t>(comm_.rank() * local_accumulation_) * micro_examples,
-                cursor);
+  batches_.skip(static_cast<uint64_t>(comm_.rank() * local_accumulation_) * micro_examples, cursor);
   for (int64_t micro = 0; micro < local_accumulation_; ++micro) stage(micro, cursor);
   if (sync_) sync_->finish(ctx_);
   optimizer_.step(ctx_);
@@ -145,12 +144,12 @@ UpdateReport Trainer::metrics() {
   const int64_t since = last_read_step_;
   last_read_step_ = state_.step;
   if (acc[kMetricNonFinite] > 0) {
-    throw NonFiniteUpdate(str_cat(
-        "update ", state_.step, ": the loss or the gradient norm is not finite (generator ",
-        r.metrics.gen_loss, ", discriminator ", r.metrics.disc_loss, ", gradient norm ",
-        r.grad_norm, "; ", static_cast<int64_t>(acc[kMetricNonFinite]),
-        " non-finite micro-batches or updates since update ", since,
-        "; updates with a non-finite gradient norm were skipped)"));
+    throw NonFiniteUpdate(
+        str_cat("update ", state_.step, ": the loss or the gradient norm is not finite (generator ",
+                r.metrics.gen_loss, ", discriminator ", r.metrics.disc_loss, ", gradient norm ",
+                r.grad_norm, "; ", static_cast<int64_t>(acc[kMetricNonFinite]),
+                " non-finite micro-batches or updates since update ", since,
+                "; updates with a non-finite gradient norm were skipped)"));
   }
   state_.metrics = r.metrics;
   state_.grad_norm = r.grad_norm;
