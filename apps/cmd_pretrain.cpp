@@ -1,24 +1,18 @@
-// electra pretrain: ELECTRA pre-training (replaced token detection) from a YAML config, with
-// progress, metrics.jsonl, periodic atomic checkpoints with retention, exact resume, continued
-// pre-training from existing weights (--init, apps/pretrain_init.h), SIGINT / SIGTERM handling
-// (checkpoint, exit 0) and a NaN/Inf guard (stop without saving).
+// electra pretrain: ELECTRA pre-training (replaced token detection) from a YAML config: the
+// command line, logging (progress, metrics.jsonl), SIGINT / SIGTERM handling (checkpoint, exit
+// 0), when to checkpoint, the exit code of the non-finite guard (3, without saving), and where the
+// weights start: a fresh initialisation, a checkpoint of this run (--resume) or existing weights
+// (--init: continued pre-training, apps/pretrain_init.h). The
+// updates themselves, the data cursor, the guard and the metrics are the Trainer's
+// (train/trainer.h).
 //
 // Data parallel under mpirun (docs/DISTRIBUTED.md): the backend follows the build and the launch
-// (MPI for CPU ranks, NCCL for GPU ranks, one GPU per rank by its rank on the node). N ranks
-// compute the update one process computes with N x as many micro-batches:
-//   - the global batch train.batch_size = N x local micro-batches x train.micro_batch_size;
-//   - rank r's micro-batch m of update s is the single process's micro-batch g = s x A + r x a + m
-//     (A = N x a micro-batches per update): it reads the same examples (the ranks share the data
-//     cursor and skip each other's micro-batches, data/example_order.h) and keys masking,
-//     sampling and dropout by micro-step g with rank 0 in the Philox counter, so its random
-//     numbers are the single process's too (the DESIGN's "RNG streams include the rank": g is a
-//     function of step, rank and micro-batch);
-//   - each rank scales its loss by 1 / A and the gradient all-reduce sums (models/grad_sync.h);
-//   - the logged metrics are means over all A micro-batches (host all-reduce of the sums).
-// Ranks agree at start on the config hash, the resume step, the device kind and the data size;
-// rank 0 alone logs, writes metrics.jsonl and checkpoints; a stop request (signal) on any rank
-// stops all of them at the same update. A rank that fails prints its error and aborts the job
-// (MPI_Abort), so the others never wait in a collective.
+// (MPI for CPU ranks, NCCL for GPU ranks, one GPU per rank by its rank on the node); the global
+// batch train.batch_size = N x local micro-batches x train.micro_batch_size (the Trainer computes
+// the single process's update). Ranks agree at start on the config hash, the resume step, the
+// device kind and the data size; rank 0 alone logs, writes metrics.jsonl and checkpoints; a stop
+// request (signal) on any rank stops all of them at the same update. A rank that fails prints its
+// error and aborts the job (MPI_Abort), so the others never wait in a collective.
 #include <unistd.h>
 
 #include <array>
@@ -39,12 +33,11 @@
 #include "apps/run_lock.h"
 #include "apps/train_progress.h"
 #include "apps/trainer_checkpoint.h"
-#include "data/pretrain_batches.h"
 #include "data/vocab.h"
 #include "engine/communicator.h"
-#include "engine/timer.h"
+#include "engine/device.h"
 #include "models/flops.h"
-#include "models/grad_sync.h"
+#include "train/trainer.h"
 
 namespace electra::apps {
 namespace {
@@ -53,6 +46,7 @@ namespace fs = std::filesystem;
 constexpr const char* kUsage =
     "usage: electra pretrain --config FILE [--set section.key=value]... [--resume DIR]\n"
     "                        [--init DIR [--init-generator GEN_DIR]] [--stop-after N]\n"
+    "                        [--dry-run [--gpu-memory GIB]]\n"
     "  --config      YAML run configuration (configs/electra-{tiny,small,base,large}.yaml)\n"
     "  --set         override one key of the config (repeatable), e.g. --set train.steps=1000\n"
     "  --resume      continue from a checkpoint directory, or from the newest checkpoint of a\n"
@@ -65,6 +59,12 @@ constexpr const char* kUsage =
     "  --init-generator  with --init DISC_DIR: the generator's HF directory, when the two models\n"
     "                are separate (google/electra-*-discriminator and -generator)\n"
     "  --stop-after  stop (with a checkpoint) after N updates of this invocation\n"
+    "  --dry-run     plan the model for the configured device and precision, print the bytes of\n"
+    "                parameters, gradients, optimizer state, activations and workspace and "
+    "whether\n"
+    "                they fit the device's free memory, and exit (no data is read; planning for\n"
+    "                train.device: cuda works without a GPU)\n"
+    "  --gpu-memory  with --dry-run and no GPU here: the GPU memory (GiB) to compare with\n"
     "Runs on the GPU when one is present and the binary was built with CUDA (train.device:\n"
     "auto), else on the CPU. Progress every logging.every updates; metrics.jsonl, checkpoints\n"
     "and metrics.png go to checkpoint.dir. Ctrl-C (SIGINT) or SIGTERM saves a checkpoint and\n"
@@ -116,41 +116,17 @@ void plot_metrics(const std::string& metrics_path, const std::string& png_path) 
   }
 }
 
-// Every StepMetrics field: the metrics are summed over micro-batches and ranks.
-constexpr std::array<double StepMetrics::*, 10> kMetricFields = {&StepMetrics::gen_loss,
-                                                                 &StepMetrics::gen_accuracy,
-                                                                 &StepMetrics::disc_loss,
-                                                                 &StepMetrics::disc_accuracy,
-                                                                 &StepMetrics::disc_precision,
-                                                                 &StepMetrics::disc_recall,
-                                                                 &StepMetrics::replaced_fraction,
-                                                                 &StepMetrics::total_loss,
-                                                                 &StepMetrics::masked,
-                                                                 &StepMetrics::tokens};
-
-// What the ranks decide together after each update.
-struct UpdateOutcome {
-  StepMetrics metrics;  // means over every micro-batch of the update, on every rank
+// The stop requests (signals) of all ranks after an update: with several ranks a host
+// all-reduce of two numbers, so that every rank stops at the same update.
+struct StopRequests {
   int sigint_ranks = 0, sigterm_ranks = 0;
+  int total() const { return sigint_ranks + sigterm_ranks; }
 };
 
-// Sums the ranks' micro-batch metric sums, micro-batch counts and stop requests; with one rank
-// this is exactly UpdateMetrics::average().
-UpdateOutcome reduce_update(Communicator& comm, const UpdateMetrics& local, int signal) {
-  std::array<double, kMetricFields.size() + 3> values{};
-  for (size_t i = 0; i < kMetricFields.size(); ++i) values[i] = local.mean.*kMetricFields[i];
-  values[kMetricFields.size()] = local.micro_batches;
-  values[kMetricFields.size() + 1] = signal == SIGINT;
-  values[kMetricFields.size() + 2] = signal == SIGTERM;
-  comm.all_reduce_host(values, ReduceOp::kSum);
-  UpdateMetrics total;
-  for (size_t i = 0; i < kMetricFields.size(); ++i) total.mean.*kMetricFields[i] = values[i];
-  total.micro_batches = static_cast<int>(values[kMetricFields.size()]);
-  UpdateOutcome out;
-  out.metrics = total.average();
-  out.sigint_ranks = static_cast<int>(values[kMetricFields.size() + 1]);
-  out.sigterm_ranks = static_cast<int>(values[kMetricFields.size() + 2]);
-  return out;
+StopRequests agree_stop(Communicator& comm, int signal) {
+  std::array<double, 2> values = {signal == SIGINT ? 1.0 : 0.0, signal == SIGTERM ? 1.0 : 0.0};
+  if (comm.size() > 1) comm.all_reduce_host(values, ReduceOp::kSum);
+  return StopRequests{static_cast<int>(values[0]), static_cast<int>(values[1])};
 }
 
 // The ranks must run the same configuration from the same step on the same kind of device over
@@ -195,7 +171,6 @@ int pretrain(PretrainConfig config, std::unique_ptr<Communicator>& comm, const s
   if (lead) lock.emplace(config.checkpoint.dir);
   config.train.set_ranks(ranks);
   const TrainConfig& train = config.train;
-  const int64_t accumulation = train.accumulation_steps();  // micro-batches per update, all ranks
   const int64_t local_accumulation = train.local_accumulation(ranks);
 
   // Device: one GPU per rank, the rank's index among the ranks of its node.
@@ -237,51 +212,26 @@ int pretrain(PretrainConfig config, std::unique_ptr<Communicator>& comm, const s
   ELECTRA_USER_CHECK(shards.size() >= static_cast<uint64_t>(train.micro_batch_size),
                      "data.shards hold ", shards.size(), " examples, fewer than one micro-batch (",
                      train.micro_batch_size, ")");
-  data::PretrainBatches batches(shards, train.seed);
-  ELECTRA_USER_CHECK(static_cast<double>(train.steps) * accumulation < 4294967296.0,
-                     "train.steps x accumulation must stay below 2^32 micro-steps");
 
-  // Model and optimizer.
-  PretrainOptions options;
-  options.batch = train.micro_batch_size;
-  options.seq_len = train.seq_len;
-  options.mask_prob = static_cast<float>(config.masking.mask_prob);
-  options.mask_token_prob = static_cast<float>(config.masking.mask_token_prob);
-  options.temperature = static_cast<float>(config.masking.temperature);
-  options.disc_weight = static_cast<float>(train.disc_weight);
-  options.tokens = SpecialTokens{vocab.pad_id(), vocab.cls_id(), vocab.sep_id(), vocab.mask_id()};
-  ElectraPretrainer model(ctx, config.model, options);
-  Arena optimizer_arena("optimizer", ctx.device(),
-                        Optimizer::state_bytes(model.store(), config.optimizer.kind));
-  Optimizer optimizer(ctx, model.store(), config.optimizer, optimizer_arena);
-
-  TrainerState state;
-  state.seed = train.seed;
-  state.config_hash = config_hash(config);
-  state.config_text = canonical_text(config);
-  state.world_size = ranks;
-  state.local_accumulation = local_accumulation;
-  state.shards = record_shards(shards);
+  const SpecialTokens tokens{vocab.pad_id(), vocab.cls_id(), vocab.sep_id(), vocab.mask_id()};
+  Trainer trainer(ctx, *comm, config, tokens, shards);
+  // The initial weights: a checkpoint of this run (--resume), existing weights (--init) or a fresh
+  // initialisation.
   if (!resume.empty()) {
     const std::string checkpoint = resolve_checkpoint(resume);
     const TrainerState saved = read_trainer_state(checkpoint);
-    ELECTRA_USER_CHECK(saved.config_hash == state.config_hash, checkpoint,
+    ELECTRA_USER_CHECK(saved.config_hash == trainer.state().config_hash, checkpoint,
                        " was written with another configuration; it differs in: ",
-                       differing_keys(saved.config_text, state.config_text),
+                       differing_keys(saved.config_text, trainer.state().config_text),
                        "; --resume continues the same run: to continue pre-training from its "
                        "weights on new data or with other settings, start a new run with --init ",
                        checkpoint);
-    check_resume_data(saved, state.shards, checkpoint);
+    check_resume_data(saved, trainer.state().shards, checkpoint);
     check_data_position(saved, shards.size(), checkpoint);
-    load_checkpoint(ctx, model, optimizer, checkpoint);
-    state.step = saved.step;
-    state.cursor = saved.cursor;
-    state.elapsed_seconds = saved.elapsed_seconds;
-    state.metrics = saved.metrics;
-    state.grad_norm = saved.grad_norm;
+    trainer.load(checkpoint, saved);
     if (lead) {
       std::fprintf(stderr, "pretrain: resumed from %s at step %lld\n", checkpoint.c_str(),
-                   static_cast<long long>(state.step));
+                   static_cast<long long>(saved.step));
       if (saved.world_size != ranks || saved.local_accumulation != local_accumulation) {
         std::fprintf(stderr,
                      "pretrain: the checkpoint was written by %s x %s per update; now %s x %s of "
@@ -293,35 +243,24 @@ int pretrain(PretrainConfig config, std::unique_ptr<Communicator>& comm, const s
                      static_cast<long long>(train.batch_size));
       }
     }
+  } else if (init) {
+    trainer.init_weights(
+        [&](Context& c, ElectraPretrainer& model) { load_init_weights(c, model, *init, lead); });
   } else {
-    if (init) {
-      load_init_weights(ctx, model, *init, lead);
-    } else {
-      model.init_weights(ctx, train.seed);
-    }
-    // Bit-identical on every rank already; the broadcast makes that independent of the hardware.
-    comm->broadcast(model.store().flat_params(), 0, ctx.stream());
-    model.weights().refresh_compute(ctx);
+    trainer.init_weights();
   }
+  const TrainerState& state = trainer.state();
   check_ranks_agree(*comm, {state.config_hash, static_cast<uint64_t>(state.step),
                             static_cast<uint64_t>(on_gpu), shards.size()});
-
-  std::optional<GradSync> sync;
-  if (std::string(comm->backend()) != "single") {
-    sync.emplace(*comm, model.store(),
-                 static_cast<size_t>(config.distributed.bucket_mb * 1024 * 1024));
-    model.set_gradient_hook(
-        [&sync](Context& c, int64_t first_final) { sync->gradients_final_from(c, first_final); });
-  }
 
   std::optional<ProgressReporter> reporter;
   const std::string metrics_path = (fs::path(config.checkpoint.dir) / "metrics.jsonl").string();
   if (lead) {
-    std::fprintf(stderr, "%s", describe(config).c_str());
+    std::fprintf(stderr, "%s", describe(config, device, ctx.precision()).c_str());
     std::fprintf(stderr,
                  "pretrain: %lld parameters (generator and discriminator, shared embeddings)\n",
-                 static_cast<long long>(model.store().parameter_count()));
-    if (sync) {
+                 static_cast<long long>(trainer.model().store().parameter_count()));
+    if (const GradSync* sync = trainer.grad_sync()) {
       std::fprintf(stderr, "pretrain: gradients all-reduced in %s of up to %g MB\n",
                    count(static_cast<int64_t>(sync->buckets().size()), "bucket").c_str(),
                    config.distributed.bucket_mb);
@@ -335,7 +274,7 @@ int pretrain(PretrainConfig config, std::unique_ptr<Communicator>& comm, const s
     progress.sequences_per_step = static_cast<double>(train.batch_size);
     progress.tokens_per_step = static_cast<double>(train.batch_size * train.seq_len);
     progress.flops_per_step = step_flops(config.model, train.batch_size, train.seq_len,
-                                         static_cast<double>(model.slots()))
+                                         static_cast<double>(trainer.model().slots()))
                                   .total();
     // MFU against the peak of all the job's GPUs.
     progress.peak_flops =
@@ -349,88 +288,44 @@ int pretrain(PretrainConfig config, std::unique_ptr<Communicator>& comm, const s
 
   std::signal(SIGINT, on_stop_signal);
   std::signal(SIGTERM, on_stop_signal);
-  HostBatch batch;
-  batch.ids.resize(static_cast<size_t>(train.micro_batch_size * train.seq_len));
-  batch.segment_ids.resize(batch.ids.size());
-  const float loss_scale = 1.0f / static_cast<float>(accumulation);
-  const uint64_t micro_examples = static_cast<uint64_t>(train.micro_batch_size);
   int64_t last_saved = -1;
   uint64_t done_here = 0;
   auto save = [&]() {
     last_saved = state.step;
-    if (!lead) return;
-    const std::string path = save_checkpoint(ctx, model, optimizer, state, config.checkpoint.dir,
-                                             config.checkpoint.keep, &vocab);
-    std::fprintf(stderr, "pretrain: saved %s\n", path.c_str());
+    const std::string path = trainer.save(&vocab);
+    if (lead) std::fprintf(stderr, "pretrain: saved %s\n", path.c_str());
   };
 
-  while (state.step < train.steps) {
-    Stopwatch timer;
-    model.zero_grads(ctx);
-    UpdateMetrics update;
-    data::DataCursor cursor = state.cursor;
-    batches.skip(static_cast<uint64_t>(rank * local_accumulation) * micro_examples, cursor);
-    for (int64_t micro = 0; micro < local_accumulation; ++micro) {
-      batches.next(micro_examples, cursor, batch.ids, batch.segment_ids);
-      if (sync) sync->begin_micro_batch(micro == local_accumulation - 1);
-      const int64_t micro_step = state.step * accumulation + rank * local_accumulation + micro;
-      model.step(ctx, batch, static_cast<uint32_t>(micro_step), loss_scale);
-      update.add(model.metrics(ctx));
-    }
-    if (sync) sync->finish(ctx);
-    batches.skip(static_cast<uint64_t>(accumulation) * micro_examples, state.cursor);
-    const UpdateOutcome outcome = reduce_update(*comm, update, g_signal.load());
-    const StepMetrics& m = outcome.metrics;
-    if (!std::isfinite(m.total_loss)) {
-      if (lead) {
-        std::fprintf(stderr,
-                     "electra pretrain: error: update %lld: the loss is not finite (generator "
-                     "%g, discriminator %g); stopping without saving%s\n",
-                     static_cast<long long>(state.step + 1), m.gen_loss, m.disc_loss,
-                     last_saved >= 0 || !resume.empty()
-                         ? "; the last good checkpoint is kept in checkpoint.dir"
-                         : "");
+  try {
+    UpdateReport last;  // the last metrics read: what the progress line shows
+    while (state.step < train.steps) {
+      const double seconds = trainer.update();
+      ++done_here;
+      if (trainer.metrics_due()) last = trainer.metrics();
+      if (reporter) reporter->record(state.step, last.metrics, last.lr, last.grad_norm, seconds);
+      if (config.checkpoint.every > 0 && state.step % config.checkpoint.every == 0) save();
+      const StopRequests stop = agree_stop(*comm, g_signal.load());
+      if (stop.total() > 0) {
+        if (lead) {
+          std::fprintf(
+              stderr, "pretrain: %s received at update %lld%s; saving a checkpoint\n",
+              stop.sigint_ranks > 0 ? "SIGINT" : "SIGTERM", static_cast<long long>(state.step),
+              ranks > 1 ? str_cat(" (by ", stop.total(), " of ", ranks, " ranks)").c_str() : "");
+        }
+        break;
       }
-      return 3;
+      if (stop_after > 0 && done_here >= stop_after) break;
     }
-    optimizer.step(ctx, state.step);
-    const float grad_norm = optimizer.grad_norm(ctx);
-    if (!std::isfinite(grad_norm)) {  // the optimizer left parameters and moments untouched
-      if (lead) {
-        std::fprintf(stderr,
-                     "electra pretrain: error: update %lld: the gradient norm is not finite (the "
-                     "loss was %g); the update was skipped; stopping without saving%s\n",
-                     static_cast<long long>(state.step + 1), m.total_loss,
-                     last_saved >= 0 || !resume.empty()
-                         ? "; the last good checkpoint is kept in checkpoint.dir"
-                         : "");
-      }
-      return 3;
+    if (last_saved != state.step) save();
+  } catch (const NonFiniteUpdate& e) {
+    if (lead) {
+      std::fprintf(stderr, "electra pretrain: error: %s; stopping without saving%s\n", e.what(),
+                   last_saved >= 0 || !resume.empty()
+                       ? "; the last good checkpoint is kept in checkpoint.dir"
+                       : "");
     }
-    const double lr = optimizer.lr_at(state.step);
-    ++state.step;
-    ++done_here;
-    const double seconds = timer.seconds();
-    state.elapsed_seconds += seconds;
-    state.metrics = m;
-    state.grad_norm = grad_norm;
-    if (reporter) reporter->record(state.step, m, lr, grad_norm, seconds);
-    if (config.checkpoint.every > 0 && state.step % config.checkpoint.every == 0) save();
-    if (outcome.sigint_ranks + outcome.sigterm_ranks > 0) {
-      if (lead) {
-        std::fprintf(stderr, "pretrain: %s received at update %lld%s; saving a checkpoint\n",
-                     outcome.sigint_ranks > 0 ? "SIGINT" : "SIGTERM",
-                     static_cast<long long>(state.step),
-                     ranks > 1 ? str_cat(" (by ", outcome.sigint_ranks + outcome.sigterm_ranks,
-                                         " of ", ranks, " ranks)")
-                                     .c_str()
-                               : "");
-      }
-      break;
-    }
-    if (stop_after > 0 && done_here >= stop_after) break;
+    return 3;
   }
-  if (last_saved != state.step) save();
   if (!lead) return 0;
   if (state.step >= train.steps) {
     plot_metrics(metrics_path, (fs::path(config.checkpoint.dir) / "metrics.png").string());
@@ -438,6 +333,62 @@ int pretrain(PretrainConfig config, std::unique_ptr<Communicator>& comm, const s
   std::fprintf(stderr, "pretrain: %lld/%lld updates done, %s in total\n",
                static_cast<long long>(state.step), static_cast<long long>(train.steps),
                ProgressReporter::format_duration(state.elapsed_seconds).c_str());
+  return 0;
+}
+
+// --dry-run: what a run of `config` takes on its device (per rank), and whether it fits.
+int dry_run(PretrainConfig config, int ranks, double gpu_memory_gib) {
+  config.train.set_ranks(ranks);
+  const TrainConfig& train = config.train;
+  const bool gpu_here = built_with_cuda() && cuda_device_count() > 0;
+  const bool cuda =
+      train.device == TrainDevice::kCuda || (train.device == TrainDevice::kAuto && gpu_here);
+  const Precision precision = cuda ? train.precision : Precision::F32;
+  PretrainOptions options;
+  options.batch = train.micro_batch_size;
+  options.seq_len = train.seq_len;
+  options.mask_prob = static_cast<float>(config.masking.mask_prob);
+  const PretrainMemory m = ElectraPretrainer::plan_memory(
+      config.model, options, cuda ? Device::CUDA : Device::CPU, precision);
+  // The moments m and v (f32, the gradients' layout) and the learning-rate table; the segment
+  // table and the reduction workspace are a few kB.
+  const size_t optimizer_bytes = m.gradients * 2 + Optimizer::schedule_bytes(config.optimizer);
+  const size_t workspace = cuda ? kCublasLtWorkspaceBytes : 0;
+  const size_t total = m.parameters + m.gradients + optimizer_bytes + m.activations + workspace;
+  auto gib = [](double bytes) { return bytes / double(size_t{1} << 30); };
+  std::printf(
+      "pretrain --dry-run: %s, precision %s, micro-batch %lld x %lld tokens per rank (%s)\n",
+      cuda ? "cuda" : "cpu", precision_name(precision),
+      static_cast<long long>(train.micro_batch_size), static_cast<long long>(train.seq_len),
+      count(train.local_accumulation(ranks), "micro-batch").c_str());
+  std::printf("  parameters   %14zu bytes (%.2f GiB; %lld parameters)\n", m.parameters,
+              gib(m.parameters), static_cast<long long>(m.parameter_count));
+  std::printf("  gradients    %14zu bytes (%.2f GiB)\n", m.gradients, gib(m.gradients));
+  std::printf("  optimizer    %14zu bytes (%.2f GiB)\n", optimizer_bytes, gib(optimizer_bytes));
+  std::printf("  activations  %14zu bytes (%.2f GiB)\n", m.activations, gib(m.activations));
+  std::printf("  workspace    %14zu bytes (%.2f GiB)\n", workspace, gib(workspace));
+  std::printf("  total        %14zu bytes (%.2f GiB)\n", total, gib(total));
+  double capacity = 0;
+  std::string against;
+  if (cuda && gpu_here) {
+    size_t free = 0, all = 0;
+    cuda_memory_info(0, &free, &all);
+    capacity = static_cast<double>(free);
+    against = str_cat("the free memory of ", cuda_device_description(0));
+  } else if (cuda && gpu_memory_gib > 0) {
+    capacity = gpu_memory_gib * double(size_t{1} << 30);
+    against = str_cat("a GPU of ", gpu_memory_gib, " GiB (--gpu-memory)");
+  } else if (!cuda) {
+    capacity =
+        static_cast<double>(sysconf(_SC_AVPHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
+    against = "this machine's free memory";
+  }
+  if (capacity <= 0) {
+    std::printf("  fits: unknown (no GPU here: pass --gpu-memory GIB to compare)\n");
+    return 0;
+  }
+  std::printf("  fits in %s (%.2f GiB): %s\n", against.c_str(), gib(capacity),
+              static_cast<double>(total) <= capacity ? "yes" : "NO");
   return 0;
 }
 
@@ -454,19 +405,29 @@ int cmd_pretrain(const std::vector<std::string>& args) {
   std::string config_path, resume, init, init_generator;
   std::vector<std::string> overrides;
   uint64_t stop_after = 0;
+  bool plan_only = false;
+  double gpu_memory_gib = 0;
   ArgParser parser("pretrain", kUsage);
   parser.value("--config", [&](const std::string& v) { config_path = v; })
       .value("--set", [&](const std::string& v) { overrides.push_back(v); })
       .value("--resume", [&](const std::string& v) { resume = v; })
       .value("--init", [&](const std::string& v) { init = v; })
       .value("--init-generator", [&](const std::string& v) { init_generator = v; })
-      .count("--stop-after", [&](uint64_t n) { stop_after = n; });
+      .count("--stop-after", [&](uint64_t n) { stop_after = n; })
+      .switch_flag("--dry-run", [&]() { plan_only = true; })
+      .value("--gpu-memory", [&](const std::string& v) {
+        char* end = nullptr;
+        gpu_memory_gib = std::strtod(v.c_str(), &end);
+        ELECTRA_USER_CHECK(end != v.c_str() && *end == '\0' && gpu_memory_gib > 0,
+                           "--gpu-memory: '", v, "' is not a positive number of GiB");
+      });
   if (!parser.parse(args)) return 0;
   parser.require(!config_path.empty(), "--config");
   PretrainConfig config = read_pretrain_config(config_path, overrides);
   std::unique_ptr<Communicator> comm = make_process_communicator();
   auto run = [&]() {
     const std::optional<InitSource> source = resolve_start(config, init, init_generator, resume);
+    if (plan_only) return dry_run(config, comm->size(), gpu_memory_gib);
     return pretrain(config, comm, resume, source, stop_after);
   };
   if (comm->size() == 1) return run();

@@ -214,7 +214,7 @@ uint64_t config_hash(const PretrainConfig& config) {
   return data::fnv1a64(text.data(), text.size());
 }
 
-std::string describe(const PretrainConfig& c) {
+std::string describe(const PretrainConfig& c, const std::string& device, Precision precision) {
   const EncoderConfig& d = c.model.discriminator;
   const EncoderConfig g = c.model.generator();
   const TrainConfig& t = c.train;
@@ -237,8 +237,9 @@ std::string describe(const PretrainConfig& c) {
       << "train: " << t.steps << " steps of " << t.batch_size << " x " << t.seq_len
       << " tokens (micro-batch " << t.micro_batch_size << ", accumulation "
       << t.accumulation_steps() << "), mask " << c.masking.mask_prob << ", disc weight "
-      << t.disc_weight << ", seed " << t.seed << ", device " << train_device_name(t.device)
-      << ", precision " << precision_name(t.precision) << "\n"
+      << t.disc_weight << ", seed " << t.seed << "\n"
+      << "runs on: " << device << ", precision " << precision_name(precision) << " (config: device "
+      << train_device_name(t.device) << ", precision " << precision_name(t.precision) << ")\n"
       << "optimizer: " << optimizer_kind_name(o.kind) << " lr " << o.schedule.peak << " ("
       << schedule_name(o.schedule.kind) << ", warm-up " << o.schedule.warmup_steps << "), betas "
       << o.beta1 << "/" << o.beta2 << ", eps " << o.eps << ", weight decay " << o.weight_decay

@@ -98,8 +98,10 @@ struct PretrainConfig {
 PretrainConfig read_pretrain_config(const std::string& path,
                                     const std::vector<std::string>& overrides);
 
-// A few lines for the start of a run: model sizes, data, batch, optimizer, schedule, FLOPs.
-std::string describe(const PretrainConfig& config);
+// A few lines for the start of a run: model sizes, data, batch, optimizer, schedule, FLOPs, and
+// what it runs on: `device` (RunDevice::description) in `precision` (the context's: a CPU runs
+// f32 whatever train.precision says), beside what the config asked for.
+std::string describe(const PretrainConfig& config, const std::string& device, Precision precision);
 
 // The settings that decide what training computes (model, data, masking, train, optimizer,
 // schedule; not checkpoint, logging, distributed or the file's path), one "key=value" line each

@@ -3,7 +3,7 @@
 // back, epoch after epoch. The position is a DataCursor (epoch, index within the epoch), which a
 // checkpoint saves: restoring it continues with exactly the same sequence.
 //
-// Data-parallel runs (DESIGN section 9) split each update, not the data set: every rank holds
+// Data-parallel runs (docs/DISTRIBUTED.md) split each update, not the data set: every rank holds
 // the same cursor (where the update starts); with a global batch of n ranks x a micro-batches x
 // b examples, rank r skips r x a x b examples (advance()), reads its a micro-batches, and the
 // update's cursor then moves by n x a x b. Rank r's micro-batch m is thus exactly micro-batch

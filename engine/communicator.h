@@ -1,4 +1,4 @@
-// Communicator: the processes of a data-parallel run (DESIGN section 9): rank, size, the rank
+// Communicator: the processes of a data-parallel run (docs/DISTRIBUTED.md): rank, size, the rank
 // among the processes of this node, all-reduce, broadcast, barrier and abort. Three backends:
 //
 //   single  one process: every collective is the identity (any device);

@@ -16,8 +16,6 @@ const char* precision_name(Precision precision) {
       return "f32";
     case Precision::BF16:
       return "bf16";
-    case Precision::F16:
-      return "f16";
   }
   return "?";
 }
@@ -29,9 +27,6 @@ Context Context::cpu(uint64_t seed, Precision precision) {
   ctx.precision_ = precision;
   return ctx;
 }
-
-// cuBLASLt's recommended workspace on Hopper is 32 MiB (cuBLAS docs, "cublasLtMatmul").
-static constexpr size_t kCublasLtWorkspaceBytes = size_t{32} << 20;
 
 Context Context::cuda(int index, uint64_t seed, Precision precision) {
 #if ELECTRA_WITH_CUDA

@@ -17,8 +17,13 @@ namespace electra {
 
 // Compute precision of activations and matmul inputs. Master weights, optimizer state, softmax,
 // layernorm statistics and losses are always f32 (f64 in gradient checks).
-enum class Precision : uint8_t { F64, F32, BF16, F16 };
+// bf16 is the mixed precision (sm_80 and newer); there is no f16 mode.
+enum class Precision : uint8_t { F64, F32, BF16 };
 const char* precision_name(Precision precision);
+
+// The cuBLASLt workspace of a CUDA context: 32 MiB, the recommendation for Hopper (cuBLAS docs,
+// "cublasLtMatmul").
+constexpr size_t kCublasLtWorkspaceBytes = size_t{32} << 20;
 
 class Context {
  public:

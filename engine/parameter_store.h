@@ -1,6 +1,6 @@
 // ParameterStore: every trainable parameter of a model as a named view into ONE flat f32 buffer
 // (master weights), with gradients in a second buffer of the same layout. Flat buffers make the
-// optimizer a single launch and the gradient all-reduce a few large buckets (DESIGN sections 2, 6).
+// optimizer a single launch and the gradient all-reduce a few large buckets.
 //
 // Usage: declare every parameter with add() (HF transformers name, shape, kind), then allocate()
 // once; param(name) / grad(name) are views, segments() describes the layout for the optimizer.

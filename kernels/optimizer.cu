@@ -212,4 +212,23 @@ void lamb_step(Context& ctx, const Tensor& params, const Tensor& grads, const Te
   ELECTRA_CUDA_CHECK_LAUNCH();
 }
 
+namespace {
+
+__global__ void advance_schedule_kernel(const float* lr_table, int64_t entries, int32_t* counter,
+                                        float* hyper) {
+  const int32_t t = *counter;
+  hyper[kHyperLr] = lr_table[t < entries ? t : entries - 1];
+  hyper[kHyperStep] = static_cast<float>(t + 1);
+  *counter = t + 1;
+}
+
+}  // namespace
+
+void advance_schedule(Context& ctx, const Tensor& lr_table, const Tensor& counter,
+                      const Tensor& hyper) {
+  advance_schedule_kernel<<<1, 1, 0, ctx.stream()>>>(lr_table.ptr<float>(), lr_table.numel(),
+                                                     counter.ptr<int32_t>(), hyper.ptr<float>());
+  ELECTRA_CUDA_CHECK_LAUNCH();
+}
+
 }  // namespace electra::cuda

@@ -8,7 +8,10 @@
 //
 // Hyper-parameters live in a small f32 tensor on the context's device (layout OptimHyper), so a
 // CUDA graph can replay the step while the schedule rewrites lr and step in place: nothing in the
-// update is a host value except the bias-correction switch.
+// update is a host value except the bias-correction switch. advance_schedule writes lr and step
+// from an update counter and a learning-rate table in device memory, so an update needs no upload:
+//   hyper[kHyperLr] = lr_table[min(counter, S - 1)],  hyper[kHyperStep] = counter + 1,
+//   counter += 1                       (lr_table f32 [S], counter i32 [1])
 //
 // grad_norm (deterministic two-pass reduction):
 //   segment_norm[s] = sqrt(sum_{i in s} g_i^2),   norm = sqrt(sum_s segment_norm[s]^2)
@@ -17,10 +20,9 @@
 //   segments in a fixed tree; the result is rounded to f32 once.
 //
 // adamw_step (the official ELECTRA AdamWeightDecayOptimizer by default):
-//   s      = grad_scale (1 / S under loss scaling, where the buffer holds S times the gradient)
-//   n      = s * norm                                                (norm read from the device)
+//   n      = norm                                                    (read from the device)
 //   clip   = max_norm > 0 && n > max_norm ? max_norm / n : 1
-//   g'     = (clip * s) * g
+//   g'     = clip * g
 //   m      = b1 m + (1 - b1) g'            v = b2 v + (1 - b2) g'^2
 //   update = m / (sqrt(v) + eps)           [bias_correction: m / (1 - b1^t), v / (1 - b2^t)]
 //   update += wd * p                       (segments with the decay flag only)
@@ -31,9 +33,7 @@
 // caller's job).
 // Overflow: when norm is not finite (an Inf or NaN gradient, or an overflowing sum of squares)
 // both steps leave parameters and moments untouched, decided on the device from the norm (no
-// host sync). With s a power of two (optim/loss_scaler.h) the scaled norm is exactly S times the
-// true one and (clip * s) * (S g) rounds like clip * g: f32 training with any such S gives the
-// bits of S = 1.
+// host sync).
 //
 // Dtypes: everything f32 on both devices (optimizer state is f32 by design). The CPU reference
 // accumulates norms in f64.
@@ -94,9 +94,8 @@ enum OptimHyper : int {
   kHyperBeta2 = 3,
   kHyperEps = 4,
   kHyperWeightDecay = 5,
-  kHyperMaxNorm = 6,    // global-norm clipping threshold; <= 0 disables clipping
-  kHyperGradScale = 7,  // multiplies the gradients: 1 / S under loss scaling, else 1
-  kNumHyper = 8,
+  kHyperMaxNorm = 6,  // global-norm clipping threshold; <= 0 disables clipping
+  kNumHyper = 7,
 };
 
 // Host-side values of the hyper-parameter tensor, with the official ELECTRA defaults.
@@ -108,16 +107,15 @@ struct OptimHyperValues {
   float eps = 1e-6f;
   float weight_decay = 0.01f;
   float max_norm = 1.0f;
-  float grad_scale = 1.0f;
   std::array<float, kNumHyper> packed() const {
-    return {lr, step, beta1, beta2, eps, weight_decay, max_norm, grad_scale};
+    return {lr, step, beta1, beta2, eps, weight_decay, max_norm};
   }
 };
 
 // The per-step scalars of the Adam update, derived from the hyper tensor and the global norm.
 struct AdamCoeffs {
   float beta1, beta2, eps, weight_decay, lr;
-  float clip;              // clip factor times grad_scale: g' = clip * g
+  float clip;              // clip factor: g' = clip * g
   float m_scale, v_scale;  // 1 / (1 - beta^t) with bias correction, 1 without
   bool skip;               // norm not finite: no update at all
 };
@@ -131,10 +129,8 @@ ELECTRA_HD AdamCoeffs adam_coeffs(const float* hyper, float norm, bool bias_corr
   c.lr = hyper[kHyperLr];
   // norm >= 0, so this is false exactly for Inf and NaN.
   c.skip = !(norm <= FLT_MAX);
-  const float grad_scale = hyper[kHyperGradScale];
   const float max_norm = hyper[kHyperMaxNorm];
-  const float true_norm = grad_scale * norm;
-  c.clip = (max_norm > 0.0f && true_norm > max_norm ? max_norm / true_norm : 1.0f) * grad_scale;
+  c.clip = max_norm > 0.0f && norm > max_norm ? max_norm / norm : 1.0f;
   c.m_scale = 1.0f;
   c.v_scale = 1.0f;
   if (bias_correction) {
@@ -170,6 +166,8 @@ inline int64_t lamb_workspace_size(const SegmentTable& table) {
 }
 
 namespace cpu {
+void advance_schedule(Context& ctx, const Tensor& lr_table, const Tensor& counter,
+                      const Tensor& hyper);
 void grad_norm(Context& ctx, const Tensor& grads, const SegmentTable& table,
                const Tensor& workspace, const Tensor& norm, const Tensor& segment_norms);
 void adamw_step(Context& ctx, const Tensor& params, const Tensor& grads, const Tensor& m,
@@ -180,6 +178,8 @@ void lamb_step(Context& ctx, const Tensor& params, const Tensor& grads, const Te
                bool bias_correction, const Tensor& workspace);
 }  // namespace cpu
 namespace cuda {
+void advance_schedule(Context& ctx, const Tensor& lr_table, const Tensor& counter,
+                      const Tensor& hyper);
 void grad_norm(Context& ctx, const Tensor& grads, const SegmentTable& table,
                const Tensor& workspace, const Tensor& norm, const Tensor& segment_norms);
 void adamw_step(Context& ctx, const Tensor& params, const Tensor& grads, const Tensor& m,
@@ -197,6 +197,19 @@ void check_optimizer_args(const Context& ctx, const char* op, const SegmentTable
 // Throws Error unless workspace is an f32 tensor on ctx's device with at least `floats` values.
 void check_optimizer_workspace(const Context& ctx, const char* op, const Tensor& workspace,
                                int64_t floats);
+
+// lr_table f32 [S > 0], counter i32 [1], hyper f32 [kNumHyper] (see the top of this file).
+inline void advance_schedule(Context& ctx, const Tensor& lr_table, const Tensor& counter,
+                             const Tensor& hyper) {
+  check_devices(ctx, "advance_schedule", {&lr_table, &counter, &hyper});
+  check_dtype(lr_table, DType::F32, "advance_schedule lr_table");
+  ELECTRA_CHECK(lr_table.numel() > 0, "advance_schedule: empty lr_table");
+  check_shape(counter, {1}, "advance_schedule counter");
+  check_dtype(counter, DType::I32, "advance_schedule counter");
+  check_shape(hyper, {kNumHyper}, "advance_schedule hyper");
+  check_dtype(hyper, DType::F32, "advance_schedule hyper");
+  ELECTRA_DISPATCH(ctx, advance_schedule, lr_table, counter, hyper);
+}
 
 // norm: f32 [1]; segment_norms: f32 [S], or an unset Tensor{} (data == nullptr) to skip them.
 // workspace: f32 with grad_norm_workspace_size(table) values (CUDA only; the CPU ignores it).

@@ -1,5 +1,6 @@
 // The optimizer's CPU reference, and the device-independent parts shared with the CUDA path (the
 // segment table and the argument checks).
+#include <algorithm>
 #include <cmath>
 
 #include "engine/device.h"
@@ -172,6 +173,15 @@ void lamb_step(Context&, const Tensor& params, const Tensor& grads, const Tensor
       p[i] -= step * adam_direction(c, p[i], pm[i], pv[i], seg.decay);
     }
   }
+}
+
+void advance_schedule(Context&, const Tensor& lr_table, const Tensor& counter,
+                      const Tensor& hyper) {
+  int32_t& t = *counter.ptr<int32_t>();
+  float* h = hyper.ptr<float>();
+  h[kHyperLr] = lr_table.ptr<float>()[std::min<int64_t>(t, lr_table.numel() - 1)];
+  h[kHyperStep] = static_cast<float>(t + 1);
+  ++t;
 }
 
 }  // namespace cpu

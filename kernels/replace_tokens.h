@@ -1,5 +1,5 @@
 // replace_tokens: the discriminator's input and labels from the generator's samples (ELECTRA's
-// replaced token detection, DESIGN section 4).
+// replaced token detection, paper section 2).
 //
 // Shapes: ids [B, T] i32 (the original tokens), positions [B, N] i32, weights [B, N] f32,
 // samples [B * N] i32 -> replaced [B, T] i32, labels [B, T] i32:

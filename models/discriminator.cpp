@@ -12,6 +12,7 @@ ElectraDiscriminator::ElectraDiscriminator(ModelBuilder& builder, const EncoderC
       encoder_(builder, str_cat(kPrefix, "electra."), config, tables, batch, seq_len,
                DropoutSites{DropoutSites::kDiscriminatorSiteBase}) {
   const int64_t rows = batch * seq_len, h = config.hidden;
+  head_span_.first = builder.declared();
   dense_ = Linear(builder, str_cat(kPrefix, "discriminator_predictions.dense."), h, h);
   prediction_ =
       Linear(builder, str_cat(kPrefix, "discriminator_predictions.dense_prediction."), h, 1);
@@ -21,6 +22,7 @@ ElectraDiscriminator::ElectraDiscriminator(ModelBuilder& builder, const EncoderC
   grad_act_ = builder.activation({rows, h});
   grad_pre_ = builder.activation({rows, h});
   reduce_ = builder.activation(DType::F32, {bias_gelu_backward_workspace_floats(rows, h)});
+  head_span_.end = builder.declared();
 }
 
 void ElectraDiscriminator::forward(Context& ctx, const Pass& pass, const Tensor& ids,
@@ -32,13 +34,14 @@ void ElectraDiscriminator::forward(Context& ctx, const Pass& pass, const Tensor&
   prediction_.forward(ctx, act_, logits_);
 }
 
-void ElectraDiscriminator::backward(Context& ctx, const Pass& pass) {
+void ElectraDiscriminator::backward(Context& ctx, const Pass& pass, const GradientsReady& ready) {
   prediction_.backward(ctx, act_, logits_, grad_act_);
   bias_gelu_backward(ctx, grad_act_, pre_, dense_.bias().value, grad_pre_, dense_.bias().grad,
                      reduce_);
   dense_.backward_no_bias(ctx, as_rows(encoder_.output(), config_.hidden), grad_pre_,
                           as_rows(encoder_.grad_output(), config_.hidden));
-  encoder_.backward(ctx, pass);
+  if (ready) ready(ctx, head_span_);
+  encoder_.backward(ctx, pass, ready);
 }
 
 }  // namespace electra

@@ -20,7 +20,9 @@ class ElectraDiscriminator {
   void forward(Context& ctx, const Pass& pass, const Tensor& ids, const Tensor& segment_ids,
                const Tensor& mask);
   const Tensor& logits() const { return logits_; }  // [B * T]; holds dz before backward()
-  void backward(Context& ctx, const Pass& pass);
+  // `ready` (optional) receives the head's parameter span when its gradients are final, then the
+  // encoder's spans (models/encoder.h).
+  void backward(Context& ctx, const Pass& pass, const GradientsReady& ready = {});
 
   const Encoder& encoder() const { return encoder_; }
   Encoder& encoder() { return encoder_; }
@@ -28,6 +30,7 @@ class ElectraDiscriminator {
  private:
   EncoderConfig config_;
   Encoder encoder_;
+  ParamSpan head_span_;  // the parameters declared after the encoder
   Linear dense_, prediction_;
   Tensor pre_, act_, logits_;
   Tensor grad_act_, grad_pre_, reduce_;

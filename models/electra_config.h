@@ -1,4 +1,5 @@
-// Model sizes (paper Table 6) and the generator-size rule of DESIGN section 4.
+// Model sizes (paper Table 6) and the generator-size rule (generator hidden = multiplier x
+// discriminator hidden, FFN 4x, heads hidden / 64; paper section 3.2).
 //
 // The generator shares the discriminator's embedding tables (so the same embedding size E), has
 // the same number of layers, hidden = round(H_disc * multiplier), FFN = 4 * hidden and

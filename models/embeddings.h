@@ -6,7 +6,7 @@
 //   out = d W_p^T + b_p  when E != H (`embeddings_project`), else out = d      [B, T, H]
 //
 // The tables and the embedding LayerNorm are EmbeddingTables, shared by the generator and the
-// discriminator (DESIGN section 4): both models' backward passes accumulate into the same
+// discriminator: both models' backward passes accumulate into the same
 // gradients. The projection belongs to each model.
 #pragma once
 

@@ -4,10 +4,11 @@
 //
 // Backward protocol: the caller writes (or accumulates into) grad_output() the gradient of the
 // last hidden state, then calls backward(); parameter gradients accumulate (+=), the shared
-// embedding tables included. The optional backward hook is called after each layer's backward
-// with the layer's index (L - 1 down to 0), when that layer's parameter gradients are final, and
-// with -1 after the embeddings (the shared tables may still receive the other model's gradient):
-// data-parallel training starts its gradient all-reduce from there (models/grad_sync.h).
+// embedding tables included. When `ready` is set, backward reports the span of each layer's
+// parameters once its gradients are final (layer L - 1 down to 0), then the span of the
+// embeddings' own parameters (the projection, if any; not the shared tables, which may still
+// receive the other model's gradient): data-parallel training starts its gradient all-reduce
+// on them (models/grad_sync.h).
 #pragma once
 
 #include <functional>
@@ -37,10 +38,7 @@ class Encoder {
   // hidden(0): the embeddings' output, hidden(l): layer l's (HF's hidden_states[l]), l <= L.
   const Tensor& hidden(int l) const { return hidden_.at(static_cast<size_t>(l)); }
   const Tensor& grad_output() const { return scratch_.residual; }
-  void backward(Context& ctx, const Pass& pass);
-
-  using BackwardHook = std::function<void(Context& ctx, int layer)>;
-  void set_backward_hook(BackwardHook hook) { hook_ = std::move(hook); }
+  void backward(Context& ctx, const Pass& pass, const GradientsReady& ready = {});
 
   const EncoderConfig& config() const { return config_; }
 
@@ -56,7 +54,8 @@ class Encoder {
   std::vector<Layer> layers_;
   std::vector<Tensor> hidden_;  // L + 1 of [B, T, H]
   std::vector<Tensor> mid_;     // L of [B, T, H]
-  BackwardHook hook_;
+  ParamSpan embeddings_span_;
+  std::vector<ParamSpan> layer_spans_;
 };
 
 }  // namespace electra

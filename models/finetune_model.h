@@ -1,6 +1,6 @@
-// ElectraFinetuner: the discriminator's encoder plus one task head (DESIGN section 4), forward and
-// backward on a planned set of buffers (nothing is allocated after construction), as
-// ElectraPretrainer does it.
+// ElectraFinetuner: the discriminator's encoder plus one task head (docs/ARCHITECTURE.md,
+// "Fine-tuning"), forward and backward on a planned set of buffers (nothing is allocated after
+// construction), as ElectraPretrainer does it.
 //
 // Parameters are named as in HF transformers under the "discriminator/" prefix, so a pre-training
 // checkpoint (or an HF ElectraForPreTraining checkpoint) loads into the encoder

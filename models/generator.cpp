@@ -14,6 +14,7 @@ ElectraGenerator::ElectraGenerator(ModelBuilder& builder, const EncoderConfig& c
       encoder_(builder, str_cat(kPrefix, "electra."), config, tables, batch, seq_len,
                DropoutSites{0}) {
   const int64_t rows = batch * slots, e = config.embedding_size, h = config.hidden;
+  head_span_.first = builder.declared();
   reduce_ =
       builder.activation(DType::F32, {std::max(layernorm_backward_workspace_floats(rows, e),
                                                bias_gelu_backward_workspace_floats(rows, e))});
@@ -33,6 +34,7 @@ ElectraGenerator::ElectraGenerator(ModelBuilder& builder, const EncoderConfig& c
   grad_act_ = builder.activation({rows, e});
   grad_pre_ = builder.activation({rows, e});
   grad_gathered_ = builder.activation({rows, h});
+  head_span_.end = builder.declared();
 }
 
 void ElectraGenerator::forward(Context& ctx, const Pass& pass, const Tensor& ids,
@@ -47,7 +49,7 @@ void ElectraGenerator::forward(Context& ctx, const Pass& pass, const Tensor& ids
   linear_forward(ctx, normed_, tables_->word_padded.compute, output_bias_.compute, logits_);
 }
 
-void ElectraGenerator::backward(Context& ctx, const Pass& pass) {
+void ElectraGenerator::backward(Context& ctx, const Pass& pass, const GradientsReady& ready) {
   const Tensor& dz = logits_;
   // The GEMMs over the vocabulary read only dz's V real columns (the padding columns are zero):
   // their sums are exactly those of an unpadded run, and the word table's padding rows never get
@@ -63,9 +65,10 @@ void ElectraGenerator::backward(Context& ctx, const Pass& pass) {
   bias_gelu_backward(ctx, grad_act_, pre_, dense_.bias().value, grad_pre_, dense_.bias().grad,
                      reduce_);
   dense_.backward_no_bias(ctx, gathered_, grad_pre_, grad_gathered_);
+  if (ready) ready(ctx, head_span_);
   zero_tensor(ctx.stream(), encoder_.grad_output());
   gather_backward(ctx, grad_gathered_, positions_, encoder_.grad_output());
-  encoder_.backward(ctx, pass);
+  encoder_.backward(ctx, pass, ready);
 }
 
 }  // namespace electra

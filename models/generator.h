@@ -31,7 +31,9 @@ class ElectraGenerator {
   void forward(Context& ctx, const Pass& pass, const Tensor& ids, const Tensor& segment_ids,
                const Tensor& mask, const Tensor& positions);
   const Tensor& logits() const { return logits_; }  // [B * N, Vp]; holds dz before backward()
-  void backward(Context& ctx, const Pass& pass);
+  // `ready` (optional) receives the head's parameter span when its gradients are final, then the
+  // encoder's spans (models/encoder.h).
+  void backward(Context& ctx, const Pass& pass, const GradientsReady& ready = {});
 
   const Encoder& encoder() const { return encoder_; }
   Encoder& encoder() { return encoder_; }
@@ -40,6 +42,7 @@ class ElectraGenerator {
   EncoderConfig config_;
   const EmbeddingTables* tables_;
   Encoder encoder_;
+  ParamSpan head_span_;  // the parameters declared after the encoder
   Linear dense_;
   LayerNorm norm_;
   Param output_bias_;  // [Vp]: generator_lm_head.bias with its padding

@@ -5,7 +5,7 @@
 namespace electra {
 
 GradSync::GradSync(Communicator& comm, const ParameterStore& store, size_t bucket_bytes)
-    : comm_(comm), grads_(store.flat_grads()) {
+    : comm_(comm), store_(store), grads_(store.flat_grads()) {
   ELECTRA_CHECK(store.allocated(), "GradSync: the parameter store is not allocated");
   ELECTRA_CHECK(bucket_bytes > 0, "GradSync: bucket size 0");
   const int64_t align = ParameterStore::kAlignElements;
@@ -22,6 +22,19 @@ void GradSync::begin_micro_batch(bool last) {
   armed_ = last;
   started_ = 0;
   frontier_ = grads_.numel();
+}
+
+void GradSync::gradients_ready(Context& ctx, ParamSpan span) {
+  if (!armed_ || span.empty()) return;
+  const std::vector<ParamInfo>& params = store_.params();
+  auto offset = [&](size_t index) {
+    return index < params.size() ? params[index].offset : grads_.numel();
+  };
+  ELECTRA_CHECK(span.end <= params.size() && offset(span.end) == frontier_,
+                "GradSync: parameters [", span.first, ", ", span.end,
+                ") reported ready do not end where the final gradients begin (element ", frontier_,
+                ")");
+  gradients_final_from(ctx, offset(span.first));
 }
 
 void GradSync::gradients_final_from(Context& ctx, int64_t offset) {

@@ -1,5 +1,5 @@
-// GradSync: the data-parallel gradient all-reduce (DESIGN section 9), in buckets that start as
-// soon as the backward has finished writing them.
+// GradSync: the data-parallel gradient all-reduce (docs/DISTRIBUTED.md), in buckets that start
+// as soon as the backward has finished writing them.
 //
 // Buckets: the flat gradient buffer of a ParameterStore is cut into ranges of bucket_bytes
 // (rounded to ParameterStore::kAlignElements elements), starting from its END: the backward runs
@@ -8,13 +8,18 @@
 //
 // Protocol, per optimizer update of `a` micro-batches:
 //   begin_micro_batch(last = (micro == a - 1))   before each micro-batch's backward;
-//   gradients_final_from(ctx, offset)            from the backward (ElectraPretrainer's gradient
-//                                                hook): every gradient at element offset >= offset
-//                                                is final for this update. Offsets never grow
-//                                                within a backward; the last call reports 0.
-//                                                Each bucket that is now entirely final starts
-//                                                its all-reduce (after the work queued so far on
-//                                                ctx's stream: communicator.h);
+//   gradients_ready(ctx, span)                   from the backward (the models' GradientsReady
+//                                                reports, models/model_builder.h): the span's
+//                                                gradients are final for this update. Spans come
+//                                                from the end of the declaration order backwards,
+//                                                each ending where the previous one began; the
+//                                                last one begins at parameter 0. It calls
+//   gradients_final_from(ctx, offset)            every gradient at element offset >= offset is
+//                                                final. Offsets never grow within a backward; the
+//                                                last call reports 0. Each bucket that is now
+//                                                entirely final starts its all-reduce (after the
+//                                                work queued so far on ctx's stream:
+//                                                communicator.h);
 //   finish(ctx)                                  after the last micro-batch: ctx's stream waits
 //                                                for every bucket (the optimizer runs after).
 // On micro-batches other than the last, gradients_final_from does nothing: gradient accumulation
@@ -31,6 +36,7 @@
 #include "engine/communicator.h"
 #include "engine/context.h"
 #include "engine/parameter_store.h"
+#include "models/model_builder.h"
 
 namespace electra {
 
@@ -48,11 +54,13 @@ class GradSync {
   const std::vector<Bucket>& buckets() const { return buckets_; }
 
   void begin_micro_batch(bool last);
+  void gradients_ready(Context& ctx, ParamSpan span);
   void gradients_final_from(Context& ctx, int64_t offset);
   void finish(Context& ctx);
 
  private:
   Communicator& comm_;
+  const ParameterStore& store_;
   Tensor grads_;
   std::vector<Bucket> buckets_;
   size_t started_ = 0;  // buckets whose all-reduce has started in this update

@@ -1,4 +1,4 @@
-// Checkpoints in HF transformers' layout (DESIGN section 8): a model directory holds
+// Checkpoints in HF transformers' layout: a model directory holds
 // model.safetensors (F32, metadata {"format": "pt"}) and config.json, exactly as
 // ElectraForPreTraining (discriminator) / ElectraForMaskedLM (generator) save_pretrained() writes
 // them, so `from_pretrained` loads our checkpoints and HF ELECTRA checkpoints load into the engine.

@@ -1,5 +1,5 @@
-// Copies between host vectors and tensors on the context's device, for the models' staging of
-// inputs and reading of metrics (setup and logging paths only: each copy synchronises).
+// Copies between host vectors and tensors on the context's device, for setup, tests and the
+// logging path (each copy synchronises; both are counted by the transfer counter, engine/device.h).
 #pragma once
 
 #include <vector>
@@ -11,16 +11,17 @@ namespace electra {
 
 template <class T>
 void upload_to(Context& ctx, const Tensor& dst, const std::vector<T>& src) {
-  copy_tensor(
+  upload(
       ctx.stream(), dst.reshape({dst.numel()}),
       Tensor::view_of(const_cast<T*>(src.data()), Device::CPU, {static_cast<int64_t>(src.size())}));
+  ctx.synchronize();  // src is pageable host memory the caller may free
 }
 
 template <class T>
 std::vector<T> download_as(Context& ctx, const Tensor& t) {
   std::vector<T> out(static_cast<size_t>(t.numel()));
-  copy_tensor(ctx.stream(), Tensor::view_of(out.data(), Device::CPU, {t.numel()}),
-              t.reshape({t.numel()}));
+  download(ctx.stream(), Tensor::view_of(out.data(), Device::CPU, {t.numel()}),
+           t.reshape({t.numel()}));
   return out;
 }
 

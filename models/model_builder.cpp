@@ -14,8 +14,6 @@ ModelDTypes ModelDTypes::for_precision(Precision precision) {
       return {DType::F32, DType::F32, DType::F32};
     case Precision::BF16:
       return {DType::BF16, DType::F32, DType::F32};
-    case Precision::F16:
-      break;
   }
   throw Error(str_cat("models: precision ", precision_name(precision), " is not supported"));
 }
@@ -51,6 +49,7 @@ ModelBuilder::ModelBuilder(ModelWeights& weights, Arena& acts, ModelDTypes dtype
 Param ModelBuilder::param(const std::string& name, std::initializer_list<int64_t> shape,
                           ParamKind kind, int64_t padded_rows) {
   ParameterStore& store = weights_.store;
+  ++declared_;
   if (planning()) return view(store.add(name, shape, kind, true, padded_rows), shape);
   const ParamInfo& info = store.info(name);
   ELECTRA_CHECK(info.kind == kind && info.shape == std::vector<int64_t>(shape) &&
@@ -72,6 +71,7 @@ Param ModelBuilder::packed(const std::vector<std::string>& names,
   ParameterStore& store = weights_.store;
   std::vector<int64_t> dims(shape);
   dims[0] *= static_cast<int64_t>(names.size());
+  declared_ += names.size();
   if (planning()) {
     const size_t first = store.add(names[0], shape, kind);
     for (size_t i = 1; i < names.size(); ++i) store.add(names[i], shape, kind, /*aligned=*/false);

@@ -1,7 +1,7 @@
 // ModelBuilder: how a layer gets its parameters, activation buffers and scratch at construction.
 //
-// A model is constructed twice (DESIGN section 2: a step allocates nothing, so every buffer is
-// planned up front):
+// A model is constructed twice (a step allocates nothing, so every buffer is planned up front;
+// docs/ARCHITECTURE.md, "Models: how a layer gets its memory"):
 //   1. planning: parameters are declared in an unallocated ParameterStore and activations come
 //      from a counting Arena (tensors without memory); afterwards the store knows its layout and
 //      the arena its high-water mark;
@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <string>
 #include <vector>
@@ -30,6 +31,16 @@ namespace electra {
 inline Tensor as_rows(const Tensor& t, int64_t width) {
   return t.reshape({t.numel() / width, width});
 }
+
+// Parameters [first, end) in declaration order: what one part of a model declared (a layer, a
+// head). A model records the spans of its parts at construction (ModelBuilder::declared()) and
+// reports them, in the order its backward finishes them, to a GradientsReady callback: the
+// data-parallel all-reduce starts on them (models/grad_sync.h).
+struct ParamSpan {
+  size_t first = 0, end = 0;
+  bool empty() const { return first == end; }
+};
+using GradientsReady = std::function<void(Context& ctx, ParamSpan span)>;
 
 struct Param {
   Tensor value;
@@ -79,6 +90,8 @@ class ModelBuilder {
   ModelBuilder(ModelWeights& weights, Arena& acts, ModelDTypes dtypes, Device device);
 
   bool planning() const { return !weights_.store.allocated(); }
+  // Parameters declared through this builder so far (the next one's index).
+  size_t declared() const { return declared_; }
   ModelDTypes dtypes() const { return dtypes_; }
   Device device() const { return device_; }
 
@@ -108,6 +121,7 @@ class ModelBuilder {
   Arena& acts_;
   ModelDTypes dtypes_;
   Device device_;
+  size_t declared_ = 0;
 };
 
 }  // namespace electra

@@ -7,6 +7,7 @@
 #include "kernels/masking.h"
 #include "kernels/replace_tokens.h"
 #include "kernels/softmax_xent.h"
+#include "kernels/train_metrics.h"
 #include "models/host_transfer.h"
 #include "models/init.h"
 
@@ -25,14 +26,20 @@ struct ElectraPretrainer::Parts {
   Parts(ModelBuilder& b, const ElectraConfig& config, const PretrainOptions& o, int64_t slots)
       : tables(b, str_cat(ElectraDiscriminator::kPrefix, "electra."), config.discriminator,
                padded_vocab(config.discriminator.vocab_size, o.vocab_multiple)),
+        tables_span{0, b.declared()},
         generator(b, config.generator(), tables, o.batch, o.seq_len, slots),
         discriminator(b, config.discriminator, tables, o.batch, o.seq_len) {
     const int64_t bt = o.batch * o.seq_len, bn = o.batch * slots;
     const DType stat = b.dtypes().statistic;
-    ids = b.activation(DType::I32, {o.batch, o.seq_len});
-    segment_ids = b.activation(DType::I32, {o.batch, o.seq_len});
-    mask = b.activation(DType::I32, {o.batch, o.seq_len});
-    token_weights = b.activation(DType::F32, {bt});
+    input = b.activation(DType::I32, {kInputPlanes, o.batch, o.seq_len});
+    auto plane = [&](int k, DType dtype) {  // planning: a view without memory
+      void* data = input.data == nullptr ? nullptr : input.ptr<int32_t>() + k * bt;
+      return Tensor::view_of(data, dtype, input.device, {o.batch, o.seq_len});
+    };
+    ids = plane(0, DType::I32);
+    segment_ids = plane(1, DType::I32);
+    mask = plane(2, DType::I32);
+    token_weights = plane(3, DType::F32).reshape({bt});
     generator_ids = b.activation(DType::I32, {o.batch, o.seq_len});
     positions = b.activation(DType::I32, {o.batch, slots});
     original = b.activation(DType::I32, {o.batch, slots});
@@ -45,16 +52,51 @@ struct ElectraPretrainer::Parts {
     disc_loss = b.activation(stat, {bt});
     counts = b.activation(stat, {kDiscCounts});
     disc_workspace = b.activation(DType::F32, {disc_head_workspace_size(bt)});
+    metrics = b.activation(DType::F64, {kTrainMetrics});
   }
 
+  static constexpr int kInputPlanes = 4;  // ids, segment ids, mask, token weights
+
   EmbeddingTables tables;
+  ParamSpan tables_span;  // declared first: the parameters [0, end of the shared tables)
   ElectraGenerator generator;
   ElectraDiscriminator discriminator;
-  Tensor ids, segment_ids, mask, token_weights;
+  Tensor input, ids, segment_ids, mask, token_weights;
   Tensor generator_ids, positions, original, mlm_weights;
   Tensor gen_loss, samples, argmax;
   Tensor disc_ids, labels, disc_loss, counts, disc_workspace;
+  Tensor metrics;
 };
+
+namespace {
+
+// The planning pass: declares the parameters in weights.store and returns the activation bytes.
+size_t plan_into(ModelWeights& weights, const ElectraConfig& config, const PretrainOptions& o,
+                 int64_t slots, ModelDTypes dtypes, Device device) {
+  Arena counting = Arena::counting("activations", device);
+  ModelBuilder planner(weights, counting, dtypes, device);
+  ElectraPretrainer::Parts planned(planner, config, o, slots);
+  return counting.high_water();
+}
+
+}  // namespace
+
+PretrainMemory ElectraPretrainer::plan_memory(const ElectraConfig& config,
+                                              const PretrainOptions& options, Device device,
+                                              Precision precision) {
+  const int64_t slots =
+      std::max(max_predictions(options.mask_prob, static_cast<int>(options.seq_len)), 1);
+  const ModelDTypes dtypes = ModelDTypes::for_precision(precision);
+  ModelWeights weights;
+  PretrainMemory m;
+  m.activations = plan_into(weights, config, options, slots, dtypes, device);
+  const ParameterStore& store = weights.store;
+  m.parameter_count = store.parameter_count();
+  m.gradients = store.bytes_needed(dtypes.master);
+  m.parameters = m.gradients;
+  if (dtypes.activation != dtypes.master) m.parameters += store.bytes_needed(dtypes.activation);
+  return m;
+}
 
 ElectraPretrainer::ElectraPretrainer(Context& ctx, const ElectraConfig& config,
                                      const PretrainOptions& options)
@@ -79,17 +121,7 @@ ElectraPretrainer::ElectraPretrainer(Context& ctx, const ElectraConfig& config,
   const Device device = ctx.device();
 
   // Pass 1: plan parameters and activations without memory.
-  size_t activation_bytes = 0;
-  {
-    Arena counting = Arena::counting("activations", device);
-    ModelBuilder planner(weights_, counting, dtypes, device);
-    Parts planned(planner, config_, options_, slots_);
-    if (options_.keep_logits) {
-      counting.alloc(dtypes.activation, {options_.batch * slots_, config.discriminator.vocab_size});
-      counting.alloc(dtypes.activation, {options_.batch * options_.seq_len});
-    }
-    activation_bytes = counting.high_water();
-  }
+  const size_t activation_bytes = plan_into(weights_, config_, options_, slots_, dtypes, device);
   // Pass 2: allocate, then bind the same layout to real memory.
   ModelArenas arenas = allocate_model(weights_, dtypes, device, activation_bytes);
   params_ = std::move(arenas.params);
@@ -101,70 +133,28 @@ ElectraPretrainer::ElectraPretrainer(Context& ctx, const ElectraConfig& config,
   zero_tensor(ctx.stream(), weights_.store.flat_grads());
   ModelBuilder builder(weights_, acts_, dtypes, device);
   parts_ = std::make_unique<Parts>(builder, config_, options_, slots_);
-  if (options_.keep_logits) {
-    kept_gen_logits_ =
-        acts_.alloc(dtypes.activation, {options_.batch * slots_, config.discriminator.vocab_size});
-    kept_disc_logits_ = acts_.alloc(dtypes.activation, {options_.batch * options_.seq_len});
-  }
-  plan_gradient_frontiers();
-  const size_t bt = static_cast<size_t>(options_.batch * options_.seq_len);
-  host_mask_.resize(bt);
-  host_token_weights_.resize(bt);
-  host_original_.resize(static_cast<size_t>(options_.batch * slots_));
+  tables_span_ = parts_->tables_span;
+  input_ = parts_->input;
+  step_planes_.resize(static_cast<size_t>(input_.numel()));
 }
 
 ElectraPretrainer::~ElectraPretrainer() = default;
 
-namespace {
-
-// The smallest offset from which every parameter's name starts with one of `prefixes` (the
-// buffer's end when the last parameter's does not).
-int64_t final_from(const ParameterStore& store, const std::vector<std::string>& prefixes) {
-  int64_t from = store.total_elements();
-  const std::vector<ParamInfo>& params = store.params();
-  for (size_t i = params.size(); i-- > 0;) {
-    const std::string& name = params[i].name;
-    const bool final = std::any_of(prefixes.begin(), prefixes.end(),
-                                   [&](const std::string& p) { return name.rfind(p, 0) == 0; });
-    if (!final) break;
-    from = params[i].offset;
-  }
-  return from;
-}
-
-}  // namespace
-
-void ElectraPretrainer::plan_gradient_frontiers() {
-  // What each model's backward has finished when its encoder reports a layer: the head, the
-  // layers from there to the last, and after the embeddings the projection. The shared tables
-  // ("discriminator/electra.embeddings.") are never in these lists: they are final only after
-  // the generator's backward, which reports 0. Computing the frontiers from the names keeps them
-  // correct if the declaration order changes (a frontier then just moves less far).
-  std::vector<std::string> done;
-  auto plan = [&](const std::string& model, int layers, std::vector<int64_t>& frontiers) {
-    frontiers.assign(static_cast<size_t>(layers) + 1, 0);
-    for (int l = layers - 1; l >= 0; --l) {
-      done.push_back(str_cat(model, "electra.encoder.layer.", l, "."));
-      frontiers[l] = final_from(weights_.store, done);
-    }
-    done.push_back(model + "electra.embeddings_project.");
-    frontiers[layers] = final_from(weights_.store, done);
-  };
-  done = {str_cat(ElectraDiscriminator::kPrefix, "discriminator_predictions.")};
-  plan(ElectraDiscriminator::kPrefix, config_.discriminator.layers, discriminator_frontiers_);
-  done.push_back(str_cat(ElectraGenerator::kPrefix, "generator_predictions."));
-  done.push_back(str_cat(ElectraGenerator::kPrefix, "generator_lm_head."));
-  plan(ElectraGenerator::kPrefix, config_.generator().layers, generator_frontiers_);
-
-  auto report = [this](const std::vector<int64_t>& frontiers) {
-    return [this, &frontiers](Context& ctx, int layer) {
-      if (gradient_hook_) {
-        gradient_hook_(ctx, layer >= 0 ? frontiers[static_cast<size_t>(layer)] : frontiers.back());
-      }
-    };
-  };
-  parts_->discriminator.encoder().set_backward_hook(report(discriminator_frontiers_));
-  parts_->generator.encoder().set_backward_hook(report(generator_frontiers_));
+StepMetrics step_metrics(const std::vector<double>& acc) {
+  ELECTRA_CHECK(acc.size() == kTrainMetrics, "step_metrics: ", acc.size(), " values");
+  const double n = std::max(acc[kMetricMicroBatches], 1.0);
+  StepMetrics m;
+  m.gen_loss = acc[kMetricGenLoss] / n;
+  m.gen_accuracy = acc[kMetricGenAccuracy] / n;
+  m.disc_loss = acc[kMetricDiscLoss] / n;
+  m.disc_accuracy = acc[kMetricDiscAccuracy] / n;
+  m.disc_precision = acc[kMetricDiscPrecision] / n;
+  m.disc_recall = acc[kMetricDiscRecall] / n;
+  m.replaced_fraction = acc[kMetricReplaced] / n;
+  m.total_loss = acc[kMetricTotalLoss] / n;
+  m.masked = acc[kMetricMasked];  // totals over the micro-steps
+  m.tokens = acc[kMetricTokens];
+  return m;
 }
 
 const Tensor& ElectraPretrainer::labels() const {
@@ -179,7 +169,7 @@ void ElectraPretrainer::zero_grads(Context& ctx) {
   zero_tensor(ctx.stream(), weights_.store.flat_grads());
 }
 
-void ElectraPretrainer::stage_batch(Context& ctx, const HostBatch& batch) {
+BatchPlan ElectraPretrainer::stage_batch(const HostBatch& batch, int32_t* planes) const {
   const int64_t b = options_.batch, t = options_.seq_len;
   const size_t bt = static_cast<size_t>(b * t);
   ELECTRA_USER_CHECK(batch.ids.size() == bt && batch.segment_ids.size() == bt,
@@ -188,166 +178,149 @@ void ElectraPretrainer::stage_batch(Context& ctx, const HostBatch& batch) {
                      batch.segment_ids.size());
   const int32_t vocab = config_.discriminator.vocab_size;
   const int32_t types = config_.discriminator.type_vocab_size;
-  tokens_ = 0;
-  for (size_t i = 0; i < bt; ++i) {
-    const int32_t id = batch.ids[i], seg = batch.segment_ids[i];
-    ELECTRA_USER_CHECK(id >= 0 && id < vocab, "pretrain: token id ", id, " at (sequence ",
-                       i / options_.seq_len, ", position ", i % options_.seq_len,
-                       ") is outside the vocabulary [0, ", vocab, ")");
-    ELECTRA_USER_CHECK(seg >= 0 && seg < types, "pretrain: segment id ", seg, " at (sequence ",
-                       i / options_.seq_len, ", position ", i % options_.seq_len,
-                       ") is outside [0, ", types, ")");
-    const bool real = id != options_.tokens.pad;
-    host_mask_[i] = real;
-    host_token_weights_[i] = real ? 1.0f : 0.0f;
-    tokens_ += real;
-  }
-  ELECTRA_USER_CHECK(tokens_ > 0, "pretrain: a batch without any non-padding token");
-  upload_to(ctx, parts_->ids, batch.ids);
-  upload_to(ctx, parts_->segment_ids, batch.segment_ids);
-  upload_to(ctx, parts_->mask, host_mask_);
-  upload_to(ctx, parts_->token_weights, host_token_weights_);
-}
-
-double ElectraPretrainer::planned_masked_slots(const HostBatch& batch) const {
-  // The masking op's k per sequence (kernels/masking.h), computed on the host so that the loss
-  // scale needs no device-to-host copy.
   const SpecialTokens& tok = options_.tokens;
-  const int64_t t = options_.seq_len;
-  double total = 0;
-  for (int64_t b = 0; b < options_.batch; ++b) {
+  int32_t* ids = planes;
+  int32_t* segments = planes + bt;
+  int32_t* mask = planes + 2 * bt;
+  float* weights = reinterpret_cast<float*>(planes + 3 * bt);
+  BatchPlan plan;
+  for (int64_t s = 0; s < b; ++s) {
     int non_pad = 0, candidates = 0;
     for (int64_t i = 0; i < t; ++i) {
-      const int32_t id = batch.ids[static_cast<size_t>(b * t + i)];
-      non_pad += id != tok.pad;
-      candidates += id != tok.pad && id != tok.cls && id != tok.sep;
+      const size_t at = static_cast<size_t>(s * t + i);
+      const int32_t id = batch.ids[at], seg = batch.segment_ids[at];
+      ELECTRA_USER_CHECK(id >= 0 && id < vocab, "pretrain: token id ", id, " at (sequence ", s,
+                         ", position ", i, ") is outside the vocabulary [0, ", vocab, ")");
+      ELECTRA_USER_CHECK(seg >= 0 && seg < types, "pretrain: segment id ", seg, " at (sequence ", s,
+                         ", position ", i, ") is outside [0, ", types, ")");
+      const bool real = id != tok.pad;
+      ids[at] = id;
+      segments[at] = seg;
+      mask[at] = real;
+      weights[at] = real ? 1.0f : 0.0f;
+      non_pad += real;
+      candidates += real && id != tok.cls && id != tok.sep;
     }
+    // The masking op's k for this sequence (kernels/masking.h).
     const int k = std::max(1, masking_target_count(options_.mask_prob, non_pad));
-    total += std::min<int64_t>({slots_, candidates, k});
+    plan.masked_slots += static_cast<double>(std::min<int64_t>({slots_, candidates, k}));
+    plan.tokens += non_pad;
   }
-  return total;
+  ELECTRA_USER_CHECK(plan.tokens > 0, "pretrain: a batch without any non-padding token");
+  return plan;
 }
 
-void ElectraPretrainer::step(Context& ctx, const HostBatch& batch, uint32_t micro_step,
-                             float loss_scale) {
-  run(ctx, batch, nullptr, micro_step, loss_scale);
-}
-
-void ElectraPretrainer::step_fixed(Context& ctx, const HostBatch& batch,
-                                   const FixedCorruption& fixed, uint32_t micro_step,
-                                   float loss_scale) {
-  run(ctx, batch, &fixed, micro_step, loss_scale);
-}
-
-void ElectraPretrainer::run(Context& ctx, const HostBatch& batch, const FixedCorruption* fixed,
-                            uint32_t micro_step, float loss_scale) {
+Corruption ElectraPretrainer::corrupt(Context& ctx, uint32_t micro_step, const BatchPlan& plan) {
   Parts& p = *parts_;
-  const int64_t b = options_.batch, t = options_.seq_len, n = slots_;
-  stage_batch(ctx, batch);
-  weights_.refresh_compute(ctx);
-  const Pass pass{ctx.rng(RngPurpose::kDropout, micro_step), true};
+  MaskingParams masking;
+  masking.pad_id = options_.tokens.pad;
+  masking.cls_id = options_.tokens.cls;
+  masking.sep_id = options_.tokens.sep;
+  masking.mask_id = options_.tokens.mask;
+  masking.mask_prob = options_.mask_prob;
+  masking.mask_token_prob = options_.mask_token_prob;
+  masking.stream = ctx.rng(RngPurpose::kMasking, micro_step);
+  mask_tokens(ctx, p.ids, masking, p.generator_ids, p.positions, p.original, p.mlm_weights);
+  Corruption c;
+  c.generator_ids = p.generator_ids;
+  c.positions = p.positions;
+  c.original = p.original;
+  c.weights = p.mlm_weights;
+  c.masked_slots = plan.masked_slots;
+  c.tokens = plan.tokens;
+  return c;
+}
 
-  if (fixed == nullptr) {
-    MaskingParams masking;
-    masking.pad_id = options_.tokens.pad;
-    masking.cls_id = options_.tokens.cls;
-    masking.sep_id = options_.tokens.sep;
-    masking.mask_id = options_.tokens.mask;
-    masking.mask_prob = options_.mask_prob;
-    masking.mask_token_prob = options_.mask_token_prob;
-    masking.stream = ctx.rng(RngPurpose::kMasking, micro_step);
-    mask_tokens(ctx, p.ids, masking, p.generator_ids, p.positions, p.original, p.mlm_weights);
-    masked_slots_ = planned_masked_slots(batch);
-  } else {
-    ELECTRA_CHECK(fixed->generator_ids.size() == static_cast<size_t>(b * t) &&
-                      fixed->positions.size() == static_cast<size_t>(b * n) &&
-                      fixed->weights.size() == static_cast<size_t>(b * n) &&
-                      fixed->samples.size() == static_cast<size_t>(b * n),
-                  "step_fixed: corruption sizes do not match B = ", b, ", T = ", t, ", N = ", n);
-    masked_slots_ = 0;
-    for (int64_t i = 0; i < b * n; ++i) {
-      const int32_t pos = fixed->positions[i];
-      ELECTRA_CHECK(pos >= 0 && pos < t, "step_fixed: position ", pos, " at slot ", i);
-      host_original_[i] = batch.ids[(i / n) * t + pos];
-      masked_slots_ += fixed->weights[i];
-    }
-    upload_to(ctx, p.generator_ids, fixed->generator_ids);
-    upload_to(ctx, p.positions, fixed->positions);
-    upload_to(ctx, p.original, host_original_);
-    upload_to(ctx, p.mlm_weights, fixed->weights);
-  }
-  ELECTRA_USER_CHECK(masked_slots_ > 0, "pretrain: a batch without any maskable token");
+const Tensor& ElectraPretrainer::generator_forward(Context& ctx, const Corruption& c,
+                                                   const Pass& pass) {
+  Parts& p = *parts_;
+  p.generator.forward(ctx, pass, c.generator_ids, p.segment_ids, p.mask, c.positions);
+  return p.generator.logits();
+}
 
-  p.generator.forward(ctx, pass, p.generator_ids, p.segment_ids, p.mask, p.positions);
-  if (options_.keep_logits) keep_generator_logits(ctx);
+Tensor ElectraPretrainer::generator_loss(Context& ctx, const Corruption& c, uint32_t micro_step,
+                                         float loss_scale) {
+  Parts& p = *parts_;
+  const int64_t bn = options_.batch * slots_;
+  ELECTRA_USER_CHECK(c.masked_slots > 0, "pretrain: a batch without any maskable token");
   SoftmaxXentParams xent;
   xent.vocab = config_.discriminator.vocab_size;
   xent.temperature = options_.temperature;
-  xent.scale = static_cast<float>(loss_scale / masked_slots_);
+  xent.scale = static_cast<float>(loss_scale / c.masked_slots);
   xent.stream = ctx.rng(RngPurpose::kGumbel, micro_step);
-  softmax_xent(ctx, p.generator.logits(), p.original.reshape({b * n}),
-               p.mlm_weights.reshape({b * n}), xent, p.gen_loss, p.samples, p.argmax);
-  if (fixed != nullptr) upload_to(ctx, p.samples, fixed->samples);
-  replace_tokens(ctx, p.ids, p.positions, p.mlm_weights, p.samples, p.disc_ids, p.labels);
+  softmax_xent(ctx, p.generator.logits(), c.original.reshape({bn}), c.weights.reshape({bn}), xent,
+               p.gen_loss, p.samples, p.argmax);
+  return c.samples.data != nullptr ? c.samples : p.samples;
+}
 
+Tensor ElectraPretrainer::discriminator_forward(Context& ctx, const Corruption& c,
+                                                const Tensor& samples, const Pass& pass) {
+  Parts& p = *parts_;
+  replace_tokens(ctx, p.ids, c.positions, c.weights, samples, p.disc_ids, p.labels);
   p.discriminator.forward(ctx, pass, p.disc_ids, p.segment_ids, p.mask);
-  const Tensor disc_logits = p.discriminator.logits().reshape({b * t});
-  if (options_.keep_logits) copy_tensor(ctx.stream(), kept_disc_logits_, disc_logits);
-  const float disc_scale = static_cast<float>(loss_scale * options_.disc_weight / tokens_);
-  disc_head(ctx, disc_logits, p.labels.reshape({b * t}), p.token_weights, disc_scale, p.disc_loss,
-            disc_logits, p.counts, p.disc_workspace);
-
-  p.discriminator.backward(ctx, pass);
-  p.generator.backward(ctx, pass);
-  if (gradient_hook_) gradient_hook_(ctx, 0);
+  return p.discriminator.logits().reshape({options_.batch * options_.seq_len});
 }
 
-void ElectraPretrainer::keep_generator_logits(Context& ctx) {
-  // Row by row without the padding columns (a test option: one synchronising copy per row).
-  const Tensor& logits = parts_->generator.logits();
-  const int64_t v = kept_gen_logits_.dim(1);
-  for (int64_t r = 0; r < logits.dim(0); ++r) {
-    copy_tensor(ctx.stream(), kept_gen_logits_.rows(r, r + 1),
-                Tensor::view_of(logits.rows(r, r + 1).data, logits.dtype, logits.device, {1, v}));
-  }
+void ElectraPretrainer::discriminator_loss(Context& ctx, const Corruption& c, float loss_scale) {
+  Parts& p = *parts_;
+  const int64_t bt = options_.batch * options_.seq_len;
+  const Tensor logits = p.discriminator.logits().reshape({bt});
+  const float scale = static_cast<float>(loss_scale * options_.disc_weight / c.tokens);
+  disc_head(ctx, logits, p.labels.reshape({bt}), p.token_weights, scale, p.disc_loss, logits,
+            p.counts, p.disc_workspace);
 }
 
-FixedCorruption ElectraPretrainer::corruption(Context& ctx) const {
+ForwardContext ElectraPretrainer::forward(Context& ctx, const Corruption& c, uint32_t micro_step,
+                                          float loss_scale) {
+  const int64_t b = options_.batch, t = options_.seq_len, n = slots_;
+  ELECTRA_CHECK(c.generator_ids.numel() == b * t && c.positions.numel() == b * n &&
+                    c.original.numel() == b * n && c.weights.numel() == b * n &&
+                    (c.samples.data == nullptr || c.samples.numel() == b * n),
+                "pretrain: corruption sizes do not match B = ", b, ", T = ", t, ", N = ", n);
+  weights_.refresh_compute(ctx);
+  ForwardContext saved;
+  saved.pass = Pass{ctx.rng(RngPurpose::kDropout, micro_step), true};
+  generator_forward(ctx, c, saved.pass);
+  saved.samples = generator_loss(ctx, c, micro_step, loss_scale);
+  discriminator_forward(ctx, c, saved.samples, saved.pass);
+  discriminator_loss(ctx, c, loss_scale);
+  saved.labels = parts_->labels;
+  last_corruption_ = c;
+  last_forward_ = saved;
+  return saved;
+}
+
+void ElectraPretrainer::report_tables(Context& ctx, const GradientsReady& ready) const {
+  if (ready) ready(ctx, tables_span_);
+}
+
+void ElectraPretrainer::backward(Context& ctx, const ForwardContext& saved,
+                                 const GradientsReady& ready) {
+  parts_->discriminator.backward(ctx, saved.pass, ready);
+  parts_->generator.backward(ctx, saved.pass, ready);
+  report_tables(ctx, ready);
+}
+
+void ElectraPretrainer::accumulate_metrics(Context& ctx, const Corruption& c, const Tensor& acc) {
   const Parts& p = *parts_;
-  FixedCorruption f;
-  f.generator_ids = download_as<int32_t>(ctx, p.generator_ids);
-  f.positions = download_as<int32_t>(ctx, p.positions);
-  f.weights = download_as<float>(ctx, p.mlm_weights);
-  f.samples = download_as<int32_t>(ctx, p.samples);
-  return f;
+  const int64_t bn = options_.batch * slots_;
+  accumulate_pretrain_metrics(ctx, p.gen_loss, p.argmax, c.original.reshape({bn}),
+                              c.weights.reshape({bn}), p.counts, options_.disc_weight, acc);
 }
 
-StepMetrics ElectraPretrainer::metrics(Context& ctx) const {
-  const Parts& p = *parts_;
-  const std::vector<double> loss = download_doubles(ctx, p.gen_loss);
-  const std::vector<double> counts = download_doubles(ctx, p.counts);
-  const std::vector<int32_t> argmax = download_as<int32_t>(ctx, p.argmax);
-  const std::vector<int32_t> original = download_as<int32_t>(ctx, p.original);
-  const std::vector<float> weights = download_as<float>(ctx, p.mlm_weights);
-  StepMetrics m;
-  double loss_sum = 0, correct = 0, weight = 0;
-  for (size_t i = 0; i < loss.size(); ++i) {
-    loss_sum += loss[i];
-    weight += weights[i];
-    correct += weights[i] * (argmax[i] == original[i]);
-  }
-  auto ratio = [](double a, double b) { return b > 0 ? a / b : 0.0; };
-  m.masked = weight;
-  m.tokens = counts[kDiscWeight];
-  m.gen_loss = ratio(loss_sum, weight);
-  m.gen_accuracy = ratio(correct, weight);
-  m.disc_loss = ratio(counts[kDiscLoss], counts[kDiscWeight]);
-  m.disc_accuracy = ratio(counts[kDiscCorrect], counts[kDiscWeight]);
-  m.disc_precision = ratio(counts[kDiscTruePositive], counts[kDiscPredictedPositive]);
-  m.disc_recall = ratio(counts[kDiscTruePositive], counts[kDiscActualPositive]);
-  m.replaced_fraction = ratio(counts[kDiscActualPositive], counts[kDiscWeight]);
-  m.total_loss = m.gen_loss + options_.disc_weight * m.disc_loss;
-  return m;
+void ElectraPretrainer::step(Context& ctx, const HostBatch& batch, uint32_t micro_step,
+                             float loss_scale, const GradientsReady& ready) {
+  const BatchPlan plan = stage_batch(batch, step_planes_.data());
+  upload_to(ctx, input_, step_planes_);
+  const Corruption corruption = corrupt(ctx, micro_step, plan);
+  backward(ctx, forward(ctx, corruption, micro_step, loss_scale), ready);
+}
+
+StepMetrics ElectraPretrainer::metrics(Context& ctx, const Corruption& corruption) {
+  const Tensor& acc = parts_->metrics;
+  zero_tensor(ctx.stream(), acc);
+  accumulate_metrics(ctx, corruption, acc);
+  return step_metrics(download_as<double>(ctx, acc));
 }
 
 }  // namespace electra

@@ -1,25 +1,27 @@
-// ElectraPretrainer: one replaced-token-detection training step (DESIGN section 4), forward and
-// backward, on a planned set of buffers (nothing is allocated after construction).
+// ElectraPretrainer: one replaced-token-detection micro-step (Clark et al. 2020, section 2), as a
+// pipeline of values on a planned set of buffers (nothing is allocated after construction):
 //
-//   mask_tokens(ids)                     -> generator ids, positions [B, N], originals, weights
-//   generator.forward                    -> logits at the masked positions [B * N, Vp]
-//   softmax_xent(logits, originals)      -> MLM loss (mean over masked slots), dlogits in place,
-//                                           Gumbel-max samples (no gradient through them)
-//   replace_tokens(ids, samples)         -> discriminator ids, labels (sample != original)
-//   discriminator.forward                -> logits [B * T]
-//   disc_head(logits, labels, not-pad)   -> BCE (mean over non-pad tokens) x disc_weight, dlogits
-//   discriminator.backward, generator.backward (both add into the shared embedding gradients)
+//   host batch --stage_batch (host)--> 4 planes [4, B, T] --one upload--> input()
+//   corrupt(micro_step)          -> Corruption: generator ids [B, T], positions [B, N], originals,
+//                                   slot weights (mask_tokens; Philox kMasking)
+//   forward(Corruption)          -> ForwardContext, via four stages that tests may run one by one:
+//     generator_forward          -> logits at the masked positions [B * N, Vp]
+//     generator_loss             -> MLM loss (mean over masked slots), dlogits in place,
+//                                   Gumbel-max samples (Philox kGumbel; no gradient through them)
+//     discriminator_forward      -> replace_tokens (ids, labels), logits [B * T]
+//     discriminator_loss         -> BCE (mean over non-pad tokens) x disc_weight, dlogits in place
+//   backward(ForwardContext)     -> parameter gradients += (both models add into the shared
+//                                   embedding gradients); GradientsReady reports in order
+//   accumulate_metrics           -> the device metrics accumulator (kernels/train_metrics.h)
 //
 // Total loss = MLM + disc_weight * BCE. Every random draw is keyed by (seed, purpose, micro_step,
 // rank), so a step is reproducible on CPU and GPU and after a resume.
 //
-// Gradient hook (data-parallel training, models/grad_sync.h): during the backward the pretrainer
-// reports element offsets of the flat gradient buffer from which every gradient is final for the
-// step. Parameters are declared shared tables, generator (projection, layers, head),
-// discriminator (projection, layers, head), and the backward runs discriminator head, layers
-// L-1..0, projection, then generator head, layers, projection, and last the shared tables (both
-// models add into them): the final region grows from the end of the buffer towards 0. Reported:
-// after each encoder layer and each encoder's embeddings, then 0 at the end.
+// Gradients ready (data-parallel training, models/grad_sync.h): parameters are declared shared
+// tables, generator (projection, layers, head), discriminator (projection, layers, head). The
+// backward runs discriminator head, layers L-1..0, projection, then generator head, layers,
+// projection, and last the shared tables (both models add into them); each part reports its
+// parameter span when done, so the spans arrive from the end of the buffer towards 0.
 #pragma once
 
 #include <functional>
@@ -29,6 +31,7 @@
 
 #include "models/discriminator.h"
 #include "models/generator.h"
+#include "models/pass.h"
 
 namespace electra {
 
@@ -51,7 +54,6 @@ struct PretrainOptions {
   // padding rows in the word table and the output bias, masked out of the softmax); 1 turns the
   // padding off (tests compare both).
   int64_t vocab_multiple = 128;
-  bool keep_logits = false;  // copy both models' logits before the losses overwrite them (tests)
 };
 
 // One micro-batch on the host: token and segment ids, [B * T] each, padding = tokens.pad.
@@ -60,12 +62,31 @@ struct HostBatch {
   std::vector<int32_t> segment_ids;
 };
 
-// The test entry's replacement for masking and sampling: what they would have produced.
-struct FixedCorruption {
-  std::vector<int32_t> generator_ids;  // [B * T]: ids with the masked positions changed
-  std::vector<int32_t> positions;      // [B * N]
-  std::vector<float> weights;          // [B * N]: 1 for a used slot, 0 for an empty one
-  std::vector<int32_t> samples;        // [B * N]: the generator's "samples"
+// The corruption of one micro-batch, on the device. corrupt() returns views of the pretrainer's
+// buffers; tests build one from fixed values (test/models/tiny_pretrainer.h).
+struct Corruption {
+  Tensor generator_ids;  // i32 [B, T]: the ids with the masked positions changed
+  Tensor positions;      // i32 [B, N]
+  Tensor original;       // i32 [B, N]: the ids at the positions
+  Tensor weights;        // f32 [B, N]: 1 for a used slot, 0 for an empty one
+  // Unset in training; set (i32 [B * N]), it replaces the generator's Gumbel-max samples.
+  Tensor samples;
+  // The loss normalisers, known on the host when the batch is staged (BatchPlan).
+  double masked_slots = 0;  // the sum of weights
+  double tokens = 0;        // non-pad tokens of the batch
+};
+
+// What the host knows about a staged batch (stage_batch).
+struct BatchPlan {
+  double masked_slots = 0;  // the masking op's k per sequence, summed (kernels/masking.h)
+  double tokens = 0;        // non-pad tokens
+};
+
+// What the backward needs from the forward, and what the forward produced.
+struct ForwardContext {
+  Pass pass;       // the dropout stream: the backward regenerates the masks from it
+  Tensor samples;  // i32 [B * N]: the replacements the discriminator saw
+  Tensor labels;   // i32 [B, T]: 1 where a token was replaced
 };
 
 struct StepMetrics {
@@ -81,8 +102,25 @@ struct StepMetrics {
   double tokens = 0;             // non-pad tokens in the batch
 };
 
+// The means over the micro-steps accumulated in `acc` (kTrainMetrics values read back from the
+// device accumulator, kernels/train_metrics.h); masked and tokens are totals.
+StepMetrics step_metrics(const std::vector<double>& acc);
+
+// The device memory of a pretrainer, from the planning pass alone.
+struct PretrainMemory {
+  int64_t parameter_count = 0;
+  size_t parameters = 0;  // master weights (+ the bf16 compute copy on a bf16 run)
+  size_t gradients = 0;
+  size_t activations = 0;  // the activation arena: every buffer of a micro-step
+};
+
 class ElectraPretrainer {
  public:
+  // What a pretrainer of this shape takes on `device` in `precision`; allocates nothing (works
+  // for a CUDA device in a CPU-only build).
+  static PretrainMemory plan_memory(const ElectraConfig& config, const PretrainOptions& options,
+                                    Device device, Precision precision);
+
   // Plans every buffer for (options.batch, options.seq_len) on ctx's device in ctx's precision
   // (f64 for gradient checks, f32, bf16 on the GPU). Parameters are uninitialised: call
   // init_weights() or load a checkpoint.
@@ -103,39 +141,49 @@ class ElectraPretrainer {
   void init_weights(Context& ctx, uint64_t seed);
   void zero_grads(Context& ctx);
 
-  // One micro-batch forward and backward; gradients accumulate (+=) as loss_scale times the
-  // gradient of the total loss (1 / accumulation steps when accumulating, times S under loss
-  // scaling: optim/loss_scaler.h; metrics() reports the losses unscaled). micro_step keys
-  // masking, sampling and dropout.
-  void step(Context& ctx, const HostBatch& batch, uint32_t micro_step, float loss_scale = 1.0f);
-  // The test entry: as step(), with masking and sampling replaced by `fixed`.
-  void step_fixed(Context& ctx, const HostBatch& batch, const FixedCorruption& fixed,
-                  uint32_t micro_step, float loss_scale = 1.0f);
+  // --- Input. The device buffer of one micro-batch: i32 [4, B, T] holding the ids, the segment
+  // ids, the attention mask (id != pad) and the token weights (f32 bits: 1 for a non-pad token).
+  const Tensor& input() const { return input_; }
+  // Host preparation: validates `batch` (UserError naming the sequence and position of a bad id)
+  // and writes the four planes into `planes` (4 * B * T values: the staging buffer of the upload
+  // into input()). Returns the loss normalisers, known before the device runs.
+  BatchPlan stage_batch(const HostBatch& batch, int32_t* planes) const;
 
-  // Called during each later step's backward (see the top of this file); an empty function
-  // removes it.
-  using GradientHook = std::function<void(Context& ctx, int64_t first_final)>;
-  void set_gradient_hook(GradientHook hook) { gradient_hook_ = std::move(hook); }
+  // --- The pipeline (see the top of this file); loss_scale multiplies the gradients (1 /
+  // accumulation steps when accumulating); the metrics stay unscaled.
+  Corruption corrupt(Context& ctx, uint32_t micro_step, const BatchPlan& plan);
+  ForwardContext forward(Context& ctx, const Corruption& corruption, uint32_t micro_step,
+                         float loss_scale = 1.0f);
+  void backward(Context& ctx, const ForwardContext& saved, const GradientsReady& ready = {});
+  // Adds this micro-step's metrics to `acc` (f64 [kTrainMetrics], kernels/train_metrics.h).
+  void accumulate_metrics(Context& ctx, const Corruption& corruption, const Tensor& acc);
 
-  // The last step's metrics (copies a few small buffers to the host: synchronises).
-  StepMetrics metrics(Context& ctx) const;
-  // With options.keep_logits: the last step's generator logits [B * N, V] (without the padding
-  // columns) and discriminator logits [B * T].
-  const Tensor& generator_logits() const { return kept_gen_logits_; }
-  const Tensor& discriminator_logits() const { return kept_disc_logits_; }
-  // The last step's corruption: generator input ids [B, T], positions and weights [B, N],
-  // samples [B * N]; and the discriminator labels [B, T].
-  FixedCorruption corruption(Context& ctx) const;
+  // The forward's stages, in order (forward() runs them; tests read the logits in between, before
+  // the losses overwrite them with their gradients).
+  const Tensor& generator_forward(Context& ctx, const Corruption& corruption, const Pass& pass);
+  Tensor generator_loss(Context& ctx, const Corruption& corruption, uint32_t micro_step,
+                        float loss_scale);
+  Tensor discriminator_forward(Context& ctx, const Corruption& corruption, const Tensor& samples,
+                               const Pass& pass);
+  void discriminator_loss(Context& ctx, const Corruption& corruption, float loss_scale);
   const Tensor& labels() const;
 
+  // --- Conveniences for tests and tools (each synchronises).
+  // Stages, uploads and runs corrupt, forward and backward on a host batch.
+  void step(Context& ctx, const HostBatch& batch, uint32_t micro_step, float loss_scale = 1.0f,
+            const GradientsReady& ready = {});
+  // The metrics of the last forward on `corruption` (reads them back).
+  StepMetrics metrics(Context& ctx, const Corruption& corruption);
+  // The same for the corruption of the last forward() (it must still exist).
+  StepMetrics metrics(Context& ctx) { return metrics(ctx, last_corruption_); }
+
+  struct Parts;  // the models and every per-step buffer (pretrainer.cpp)
+  // The last forward's corruption and context (views).
+  const Corruption& last_corruption() const { return last_corruption_; }
+  const ForwardContext& last_forward() const { return last_forward_; }
+
  private:
-  struct Parts;
-  void run(Context& ctx, const HostBatch& batch, const FixedCorruption* fixed, uint32_t micro_step,
-           float loss_scale);
-  void stage_batch(Context& ctx, const HostBatch& batch);
-  double planned_masked_slots(const HostBatch& batch) const;
-  void plan_gradient_frontiers();
-  void keep_generator_logits(Context& ctx);
+  void report_tables(Context& ctx, const GradientsReady& ready) const;
 
   ElectraConfig config_;
   PretrainOptions options_;
@@ -145,16 +193,11 @@ class ElectraPretrainer {
   Arena grads_;
   Arena acts_;
   std::unique_ptr<Parts> parts_;
-  GradientHook gradient_hook_;
-  // Per encoder: the first final offset after layer l's backward ([l]) and after the embeddings
-  // (back()).
-  std::vector<int64_t> generator_frontiers_, discriminator_frontiers_;
-  Tensor kept_gen_logits_, kept_disc_logits_;
-  // Host staging, sized at construction.
-  std::vector<int32_t> host_mask_;
-  std::vector<float> host_token_weights_;
-  std::vector<int32_t> host_original_;
-  double masked_slots_ = 0, tokens_ = 0;
+  Tensor input_;                      // i32 [4, B, T]
+  ParamSpan tables_span_;             // the shared embedding tables
+  std::vector<int32_t> step_planes_;  // step()'s host staging
+  Corruption last_corruption_;
+  ForwardContext last_forward_;
 };
 
 }  // namespace electra

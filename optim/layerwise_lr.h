@@ -1,4 +1,4 @@
-// Layer-wise learning-rate decay for fine-tuning (ELECTRA paper, appendix; DESIGN section 6): a
+// Layer-wise learning-rate decay for fine-tuning (ELECTRA paper, appendix): a
 // parameter's learning rate is lr x decay^depth, depth counted from the top of the network, so
 // the layers closest to the input change least.
 //

@@ -84,9 +84,25 @@ size_t Optimizer::state_bytes(const ParameterStore& store, OptimizerKind kind) {
          aligned(static_cast<size_t>(workspace_floats(segments, kind)) * sizeof(float));
 }
 
+namespace {
+
+// Copies t.numel() values from host memory into t and waits (setup only).
+template <class T>
+void upload_host(Context& ctx, const Tensor& t, const T* values) {
+  upload(ctx.stream(), t, Tensor::view_of(const_cast<T*>(values), Device::CPU, {t.numel()}));
+  ctx.synchronize();
+}
+
+}  // namespace
+
+size_t Optimizer::schedule_bytes(const OptimizerConfig& config) {
+  const size_t entries = static_cast<size_t>(std::max<int64_t>(config.schedule.total_steps, 0)) + 1;
+  return aligned(entries * sizeof(float)) + aligned(sizeof(int32_t));
+}
+
 Optimizer::Optimizer(Context& ctx, const ParameterStore& store, const OptimizerConfig& config,
                      Arena& state_arena, const LrMultiplier& lr_mult)
-    : config_(config) {
+    : config_(config), schedule_("schedule", ctx.device(), schedule_bytes(config)) {
   ELECTRA_CHECK(store.allocated(), "Optimizer: the ParameterStore is not allocated");
   ELECTRA_CHECK(store.flat_params().dtype == DType::F32, "Optimizer: the ParameterStore is ",
                 dtype_name(store.flat_params().dtype),
@@ -107,23 +123,41 @@ Optimizer::Optimizer(Context& ctx, const ParameterStore& store, const OptimizerC
   zero_tensor(ctx.stream(), m_);
   zero_tensor(ctx.stream(), v_);
   zero_tensor(ctx.stream(), norm_);
-}
-
-void Optimizer::step(Context& ctx, int64_t step, float grad_scale) {
-  ELECTRA_CHECK(step >= 0, "Optimizer::step: negative step ", step);
-  ELECTRA_CHECK(grad_scale > 0 && grad_scale <= FLT_MAX, "Optimizer::step: grad_scale ",
-                grad_scale);
+  ELECTRA_CHECK(config_.schedule.total_steps < (int64_t{1} << 31),
+                "Optimizer: ", config_.schedule.total_steps,
+                " steps do not fit the i32 update counter");
+  std::vector<float> lrs(static_cast<size_t>(std::max<int64_t>(config_.schedule.total_steps, 0)) +
+                         1);
+  for (size_t t = 0; t < lrs.size(); ++t) {
+    lrs[t] = static_cast<float>(config_.schedule.at(static_cast<int64_t>(t)));
+  }
+  lr_table_ = schedule_.alloc<float>({static_cast<int64_t>(lrs.size())});
+  counter_ = schedule_.alloc<int32_t>({1});
+  upload_host(ctx, lr_table_, lrs.data());
   OptimHyperValues h;
-  h.lr = static_cast<float>(lr_at(step));
-  h.step = static_cast<float>(step + 1);
   h.beta1 = config_.beta1;
   h.beta2 = config_.beta2;
   h.eps = config_.eps;
   h.weight_decay = config_.weight_decay;
   h.max_norm = config_.max_grad_norm;
-  h.grad_scale = grad_scale;
-  hyper_host_ = h.packed();
-  copy_tensor(ctx.stream(), hyper_, Tensor::view_of(hyper_host_.data(), Device::CPU, {kNumHyper}));
+  const std::array<float, kNumHyper> packed = h.packed();
+  upload_host(ctx, hyper_, packed.data());
+  set_step(ctx, 0);
+}
+
+void Optimizer::set_step(Context& ctx, int64_t step) {
+  ELECTRA_CHECK(step >= 0 && step < (int64_t{1} << 31), "Optimizer::set_step: step ", step);
+  const int32_t count = static_cast<int32_t>(step);
+  upload_host(ctx, counter_, &count);
+}
+
+void Optimizer::step(Context& ctx, int64_t step) {
+  set_step(ctx, step);
+  this->step(ctx);
+}
+
+void Optimizer::step(Context& ctx) {
+  advance_schedule(ctx, lr_table_, counter_, hyper_);
   electra::grad_norm(ctx, grads_, table_, workspace_, norm_, Tensor{});
   if (config_.kind == OptimizerKind::kLamb) {
     lamb_step(ctx, params_, grads_, m_, v_, table_, hyper_, norm_, config_.bias_correction,
@@ -135,8 +169,8 @@ void Optimizer::step(Context& ctx, int64_t step, float grad_scale) {
 
 float Optimizer::grad_norm(Context& ctx) const {
   float norm = 0;
-  copy_tensor(ctx.stream(), Tensor::view_of(&norm, Device::CPU, {1}), norm_);
-  return norm * hyper_host_[kHyperGradScale];
+  download(ctx.stream(), Tensor::view_of(&norm, Device::CPU, {1}), norm_);
+  return norm;
 }
 
 }  // namespace electra

@@ -1,6 +1,6 @@
 // Optimizer: AdamW (the official ELECTRA AdamWeightDecayOptimizer by default) or LAMB over the
 // flat f32 parameter buffer of a ParameterStore, with global-norm gradient clipping and a learning
-// rate schedule (DESIGN section 6).
+// rate schedule.
 //
 // Contract:
 //   - The store must be allocated in f32 on the context's device (the optimizer kernels are f32
@@ -12,14 +12,15 @@
 //     not to LayerNorm parameters or biases (param_decays); the optional lr_mult callback gives a
 //     per-parameter learning-rate factor (layer-wise LR decay in fine-tuning; default 1).
 //     Alignment padding between parameters is neither counted in the norm nor updated.
-//   - step(ctx, t, grad_scale) performs update number t (0-based): it writes lr = schedule.at(t),
-//     the Adam step count t + 1 and grad_scale into the device hyper tensor, computes the global
-//     gradient norm, clips the gradient (times grad_scale: 1 / S under loss scaling, see
-//     optim/loss_scaler.h) to max_grad_norm (<= 0: no clipping) and updates the parameters in
+//   - The update counter and the learning-rate table (schedule.at(t) for t = 0..total_steps,
+//     computed once at construction) live in device memory (a separate "schedule" arena).
+//     step(ctx) performs the update the counter names: advance_schedule writes lr and the Adam
+//     step count into the device hyper tensor and advances the counter, then the global gradient
+//     norm, clipping to max_grad_norm (<= 0: no clipping) and the update of the parameters in
 //     place; when the norm is not finite the kernels skip the update (parameters and moments
-//     untouched). It does not zero the gradients (the caller does). The upload of the hyper tensor
-//     uses copy_tensor, which waits for the stream: one host sync per step on CUDA (replacing it
-//     by an asynchronous upload from pinned memory is left to the CUDA-graph work).
+//     untouched). No host value and no transfer: an update can be replayed from a CUDA graph.
+//     set_step(ctx, t) uploads the counter (start, resume). It does not zero the gradients (the
+//     caller does).
 //   - The update itself is documented in kernels/optimizer.h:
 //       g' = g * min(1, max_norm / ||g||),  m = b1 m + (1 - b1) g',  v = b2 v + (1 - b2) g'^2
 //       u  = m / (sqrt(v) + eps) [+ wd * p for decayed parameters]
@@ -76,16 +77,23 @@ class Optimizer {
   Optimizer(Context& ctx, const ParameterStore& store, const OptimizerConfig& config,
             Arena& state_arena, const LrMultiplier& lr_mult = {});
 
-  // Bytes of arena the optimizer state of `store` takes (with the arena's alignment).
+  // Bytes of arena the optimizer state of `store` takes (with the arena's alignment); the store
+  // need not be allocated.
   static size_t state_bytes(const ParameterStore& store, OptimizerKind kind);
+  // Bytes of the schedule arena (learning-rate table and update counter).
+  static size_t schedule_bytes(const OptimizerConfig& config);
 
-  // Update number `step` (0-based); the gradients are multiplied by grad_scale (1 / S under loss
-  // scaling). See the contract above.
-  void step(Context& ctx, int64_t step, float grad_scale = 1.0f);
+  // The update the device counter names (see the contract above).
+  void step(Context& ctx);
+  // Sets the device counter to `step` (0-based; an upload: setup and resume only).
+  void set_step(Context& ctx, int64_t step);
+  // set_step(ctx, step) then step(ctx): for callers that drive the count from the host.
+  void step(Context& ctx, int64_t step);
 
-  // The global norm of the gradient (times the last step's grad_scale: the true gradient under
-  // loss scaling) before clipping; not finite when the last step was skipped. Reads it from the
-  // device (synchronises).
+  // The global norm of the gradient before clipping, on the device (f32 [1]); not finite when the
+  // last step was skipped.
+  const Tensor& norm() const { return norm_; }
+  // The same read back (synchronises).
   float grad_norm(Context& ctx) const;
   double lr_at(int64_t step) const { return config_.schedule.at(step); }
   const OptimizerConfig& config() const { return config_; }
@@ -104,7 +112,9 @@ class Optimizer {
   Tensor hyper_;      // f32 [kNumHyper] on the device
   Tensor norm_;       // f32 [1]
   Tensor workspace_;  // f32 reduction workspace (grad_norm and, for LAMB, the trust ratios)
-  std::array<float, kNumHyper> hyper_host_ = OptimHyperValues{}.packed();
+  Arena schedule_;    // the learning-rate table and the update counter
+  Tensor lr_table_;   // f32 [total_steps + 1]
+  Tensor counter_;    // i32 [1]
 };
 
 }  // namespace electra

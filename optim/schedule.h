@@ -1,4 +1,5 @@
-// Learning-rate schedules (DESIGN section 6). Step t counts optimizer updates from 0.
+// Learning-rate schedules (the official ELECTRA schedule: linear warm-up, then linear decay). Step
+// t counts optimizer updates from 0.
 //
 //   linear (official ELECTRA): lr(t) = peak * min(1, t / warmup) * max(0, 1 - t / total)
 //                              (warmup and decay multiplied, as in the official optimization.py)

@@ -63,10 +63,13 @@ TEST_CASE("every shipped config parses", "[pretrain_config]") {
     CHECK(c.train.disc_weight == 50.0);
     CHECK(c.masking.mask_token_prob == 0.85);
     CHECK(c.masking.temperature == 1.0);
-    CHECK(c.train.micro_batch_auto);
+    // Base and Large accumulate micro-batches of 64 that fit an 80 GB GPU (pretrain --dry-run).
+    const bool accumulates = std::string(name) == "base" || std::string(name) == "large";
+    CHECK(c.train.micro_batch_auto != accumulates);
+    if (accumulates) CHECK(c.train.micro_batch_size == 64);
     CHECK(c.distributed.bucket_mb == 25.0);
     CHECK(c.distributed.timeout_s == 600.0);
-    CHECK(!describe(c).empty());
+    CHECK(!describe(c, "CPU", Precision::F32).empty());
   }
 }
 
@@ -101,7 +104,8 @@ TEST_CASE("the paper-size configs carry Table 6", "[pretrain_config]") {
     CHECK(c.optimizer.schedule.peak == r.lr);
     CHECK(c.optimizer.schedule.warmup_steps == 10000);
     CHECK(c.train.batch_size == r.batch);
-    CHECK(c.train.micro_batch_size == r.batch);
+    // Small runs its batch at once; Base and Large accumulate micro-batches of 64.
+    CHECK(c.train.micro_batch_size == (r.batch > 128 ? 64 : r.batch));
     CHECK(c.train.steps == r.steps);
     CHECK(c.train.seq_len == r.seq);
     CHECK(c.masking.mask_prob == r.mask);
@@ -250,8 +254,11 @@ TEST_CASE("config_hash is deterministic and follows what training computes", "[p
 
 TEST_CASE("describe gives the run's key facts", "[pretrain_config]") {
   const PretrainConfig c = read_pretrain_config(config_path("small"), {});
-  const std::string d = describe(c);
+  const std::string d = describe(c, "CPU (no GPU)", Precision::F32);
   CHECK_THAT(d, Catch::Contains("12 layers, hidden 256, 4 heads, FFN 1024, embedding 128"));
+  // What runs, beside what the config asked for (a CPU run is f32 whatever it says).
+  CHECK_THAT(d, Catch::Contains("runs on: CPU (no GPU), precision f32 (config: device auto, "
+                                "precision bf16)"));
   CHECK_THAT(d, Catch::Contains("generator hidden 64"));
   CHECK_THAT(d, Catch::Contains("1000000 steps of 128 x 128 tokens"));
   CHECK_THAT(d, Catch::Contains("adamw lr 0.0005 (linear, warm-up 10000)"));

@@ -91,10 +91,10 @@ TEST_CASE("two ranks with GradSync compute the gradient one process accumulates"
   model.init_weights(ctx, 5);
   GradSync sync(comm, model.store(), 4096);
   REQUIRE(sync.buckets().size() > 4);
-  model.set_gradient_hook([&](Context& c, int64_t from) { sync.gradients_final_from(c, from); });
+  const GradientsReady ready = [&](Context& c, ParamSpan span) { sync.gradients_ready(c, span); };
   model.zero_grads(ctx);
   sync.begin_micro_batch(true);
-  model.step(ctx, batch, static_cast<uint32_t>(comm.rank()), 0.5f);
+  model.step(ctx, batch, static_cast<uint32_t>(comm.rank()), 0.5f, ready);
   sync.finish(ctx);
   const std::vector<float> got = grads_of(model);
   CHECK(test::normwise_error(got, want) < 1e-6);

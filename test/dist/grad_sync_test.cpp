@@ -94,38 +94,47 @@ TEST_CASE("the backward reports gradients final from the end of the buffer", "[g
   model.zero_grads(ctx);
   model.step(ctx, batch, 7, 0.5f);  // the second step accumulates onto these
 
-  std::vector<int64_t> offsets;
+  // Each report: the span's element range and the gradients from its first element to the end.
+  const std::vector<ParamInfo>& params = model.store().params();
+  auto offset = [&](size_t index) { return index < params.size() ? params[index].offset : total; };
+  std::vector<std::pair<int64_t, int64_t>> ranges;
   std::vector<std::vector<float>> snapshots;
-  model.set_gradient_hook([&](Context&, int64_t from) {
-    offsets.push_back(from);
+  const GradientsReady record = [&](Context&, ParamSpan span) {
+    ranges.emplace_back(offset(span.first), offset(span.end));
     const std::vector<float> all = grads_of(model);
-    snapshots.emplace_back(all.begin() + from, all.end());
-  });
-  model.step(ctx, batch, 8, 0.5f);
+    snapshots.emplace_back(all.begin() + ranges.back().first, all.end());
+  };
+  model.step(ctx, batch, 8, 0.5f, record);
   const std::vector<float> final_grads = grads_of(model);
 
-  // Discriminator layers 1, 0, its embeddings (with projection); generator layers 1, 0, its
-  // embeddings (no projection: same offset as layer 0); then 0 after the shared tables.
-  REQUIRE(offsets.size() == 7);
-  CHECK(offsets.back() == 0);
-  CHECK(offsets.front() < total);
-  for (size_t i = 1; i < offsets.size(); ++i) CHECK(offsets[i] <= offsets[i - 1]);
-  CHECK(std::set<int64_t>(offsets.begin(), offsets.end()).size() == 6);
+  // Discriminator head, layers 1, 0, its embeddings (with projection); generator head, layers
+  // 1, 0, its embeddings (no projection: an empty span); then the shared tables.
+  REQUIRE(ranges.size() == 9);
+  CHECK(ranges.front().second == total);
+  CHECK(ranges.back().first == 0);
+  int64_t frontier = total;
+  for (const auto& [begin, end] : ranges) {
+    if (begin == end) continue;
+    CHECK(end == frontier);  // each span ends where the previous one began
+    CHECK(begin < end);
+    frontier = begin;
+  }
+  CHECK(ranges[7].first == ranges[7].second);  // the generator has no projection
   // The shared tables come first in the buffer and are reported last.
-  CHECK(offsets[offsets.size() - 2] >
+  CHECK(ranges.back().second >
         model.store().info("discriminator/electra.embeddings.LayerNorm.bias").offset);
-  for (size_t i = 0; i < offsets.size(); ++i) {
-    INFO("report " << i << " from offset " << offsets[i]);
-    CHECK(std::equal(snapshots[i].begin(), snapshots[i].end(), final_grads.begin() + offsets[i]));
+  for (size_t i = 0; i < ranges.size(); ++i) {
+    INFO("report " << i << " from offset " << ranges[i].first);
+    CHECK(std::equal(snapshots[i].begin(), snapshots[i].end(),
+                     final_grads.begin() + ranges[i].first));
   }
 
-  // Without a hook nothing is reported and the step is unchanged.
-  model.set_gradient_hook({});
+  // Without a callback nothing is reported and the step is unchanged.
   model.zero_grads(ctx);
   model.step(ctx, batch, 7, 0.5f);
   model.step(ctx, batch, 8, 0.5f);
   CHECK(grads_of(model) == final_grads);
-  CHECK(offsets.size() == 7);
+  CHECK(ranges.size() == 9);
 }
 
 TEST_CASE("each bucket is reduced once, final, on the last micro-batch, during the backward",
@@ -138,18 +147,18 @@ TEST_CASE("each bucket is reduced once, final, on the last micro-batch, during t
   RecordingCommunicator comm(model.store().flat_grads(), reports);
   GradSync sync(comm, model.store(), 8192);
   REQUIRE(sync.buckets().size() > 4);
-  model.set_gradient_hook([&](Context& c, int64_t from) {
+  const GradientsReady ready = [&](Context& c, ParamSpan span) {
     ++reports;
-    sync.gradients_final_from(c, from);
-  });
+    sync.gradients_ready(c, span);
+  };
 
   model.zero_grads(ctx);
   sync.begin_micro_batch(false);
-  model.step(ctx, batch, 0, 0.5f);
+  model.step(ctx, batch, 0, 0.5f, ready);
   CHECK(comm.starts.empty());  // accumulation: no reduction before the last micro-batch
   sync.begin_micro_batch(true);
   reports = 0;
-  model.step(ctx, batch, 1, 0.5f);
+  model.step(ctx, batch, 1, 0.5f, ready);
   CHECK(comm.waits == 0);
   sync.finish(ctx);
   CHECK(comm.waits == 1);
@@ -164,9 +173,9 @@ TEST_CASE("each bucket is reduced once, final, on the last micro-batch, during t
     CHECK(std::equal(comm.starts[i].values.begin(), comm.starts[i].values.end(),
                      final_grads.begin() + b.begin));
   }
-  // The discriminator's last layer starts the first bucket; the tables' bucket waits for the
-  // final report.
-  CHECK(comm.starts.front().reports == 1);
+  // The discriminator's head and last layer start the first bucket (the head alone is smaller
+  // than a bucket); the tables' bucket waits for the final report.
+  CHECK(comm.starts.front().reports <= 2);
   CHECK(comm.starts.back().reports == reports);
 
   // Misuse is an Error: an offset that grows, a finish before the backward reported 0.

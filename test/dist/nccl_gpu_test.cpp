@@ -30,7 +30,11 @@ struct Trainer {
     model.zero_grads(ctx);
     for (int micro = 0; micro < 2; ++micro) {
       if (sync != nullptr) sync->begin_micro_batch(micro == 1);
-      model.step(ctx, batch, static_cast<uint32_t>(2 * step + micro), 0.5f);
+      GradientsReady ready;
+      if (sync != nullptr) {
+        ready = [sync](Context& c, ParamSpan span) { sync->gradients_ready(c, span); };
+      }
+      model.step(ctx, batch, static_cast<uint32_t>(2 * step + micro), 0.5f, ready);
       losses.push_back(model.metrics(ctx).total_loss);
     }
     if (sync != nullptr) sync->finish(ctx);
@@ -80,8 +84,6 @@ TEST_CASE("NCCL with one rank equals the single-process GPU run", "[nccl][gpu]")
   std::unique_ptr<Communicator> comm = make_nccl_communicator(make_single_communicator(), 0, 60);
   GradSync sync(*comm, reduced.model.store(), 16384);
   REQUIRE(sync.buckets().size() > 4);
-  reduced.model.set_gradient_hook(
-      [&](Context& c, int64_t from) { sync.gradients_final_from(c, from); });
   for (int64_t step = 0; step < 3; ++step) {
     single.update(ctx, step, batch, nullptr);
     reduced.update(ctx, step, batch, &sync);

@@ -4,7 +4,10 @@
 
 using namespace electra;
 
-TEST_CASE("paper presets and the generator-size rule (Table 6, DESIGN section 4)", "[config]") {
+TEST_CASE(
+    "paper presets and the generator-size rule (Table 6, generator at 1/4 to 1/2 of the "
+    "discriminator)",
+    "[config]") {
   const ElectraConfig small = electra_preset("small");
   CHECK(small.discriminator.hidden == 256);
   CHECK(small.discriminator.embedding_size == 128);

@@ -59,7 +59,8 @@ TEST_CASE("the f32 pre-training step on the GPU equals the CPU step", "[pretrain
     poison_tensor(gpu.stream(), g.labels());
     c.step(cpu, batch, micro_step);
     g.step(gpu, batch, micro_step);
-    const FixedCorruption want = c.corruption(cpu), got = g.corruption(gpu);
+    const test::FixedCorruption want = test::download_corruption(cpu, c),
+                                got = test::download_corruption(gpu, g);
     CHECK(got.generator_ids == want.generator_ids);
     CHECK(got.positions == want.positions);
     CHECK(got.weights == want.weights);
@@ -83,12 +84,13 @@ TEST_CASE("the bf16 pre-training step on the GPU is within 2e-2 of the f32 CPU s
   const HostBatch batch = test::tiny_batch();
   c.zero_grads(cpu);
   c.step(cpu, batch, 3);
-  const FixedCorruption fixed = c.corruption(cpu);
+  const test::FixedCorruption fixed = test::download_corruption(cpu, c);
   // The same corruption through the test entry on both sides (same dropout key).
+  test::FixedStep on_cpu(cpu, c, batch, fixed), on_gpu(gpu, g, batch, fixed);
   c.zero_grads(cpu);
-  c.step_fixed(cpu, batch, fixed, 3);
+  on_cpu.run(cpu, 3);
   g.zero_grads(gpu);
-  g.step_fixed(gpu, batch, fixed, 3);
+  on_gpu.run(gpu, 3);
   check_metrics(g.metrics(gpu), c.metrics(cpu), 2e-2);
   check_grads(gpu, g, cpu, c, 2e-2);
 }

@@ -29,10 +29,10 @@ TEST_CASE("pre-training step gradients equal central differences in float64", "[
     }
   }
   const HostBatch batch = test::tiny_batch();
-  const FixedCorruption fixed = test::tiny_corruption(batch);
+  test::FixedStep fixed(ctx, model, batch, test::tiny_corruption(batch));
 
   model.zero_grads(ctx);
-  model.step_fixed(ctx, batch, fixed, 0);
+  fixed.run(ctx, 0);
   const StepMetrics base = model.metrics(ctx);
   REQUIRE(std::isfinite(base.total_loss));
   CHECK(base.replaced_fraction > 0);
@@ -40,7 +40,7 @@ TEST_CASE("pre-training step gradients equal central differences in float64", "[
                                      store.flat_grads().ptr<double>() + store.total_elements());
 
   auto loss = [&]() {
-    model.step_fixed(ctx, batch, fixed, 0);
+    fixed.run(ctx, 0);
     return model.metrics(ctx).total_loss;
   };
   const double h = 1e-5;

@@ -97,7 +97,7 @@ TEST_CASE("step metrics are consistent with the masking and the losses", "[pretr
   CHECK(m.replaced_fraction <= m.masked / m.tokens);
   CHECK(m.disc_accuracy >= 0);
   CHECK(m.disc_accuracy <= 1);
-  const FixedCorruption c = model.corruption(ctx);
+  const test::FixedCorruption c = test::download_corruption(ctx, model);
   // The discriminator labels are exactly the slots whose sample differs from the original.
   const std::vector<int32_t> labels(model.labels().ptr<int32_t>(),
                                     model.labels().ptr<int32_t>() + model.labels().numel());

@@ -6,10 +6,86 @@
 
 #include <vector>
 
+#include "models/host_transfer.h"
 #include "models/pretrainer.h"
 #include "test/common/test_util.h"
 
 namespace electra::test {
+
+// A corruption as host values: what masking and sampling would have produced.
+struct FixedCorruption {
+  std::vector<int32_t> generator_ids;  // [B * T]: ids with the masked positions changed
+  std::vector<int32_t> positions;      // [B * N]
+  std::vector<float> weights;          // [B * N]: 1 for a used slot, 0 for an empty one
+  std::vector<int32_t> samples;        // [B * N]: the generator's "samples"
+};
+
+// The test entry of the pipeline: a host batch and a fixed corruption on the device (in memory
+// of its own), run through forward and backward in place of masking and sampling.
+class FixedStep {
+ public:
+  FixedStep(Context& ctx, ElectraPretrainer& model, const HostBatch& batch,
+            const FixedCorruption& f)
+      : model_(model),
+        batch_(batch),
+        planes_(static_cast<size_t>(model.input().numel())),
+        arena_("fixed corruption", ctx.device(), 1 << 16) {
+    const int64_t b = model.options().batch, t = model.options().seq_len, n = model.slots();
+    ELECTRA_CHECK(f.generator_ids.size() == static_cast<size_t>(b * t) &&
+                      f.positions.size() == static_cast<size_t>(b * n) &&
+                      f.weights.size() == static_cast<size_t>(b * n) &&
+                      f.samples.size() == static_cast<size_t>(b * n),
+                  "FixedStep: corruption sizes do not match B = ", b, ", T = ", t, ", N = ", n);
+    std::vector<int32_t> original(static_cast<size_t>(b * n));
+    for (int64_t i = 0; i < b * n; ++i) {
+      original[i] = batch.ids[(i / n) * t + f.positions[i]];
+      c_.masked_slots += f.weights[i];
+    }
+    c_.generator_ids = arena_.alloc<int32_t>({b, t});
+    c_.positions = arena_.alloc<int32_t>({b, n});
+    c_.original = arena_.alloc<int32_t>({b, n});
+    c_.weights = arena_.alloc<float>({b, n});
+    c_.samples = arena_.alloc<int32_t>({b * n});
+    upload_to(ctx, c_.generator_ids, f.generator_ids);
+    upload_to(ctx, c_.positions, f.positions);
+    upload_to(ctx, c_.original, original);
+    upload_to(ctx, c_.weights, f.weights);
+    upload_to(ctx, c_.samples, f.samples);
+  }
+
+  const Corruption& corruption() const { return c_; }
+
+  // Uploads the batch (its token count completes the corruption's normalisers).
+  void stage(Context& ctx) {
+    c_.tokens = model_.stage_batch(batch_, planes_.data()).tokens;
+    upload_to(ctx, model_.input(), planes_);
+  }
+
+  // One micro-step: stage, forward, backward.
+  void run(Context& ctx, uint32_t micro_step, float loss_scale = 1.0f,
+           const GradientsReady& ready = {}) {
+    stage(ctx);
+    model_.backward(ctx, model_.forward(ctx, c_, micro_step, loss_scale), ready);
+  }
+
+ private:
+  ElectraPretrainer& model_;
+  HostBatch batch_;
+  std::vector<int32_t> planes_;
+  Arena arena_;
+  Corruption c_;
+};
+
+// The last forward's corruption and samples, read back.
+inline FixedCorruption download_corruption(Context& ctx, const ElectraPretrainer& model) {
+  const Corruption& c = model.last_corruption();
+  FixedCorruption f;
+  f.generator_ids = download_as<int32_t>(ctx, c.generator_ids);
+  f.positions = download_as<int32_t>(ctx, c.positions);
+  f.weights = download_as<float>(ctx, c.weights);
+  f.samples = download_as<int32_t>(ctx, model.last_forward().samples);
+  return f;
+}
 
 inline ElectraConfig tiny_electra_config(float dropout = 0.0f) {
   ElectraConfig c;

@@ -158,16 +158,19 @@ TEST_CASE("a step gives the same losses and samples with and without padding", "
     // Bit for bit in the first update, when both start from the same weights.
     if (step == 0) check_same_metrics(a, b);
     CHECK(a.total_loss == Approx(b.total_loss).epsilon(1e-6));
-    CHECK(padded.model.corruption(ctx).samples == plain.model.corruption(ctx).samples);
+    CHECK(test::download_corruption(ctx, padded.model).samples ==
+          test::download_corruption(ctx, plain.model).samples);
     check_close(padded.model.store(), plain.model.store(), true, 1e-5);
     check_close(padded.model.store(), plain.model.store(), false, 1e-5);
   }
   // The test entry (fixed masking and samples) too.
-  const FixedCorruption fixed = test::tiny_corruption(batch);
+  const test::FixedCorruption fixed = test::tiny_corruption(batch);
+  test::FixedStep padded_step(ctx, padded.model, batch, fixed);
+  test::FixedStep plain_step(ctx, plain.model, batch, fixed);
   padded.model.zero_grads(ctx);
   plain.model.zero_grads(ctx);
-  padded.model.step_fixed(ctx, batch, fixed, 9);
-  plain.model.step_fixed(ctx, batch, fixed, 9);
+  padded_step.run(ctx, 9);
+  plain_step.run(ctx, 9);
   CHECK(padded.model.metrics(ctx).total_loss ==
         Approx(plain.model.metrics(ctx).total_loss).epsilon(1e-6));
   check_close(padded.model.store(), plain.model.store(), true, 1e-5);
@@ -184,7 +187,7 @@ TEST_CASE("the padding stays exactly zero through AdamW and LAMB updates; sample
     for (int64_t step = 0; step < 4; ++step) {
       const StepMetrics m = t.update(ctx, batch, step);
       REQUIRE(std::isfinite(m.total_loss));
-      for (const int32_t sample : t.model.corruption(ctx).samples) {
+      for (const int32_t sample : test::download_corruption(ctx, t.model).samples) {
         CHECK(sample >= 0);
         CHECK(sample < kVocab);
       }
@@ -207,7 +210,7 @@ TEST_CASE("poisoned padding columns are never sampled, never the argmax and neve
   model.zero_grads(ctx);
   model.step(ctx, batch, 4);
   const StepMetrics clean = model.metrics(ctx);
-  const std::vector<int32_t> clean_samples = model.corruption(ctx).samples;
+  const std::vector<int32_t> clean_samples = test::download_corruption(ctx, model).samples;
   const std::vector<std::vector<float>> clean_grads = by_name(model.store(), true);
 
   // Padded bias rows of 1e30 make every padded logit the row's largest by far.
@@ -216,7 +219,7 @@ TEST_CASE("poisoned padding columns are never sampled, never the argmax and neve
   model.zero_grads(ctx);
   model.step(ctx, batch, 4);
   check_same_metrics(model.metrics(ctx), clean);
-  CHECK(model.corruption(ctx).samples == clean_samples);
+  CHECK(test::download_corruption(ctx, model).samples == clean_samples);
   CHECK(by_name(model.store(), true) == clean_grads);
   CHECK(all_zero(padding(model.store(), true)));
 }

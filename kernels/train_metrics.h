@@ -1,0 +1,90 @@
+// train_metrics: the pre-training update's metrics, accumulated on the device so that the host
+// reads them only when it logs (one download of kTrainMetrics doubles).
+//
+// accumulate_pretrain_metrics, once per micro-batch, from the loss ops' outputs:
+//   gen_loss [M] (per slot, weighted), argmax [M] i32, original [M] i32, weights [M] f32 (1 for a
+//   used slot), disc counts [kDiscCounts] (kernels/disc_head.h), with
+//   W = sum weights, L = sum gen_loss, C = sum weights * (argmax == original),
+//   r(a, b) = b > 0 ? a / b : 0:
+//     acc[kMetricGenLoss]      += r(L, W)          acc[kMetricGenAccuracy]   += r(C, W)
+//     acc[kMetricDiscLoss]     += r(loss, weight)  acc[kMetricDiscAccuracy]  += r(correct, weight)
+//     acc[kMetricDiscPrecision]+= r(TP, predicted) acc[kMetricDiscRecall]    += r(TP, actual)
+//     acc[kMetricReplaced]     += r(actual, weight)
+//     acc[kMetricTotalLoss]    += r(L, W) + disc_weight * r(loss, weight)
+//     acc[kMetricMasked] += W,  acc[kMetricTokens] += weight,  acc[kMetricMicroBatches] += 1
+//     acc[kMetricNonFinite]    += 1 when that total loss is not finite
+// record_grad_norm, once per update after the optimizer's norm:
+//     acc[kMetricGradNorm] = norm,  acc[kMetricNonFinite] += 1 when norm is not finite
+// Dividing the first eight by kMetricMicroBatches gives the means over the update's micro-batches.
+//
+// Dtypes: acc f64 [kTrainMetrics]; norm f32 [1]. CPU gen_loss and counts f32 or f64, CUDA f32.
+// The sums are in f64; the CUDA kernel is one block with a fixed reduction tree (deterministic).
+#pragma once
+
+#include "kernels/disc_head.h"
+#include "kernels/dispatch.h"
+
+namespace electra {
+
+enum TrainMetric : int {
+  kMetricGenLoss = 0,
+  kMetricGenAccuracy = 1,
+  kMetricDiscLoss = 2,
+  kMetricDiscAccuracy = 3,
+  kMetricDiscPrecision = 4,
+  kMetricDiscRecall = 5,
+  kMetricReplaced = 6,
+  kMetricTotalLoss = 7,
+  kMetricMasked = 8,
+  kMetricTokens = 9,
+  kMetricMicroBatches = 10,
+  kMetricGradNorm = 11,
+  kMetricNonFinite = 12,  // micro-batches with a non-finite loss + updates with a non-finite norm
+  kTrainMetrics = 13,
+};
+
+namespace cpu {
+void accumulate_pretrain_metrics(Context& ctx, const Tensor& gen_loss, const Tensor& argmax,
+                                 const Tensor& original, const Tensor& weights,
+                                 const Tensor& counts, float disc_weight, const Tensor& acc);
+void record_grad_norm(Context& ctx, const Tensor& norm, const Tensor& acc);
+}  // namespace cpu
+namespace cuda {
+void accumulate_pretrain_metrics(Context& ctx, const Tensor& gen_loss, const Tensor& argmax,
+                                 const Tensor& original, const Tensor& weights,
+                                 const Tensor& counts, float disc_weight, const Tensor& acc);
+void record_grad_norm(Context& ctx, const Tensor& norm, const Tensor& acc);
+}  // namespace cuda
+
+inline void accumulate_pretrain_metrics(Context& ctx, const Tensor& gen_loss, const Tensor& argmax,
+                                        const Tensor& original, const Tensor& weights,
+                                        const Tensor& counts, float disc_weight,
+                                        const Tensor& acc) {
+  check_devices(ctx, "accumulate_pretrain_metrics",
+                {&gen_loss, &argmax, &original, &weights, &counts, &acc});
+  const int64_t m = gen_loss.numel();
+  check_dtype(argmax, DType::I32, "accumulate_pretrain_metrics argmax");
+  check_dtype(original, DType::I32, "accumulate_pretrain_metrics original");
+  check_dtype(weights, DType::F32, "accumulate_pretrain_metrics weights");
+  ELECTRA_CHECK(argmax.numel() == m && original.numel() == m && weights.numel() == m,
+                "accumulate_pretrain_metrics: ", gen_loss.str(), ", ", argmax.str(), ", ",
+                original.str(), ", ", weights.str(), " must have one element per slot");
+  check_shape(counts, {kDiscCounts}, "accumulate_pretrain_metrics counts");
+  ELECTRA_CHECK(counts.dtype == gen_loss.dtype, "accumulate_pretrain_metrics: counts ",
+                counts.str(), " and gen_loss ", gen_loss.str(), " differ in dtype");
+  check_shape(acc, {kTrainMetrics}, "accumulate_pretrain_metrics acc");
+  check_dtype(acc, DType::F64, "accumulate_pretrain_metrics acc");
+  ELECTRA_DISPATCH(ctx, accumulate_pretrain_metrics, gen_loss, argmax, original, weights, counts,
+                   disc_weight, acc);
+}
+
+inline void record_grad_norm(Context& ctx, const Tensor& norm, const Tensor& acc) {
+  check_devices(ctx, "record_grad_norm", {&norm, &acc});
+  check_shape(norm, {1}, "record_grad_norm norm");
+  check_dtype(norm, DType::F32, "record_grad_norm norm");
+  check_shape(acc, {kTrainMetrics}, "record_grad_norm acc");
+  check_dtype(acc, DType::F64, "record_grad_norm acc");
+  ELECTRA_DISPATCH(ctx, record_grad_norm, norm, acc);
+}
+
+}  // namespace electra

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# electra pretrain --dry-run: plans Small, Base and Large for a GPU (train.device: cuda) on a
+# machine without one, against an 80 GiB GPU (--gpu-memory), and tiny on the CPU; prints the
+# memory by kind and whether it fits, and exits before reading any data (the configs' data paths
+# do not exist here).
+set -uo pipefail
+electra=$1
+src=$2
+source "$src/test/common/e2e_common.sh"
+cd "$work" || exit 1
+
+for model in small base large; do
+  out=$("$electra" pretrain --config "$src/configs/electra-$model.yaml" \
+    --set train.device=cuda --dry-run --gpu-memory 80 2>&1)
+  rc=$?
+  if [[ $rc -eq 0 ]] && grep -q "cuda, precision bf16" <<<"$out" &&
+    grep -qE "^  (parameters|gradients|optimizer|activations|workspace|total) +[0-9]+ bytes" <<<"$out" &&
+    [[ $(grep -cE "^  [a-z]+ +[0-9]+ bytes" <<<"$out") -eq 6 ]] &&
+    grep -q "fits in a GPU of 80 GiB (--gpu-memory) (80.00 GiB): yes" <<<"$out"; then
+    pass "$model plans for an 80 GiB GPU and fits"
+  else
+    fail "$model: exit $rc: $out"
+  fi
+done
+
+# Without --gpu-memory and without a GPU the comparison is unknown, said so.
+out=$("$electra" pretrain --config "$src/configs/electra-base.yaml" --set train.device=cuda \
+  --dry-run 2>&1)
+if [[ $? -eq 0 ]] && grep -q "fits: unknown (no GPU here" <<<"$out"; then
+  pass "no GPU and no --gpu-memory: fits unknown"
+else
+  fail "unknown: $out"
+fi
+
+# A micro-batch twice as large takes more activation memory: the plan follows the config.
+act() { grep "^  activations" <<<"$1" | awk '{print $2}'; }
+small=$("$electra" pretrain --config "$src/configs/electra-small.yaml" --set train.device=cuda \
+  --set train.micro_batch_size=32 --dry-run --gpu-memory 80 2>&1)
+large=$("$electra" pretrain --config "$src/configs/electra-small.yaml" --set train.device=cuda \
+  --set train.micro_batch_size=64 --dry-run --gpu-memory 80 2>&1)
+if [[ -n "$(act "$small")" && $(act "$large") -gt $(act "$small") ]]; then
+  pass "activations grow with the micro-batch"
+else
+  fail "activations: $small / $large"
+fi
+
+# The CPU plans in f32 whatever train.precision says, against this machine's memory.
+out=$("$electra" pretrain --config "$src/configs/electra-tiny.yaml" --set train.device=cpu \
+  --dry-run 2>&1)
+if [[ $? -eq 0 ]] && grep -q "cpu, precision f32" <<<"$out" &&
+  grep -q "fits in this machine's free memory" <<<"$out"; then
+  pass "CPU plan in f32"
+else
+  fail "cpu: $out"
+fi
+
+[[ $failures -eq 0 ]]

@@ -1,0 +1,171 @@
+#include "train/trainer.h"
+
+#include <algorithm>
+#include <array>
+
+#include "engine/timer.h"
+#include "kernels/train_metrics.h"
+#include "models/host_transfer.h"
+
+namespace electra {
+namespace {
+
+PretrainOptions pretrain_options(const apps::PretrainConfig& config, const SpecialTokens& tokens) {
+  PretrainOptions o;
+  o.batch = config.train.micro_batch_size;
+  o.seq_len = config.train.seq_len;
+  o.mask_prob = static_cast<float>(config.masking.mask_prob);
+  o.mask_token_prob = static_cast<float>(config.masking.mask_token_prob);
+  o.temperature = static_cast<float>(config.masking.temperature);
+  o.disc_weight = static_cast<float>(config.train.disc_weight);
+  o.tokens = tokens;
+  return o;
+}
+
+}  // namespace
+
+Trainer::Trainer(Context& ctx, Communicator& comm, const apps::PretrainConfig& config,
+                 const SpecialTokens& tokens, const data::ShardSet& shards)
+    : ctx_(ctx),
+      comm_(comm),
+      config_(config),
+      accumulation_(config.train.accumulation_steps()),
+      local_accumulation_(config.train.local_accumulation(comm.size())),
+      model_(ctx, config.model, pretrain_options(config, tokens)),
+      optimizer_arena_("optimizer", ctx.device(),
+                       Optimizer::state_bytes(model_.store(), config.optimizer.kind)),
+      optimizer_(ctx, model_.store(), config.optimizer, optimizer_arena_),
+      batches_(shards, config.train.seed),
+      metrics_arena_("metrics", ctx.device(), Arena::kAlignment) {
+  ELECTRA_USER_CHECK(static_cast<double>(config.train.steps) * accumulation_ < 4294967296.0,
+                     "train.steps x accumulation must stay below 2^32 micro-steps");
+  if (std::string(comm.backend()) != "single") {
+    sync_.emplace(comm, model_.store(),
+                  static_cast<size_t>(config.distributed.bucket_mb * 1024 * 1024));
+    ready_ = [this](Context& c, ParamSpan span) { sync_->gradients_ready(c, span); };
+  }
+  metrics_ = metrics_arena_.alloc(DType::F64, {kTrainMetrics});
+  zero_tensor(ctx.stream(), metrics_);
+  const size_t values = static_cast<size_t>(model_.input().numel());
+  host_batch_.ids.resize(values / 4);
+  host_batch_.segment_ids.resize(values / 4);
+  for (PinnedBuffer& buffer : staging_) {
+    buffer = PinnedBuffer(values * sizeof(int32_t), ctx.is_cuda());
+  }
+  state_.seed = config.train.seed;
+  state_.config_hash = apps::config_hash(config);
+  state_.config_text = apps::canonical_text(config);
+  state_.world_size = comm.size();
+  state_.local_accumulation = local_accumulation_;
+  state_.shards = apps::record_shards(shards);
+}
+
+Trainer::~Trainer() {
+  ctx_.synchronize();  // no upload may still read a staging buffer
+}
+
+void Trainer::init_weights(const WeightLoader& load) {
+  if (load) {
+    load(ctx_, model_);
+  } else {
+    model_.init_weights(ctx_, config_.train.seed);
+  }
+  // Bit-identical on every rank already; the broadcast makes that independent of the hardware.
+  comm_.broadcast(model_.store().flat_params(), 0, ctx_.stream());
+  model_.weights().refresh_compute(ctx_);
+}
+
+void Trainer::load(const std::string& checkpoint, const apps::TrainerState& saved) {
+  apps::load_checkpoint(ctx_, model_, optimizer_, checkpoint);
+  optimizer_.set_step(ctx_, saved.step);
+  state_.step = saved.step;
+  state_.cursor = saved.cursor;
+  state_.elapsed_seconds = saved.elapsed_seconds;
+  state_.metrics = saved.metrics;
+  state_.grad_norm = saved.grad_norm;
+  last_read_step_ = saved.step;
+}
+
+void Trainer::stage(int64_t micro, data::DataCursor& cursor) {
+  const int slot = static_cast<int>(micro_batches_staged_++ % 2);
+  const uint64_t examples = static_cast<uint64_t>(config_.train.micro_batch_size);
+  batches_.next(examples, cursor, host_batch_.ids, host_batch_.segment_ids);
+  staged_[slot].wait();  // the upload two micro-batches ago has left this buffer
+  int32_t* planes = static_cast<int32_t*>(staging_[slot].data());
+  const BatchPlan plan = model_.stage_batch(host_batch_, planes);
+  const Tensor& input = model_.input();
+  upload(ctx_.stream(), input, Tensor::view_of(planes, Device::CPU, {input.numel()}));
+  staged_[slot].record(ctx_.stream());
+
+  const int64_t rank = comm_.rank();
+  const int64_t micro_step = state_.step * accumulation_ + rank * local_accumulation_ + micro;
+  const uint32_t key = static_cast<uint32_t>(micro_step);
+  const float loss_scale = 1.0f / static_cast<float>(accumulation_);
+  if (sync_) sync_->begin_micro_batch(micro == local_accumulation_ - 1);
+  const Corruption corruption = model_.corrupt(ctx_, key, plan);
+  const ForwardContext saved = model_.forward(ctx_, corruption, key, loss_scale);
+  model_.backward(ctx_, saved, ready_);
+  model_.accumulate_metrics(ctx_, corruption, metrics_);
+}
+
+double Trainer::update() {
+  Stopwatch timer;
+  model_.zero_grads(ctx_);
+  // The per-update metrics start from zero; the non-finite count runs until it is read.
+  zero_tensor(ctx_.stream(), metrics_.rows(0, kMetricNonFinite));
+  const uint64_t micro_examples = static_cast<uint64_t>(config_.train.micro_batch_size);
+  data::DataCursor cursor = state_.cursor;
+  batches_.skip(static_cast<uint64_t>(comm_.rank() * local_accumulation_) * micro_examples, cursor);
+  for (int64_t micro = 0; micro < local_accumulation_; ++micro) stage(micro, cursor);
+  if (sync_) sync_->finish(ctx_);
+  optimizer_.step(ctx_);
+  record_grad_norm(ctx_, optimizer_.norm(), metrics_);
+  batches_.skip(static_cast<uint64_t>(accumulation_) * micro_examples, state_.cursor);
+  ++state_.step;
+  const double seconds = timer.seconds();
+  state_.elapsed_seconds += seconds;
+  return seconds;
+}
+
+bool Trainer::metrics_due() const {
+  return state_.step % config_.log_every == 0 || state_.step == config_.train.steps;
+}
+
+UpdateReport Trainer::metrics() {
+  std::vector<double> acc = download_as<double>(ctx_, metrics_);
+  zero_tensor(ctx_.stream(), metrics_.rows(kMetricNonFinite, kTrainMetrics));
+  if (comm_.size() > 1) {
+    std::array<double, kTrainMetrics> values{};
+    std::copy(acc.begin(), acc.end(), values.begin());
+    comm_.all_reduce_host(values, ReduceOp::kSum);
+    acc.assign(values.begin(), values.end());
+    acc[kMetricGradNorm] /= comm_.size();  // the same reduced gradient on every rank
+  }
+  UpdateReport r;
+  r.step = state_.step;
+  r.metrics = step_metrics(acc);
+  r.grad_norm = acc[kMetricGradNorm];
+  r.lr = optimizer_.lr_at(std::max<int64_t>(state_.step - 1, 0));
+  const int64_t since = last_read_step_;
+  last_read_step_ = state_.step;
+  if (acc[kMetricNonFinite] > 0) {
+    throw NonFiniteUpdate(
+        str_cat("update ", state_.step, ": the loss or the gradient norm is not finite (generator ",
+                r.metrics.gen_loss, ", discriminator ", r.metrics.disc_loss, ", gradient norm ",
+                r.grad_norm, "; ", static_cast<int64_t>(acc[kMetricNonFinite]),
+                " non-finite micro-batches or updates since update ", since,
+                "; updates with a non-finite gradient norm were skipped)"));
+  }
+  state_.metrics = r.metrics;
+  state_.grad_norm = r.grad_norm;
+  return r;
+}
+
+std::string Trainer::save(const data::Vocab* vocab) {
+  metrics();
+  if (comm_.rank() != 0) return "";
+  return apps::save_checkpoint(ctx_, model_, optimizer_, state_, config_.checkpoint.dir,
+                               config_.checkpoint.keep, vocab);
+}
+
+}  // namespace electra

@@ -1,0 +1,122 @@
+// Trainer: ELECTRA pre-training as a sequence of optimizer updates. It owns the model
+// (ElectraPretrainer), the optimizer and its state, the data-parallel gradient all-reduce
+// (GradSync), the data cursor, the trainer state (step, cursor, elapsed time, last metrics), the
+// non-finite guard and the metrics accumulator. `electra pretrain` (apps/cmd_pretrain.cpp) keeps
+// the command line, logging, signals and when to checkpoint.
+//
+// One update (docs/ARCHITECTURE.md, "One pre-training update"): for each of the rank's
+// micro-batches the host reads the examples at the data cursor and stages them into one of two
+// pinned buffers (stage_batch: ids, segment ids, mask, token weights, and the loss normalisers),
+// one asynchronous upload copies them into the model's input, and the device runs corrupt ->
+// forward -> backward -> accumulate_metrics; the host meanwhile prepares the next micro-batch in
+// the other buffer (double buffering). After the last micro-batch: the bucketed all-reduce (on
+// several ranks), then the optimizer (its update counter and learning-rate table live in device
+// memory) and the gradient norm into the accumulator. Nothing is read back: the host reads the
+// accumulator only in metrics(), which the caller calls when metrics_due() (logging.every), and
+// save() (the guard checks the accumulated non-finite count first). An update with a non-finite
+// gradient norm is skipped by the optimizer kernels, so nothing is lost between two reads.
+//
+// Data parallel: N ranks compute the update one process computes with N x as many micro-batches
+// (rank r's micro-batch m of update s is the single process's micro-batch g = s x A + r x a + m,
+// A = N x a; it reads those examples and keys its random numbers by g with rank 0 in the Philox
+// counter); each rank scales its loss by 1 / A and the all-reduce sums; metrics() sums the
+// ranks' accumulators (a collective: every rank calls it at the same updates).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "apps/pretrain_config.h"
+#include "apps/trainer_checkpoint.h"
+#include "data/pretrain_batches.h"
+#include "engine/communicator.h"
+#include "models/grad_sync.h"
+#include "models/pretrainer.h"
+#include "optim/optimizer.h"
+
+namespace electra {
+
+// Thrown by metrics() (and so by save()) when a loss or gradient norm was not finite since the
+// previous read; the message names the update and the values.
+struct NonFiniteUpdate : UserError {
+  using UserError::UserError;
+};
+
+// What metrics() reads back.
+struct UpdateReport {
+  int64_t step = 0;      // updates done
+  StepMetrics metrics;   // of update `step`: means over its micro-batches and ranks
+  double grad_norm = 0;  // of update `step`, before clipping
+  double lr = 0;         // the learning rate update `step` used
+};
+
+class Trainer {
+ public:
+  // Plans the model and the optimizer for `config` (whose train section is resolved for
+  // comm.size() ranks: TrainConfig::set_ranks) on ctx's device; reads data from `shards`, which
+  // must outlive the trainer. The weights are uninitialised: call init_weights() or load().
+  Trainer(Context& ctx, Communicator& comm, const apps::PretrainConfig& config,
+          const SpecialTokens& tokens, const data::ShardSet& shards);
+  ~Trainer();
+  Trainer(const Trainer&) = delete;
+  Trainer& operator=(const Trainer&) = delete;
+
+  // Writes the initial weights of a new run into the model (continued pre-training: --init).
+  using WeightLoader = std::function<void(Context&, ElectraPretrainer&)>;
+  // The initial weights of a new run: `load`'s, or without one the official initialisation from
+  // train.seed; identical on every rank (broadcast from rank 0).
+  void init_weights(const WeightLoader& load = nullptr);
+  // Resumes from a checkpoint directory: weights, optimizer moments and the update counter,
+  // data cursor, elapsed time and last metrics from `saved` (read_trainer_state of it; the
+  // caller has checked that it belongs to this configuration).
+  void load(const std::string& checkpoint, const apps::TrainerState& saved);
+
+  // One optimizer update (see the top of this file). Adds its host time to the elapsed time and
+  // returns it.
+  double update();
+  // Whether logging is due after the update just done (every logging.every updates and at the
+  // last one).
+  bool metrics_due() const;
+  // Reads the accumulator back (and sums it over the ranks): the last update's metrics, also
+  // stored in the trainer state. The guard: throws NonFiniteUpdate when a micro-batch's loss or
+  // an update's gradient norm was not finite since the previous read.
+  UpdateReport metrics();
+  // Writes a checkpoint of the current step into checkpoint.dir (rank 0; every rank calls it:
+  // it reads the metrics first, so the guard runs before anything is written) and returns its
+  // path, or "" on other ranks.
+  std::string save(const data::Vocab* vocab);
+
+  const apps::TrainerState& state() const { return state_; }
+  ElectraPretrainer& model() { return model_; }
+  Optimizer& optimizer() { return optimizer_; }
+  const GradSync* grad_sync() const { return sync_ ? &*sync_ : nullptr; }
+  int64_t local_accumulation() const { return local_accumulation_; }
+
+ private:
+  void stage(int64_t micro, data::DataCursor& cursor);
+
+  Context& ctx_;
+  Communicator& comm_;
+  const apps::PretrainConfig config_;
+  int64_t accumulation_ = 1, local_accumulation_ = 1;
+  ElectraPretrainer model_;
+  Arena optimizer_arena_;
+  Optimizer optimizer_;
+  std::optional<GradSync> sync_;
+  GradientsReady ready_;
+  data::PretrainBatches batches_;
+  apps::TrainerState state_;
+  Arena metrics_arena_;
+  Tensor metrics_;  // f64 [kTrainMetrics], kernels/train_metrics.h
+  // Double-buffered host staging of the model's input (pinned on CUDA).
+  HostBatch host_batch_;
+  PinnedBuffer staging_[2];
+  HostEvent staged_[2];
+  int64_t micro_batches_staged_ = 0;
+  int64_t last_read_step_ = 0;  // the step of the previous metrics() read
+};
+
+}  // namespace electra
