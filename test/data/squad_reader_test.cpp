@@ -103,7 +103,7 @@ TEST_CASE("read_squad: malformed input names the source and the place") {
       R"({"data": [{"paragraphs": [{"context": "a b", "qas": [{"id": "x", "question": "q",)"
       R"( "answers": [{"text": "b", "answer_start": "1"}]}]}]}]})";
   CHECK_THAT(error_of(bad_start),
-             Catch::Contains("qas[0].answers[0]: 'answer_start' has the wrong type"));
+             Catch::Contains("qas[0].answers[0]: 'answer_start' must be a character offset"));
   const std::string outside =
       R"({"data": [{"paragraphs": [{"context": "a b", "qas": [{"id": "x", "question": "q",)"
       R"( "answers": [{"text": "b c", "answer_start": 2}]}]}]}]})";
