@@ -60,8 +60,8 @@ struct TrainerState {
 // `keep` checkpoints (0: all). With a vocabulary, the tokenizer files (vocab.txt,
 // tokenizer_config.json, special_tokens_map.json: data/tokenizer_files.h) go into discriminator/
 // and generator/ too, so that each is a complete model directory (fine-tuning and HF's
-// AutoTokenizer find them there). Returns the checkpoint's path. Throws UserError naming the path when writing fails;
-// the previous checkpoints are untouched then.
+// AutoTokenizer find them there). Returns the checkpoint's path. Throws UserError naming the path
+// when writing fails; the previous checkpoints are untouched then.
 std::string save_checkpoint(Context& ctx, const ElectraPretrainer& model,
                             const Optimizer& optimizer, const TrainerState& state,
                             const std::string& run_dir, int64_t keep,

@@ -15,18 +15,7 @@ electra="$1"
 src="$2"
 source "$src/test/common/e2e_common.sh"
 
-"$src/scripts/english_corpus.sh" "$work/corpus.txt" 1 || exit 1
-"$electra" build-vocab --input "$work/corpus.txt" --vocab-size 3000 --no-lowercase \
-  --output "$work/vocab.txt" >/dev/null 2>&1 || { echo "build-vocab failed"; exit 1; }
-"$electra" build-data --input "$work/corpus.txt" --vocab "$work/vocab.txt" --no-lowercase \
-  --output "$work/shards" --seq-len 64 >/dev/null 2>&1 || { echo "build-data failed"; exit 1; }
-"$electra" pretrain --config "$src/configs/electra-tiny.yaml" \
-  --set data.shards="$work/shards" --set data.vocab="$work/vocab.txt" \
-  --set model.vocab_size=3000 --set model.hidden=64 --set model.ffn=128 \
-  --set model.embedding_size=32 --set model.layers=2 --set train.seq_len=64 \
-  --set train.batch_size=8 --set train.device=cpu --set train.steps=5 \
-  --set checkpoint.dir="$work/pre" --set checkpoint.every=0 >"$work/pre.log" 2>&1 ||
-  { echo "pretrain failed: $(tail -2 "$work/pre.log")"; exit 1; }
+make_tiny_cased_checkpoint 5
 
 one_error() {  # expected substring, then the command: exit 2 and one line naming it
   local want="$1"; shift

@@ -10,18 +10,7 @@ src="$2"
 out="$3"
 source "$src/test/common/e2e_common.sh"
 
-"$src/scripts/english_corpus.sh" "$work/corpus.txt" 1 || exit 1
-"$electra" build-vocab --input "$work/corpus.txt" --vocab-size 3000 --no-lowercase \
-  --output "$work/vocab.txt" >/dev/null 2>&1 || { echo "build-vocab failed"; exit 1; }
-"$electra" build-data --input "$work/corpus.txt" --vocab "$work/vocab.txt" --no-lowercase \
-  --output "$work/shards" --seq-len 64 >/dev/null 2>&1 || { echo "build-data failed"; exit 1; }
-"$electra" pretrain --config "$src/configs/electra-tiny.yaml" \
-  --set data.shards="$work/shards" --set data.vocab="$work/vocab.txt" \
-  --set model.vocab_size=3000 --set model.hidden=64 --set model.ffn=128 --set model.embedding_size=32 \
-  --set model.layers=2 \
-  --set train.seq_len=64 --set train.batch_size=8 --set train.device=cpu \
-  --set train.steps=10 --set checkpoint.dir="$work/pre" --set checkpoint.every=0 \
-  >"$work/pre.log" 2>&1 || { echo "pretrain failed: $(tail -2 "$work/pre.log")"; exit 1; }
+make_tiny_cased_checkpoint 10
 
 rm -rf "$out" && mkdir -p "$out"
 model="$(ls -d "$work"/pre/checkpoint-*/discriminator | tail -1)"

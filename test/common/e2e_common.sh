@@ -1,6 +1,6 @@
 # Set-up shared by the end-to-end scripts; source it after setting `electra` (the binary) and `src`
 # (the source tree): a scratch directory $work removed on exit, pass/fail with a failure count,
-# expect_error and make_tiny_data.
+# expect_error, make_tiny_data and make_tiny_cased_checkpoint.
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 failures=0
@@ -15,6 +15,23 @@ make_tiny_data() {
     --output "$work/vocab.txt" >/dev/null 2>&1 || { echo "build-vocab failed"; exit 1; }
   "$electra" build-data --input "$work/corpus.txt" --vocab "$work/vocab.txt" \
     --output "$work/shards" --seq-len 64 >/dev/null 2>&1 || { echo "build-data failed"; exit 1; }
+}
+
+# make_tiny_cased_checkpoint STEPS: $work/corpus.txt (1 MB), a CASED 3000-token vocab.txt, seq-64
+# shards/ and $work/pre, a 2-layer 64-wide ELECTRA pre-trained for STEPS updates on the CPU.
+make_tiny_cased_checkpoint() {
+  "$src/scripts/english_corpus.sh" "$work/corpus.txt" 1 || exit 1
+  "$electra" build-vocab --input "$work/corpus.txt" --vocab-size 3000 --no-lowercase \
+    --output "$work/vocab.txt" >/dev/null 2>&1 || { echo "build-vocab failed"; exit 1; }
+  "$electra" build-data --input "$work/corpus.txt" --vocab "$work/vocab.txt" --no-lowercase \
+    --output "$work/shards" --seq-len 64 >/dev/null 2>&1 || { echo "build-data failed"; exit 1; }
+  "$electra" pretrain --config "$src/configs/electra-tiny.yaml" \
+    --set data.shards="$work/shards" --set data.vocab="$work/vocab.txt" \
+    --set model.vocab_size=3000 --set model.hidden=64 --set model.ffn=128 \
+    --set model.embedding_size=32 --set model.layers=2 --set train.seq_len=64 \
+    --set train.batch_size=8 --set train.device=cpu --set train.steps="$1" \
+    --set checkpoint.dir="$work/pre" --set checkpoint.every=0 >"$work/pre.log" 2>&1 ||
+    { echo "pretrain failed: $(tail -2 "$work/pre.log")"; exit 1; }
 }
 
 # expect_error NAME PATTERN COMMAND ARGS...: `electra COMMAND ARGS...` exits 2 and its one error
