@@ -97,6 +97,8 @@ class Trainer {
 
  private:
   void stage(int64_t micro, data::DataCursor& cursor);
+  // The device work of one micro-batch whose input is uploaded: reads no host value.
+  void micro_batch();
 
   Context& ctx_;
   Communicator& comm_;
