@@ -33,6 +33,7 @@
 #include "apps/trainer_checkpoint.h"
 #include "data/pretrain_batches.h"
 #include "engine/communicator.h"
+#include "engine/cuda_graph.h"
 #include "models/grad_sync.h"
 #include "models/pretrainer.h"
 #include "optim/optimizer.h"
@@ -94,11 +95,18 @@ class Trainer {
   Optimizer& optimizer() { return optimizer_; }
   const GradSync* grad_sync() const { return sync_ ? &*sync_ : nullptr; }
   int64_t local_accumulation() const { return local_accumulation_; }
+  // Whether updates are replayed from CUDA graphs (train.cuda_graph on a CUDA context).
+  bool uses_cuda_graphs() const { return graphs_; }
 
  private:
   void stage(int64_t micro, data::DataCursor& cursor);
-  // The device work of one micro-batch whose input is uploaded: reads no host value.
-  void micro_batch();
+  // The device work of one micro-batch whose input is uploaded: reads no host value, so it can
+  // be captured (with ready = nullptr: no collective inside a graph).
+  void micro_batch(const GradientsReady& ready);
+  void optimizer_step();
+  // Whether this update replays the graphs: train.cuda_graph on a CUDA context, after one eager
+  // update (which builds the cuBLASLt plans and the like before anything is captured).
+  bool replaying() const;
 
   Context& ctx_;
   Communicator& comm_;
@@ -119,6 +127,11 @@ class Trainer {
   HostEvent staged_[2];
   int64_t micro_batches_staged_ = 0;
   int64_t last_read_step_ = 0;  // the step of the previous metrics() read
+  // CUDA graphs (train.cuda_graph): one micro-batch (replayed a times per update) and the
+  // optimizer step, each captured once (the Trainer has one shape) at the second update.
+  bool graphs_ = false;
+  int64_t updates_run_ = 0;  // by this process
+  CudaGraph micro_graph_, optimizer_graph_;
 };
 
 }  // namespace electra
