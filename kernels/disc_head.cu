@@ -59,7 +59,8 @@ __global__ void __launch_bounds__(kDiscHeadThreads)
 
 template <class T>
 void launch(Context& ctx, const T* logits, const Tensor& labels, const Tensor& weights,
-            DeviceScalar<float> scale, const Tensor& loss, T* dlogits, const Tensor& counts, const Tensor& workspace) {
+            DeviceScalar<float> scale, const Tensor& loss, T* dlogits, const Tensor& counts,
+            const Tensor& workspace) {
   const int64_t n = labels.numel();
   const int64_t blocks = disc_head_workspace_size(n) / kDiscCounts;
   if (blocks > 0) {  // with no token the counts below are still written (as zeros)

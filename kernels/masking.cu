@@ -54,8 +54,7 @@ __global__ void __launch_bounds__(kMaskingMaxSeqLen)
       positions[s] = t;
       original[s] = id;
       weights[s] = 1.0f;
-      const uint32_t bits =
-          stream.bits(kMaskingDecisionOffset + static_cast<uint64_t>(index));
+      const uint32_t bits = stream.bits(kMaskingDecisionOffset + static_cast<uint64_t>(index));
       if (bits < mask_threshold) out = params.mask_id;
     }
     masked_ids[index] = out;

@@ -9,8 +9,7 @@ namespace {
 
 constexpr int kThreads = 256;
 
-__global__ void next_micro_step_kernel(const int32_t* counter, MicroStepPlan plan,
-                                       StepScalars* s) {
+__global__ void next_micro_step_kernel(const int32_t* counter, MicroStepPlan plan, StepScalars* s) {
   const int64_t update = *counter;
   s->micro_step = static_cast<uint32_t>(update * plan.accumulation + plan.first + s->micro);
   s->micro = static_cast<uint32_t>((s->micro + 1) % plan.local);

@@ -68,8 +68,7 @@ TEST_CASE("masking, dropout and Gumbel sampling read the step from memory with t
   {  // dropout
     std::vector<float> x = test::random_vector<float>(1000, 3), a(1000), b(1000);
     dropout_forward(ctx, view(x), view(a), DropoutSite{by_value(RngPurpose::kDropout), 5, 0.3f});
-    dropout_forward(ctx, view(x), view(b),
-                    DropoutSite{from_memory(RngPurpose::kDropout), 5, 0.3f});
+    dropout_forward(ctx, view(x), view(b), DropoutSite{from_memory(RngPurpose::kDropout), 5, 0.3f});
     CHECK(a == b);
   }
   {  // masking
@@ -93,7 +92,8 @@ TEST_CASE("masking, dropout and Gumbel sampling read the step from memory with t
   }
   {  // Gumbel-max sampling, and the scale read from memory
     auto run = [&](const RngStream& stream, DeviceScalar<float> scale) {
-      std::vector<float> logits = test::random_vector<float>(4 * 50, 8, -3.0, 3.0), w{1, 1, 0, 1}, loss(4);
+      std::vector<float> logits = test::random_vector<float>(4 * 50, 8, -3.0, 3.0), w{1, 1, 0, 1},
+                         loss(4);
       std::vector<int32_t> labels{3, 7, 0, 49}, sample(4), argmax(4);
       SoftmaxXentParams params;
       params.vocab = 50;
