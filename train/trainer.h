@@ -6,10 +6,13 @@
 //
 // One update (docs/ARCHITECTURE.md, "One pre-training update"): for each of the rank's
 // micro-batches the host reads the examples at the data cursor and stages them into one of two
-// pinned buffers (stage_batch: ids, segment ids, mask, token weights, and the loss normalisers),
-// one asynchronous upload copies them into the model's input, and the device runs corrupt ->
-// forward -> backward -> accumulate_metrics; the host meanwhile prepares the next micro-batch in
-// the other buffer (double buffering). After the last micro-batch: the bucketed all-reduce (on
+// pinned buffers (stage_batch: ids, segment ids, mask, token weights), one asynchronous upload
+// copies them into the model's input, and the device runs next_micro_step -> corrupt -> forward
+// -> backward -> accumulate_metrics, reading the micro-step and the loss scales from the model's
+// step scalars (device memory); the host meanwhile prepares the next micro-batch in the other
+// buffer (double buffering). With train.cuda_graph on a GPU that device work is one CUDA graph,
+// replayed per micro-batch, and the optimizer step another. After the last micro-batch: the
+// bucketed all-reduce (on
 // several ranks), then the optimizer (its update counter and learning-rate table live in device
 // memory) and the gradient norm into the accumulator. Nothing is read back: the host reads the
 // accumulator only in metrics(), which the caller calls when metrics_due() (logging.every), and
