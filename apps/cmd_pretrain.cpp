@@ -256,7 +256,7 @@ int pretrain(PretrainConfig config, std::unique_ptr<Communicator>& comm, const s
   std::optional<ProgressReporter> reporter;
   const std::string metrics_path = (fs::path(config.checkpoint.dir) / "metrics.jsonl").string();
   if (lead) {
-    std::fprintf(stderr, "%s", describe(config, device, ctx.precision()).c_str());
+    std::fprintf(stderr, "%s", describe(config, device, ctx.precision(), on_gpu).c_str());
     std::fprintf(stderr,
                  "pretrain: %lld parameters (generator and discriminator, shared embeddings)\n",
                  static_cast<long long>(trainer.model().store().parameter_count()));

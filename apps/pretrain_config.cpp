@@ -143,6 +143,7 @@ PretrainConfig read_pretrain_config(const std::string& path,
                                 : TrainDevice::kAuto;
   t.precision = train.choice("precision", "bf16", {"bf16", "f32"}) == "f32" ? Precision::F32
                                                                             : Precision::BF16;
+  t.cuda_graph = train.get<bool>("cuda_graph", t.cuda_graph);
 
   try {
     c.optimizer = read_optimizer_config(root.section("optimizer"), root.section("schedule"), steps);
@@ -214,7 +215,8 @@ uint64_t config_hash(const PretrainConfig& config) {
   return data::fnv1a64(text.data(), text.size());
 }
 
-std::string describe(const PretrainConfig& c, const std::string& device, Precision precision) {
+std::string describe(const PretrainConfig& c, const std::string& device, Precision precision,
+                     bool cuda) {
   const EncoderConfig& d = c.model.discriminator;
   const EncoderConfig g = c.model.generator();
   const TrainConfig& t = c.train;
@@ -240,6 +242,11 @@ std::string describe(const PretrainConfig& c, const std::string& device, Precisi
       << t.disc_weight << ", seed " << t.seed << "\n"
       << "runs on: " << device << ", precision " << precision_name(precision) << " (config: device "
       << train_device_name(t.device) << ", precision " << precision_name(t.precision) << ")\n"
+      << "updates: "
+      << (!cuda          ? "eager (train.cuda_graph has no effect on the CPU)"
+          : t.cuda_graph ? "replayed from CUDA graphs from the second one (train.cuda_graph)"
+                         : "eager (train.cuda_graph: false)")
+      << "\n"
       << "optimizer: " << optimizer_kind_name(o.kind) << " lr " << o.schedule.peak << " ("
       << schedule_name(o.schedule.kind) << ", warm-up " << o.schedule.warmup_steps << "), betas "
       << o.beta1 << "/" << o.beta2 << ", eps " << o.eps << ", weight decay " << o.weight_decay

@@ -11,7 +11,8 @@
 //                ranks, no accumulation; else batch_size must be a multiple of it x ranks and
 //                the difference is made up by gradient accumulation), seq_len (128), steps,
 //                seed (1), disc_weight (50), device (auto|cpu|cuda), precision (bf16|f32: the
-//                GPU's activation precision; the CPU always runs f32)
+//                GPU's activation precision; the CPU always runs f32), cuda_graph (true: replay
+//                each update from CUDA graphs; no effect on the CPU)
 //   optimizer:   kind, lr, beta1, beta2, eps, weight_decay, bias_correction, max_grad_norm
 //   schedule:    kind (linear|constant|cosine), warmup_steps; the total is train.steps
 //   checkpoint:  dir, every (updates between checkpoints; 0: only at the end), keep (how many
@@ -56,6 +57,9 @@ struct TrainConfig {
   double disc_weight = 50.0;
   TrainDevice device = TrainDevice::kAuto;
   Precision precision = Precision::BF16;
+  // Replay each update from CUDA graphs (train/trainer.h). No effect on the CPU, where describe()
+  // says so; not part of canonical_text: graphs replay the same kernels, the results are the same.
+  bool cuda_graph = true;
 
   // Micro-batches per update over all ranks.
   int64_t accumulation_steps() const { return batch_size / micro_batch_size; }
@@ -99,9 +103,11 @@ PretrainConfig read_pretrain_config(const std::string& path,
                                     const std::vector<std::string>& overrides);
 
 // A few lines for the start of a run: model sizes, data, batch, optimizer, schedule, FLOPs, and
-// what it runs on: `device` (RunDevice::description) in `precision` (the context's: a CPU runs
-// f32 whatever train.precision says), beside what the config asked for.
-std::string describe(const PretrainConfig& config, const std::string& device, Precision precision);
+// what it runs on: `device` (RunDevice::description; `cuda`: a GPU) in `precision` (the context's:
+// a CPU runs f32 whatever train.precision says) and whether updates replay CUDA graphs (never on
+// the CPU, whatever train.cuda_graph says), beside what the config asked for.
+std::string describe(const PretrainConfig& config, const std::string& device, Precision precision,
+                     bool cuda);
 
 // The settings that decide what training computes (model, data, masking, train, optimizer,
 // schedule; not checkpoint, logging, distributed or the file's path), one "key=value" line each

@@ -61,11 +61,22 @@ ELECTRA_HD U32x4 philox4x32_10(U32x4 ctr, uint32_t key0, uint32_t key1) {
 
 // A keyed stream: (seed, purpose, step, rank). Element i of the stream is word i % 4 of block i
 // / 4.
+//
+// The step is a value, or lives in memory of the op's device (`step_at`: the pre-training step's
+// micro-step counter, written by a kernel, so that a replayed CUDA graph draws fresh numbers on
+// every update). An op reads it once through resolved() (each CUDA thread at its start, a CPU op
+// at its entry) and uses the resolved stream: block() and bits() read `step` only.
 struct RngStream {
   uint64_t seed = 0;
   RngPurpose purpose = RngPurpose::kTest;
   uint32_t step = 0;
-  uint32_t rank = 0;  // < 2^24
+  uint32_t rank = 0;                  // < 2^24
+  const uint32_t* step_at = nullptr;  // when set, the step is *step_at
+
+  // This stream with the step read from step_at (a plain copy when step_at is unset).
+  ELECTRA_HD RngStream resolved() const {
+    return step_at == nullptr ? *this : RngStream{seed, purpose, *step_at, rank, nullptr};
+  }
 
   // The counter's last word: purpose << 24 | rank.
   ELECTRA_HD uint32_t tag() const {

@@ -29,6 +29,7 @@ template <class T>
 __global__ void softmax_dropout_forward_kernel(T* probs, T* pd, const int32_t* mask, int64_t rows,
                                                int t, int64_t rows_per_batch, RngStream rng,
                                                uint64_t site, float p, float keep_scale) {
+  rng = rng.resolved();  // the step may live in device memory (engine/philox.h)
   const int64_t row = blockIdx.x * static_cast<int64_t>(kRowsPerBlock) + threadIdx.x / kWarpSize;
   const int lane = threadIdx.x % kWarpSize;
   if (row >= rows) return;
@@ -63,6 +64,7 @@ __global__ void softmax_dropout_forward_kernel(T* probs, T* pd, const int32_t* m
 template <class T>
 __global__ void dropout_probs_kernel(const T* probs, T* pd, int64_t n, RngStream rng, uint64_t site,
                                      float p, float keep_scale) {
+  rng = rng.resolved();  // the step may live in device memory (engine/philox.h)
   for (int64_t i4 = 4 * (blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x); i4 < n;
        i4 += 4 * static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const uint32_t keep = dropout_keep4(rng, site + i4, p);
@@ -81,6 +83,7 @@ template <class T>
 __global__ void softmax_dropout_backward_kernel(const T* probs, T* grad, int64_t rows, int t,
                                                 RngStream rng, uint64_t site, float p,
                                                 float keep_scale) {
+  rng = rng.resolved();  // the step may live in device memory (engine/philox.h)
   const int64_t row = blockIdx.x * static_cast<int64_t>(kRowsPerBlock) + threadIdx.x / kWarpSize;
   const int lane = threadIdx.x % kWarpSize;
   if (row >= rows) return;

@@ -165,6 +165,7 @@ __device__ void dropout_keep_tile(uint8_t* keep, const int32_t* real, int bh, in
 template <class T, int kD, int kBr, int kBc>
 __global__ void __launch_bounds__(kThreads)
     flash_forward_kernel(const T* qkv, const int32_t* mask, T* out, float* lse, FlashParams fp) {
+  fp.rng = fp.rng.resolved();  // the step may live in device memory (engine/philox.h)
   using L = ForwardLayout<T, kD, kBr, kBc>;
   extern __shared__ __align__(128) unsigned char smem[];
   T* q = reinterpret_cast<T*>(smem + L::kQ);
@@ -354,6 +355,7 @@ template <class T, int kD, int kBr, int kBc>
 __global__ void __launch_bounds__(kThreads, kDkDvMinBlocks<T, kD>)
     flash_backward_dkdv_kernel(const T* qkv, const int32_t* mask, const T* dout, const float* lse,
                                const float* d_rows, T* dqkv, FlashParams fp) {
+  fp.rng = fp.rng.resolved();  // the step may live in device memory (engine/philox.h)
   using L = KeyTileLayout<T, kD, kBr, kBc>;
   extern __shared__ __align__(128) unsigned char smem[];
   T* q = reinterpret_cast<T*>(smem + L::kQ);
@@ -411,6 +413,7 @@ template <class T, int kD, int kBr, int kBc>
 __global__ void __launch_bounds__(kThreads)
     flash_backward_dq_kernel(const T* qkv, const int32_t* mask, const T* dout, const float* lse,
                              const float* d_rows, T* dqkv, FlashParams fp) {
+  fp.rng = fp.rng.resolved();  // the step may live in device memory (engine/philox.h)
   using L = QueryTileLayout<T, kD, kBr, kBc>;
   extern __shared__ __align__(128) unsigned char smem[];
   T* q = reinterpret_cast<T*>(smem + L::kQ);

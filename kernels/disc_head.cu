@@ -12,8 +12,10 @@ namespace {
 
 template <class T>
 __global__ void __launch_bounds__(kDiscHeadThreads)
-    disc_head_kernel(const T* logits, const int32_t* labels, const float* weights, float scale,
-                     int64_t n, float* loss, T* dlogits, float* partials) {
+    disc_head_kernel(const T* logits, const int32_t* labels, const float* weights,
+                     DeviceScalar<float> scale_arg, int64_t n, float* loss, T* dlogits,
+                     float* partials) {
+  const float scale = scale_arg.get();
   __shared__ float scratch[kWarpSize];
   float sums[kDiscCounts] = {};
   const int64_t first = blockIdx.x * int64_t{kDiscHeadThreads} * kDiscHeadItemsPerThread;
@@ -56,8 +58,9 @@ __global__ void __launch_bounds__(kDiscHeadThreads)
 }
 
 template <class T>
-void launch(Context& ctx, const T* logits, const Tensor& labels, const Tensor& weights, float scale,
-            const Tensor& loss, T* dlogits, const Tensor& counts, const Tensor& workspace) {
+void launch(Context& ctx, const T* logits, const Tensor& labels, const Tensor& weights,
+            DeviceScalar<float> scale, const Tensor& loss, T* dlogits, const Tensor& counts,
+            const Tensor& workspace) {
   const int64_t n = labels.numel();
   const int64_t blocks = disc_head_workspace_size(n) / kDiscCounts;
   if (blocks > 0) {  // with no token the counts below are still written (as zeros)
@@ -74,8 +77,8 @@ void launch(Context& ctx, const T* logits, const Tensor& labels, const Tensor& w
 }  // namespace
 
 void disc_head(Context& ctx, const Tensor& logits, const Tensor& labels, const Tensor& weights,
-               float scale, const Tensor& loss, const Tensor& dlogits, const Tensor& counts,
-               const Tensor& workspace) {
+               DeviceScalar<float> scale, const Tensor& loss, const Tensor& dlogits,
+               const Tensor& counts, const Tensor& workspace) {
   check_dtype(loss, DType::F32, "disc_head (cuda) loss");
   check_dtype(counts, DType::F32, "disc_head (cuda) counts");
   dispatch_activation(logits, "disc_head", [&](auto tag) {

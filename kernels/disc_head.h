@@ -5,7 +5,7 @@
 // loss [N], dlogits [N] (may alias logits: each element is read before it is written),
 // counts [kDiscCounts]. With z = logits[i], y = labels[i], w = weights[i], s = sigmoid(z):
 //   loss[i]    = w * BCE(s, y) = w * (max(z, 0) - y z + log1p(exp(-|z|)))   (softplus form: stable)
-//   dlogits[i] = w * scale * (s - y)
+//   dlogits[i] = w * scale * (s - y)   (scale: a value, or device memory read once)
 // A prediction is "replaced" when z > 0. The counts are sums over all tokens of w times an
 // indicator (see DiscCount), and the summed loss; precision = TP / predicted positives, recall =
 // TP / actual positives, accuracy = correct / total weight are left to the caller.
@@ -16,6 +16,7 @@
 // sums them in a fixed order. The CPU ignores the workspace (pass an empty Tensor).
 #pragma once
 
+#include "engine/device_scalar.h"
 #include "kernels/dispatch.h"
 
 namespace electra {
@@ -43,18 +44,18 @@ inline int64_t disc_head_workspace_size(int64_t n) {
 
 namespace cpu {
 void disc_head(Context& ctx, const Tensor& logits, const Tensor& labels, const Tensor& weights,
-               float scale, const Tensor& loss, const Tensor& dlogits, const Tensor& counts,
-               const Tensor& workspace);
+               DeviceScalar<float> scale, const Tensor& loss, const Tensor& dlogits,
+               const Tensor& counts, const Tensor& workspace);
 }
 namespace cuda {
 void disc_head(Context& ctx, const Tensor& logits, const Tensor& labels, const Tensor& weights,
-               float scale, const Tensor& loss, const Tensor& dlogits, const Tensor& counts,
-               const Tensor& workspace);
+               DeviceScalar<float> scale, const Tensor& loss, const Tensor& dlogits,
+               const Tensor& counts, const Tensor& workspace);
 }
 
 inline void disc_head(Context& ctx, const Tensor& logits, const Tensor& labels,
-                      const Tensor& weights, float scale, const Tensor& loss, const Tensor& dlogits,
-                      const Tensor& counts, const Tensor& workspace) {
+                      const Tensor& weights, DeviceScalar<float> scale, const Tensor& loss,
+                      const Tensor& dlogits, const Tensor& counts, const Tensor& workspace) {
   check_devices(ctx, "disc_head", {&logits, &labels, &weights, &loss, &dlogits, &counts});
   const int64_t n = logits.numel();
   ELECTRA_CHECK(n > 0, "disc_head: no tokens in ", logits.str());

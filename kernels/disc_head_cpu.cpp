@@ -37,11 +37,11 @@ void run(const Tensor& logits, const Tensor& labels, const Tensor& weights, floa
 }  // namespace
 
 void disc_head(Context&, const Tensor& logits, const Tensor& labels, const Tensor& weights,
-               float scale, const Tensor& loss, const Tensor& dlogits, const Tensor& counts,
-               const Tensor&) {
+               DeviceScalar<float> scale, const Tensor& loss, const Tensor& dlogits,
+               const Tensor& counts, const Tensor&) {
   dispatch_cpu_float(logits.dtype, "disc_head", [&](auto zero) {
     using T = decltype(zero);
-    run<T>(logits, labels, weights, scale, loss, dlogits, counts);
+    run<T>(logits, labels, weights, scale.get(), loss, dlogits, counts);
   });
 }
 

@@ -23,6 +23,7 @@ __device__ __forceinline__ void keep8(const RngStream& stream, uint64_t index0, 
 
 template <class T>
 __global__ void dropout_vec_kernel(const T* in, T* out, int64_t n8, DropoutSite site, float scale) {
+  site.stream = site.stream.resolved();  // the step may live in device memory (engine/philox.h)
   const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
   if (i >= n8) return;
   bool keep[kVec];
@@ -40,6 +41,7 @@ __global__ void dropout_vec_kernel(const T* in, T* out, int64_t n8, DropoutSite 
 template <class T>
 __global__ void dropout_scalar_kernel(const T* in, T* out, int64_t n, DropoutSite site,
                                       float scale) {
+  site.stream = site.stream.resolved();  // the step may live in device memory (engine/philox.h)
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const bool keep = dropout_keep(site.stream, site.offset + static_cast<uint64_t>(i), site.p);

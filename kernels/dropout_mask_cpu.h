@@ -18,10 +18,12 @@ inline uint32_t dropout_keep_threshold(float p) {
   return static_cast<uint32_t>(std::ceil(static_cast<double>(p) * 0x1.0p24));
 }
 
-// y[i] = keep(first + i) ? x[i] / (1 - p) : 0 for i < n; x may equal y.
+// y[i] = keep(first + i) ? x[i] / (1 - p) : 0 for i < n; x may equal y. The stream's step is
+// resolved here, once per call (it may live in "device" memory: engine/philox.h).
 template <class T>
-void apply_dropout_mask(const RngStream& stream, uint64_t first, float p, const T* x, T* y,
+void apply_dropout_mask(const RngStream& site_stream, uint64_t first, float p, const T* x, T* y,
                         int64_t n) {
+  const RngStream stream = site_stream.resolved();
   constexpr int64_t kChunk = 1024;
   const uint32_t threshold = dropout_keep_threshold(p);
   const T scale = T{1} / (T{1} - static_cast<T>(p));

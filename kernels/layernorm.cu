@@ -47,6 +47,7 @@ __global__ void layernorm_forward_kernel(const T* x, const T* residual, T* sum, 
                                          const float* beta, float eps, T* y, float* mean,
                                          float* rstd, int64_t n, int64_t h, DropoutSite site,
                                          float scale) {
+  site.stream = site.stream.resolved();  // the step may live in device memory (engine/philox.h)
   const int64_t row = blockIdx.x * static_cast<int64_t>(kRowsPerBlock) + threadIdx.x / kWarpSize;
   if (row >= n) return;
   const int lane = threadIdx.x % kWarpSize;
@@ -100,6 +101,7 @@ __global__ void layernorm_backward_dx_kernel(const T* dy, const T* x, const floa
                                              const float* mean, const float* rstd, T* dx,
                                              T* dresidual, int64_t n, int64_t h, DropoutSite site,
                                              float scale) {
+  site.stream = site.stream.resolved();  // the step may live in device memory (engine/philox.h)
   const int64_t row = blockIdx.x * static_cast<int64_t>(kRowsPerBlock) + threadIdx.x / kWarpSize;
   if (row >= n) return;
   const int lane = threadIdx.x % kWarpSize;

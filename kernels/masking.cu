@@ -18,13 +18,14 @@ __global__ void __launch_bounds__(kMaskingMaxSeqLen)
   __shared__ uint32_t keys[kMaskingMaxSeqLen];
   __shared__ bool candidate[kMaskingMaxSeqLen];
   __shared__ bool chosen[kMaskingMaxSeqLen];
+  const RngStream stream = params.stream.resolved();  // the step may live in device memory
   const int b = blockIdx.x, t = threadIdx.x;
   const bool inside = t < seq;
   const int64_t index = static_cast<int64_t>(b) * seq + t;
   const int32_t id = inside ? ids[index] : params.pad_id;
   const bool is_candidate =
       id != params.pad_id && id != params.cls_id && id != params.sep_id;  // false outside
-  const uint32_t key = is_candidate ? params.stream.bits(static_cast<uint64_t>(index)) : 0u;
+  const uint32_t key = is_candidate ? stream.bits(static_cast<uint64_t>(index)) : 0u;
   if (inside) {
     keys[t] = key;
     candidate[t] = is_candidate;
@@ -53,8 +54,7 @@ __global__ void __launch_bounds__(kMaskingMaxSeqLen)
       positions[s] = t;
       original[s] = id;
       weights[s] = 1.0f;
-      const uint32_t bits =
-          params.stream.bits(kMaskingDecisionOffset + static_cast<uint64_t>(index));
+      const uint32_t bits = stream.bits(kMaskingDecisionOffset + static_cast<uint64_t>(index));
       if (bits < mask_threshold) out = params.mask_id;
     }
     masked_ids[index] = out;

@@ -14,6 +14,7 @@ void mask_tokens(Context&, const Tensor& ids, const MaskingParams& params, const
   int32_t* orig = original.ptr<int32_t>();
   float* w = weights.ptr<float>();
   const uint32_t threshold = probability_threshold(params.mask_token_prob);
+  const RngStream stream = params.stream.resolved();
   struct Candidate {
     uint32_t key;
     int32_t t;
@@ -28,7 +29,7 @@ void mask_tokens(Context&, const Tensor& ids, const MaskingParams& params, const
       const int32_t id = row[t];
       non_pad += id != params.pad_id;
       if (id != params.pad_id && id != params.cls_id && id != params.sep_id) {
-        candidates[count++] = {params.stream.bits(static_cast<uint64_t>(b * seq + t)),
+        candidates[count++] = {stream.bits(static_cast<uint64_t>(b * seq + t)),
                                static_cast<int32_t>(t)};
       }
     }
@@ -51,7 +52,7 @@ void mask_tokens(Context&, const Tensor& ids, const MaskingParams& params, const
       }
       const int32_t t = candidates[s].t;
       pos[slot] = t, orig[slot] = row[t], w[slot] = 1.0f;
-      const uint32_t bits = params.stream.bits(kMaskingDecisionOffset + b * seq + t);
+      const uint32_t bits = stream.bits(kMaskingDecisionOffset + b * seq + t);
       if (bits < threshold) out[b * seq + t] = params.mask_id;
     }
   }

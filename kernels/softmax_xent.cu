@@ -69,8 +69,11 @@ __device__ __forceinline__ RowStats warp_combine(RowStats s) {
 template <class T>
 __global__ void __launch_bounds__(kThreads)
     softmax_xent_kernel(T* logits, int64_t stride, int vocab, const int32_t* labels,
-                        const float* weights, RngStream stream, float temperature, float scale,
-                        float* loss, int32_t* sample, int32_t* argmax) {
+                        const float* weights, RngStream stream_arg, float temperature,
+                        DeviceScalar<float> scale_arg, float* loss, int32_t* sample,
+                        int32_t* argmax) {
+  const RngStream stream = stream_arg.resolved();
+  const float scale = scale_arg.get();
   __shared__ RowStats warp_stats[kThreads / kWarpSize];
   __shared__ float label_logit;
   const int64_t row = blockIdx.x;

@@ -21,6 +21,7 @@
 // workspace.
 #pragma once
 
+#include "engine/device_scalar.h"
 #include "kernels/dispatch.h"
 
 namespace electra {
@@ -28,8 +29,9 @@ namespace electra {
 struct SoftmaxXentParams {
   int64_t vocab = 0;         // V: valid columns of each row
   float temperature = 1.0f;  // T of the sampling (the loss uses T = 1)
-  float scale = 1.0f;        // e.g. 1 / sum(weights) for a mean over the weighted rows
-  RngStream stream;          // usually ctx.rng(RngPurpose::kGumbel, step)
+  // e.g. 1 / sum(weights) for a mean over the weighted rows; a value or device memory
+  DeviceScalar<float> scale = 1.0f;
+  RngStream stream;  // usually ctx.rng(RngPurpose::kGumbel, step); its step may be device memory
 };
 
 namespace cpu {

@@ -30,6 +30,8 @@ void run(const Tensor& logits, const Tensor& labels, const Tensor& weights,
   T* out_loss = loss.ptr<T>();
   int32_t* out_sample = sample.ptr<int32_t>();
   int32_t* out_argmax = argmax.ptr<int32_t>();
+  const RngStream stream = params.stream.resolved();
+  const float scale = params.scale.get();
   for (int64_t i = 0; i < m; ++i) {
     T* row = x + i * stride;
     // Sampling and argmax read the logits before they are overwritten by the gradient.
@@ -40,7 +42,7 @@ void run(const Tensor& logits, const Tensor& labels, const Tensor& weights,
       const int64_t len = std::min(kChunk, v - c);
       uint32_t bits[kChunk];
       float score[kChunk];
-      philox_fill(params.stream, first_noise + static_cast<uint64_t>(c), len, bits);
+      philox_fill(stream, first_noise + static_cast<uint64_t>(c), len, bits);
       for (int64_t j = 0; j < len; ++j) {
         score[j] =
             add_rn(div_rn(static_cast<float>(row[c + j]), params.temperature), gumbel(bits[j]));
@@ -81,9 +83,9 @@ void run(const Tensor& logits, const Tensor& labels, const Tensor& weights,
                   " outside the vocabulary of ", v);
     out_loss[i] = wi * (lse - label_logit);
     // softmax_j = e_j / sum
-    const T coef = wi * static_cast<T>(params.scale) / static_cast<T>(sum);
+    const T coef = wi * static_cast<T>(scale) / static_cast<T>(sum);
     for (int64_t j = 0; j < v; ++j) row[j] *= coef;
-    row[y[i]] -= wi * static_cast<T>(params.scale);
+    row[y[i]] -= wi * static_cast<T>(scale);
     for (int64_t j = v; j < stride; ++j) row[j] = 0;
   }
 }

@@ -11,7 +11,7 @@
 namespace electra {
 
 struct Pass {
-  RngStream dropout;     // ctx.rng(RngPurpose::kDropout, micro_step)
+  RngStream dropout;     // kDropout; in pre-training its step is the step scalars' micro-step
   bool training = true;  // false: every dropout is the identity
 
   DropoutSite site(uint32_t number, float p) const {

@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "kernels/disc_head.h"
 #include "kernels/masking.h"
 #include "kernels/replace_tokens.h"
 #include "kernels/softmax_xent.h"
+#include "kernels/step_scalars.h"
 #include "kernels/train_metrics.h"
 #include "models/host_transfer.h"
 #include "models/init.h"
@@ -53,6 +55,7 @@ struct ElectraPretrainer::Parts {
     counts = b.activation(stat, {kDiscCounts});
     disc_workspace = b.activation(DType::F32, {disc_head_workspace_size(bt)});
     metrics = b.activation(DType::F64, {kTrainMetrics});
+    scalars = b.activation(DType::I32, {kStepScalarWords});
   }
 
   static constexpr int kInputPlanes = 4;  // ids, segment ids, mask, token weights
@@ -66,6 +69,7 @@ struct ElectraPretrainer::Parts {
   Tensor gen_loss, samples, argmax;
   Tensor disc_ids, labels, disc_loss, counts, disc_workspace;
   Tensor metrics;
+  Tensor scalars;  // StepScalars (kernels/step_scalars.h)
 };
 
 namespace {
@@ -136,6 +140,7 @@ ElectraPretrainer::ElectraPretrainer(Context& ctx, const ElectraConfig& config,
   tables_span_ = parts_->tables_span;
   input_ = parts_->input;
   step_planes_.resize(static_cast<size_t>(input_.numel()));
+  set_step(ctx, 0, 1.0f);
 }
 
 ElectraPretrainer::~ElectraPretrainer() = default;
@@ -169,7 +174,26 @@ void ElectraPretrainer::zero_grads(Context& ctx) {
   zero_tensor(ctx.stream(), weights_.store.flat_grads());
 }
 
-BatchPlan ElectraPretrainer::stage_batch(const HostBatch& batch, int32_t* planes) const {
+const Tensor& ElectraPretrainer::step_scalars() const {
+  return parts_->scalars;
+}
+
+void ElectraPretrainer::set_step(Context& ctx, uint32_t micro_step, float loss_scale) {
+  StepScalars s;
+  s.micro_step = micro_step;
+  s.loss_scale = loss_scale;
+  std::vector<int32_t> words(kStepScalarWords);
+  std::memcpy(words.data(), &s, sizeof(s));
+  upload_to(ctx, parts_->scalars, words);
+}
+
+RngStream ElectraPretrainer::rng(Context& ctx, RngPurpose purpose) const {
+  RngStream stream = ctx.rng(purpose, 0);
+  stream.step_at = micro_step_at(parts_->scalars);
+  return stream;
+}
+
+void ElectraPretrainer::stage_batch(const HostBatch& batch, int32_t* planes) const {
   const int64_t b = options_.batch, t = options_.seq_len;
   const size_t bt = static_cast<size_t>(b * t);
   ELECTRA_USER_CHECK(batch.ids.size() == bt && batch.segment_ids.size() == bt,
@@ -183,7 +207,7 @@ BatchPlan ElectraPretrainer::stage_batch(const HostBatch& batch, int32_t* planes
   int32_t* segments = planes + bt;
   int32_t* mask = planes + 2 * bt;
   float* weights = reinterpret_cast<float*>(planes + 3 * bt);
-  BatchPlan plan;
+  double masked_slots = 0, tokens = 0;
   for (int64_t s = 0; s < b; ++s) {
     int non_pad = 0, candidates = 0;
     for (int64_t i = 0; i < t; ++i) {
@@ -203,14 +227,15 @@ BatchPlan ElectraPretrainer::stage_batch(const HostBatch& batch, int32_t* planes
     }
     // The masking op's k for this sequence (kernels/masking.h).
     const int k = std::max(1, masking_target_count(options_.mask_prob, non_pad));
-    plan.masked_slots += static_cast<double>(std::min<int64_t>({slots_, candidates, k}));
-    plan.tokens += non_pad;
+    masked_slots += static_cast<double>(std::min<int64_t>({slots_, candidates, k}));
+    tokens += non_pad;
   }
-  ELECTRA_USER_CHECK(plan.tokens > 0, "pretrain: a batch without any non-padding token");
-  return plan;
+  // The loss normalisers (computed again on the device, kernels/step_scalars.h) must not be 0.
+  ELECTRA_USER_CHECK(tokens > 0, "pretrain: a batch without any non-padding token");
+  ELECTRA_USER_CHECK(masked_slots > 0, "pretrain: a batch without any maskable token");
 }
 
-Corruption ElectraPretrainer::corrupt(Context& ctx, uint32_t micro_step, const BatchPlan& plan) {
+Corruption ElectraPretrainer::corrupt(Context& ctx) {
   Parts& p = *parts_;
   MaskingParams masking;
   masking.pad_id = options_.tokens.pad;
@@ -219,15 +244,13 @@ Corruption ElectraPretrainer::corrupt(Context& ctx, uint32_t micro_step, const B
   masking.mask_id = options_.tokens.mask;
   masking.mask_prob = options_.mask_prob;
   masking.mask_token_prob = options_.mask_token_prob;
-  masking.stream = ctx.rng(RngPurpose::kMasking, micro_step);
+  masking.stream = rng(ctx, RngPurpose::kMasking);
   mask_tokens(ctx, p.ids, masking, p.generator_ids, p.positions, p.original, p.mlm_weights);
   Corruption c;
   c.generator_ids = p.generator_ids;
   c.positions = p.positions;
   c.original = p.original;
   c.weights = p.mlm_weights;
-  c.masked_slots = plan.masked_slots;
-  c.tokens = plan.tokens;
   return c;
 }
 
@@ -238,16 +261,15 @@ const Tensor& ElectraPretrainer::generator_forward(Context& ctx, const Corruptio
   return p.generator.logits();
 }
 
-Tensor ElectraPretrainer::generator_loss(Context& ctx, const Corruption& c, uint32_t micro_step,
-                                         float loss_scale) {
+Tensor ElectraPretrainer::generator_loss(Context& ctx, const Corruption& c) {
   Parts& p = *parts_;
   const int64_t bn = options_.batch * slots_;
-  ELECTRA_USER_CHECK(c.masked_slots > 0, "pretrain: a batch without any maskable token");
+  loss_normalisers(ctx, c.weights.reshape({bn}), p.token_weights, options_.disc_weight, p.scalars);
   SoftmaxXentParams xent;
   xent.vocab = config_.discriminator.vocab_size;
   xent.temperature = options_.temperature;
-  xent.scale = static_cast<float>(loss_scale / c.masked_slots);
-  xent.stream = ctx.rng(RngPurpose::kGumbel, micro_step);
+  xent.scale = DeviceScalar<float>::in(gen_scale_at(p.scalars));
+  xent.stream = rng(ctx, RngPurpose::kGumbel);
   softmax_xent(ctx, p.generator.logits(), c.original.reshape({bn}), c.weights.reshape({bn}), xent,
                p.gen_loss, p.samples, p.argmax);
   return c.samples.data != nullptr ? c.samples : p.samples;
@@ -261,17 +283,22 @@ Tensor ElectraPretrainer::discriminator_forward(Context& ctx, const Corruption& 
   return p.discriminator.logits().reshape({options_.batch * options_.seq_len});
 }
 
-void ElectraPretrainer::discriminator_loss(Context& ctx, const Corruption& c, float loss_scale) {
+void ElectraPretrainer::discriminator_loss(Context& ctx, const Corruption&) {
   Parts& p = *parts_;
   const int64_t bt = options_.batch * options_.seq_len;
   const Tensor logits = p.discriminator.logits().reshape({bt});
-  const float scale = static_cast<float>(loss_scale * options_.disc_weight / c.tokens);
+  const DeviceScalar<float> scale = DeviceScalar<float>::in(disc_scale_at(p.scalars));
   disc_head(ctx, logits, p.labels.reshape({bt}), p.token_weights, scale, p.disc_loss, logits,
             p.counts, p.disc_workspace);
 }
 
 ForwardContext ElectraPretrainer::forward(Context& ctx, const Corruption& c, uint32_t micro_step,
                                           float loss_scale) {
+  set_step(ctx, micro_step, loss_scale);
+  return forward(ctx, c);
+}
+
+ForwardContext ElectraPretrainer::forward(Context& ctx, const Corruption& c) {
   const int64_t b = options_.batch, t = options_.seq_len, n = slots_;
   ELECTRA_CHECK(c.generator_ids.numel() == b * t && c.positions.numel() == b * n &&
                     c.original.numel() == b * n && c.weights.numel() == b * n &&
@@ -279,11 +306,11 @@ ForwardContext ElectraPretrainer::forward(Context& ctx, const Corruption& c, uin
                 "pretrain: corruption sizes do not match B = ", b, ", T = ", t, ", N = ", n);
   weights_.refresh_compute(ctx);
   ForwardContext saved;
-  saved.pass = Pass{ctx.rng(RngPurpose::kDropout, micro_step), true};
+  saved.pass = Pass{rng(ctx, RngPurpose::kDropout), true};
   generator_forward(ctx, c, saved.pass);
-  saved.samples = generator_loss(ctx, c, micro_step, loss_scale);
+  saved.samples = generator_loss(ctx, c);
   discriminator_forward(ctx, c, saved.samples, saved.pass);
-  discriminator_loss(ctx, c, loss_scale);
+  discriminator_loss(ctx, c);
   saved.labels = parts_->labels;
   last_corruption_ = c;
   last_forward_ = saved;
@@ -310,10 +337,11 @@ void ElectraPretrainer::accumulate_metrics(Context& ctx, const Corruption& c, co
 
 void ElectraPretrainer::step(Context& ctx, const HostBatch& batch, uint32_t micro_step,
                              float loss_scale, const GradientsReady& ready) {
-  const BatchPlan plan = stage_batch(batch, step_planes_.data());
+  stage_batch(batch, step_planes_.data());
   upload_to(ctx, input_, step_planes_);
-  const Corruption corruption = corrupt(ctx, micro_step, plan);
-  backward(ctx, forward(ctx, corruption, micro_step, loss_scale), ready);
+  set_step(ctx, micro_step, loss_scale);
+  const Corruption corruption = corrupt(ctx);
+  backward(ctx, forward(ctx, corruption), ready);
 }
 
 StepMetrics ElectraPretrainer::metrics(Context& ctx, const Corruption& corruption) {

@@ -2,11 +2,13 @@
 // pipeline of values on a planned set of buffers (nothing is allocated after construction):
 //
 //   host batch --stage_batch (host)--> 4 planes [4, B, T] --one upload--> input()
-//   corrupt(micro_step)          -> Corruption: generator ids [B, T], positions [B, N], originals,
+//   step scalars (device)        -> micro-step, loss scale, loss normalisers (step_scalars())
+//   corrupt()                    -> Corruption: generator ids [B, T], positions [B, N], originals,
 //                                   slot weights (mask_tokens; Philox kMasking)
 //   forward(Corruption)          -> ForwardContext, via four stages that tests may run one by one:
 //     generator_forward          -> logits at the masked positions [B * N, Vp]
-//     generator_loss             -> MLM loss (mean over masked slots), dlogits in place,
+//     generator_loss             -> loss normalisers on the device (masked slots, non-pad tokens),
+//                                   MLM loss (mean over masked slots), dlogits in place,
 //                                   Gumbel-max samples (Philox kGumbel; no gradient through them)
 //     discriminator_forward      -> replace_tokens (ids, labels), logits [B * T]
 //     discriminator_loss         -> BCE (mean over non-pad tokens) x disc_weight, dlogits in place
@@ -15,7 +17,9 @@
 //   accumulate_metrics           -> the device metrics accumulator (kernels/train_metrics.h)
 //
 // Total loss = MLM + disc_weight * BCE. Every random draw is keyed by (seed, purpose, micro_step,
-// rank), so a step is reproducible on CPU and GPU and after a resume.
+// rank), so a step is reproducible on CPU and GPU and after a resume. No kernel of the pipeline
+// takes a per-step value from the host: the micro-step and the loss scales are read from the step
+// scalars in device memory, so the micro-step can be replayed from a CUDA graph.
 //
 // Gradients ready (data-parallel training, models/grad_sync.h): parameters are declared shared
 // tables, generator (projection, layers, head), discriminator (projection, layers, head). The
@@ -71,15 +75,6 @@ struct Corruption {
   Tensor weights;        // f32 [B, N]: 1 for a used slot, 0 for an empty one
   // Unset in training; set (i32 [B * N]), it replaces the generator's Gumbel-max samples.
   Tensor samples;
-  // The loss normalisers, known on the host when the batch is staged (BatchPlan).
-  double masked_slots = 0;  // the sum of weights
-  double tokens = 0;        // non-pad tokens of the batch
-};
-
-// What the host knows about a staged batch (stage_batch).
-struct BatchPlan {
-  double masked_slots = 0;  // the masking op's k per sequence, summed (kernels/masking.h)
-  double tokens = 0;        // non-pad tokens
 };
 
 // What the backward needs from the forward, and what the forward produced.
@@ -144,14 +139,25 @@ class ElectraPretrainer {
   // --- Input. The device buffer of one micro-batch: i32 [4, B, T] holding the ids, the segment
   // ids, the attention mask (id != pad) and the token weights (f32 bits: 1 for a non-pad token).
   const Tensor& input() const { return input_; }
-  // Host preparation: validates `batch` (UserError naming the sequence and position of a bad id)
-  // and writes the four planes into `planes` (4 * B * T values: the staging buffer of the upload
-  // into input()). Returns the loss normalisers, known before the device runs.
-  BatchPlan stage_batch(const HostBatch& batch, int32_t* planes) const;
+  // Host preparation: validates `batch` (UserError naming the sequence and position of a bad id,
+  // or a batch without a non-pad or a maskable token) and writes the four planes into `planes`
+  // (4 * B * T values: the staging buffer of the upload into input()).
+  void stage_batch(const HostBatch& batch, int32_t* planes) const;
 
-  // --- The pipeline (see the top of this file); loss_scale multiplies the gradients (1 /
-  // accumulation steps when accumulating); the metrics stay unscaled.
-  Corruption corrupt(Context& ctx, uint32_t micro_step, const BatchPlan& plan);
+  // --- The step scalars (kernels/step_scalars.h): the micro-step that keys every random draw,
+  // the loss scale and the loss normalisers, in device memory; the pipeline's kernels read them
+  // there. The Trainer advances the micro-step with next_micro_step; set_step uploads a
+  // micro-step and a loss scale (setup, tests and tools; the constructor sets 0 and 1).
+  const Tensor& step_scalars() const;
+  void set_step(Context& ctx, uint32_t micro_step, float loss_scale);
+  // ctx's stream for `purpose` whose step is the block's micro-step.
+  RngStream rng(Context& ctx, RngPurpose purpose) const;
+
+  // --- The pipeline (see the top of this file); the block's loss_scale multiplies the gradients
+  // (1 / accumulation steps when accumulating); the metrics stay unscaled.
+  Corruption corrupt(Context& ctx);
+  ForwardContext forward(Context& ctx, const Corruption& corruption);
+  // set_step(ctx, micro_step, loss_scale), then forward (tests and tools).
   ForwardContext forward(Context& ctx, const Corruption& corruption, uint32_t micro_step,
                          float loss_scale = 1.0f);
   void backward(Context& ctx, const ForwardContext& saved, const GradientsReady& ready = {});
@@ -159,13 +165,14 @@ class ElectraPretrainer {
   void accumulate_metrics(Context& ctx, const Corruption& corruption, const Tensor& acc);
 
   // The forward's stages, in order (forward() runs them; tests read the logits in between, before
-  // the losses overwrite them with their gradients).
+  // the losses overwrite them with their gradients). generator_loss first computes both loss
+  // normalisers of the micro-batch into the step scalars (loss_normalisers), which
+  // discriminator_loss reads too.
   const Tensor& generator_forward(Context& ctx, const Corruption& corruption, const Pass& pass);
-  Tensor generator_loss(Context& ctx, const Corruption& corruption, uint32_t micro_step,
-                        float loss_scale);
+  Tensor generator_loss(Context& ctx, const Corruption& corruption);
   Tensor discriminator_forward(Context& ctx, const Corruption& corruption, const Tensor& samples,
                                const Pass& pass);
-  void discriminator_loss(Context& ctx, const Corruption& corruption, float loss_scale);
+  void discriminator_loss(Context& ctx, const Corruption& corruption);
   const Tensor& labels() const;
 
   // --- Conveniences for tests and tools (each synchronises).

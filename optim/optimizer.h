@@ -96,6 +96,9 @@ class Optimizer {
   // The same read back (synchronises).
   float grad_norm(Context& ctx) const;
   double lr_at(int64_t step) const { return config_.schedule.at(step); }
+  // The device update counter (i32 [1]: updates done), read by the pre-training micro-step
+  // counter (kernels/step_scalars.h).
+  const Tensor& counter() const { return counter_; }
   const OptimizerConfig& config() const { return config_; }
 
   // The f32 flat moments (for checkpoints: views, so a restore writes through them).

@@ -4,6 +4,7 @@
 #include <array>
 
 #include "engine/timer.h"
+#include "kernels/step_scalars.h"
 #include "kernels/train_metrics.h"
 #include "models/host_transfer.h"
 
@@ -36,7 +37,8 @@ Trainer::Trainer(Context& ctx, Communicator& comm, const apps::PretrainConfig& c
                        Optimizer::state_bytes(model_.store(), config.optimizer.kind)),
       optimizer_(ctx, model_.store(), config.optimizer, optimizer_arena_),
       batches_(shards, config.train.seed),
-      metrics_arena_("metrics", ctx.device(), Arena::kAlignment) {
+      metrics_arena_("metrics", ctx.device(), Arena::kAlignment),
+      graphs_(ctx.is_cuda() && config.train.cuda_graph) {
   ELECTRA_USER_CHECK(static_cast<double>(config.train.steps) * accumulation_ < 4294967296.0,
                      "train.steps x accumulation must stay below 2^32 micro-steps");
   if (std::string(comm.backend()) != "single") {
@@ -46,6 +48,9 @@ Trainer::Trainer(Context& ctx, Communicator& comm, const apps::PretrainConfig& c
   }
   metrics_ = metrics_arena_.alloc(DType::F64, {kTrainMetrics});
   zero_tensor(ctx.stream(), metrics_);
+  // Each rank scales its loss by 1 / A and the all-reduce sums; the micro-step counter starts at
+  // micro-batch 0 of the update the optimizer's counter names.
+  model_.set_step(ctx, 0, 1.0f / static_cast<float>(accumulation_));
   const size_t values = static_cast<size_t>(model_.input().numel());
   host_batch_.ids.resize(values / 4);
   host_batch_.segment_ids.resize(values / 4);
@@ -92,19 +97,41 @@ void Trainer::stage(int64_t micro, data::DataCursor& cursor) {
   batches_.next(examples, cursor, host_batch_.ids, host_batch_.segment_ids);
   staged_[slot].wait();  // the upload two micro-batches ago has left this buffer
   int32_t* planes = static_cast<int32_t*>(staging_[slot].data());
-  const BatchPlan plan = model_.stage_batch(host_batch_, planes);
+  model_.stage_batch(host_batch_, planes);
   const Tensor& input = model_.input();
   upload(ctx_.stream(), input, Tensor::view_of(planes, Device::CPU, {input.numel()}));
   staged_[slot].record(ctx_.stream());
 
-  const int64_t rank = comm_.rank();
-  const int64_t micro_step = state_.step * accumulation_ + rank * local_accumulation_ + micro;
-  const uint32_t key = static_cast<uint32_t>(micro_step);
-  const float loss_scale = 1.0f / static_cast<float>(accumulation_);
-  if (sync_) sync_->begin_micro_batch(micro == local_accumulation_ - 1);
-  const Corruption corruption = model_.corrupt(ctx_, key, plan);
-  const ForwardContext saved = model_.forward(ctx_, corruption, key, loss_scale);
-  model_.backward(ctx_, saved, ready_);
+  const bool last = micro == local_accumulation_ - 1;
+  if (sync_) sync_->begin_micro_batch(last);
+  if (!replaying()) {
+    micro_batch(ready_);
+    return;
+  }
+  // The graph holds no collective: the buckets' all-reduce starts after the last micro-batch
+  // (docs/ARCHITECTURE.md, "What the CUDA graph covers").
+  if (!micro_graph_.captured()) micro_graph_.capture(ctx_, [this] { micro_batch(nullptr); });
+  micro_graph_.launch(ctx_);
+  if (last && sync_) sync_->gradients_final_from(ctx_, 0);
+}
+
+bool Trainer::replaying() const {
+  return graphs_ && updates_run_ > 0;
+}
+
+void Trainer::optimizer_step() {
+  optimizer_.step(ctx_);
+  record_grad_norm(ctx_, optimizer_.norm(), metrics_);
+}
+
+void Trainer::micro_batch(const GradientsReady& ready) {
+  // Micro-batch m of update s on rank r is micro-step s A + r a + m (the top of trainer.h),
+  // computed on the device from the optimizer's update counter.
+  const MicroStepPlan plan{accumulation_, comm_.rank() * local_accumulation_, local_accumulation_};
+  next_micro_step(ctx_, optimizer_.counter(), plan, model_.step_scalars());
+  const Corruption corruption = model_.corrupt(ctx_);
+  const ForwardContext saved = model_.forward(ctx_, corruption);
+  model_.backward(ctx_, saved, ready);
   model_.accumulate_metrics(ctx_, corruption, metrics_);
 }
 
@@ -118,8 +145,13 @@ double Trainer::update() {
   batches_.skip(static_cast<uint64_t>(comm_.rank() * local_accumulation_) * micro_examples, cursor);
   for (int64_t micro = 0; micro < local_accumulation_; ++micro) stage(micro, cursor);
   if (sync_) sync_->finish(ctx_);
-  optimizer_.step(ctx_);
-  record_grad_norm(ctx_, optimizer_.norm(), metrics_);
+  if (replaying()) {
+    if (!optimizer_graph_.captured()) optimizer_graph_.capture(ctx_, [this] { optimizer_step(); });
+    optimizer_graph_.launch(ctx_);
+  } else {
+    optimizer_step();
+  }
+  ++updates_run_;
   batches_.skip(static_cast<uint64_t>(accumulation_) * micro_examples, state_.cursor);
   ++state_.step;
   const double seconds = timer.seconds();

@@ -6,10 +6,13 @@
 //
 // One update (docs/ARCHITECTURE.md, "One pre-training update"): for each of the rank's
 // micro-batches the host reads the examples at the data cursor and stages them into one of two
-// pinned buffers (stage_batch: ids, segment ids, mask, token weights, and the loss normalisers),
-// one asynchronous upload copies them into the model's input, and the device runs corrupt ->
-// forward -> backward -> accumulate_metrics; the host meanwhile prepares the next micro-batch in
-// the other buffer (double buffering). After the last micro-batch: the bucketed all-reduce (on
+// pinned buffers (stage_batch: ids, segment ids, mask, token weights), one asynchronous upload
+// copies them into the model's input, and the device runs next_micro_step -> corrupt -> forward
+// -> backward -> accumulate_metrics, reading the micro-step and the loss scales from the model's
+// step scalars (device memory); the host meanwhile prepares the next micro-batch in the other
+// buffer (double buffering). With train.cuda_graph on a GPU that device work is one CUDA graph,
+// replayed per micro-batch, and the optimizer step another. After the last micro-batch: the
+// bucketed all-reduce (on
 // several ranks), then the optimizer (its update counter and learning-rate table live in device
 // memory) and the gradient norm into the accumulator. Nothing is read back: the host reads the
 // accumulator only in metrics(), which the caller calls when metrics_due() (logging.every), and
@@ -33,6 +36,7 @@
 #include "apps/trainer_checkpoint.h"
 #include "data/pretrain_batches.h"
 #include "engine/communicator.h"
+#include "engine/cuda_graph.h"
 #include "models/grad_sync.h"
 #include "models/pretrainer.h"
 #include "optim/optimizer.h"
@@ -94,9 +98,18 @@ class Trainer {
   Optimizer& optimizer() { return optimizer_; }
   const GradSync* grad_sync() const { return sync_ ? &*sync_ : nullptr; }
   int64_t local_accumulation() const { return local_accumulation_; }
+  // Whether updates are replayed from CUDA graphs (train.cuda_graph on a CUDA context).
+  bool uses_cuda_graphs() const { return graphs_; }
 
  private:
   void stage(int64_t micro, data::DataCursor& cursor);
+  // The device work of one micro-batch whose input is uploaded: reads no host value, so it can
+  // be captured (with ready = nullptr: no collective inside a graph).
+  void micro_batch(const GradientsReady& ready);
+  void optimizer_step();
+  // Whether this update replays the graphs: train.cuda_graph on a CUDA context, after one eager
+  // update (which builds the cuBLASLt plans and the like before anything is captured).
+  bool replaying() const;
 
   Context& ctx_;
   Communicator& comm_;
@@ -117,6 +130,11 @@ class Trainer {
   HostEvent staged_[2];
   int64_t micro_batches_staged_ = 0;
   int64_t last_read_step_ = 0;  // the step of the previous metrics() read
+  // CUDA graphs (train.cuda_graph): one micro-batch (replayed a times per update) and the
+  // optimizer step, each captured once (the Trainer has one shape) at the second update.
+  bool graphs_ = false;
+  int64_t updates_run_ = 0;  // by this process
+  CudaGraph micro_graph_, optimizer_graph_;
 };
 
 }  // namespace electra

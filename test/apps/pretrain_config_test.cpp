@@ -69,7 +69,7 @@ TEST_CASE("every shipped config parses", "[pretrain_config]") {
     if (accumulates) CHECK(c.train.micro_batch_size == 64);
     CHECK(c.distributed.bucket_mb == 25.0);
     CHECK(c.distributed.timeout_s == 600.0);
-    CHECK(!describe(c, "CPU", Precision::F32).empty());
+    CHECK(!describe(c, "CPU", Precision::F32, false).empty());
   }
 }
 
@@ -254,7 +254,7 @@ TEST_CASE("config_hash is deterministic and follows what training computes", "[p
 
 TEST_CASE("describe gives the run's key facts", "[pretrain_config]") {
   const PretrainConfig c = read_pretrain_config(config_path("small"), {});
-  const std::string d = describe(c, "CPU (no GPU)", Precision::F32);
+  const std::string d = describe(c, "CPU (no GPU)", Precision::F32, false);
   CHECK_THAT(d, Catch::Contains("12 layers, hidden 256, 4 heads, FFN 1024, embedding 128"));
   // What runs, beside what the config asked for (a CPU run is f32 whatever it says).
   CHECK_THAT(d, Catch::Contains("runs on: CPU (no GPU), precision f32 (config: device auto, "
@@ -263,6 +263,24 @@ TEST_CASE("describe gives the run's key facts", "[pretrain_config]") {
   CHECK_THAT(d, Catch::Contains("1000000 steps of 128 x 128 tokens"));
   CHECK_THAT(d, Catch::Contains("adamw lr 0.0005 (linear, warm-up 10000)"));
   CHECK_THAT(d, Catch::Contains("FLOPs"));
+}
+
+TEST_CASE("train.cuda_graph: default true, a bool, stated by describe, outside the hash",
+          "[pretrain_config]") {
+  const std::string small = config_path("small");
+  const PretrainConfig on = read_pretrain_config(small, {});
+  CHECK(on.train.cuda_graph);
+  const PretrainConfig off = read_pretrain_config(small, {"train.cuda_graph=false"});
+  CHECK_FALSE(off.train.cuda_graph);
+  CHECK(config_hash(on) == config_hash(off));  // the same kernels: the same results
+  CHECK_THROWS_WITH(read_pretrain_config(small, {"train.cuda_graph=maybe"}),
+                    Catch::Contains("train.cuda_graph"));
+  CHECK_THAT(describe(on, "CPU", Precision::F32, false),
+             Catch::Contains("updates: eager (train.cuda_graph has no effect on the CPU)"));
+  CHECK_THAT(describe(on, "GPU", Precision::BF16, true),
+             Catch::Contains("updates: replayed from CUDA graphs"));
+  CHECK_THAT(describe(off, "GPU", Precision::BF16, true),
+             Catch::Contains("updates: eager (train.cuda_graph: false)"));
 }
 
 TEST_CASE("set_ranks splits the global batch over the ranks", "[pretrain_config]") {

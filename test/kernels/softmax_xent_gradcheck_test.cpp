@@ -31,7 +31,7 @@ TEST_CASE("softmax_xent dlogits match central differences in f64", "[softmax_xen
                  Tensor::view_of(argmax.data(), Device::CPU, {m}));
     double total = 0;
     for (double l : loss) total += l;
-    return total * static_cast<double>(params.scale);
+    return total * static_cast<double>(params.scale.get());
   };
   evaluate();
   const std::vector<double> analytic = scratch;

@@ -102,9 +102,9 @@ TEST_CASE("pre-training step matches HF transformers: logits, losses and every g
   model.weights().refresh_compute(ctx);
   const Pass pass{ctx.rng(RngPurpose::kDropout, 0), true};
   const std::vector<float> gen_logits = unpadded(model.generator_forward(ctx, c, pass), 97);
-  const Tensor samples = model.generator_loss(ctx, c, 0, 1.0f);
+  const Tensor samples = model.generator_loss(ctx, c);
   const std::vector<float> disc_logits = host(model.discriminator_forward(ctx, c, samples, pass));
-  model.discriminator_loss(ctx, c, 1.0f);
+  model.discriminator_loss(ctx, c);
   model.backward(ctx, ForwardContext{pass, samples, model.labels()});
   const StepMetrics m = model.metrics(ctx, c);
 

@@ -39,7 +39,6 @@ class FixedStep {
     std::vector<int32_t> original(static_cast<size_t>(b * n));
     for (int64_t i = 0; i < b * n; ++i) {
       original[i] = batch.ids[(i / n) * t + f.positions[i]];
-      c_.masked_slots += f.weights[i];
     }
     c_.generator_ids = arena_.alloc<int32_t>({b, t});
     c_.positions = arena_.alloc<int32_t>({b, n});
@@ -55,9 +54,9 @@ class FixedStep {
 
   const Corruption& corruption() const { return c_; }
 
-  // Uploads the batch (its token count completes the corruption's normalisers).
+  // Uploads the batch.
   void stage(Context& ctx) {
-    c_.tokens = model_.stage_batch(batch_, planes_.data()).tokens;
+    model_.stage_batch(batch_, planes_.data());
     upload_to(ctx, model_.input(), planes_);
   }
 

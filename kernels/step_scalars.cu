@@ -1,0 +1,58 @@
+// step_scalars kernels: one thread advances the micro-step; one block of kThreads sums the two
+// weight vectors in f64 (strided partial sums, then a fixed shared-memory tree) and thread 0
+// writes the scales. Once per micro-batch over B * N + B * T values: negligible.
+#include "kernels/cuda_common.cuh"
+#include "kernels/step_scalars.h"
+
+namespace electra::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+
+__global__ void next_micro_step_kernel(const int32_t* counter, MicroStepPlan plan, StepScalars* s) {
+  const int64_t update = *counter;
+  s->micro_step = static_cast<uint32_t>(update * plan.accumulation + plan.first + s->micro);
+  s->micro = static_cast<uint32_t>((s->micro + 1) % plan.local);
+}
+
+__global__ void loss_normalisers_kernel(const float* slot_weights, int64_t m,
+                                        const float* token_weights, int64_t k, float disc_weight,
+                                        StepScalars* s) {
+  __shared__ double sums[2][kThreads];
+  double masked = 0, tokens = 0;
+  for (int64_t i = threadIdx.x; i < m; i += kThreads) masked += slot_weights[i];
+  for (int64_t i = threadIdx.x; i < k; i += kThreads) tokens += token_weights[i];
+  sums[0][threadIdx.x] = masked;
+  sums[1][threadIdx.x] = tokens;
+  __syncthreads();
+  for (int stride = kThreads / 2; stride > 0; stride /= 2) {
+    if (threadIdx.x < stride) {
+      sums[0][threadIdx.x] += sums[0][threadIdx.x + stride];
+      sums[1][threadIdx.x] += sums[1][threadIdx.x + stride];
+    }
+    __syncthreads();
+  }
+  if (threadIdx.x != 0) return;
+  s->gen_scale = __double2float_rn(__ddiv_rn(static_cast<double>(s->loss_scale), sums[0][0]));
+  s->disc_scale = __double2float_rn(
+      __ddiv_rn(static_cast<double>(__fmul_rn(s->loss_scale, disc_weight)), sums[1][0]));
+}
+
+}  // namespace
+
+void next_micro_step(Context& ctx, const Tensor& counter, const MicroStepPlan& plan,
+                     const Tensor& block) {
+  next_micro_step_kernel<<<1, 1, 0, ctx.stream()>>>(counter.ptr<int32_t>(), plan,
+                                                    step_scalars_of(block));
+  ELECTRA_CUDA_CHECK_LAUNCH();
+}
+
+void loss_normalisers(Context& ctx, const Tensor& slot_weights, const Tensor& token_weights,
+                      float disc_weight, const Tensor& block) {
+  loss_normalisers_kernel<<<1, kThreads, 0, ctx.stream()>>>(
+      slot_weights.ptr<float>(), slot_weights.numel(), token_weights.ptr<float>(),
+      token_weights.numel(), disc_weight, step_scalars_of(block));
+  ELECTRA_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace electra::cuda

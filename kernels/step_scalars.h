@@ -1,0 +1,105 @@
+// step_scalars: the per-micro-batch values of a pre-training update, kept in device memory so
+// that no kernel takes them by value from the host: kernels read them through pointers
+// (RngStream::step_at, DeviceScalar::at), and a CUDA graph of the micro-batch replays with fresh
+// values (docs/ARCHITECTURE.md, "One pre-training update").
+//
+// The block: i32 [kStepScalarWords] holding a StepScalars (32-bit words):
+//   micro_step  the Philox step of the micro-batch being computed (masking, dropout, Gumbel)
+//   micro       its index among the rank's `local` micro-batches of the update (0 .. local - 1)
+//   loss_scale  multiplies the gradients (1 / A for A micro-batches per update over all ranks)
+//   gen_scale   loss_scale / masked slots (the MLM loss is a mean over the masked slots)
+//   disc_scale  loss_scale * disc_weight / non-pad tokens (the BCE is a mean over the tokens)
+//
+// next_micro_step(counter, plan, block), with counter the optimizer's update counter (i32 [1],
+// updates done; kernels/optimizer.h):
+//   micro_step = counter * plan.accumulation + plan.first + micro,  micro = (micro + 1) % local
+// i.e. rank r's micro-batch m of update s is micro-step s A + r a + m, without a host value.
+//
+// loss_normalisers(slot_weights [M] f32, token_weights [K] f32, disc_weight, block):
+//   masked = sum slot_weights,  tokens = sum token_weights      (f64; exact for 0/1 weights)
+//   gen_scale  = float(double(loss_scale) / masked)
+//   disc_scale = float(double(loss_scale * disc_weight) / tokens)    (the product in f32)
+// the formulas the host used when it computed the normalisers, so the bits are unchanged. The
+// CUDA kernels are one block each with fixed-order sums (deterministic); nothing here is per
+// element of a model tensor.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/dispatch.h"
+
+namespace electra {
+
+struct StepScalars {
+  uint32_t micro_step = 0;
+  uint32_t micro = 0;
+  float loss_scale = 1.0f;
+  float gen_scale = 0.0f;
+  float disc_scale = 0.0f;
+};
+
+constexpr int64_t kStepScalarWords = 8;  // sizeof(StepScalars) rounded up (32 bytes)
+static_assert(sizeof(StepScalars) <= kStepScalarWords * sizeof(int32_t));
+
+// Where next_micro_step puts a rank's micro-batches: A = accumulation micro-batches per update
+// over all ranks, of which this rank computes `local` starting at `first` (= rank x local).
+struct MicroStepPlan {
+  int64_t accumulation = 1;
+  int64_t first = 0;
+  int64_t local = 1;
+};
+
+// The fields of a block (pointers into its memory, on its device).
+inline StepScalars* step_scalars_of(const Tensor& block) {
+  return static_cast<StepScalars*>(block.data);
+}
+inline const uint32_t* micro_step_at(const Tensor& block) {
+  return &step_scalars_of(block)->micro_step;
+}
+inline const float* gen_scale_at(const Tensor& block) {
+  return &step_scalars_of(block)->gen_scale;
+}
+inline const float* disc_scale_at(const Tensor& block) {
+  return &step_scalars_of(block)->disc_scale;
+}
+
+namespace cpu {
+void next_micro_step(Context& ctx, const Tensor& counter, const MicroStepPlan& plan,
+                     const Tensor& block);
+void loss_normalisers(Context& ctx, const Tensor& slot_weights, const Tensor& token_weights,
+                      float disc_weight, const Tensor& block);
+}  // namespace cpu
+namespace cuda {
+void next_micro_step(Context& ctx, const Tensor& counter, const MicroStepPlan& plan,
+                     const Tensor& block);
+void loss_normalisers(Context& ctx, const Tensor& slot_weights, const Tensor& token_weights,
+                      float disc_weight, const Tensor& block);
+}  // namespace cuda
+
+inline void check_step_scalars(const Tensor& block, const char* op) {
+  check_shape(block, {kStepScalarWords}, op);
+  check_dtype(block, DType::I32, op);
+}
+
+inline void next_micro_step(Context& ctx, const Tensor& counter, const MicroStepPlan& plan,
+                            const Tensor& block) {
+  check_devices(ctx, "next_micro_step", {&counter, &block});
+  check_shape(counter, {1}, "next_micro_step counter");
+  check_dtype(counter, DType::I32, "next_micro_step counter");
+  check_step_scalars(block, "next_micro_step block");
+  ELECTRA_CHECK(plan.local > 0 && plan.first >= 0 && plan.first + plan.local <= plan.accumulation,
+                "next_micro_step: micro-batches [", plan.first, ", ", plan.first + plan.local,
+                ") of ", plan.accumulation);
+  ELECTRA_DISPATCH(ctx, next_micro_step, counter, plan, block);
+}
+
+inline void loss_normalisers(Context& ctx, const Tensor& slot_weights, const Tensor& token_weights,
+                             float disc_weight, const Tensor& block) {
+  check_devices(ctx, "loss_normalisers", {&slot_weights, &token_weights, &block});
+  check_dtype(slot_weights, DType::F32, "loss_normalisers slot_weights");
+  check_dtype(token_weights, DType::F32, "loss_normalisers token_weights");
+  check_step_scalars(block, "loss_normalisers block");
+  ELECTRA_DISPATCH(ctx, loss_normalisers, slot_weights, token_weights, disc_weight, block);
+}
+
+}  // namespace electra

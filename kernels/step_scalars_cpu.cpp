@@ -1,0 +1,25 @@
+#include "kernels/step_scalars.h"
+
+namespace electra::cpu {
+
+void next_micro_step(Context&, const Tensor& counter, const MicroStepPlan& plan,
+                     const Tensor& block) {
+  StepScalars& s = *step_scalars_of(block);
+  const int64_t update = *counter.ptr<int32_t>();
+  s.micro_step = static_cast<uint32_t>(update * plan.accumulation + plan.first + s.micro);
+  s.micro = static_cast<uint32_t>((s.micro + 1) % plan.local);
+}
+
+void loss_normalisers(Context&, const Tensor& slot_weights, const Tensor& token_weights,
+                      float disc_weight, const Tensor& block) {
+  StepScalars& s = *step_scalars_of(block);
+  double masked = 0, tokens = 0;
+  const float* w = slot_weights.ptr<float>();
+  for (int64_t i = 0; i < slot_weights.numel(); ++i) masked += w[i];
+  const float* t = token_weights.ptr<float>();
+  for (int64_t i = 0; i < token_weights.numel(); ++i) tokens += t[i];
+  s.gen_scale = static_cast<float>(static_cast<double>(s.loss_scale) / masked);
+  s.disc_scale = static_cast<float>(static_cast<double>(s.loss_scale * disc_weight) / tokens);
+}
+
+}  // namespace electra::cpu

@@ -1,0 +1,112 @@
+// The step scalars (kernels/step_scalars.h): the device micro-step counter, the loss normalisers
+// computed from the weights with the host's former formulas, and every random-number op giving
+// the same bits with its step read from memory (RngStream::step_at) as with the step by value.
+#include <catch2/catch.hpp>
+#include <cstring>
+#include <vector>
+
+#include "kernels/dropout.h"
+#include "kernels/masking.h"
+#include "kernels/softmax_xent.h"
+#include "kernels/step_scalars.h"
+#include "test/common/test_util.h"
+
+using namespace electra;
+
+namespace {
+
+Tensor view(std::vector<float>& v) {
+  return Tensor::view_of(v.data(), Device::CPU, {static_cast<int64_t>(v.size())});
+}
+
+}  // namespace
+
+TEST_CASE("next_micro_step numbers rank r's micro-batch m of update s as s A + r a + m",
+          "[step_scalars]") {
+  Context ctx = Context::cpu();
+  std::vector<int32_t> words(kStepScalarWords, 0), counter{0};
+  const Tensor block = Tensor::view_of(words.data(), Device::CPU, {kStepScalarWords});
+  const Tensor count = Tensor::view_of(counter.data(), Device::CPU, {1});
+  const MicroStepPlan plan{6, 2, 2};  // 3 ranks x 2 micro-batches, rank 1
+  std::vector<uint32_t> seen;
+  for (int32_t update = 0; update < 3; ++update) {
+    counter[0] = update;
+    for (int m = 0; m < 2; ++m) {
+      next_micro_step(ctx, count, plan, block);
+      seen.push_back(step_scalars_of(block)->micro_step);
+    }
+  }
+  CHECK(seen == std::vector<uint32_t>{2, 3, 8, 9, 14, 15});
+  CHECK(step_scalars_of(block)->micro == 0);
+}
+
+TEST_CASE("loss_normalisers: loss_scale / masked slots and loss_scale x weight / tokens",
+          "[step_scalars]") {
+  Context ctx = Context::cpu();
+  std::vector<int32_t> words(kStepScalarWords, 0);
+  const Tensor block = Tensor::view_of(words.data(), Device::CPU, {kStepScalarWords});
+  step_scalars_of(block)->loss_scale = 1.0f / 3.0f;
+  std::vector<float> slots{1, 1, 0, 1, 1, 1, 0}, tokens(37, 1.0f);
+  tokens[5] = tokens[30] = 0;
+  loss_normalisers(ctx, view(slots), view(tokens), 50.0f, block);
+  const float loss_scale = 1.0f / 3.0f;
+  CHECK(step_scalars_of(block)->gen_scale == static_cast<float>(loss_scale / 5.0));
+  CHECK(step_scalars_of(block)->disc_scale == static_cast<float>(loss_scale * 50.0f / 35.0));
+}
+
+TEST_CASE("masking, dropout and Gumbel sampling read the step from memory with the same bits",
+          "[step_scalars]") {
+  Context ctx = Context::cpu(9);
+  const uint32_t step = 41;
+  uint32_t stored = step;
+  auto by_value = [&](RngPurpose p) { return ctx.rng(p, step); };
+  auto from_memory = [&](RngPurpose p) {
+    RngStream s = ctx.rng(p, 0);
+    s.step_at = &stored;
+    return s;
+  };
+  {  // dropout
+    std::vector<float> x = test::random_vector<float>(1000, 3), a(1000), b(1000);
+    dropout_forward(ctx, view(x), view(a), DropoutSite{by_value(RngPurpose::kDropout), 5, 0.3f});
+    dropout_forward(ctx, view(x), view(b), DropoutSite{from_memory(RngPurpose::kDropout), 5, 0.3f});
+    CHECK(a == b);
+  }
+  {  // masking
+    std::vector<int32_t> ids(2 * 16);
+    for (size_t i = 0; i < ids.size(); ++i) ids[i] = 4 + static_cast<int32_t>(i);
+    auto run = [&](const RngStream& stream) {
+      MaskingParams params;
+      params.pad_id = 0, params.cls_id = 1, params.sep_id = 2, params.mask_id = 3;
+      params.mask_prob = 0.25f;
+      params.stream = stream;
+      std::vector<int32_t> out(32), pos(8), orig(8);
+      std::vector<float> w(8);
+      mask_tokens(ctx, Tensor::view_of(ids.data(), Device::CPU, {2, 16}), params,
+                  Tensor::view_of(out.data(), Device::CPU, {2, 16}),
+                  Tensor::view_of(pos.data(), Device::CPU, {2, 4}),
+                  Tensor::view_of(orig.data(), Device::CPU, {2, 4}),
+                  Tensor::view_of(w.data(), Device::CPU, {2, 4}));
+      return std::make_pair(out, pos);
+    };
+    CHECK(run(by_value(RngPurpose::kMasking)) == run(from_memory(RngPurpose::kMasking)));
+  }
+  {  // Gumbel-max sampling, and the scale read from memory
+    auto run = [&](const RngStream& stream, DeviceScalar<float> scale) {
+      std::vector<float> logits = test::random_vector<float>(4 * 50, 8, -3.0, 3.0), w{1, 1, 0, 1},
+                         loss(4);
+      std::vector<int32_t> labels{3, 7, 0, 49}, sample(4), argmax(4);
+      SoftmaxXentParams params;
+      params.vocab = 50;
+      params.scale = scale;
+      params.stream = stream;
+      softmax_xent(ctx, Tensor::view_of(logits.data(), Device::CPU, {4, 50}),
+                   Tensor::view_of(labels.data(), Device::CPU, {4}), view(w), params, view(loss),
+                   Tensor::view_of(sample.data(), Device::CPU, {4}),
+                   Tensor::view_of(argmax.data(), Device::CPU, {4}));
+      return std::make_pair(sample, logits);
+    };
+    const float scale = 0.125f;
+    CHECK(run(by_value(RngPurpose::kGumbel), scale) ==
+          run(from_memory(RngPurpose::kGumbel), DeviceScalar<float>::in(&scale)));
+  }
+}
