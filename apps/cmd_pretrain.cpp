@@ -258,8 +258,10 @@ int pretrain(PretrainConfig config, std::unique_ptr<Communicator>& comm, const s
   if (lead) {
     std::fprintf(stderr, "%s", describe(config, device, ctx.precision()).c_str());
     std::fprintf(stderr,
-                 "pretrain: %lld parameters (generator and discriminator, shared embeddings)\n",
-                 static_cast<long long>(trainer.model().store().parameter_count()));
+                 "pretrain: %lld parameters (%s, shared embeddings)\n",
+                 static_cast<long long>(trainer.model().store().parameter_count()),
+                 objective_wiring(config.objective).generator ? "generator and discriminator"
+                                                              : "the MLM model alone");
     if (const GradSync* sync = trainer.grad_sync()) {
       std::fprintf(stderr, "pretrain: gradients all-reduced in %s of up to %g MB\n",
                    count(static_cast<int64_t>(sync->buckets().size()), "bucket").c_str(),
@@ -277,6 +279,7 @@ int pretrain(PretrainConfig config, std::unique_ptr<Communicator>& comm, const s
                                          static_cast<double>(trainer.model().slots()))
                                   .total();
     // MFU against the peak of all the job's GPUs.
+    progress.mlm = objective_wiring(config.objective).mlm_head;
     progress.peak_flops =
         on_gpu && ctx.precision() == Precision::BF16 ? ranks * bf16_peak_flops(device) : 0;
     reporter.emplace(progress, metrics_path, state.step);

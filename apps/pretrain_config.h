@@ -1,10 +1,13 @@
 // PretrainConfig: everything `electra pretrain` needs, read strictly from a YAML file
 // (configs/electra-*.yaml) plus `--set section.key=value` overrides:
 //
+//   objective:   electra (default) | electra-15 | mlm | replace-mlm | all-tokens-mlm: the
+//                pre-training objective (models/objective.h, docs/OBJECTIVES.md)
 //   model:       preset (tiny|small|base|large) then field overrides (models/electra_config.h)
 //   data:        shards: a shard file or a directory of *.bin shards (`electra build-data`),
 //                        several separated by commas;  vocab: the vocab.txt they were built with
-//   masking:     mask_prob (0.15), mask_token_prob (0.85: the rest keep the original token),
+//   masking:     mask_prob (0.15), mask_token_prob (0.85; 0.8 for mlm), random_token_prob (0;
+//                0.1 for mlm: BERT's random replacement; the rest keep the original token),
 //                temperature (1.0: Gumbel sampling temperature of the generator)
 //   train:       batch_size (128: sequences per optimizer update, over all ranks),
 //                micro_batch_size (sequences per rank and forward/backward; 0 = batch_size /
@@ -34,6 +37,7 @@
 
 #include "engine/context.h"
 #include "models/electra_config.h"
+#include "models/objective.h"
 #include "optim/optimizer.h"
 
 namespace electra::apps {
@@ -43,6 +47,7 @@ enum class TrainDevice : uint8_t { kAuto, kCpu, kCuda };
 struct MaskingConfig {
   double mask_prob = 0.15;
   double mask_token_prob = 0.85;
+  double random_token_prob = 0.0;
   double temperature = 1.0;
 };
 
@@ -79,6 +84,7 @@ struct CheckpointConfig {
 
 struct PretrainConfig {
   std::string path;  // the YAML file it was read from
+  Objective objective = Objective::kElectra;
   ElectraConfig model;
   // False when the file has no model section: `electra pretrain --init` (or --resume) then takes
   // the sizes from the checkpoint (apps/pretrain_init.h); otherwise model holds the defaults.

@@ -13,7 +13,7 @@ namespace {
 
 __global__ void __launch_bounds__(kMaskingMaxSeqLen)
     masking_kernel(const int32_t* ids, int seq, int slots, MaskingParams params,
-                   uint32_t mask_threshold, int32_t* masked_ids, int32_t* positions,
+                   uint32_t mask_threshold, uint32_t random_threshold, int32_t* masked_ids, int32_t* positions,
                    int32_t* original, float* weights) {
   __shared__ uint32_t keys[kMaskingMaxSeqLen];
   __shared__ bool candidate[kMaskingMaxSeqLen];
@@ -53,9 +53,8 @@ __global__ void __launch_bounds__(kMaskingMaxSeqLen)
       positions[s] = t;
       original[s] = id;
       weights[s] = 1.0f;
-      const uint32_t bits =
-          params.stream.bits(kMaskingDecisionOffset + static_cast<uint64_t>(index));
-      if (bits < mask_threshold) out = params.mask_id;
+      out = masked_token(params, mask_threshold, random_threshold, static_cast<uint64_t>(index),
+                         id);
     }
     masked_ids[index] = out;
   }
@@ -77,7 +76,9 @@ void mask_tokens(Context& ctx, const Tensor& ids, const MaskingParams& params,
   const int threads = static_cast<int>(std::max<int64_t>(1, ceil_div(seq, kWarpSize)) * kWarpSize);
   masking_kernel<<<batch, threads, 0, ctx.stream()>>>(
       ids.ptr<int32_t>(), static_cast<int>(seq), static_cast<int>(slots), params,
-      probability_threshold(params.mask_token_prob), masked_ids.ptr<int32_t>(),
+      probability_threshold(params.mask_token_prob),
+      probability_threshold(params.mask_token_prob + params.random_token_prob),
+      masked_ids.ptr<int32_t>(),
       positions.ptr<int32_t>(), original.ptr<int32_t>(), weights.ptr<float>());
   ELECTRA_CUDA_CHECK_LAUNCH();
 }

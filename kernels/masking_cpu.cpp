@@ -13,7 +13,9 @@ void mask_tokens(Context&, const Tensor& ids, const MaskingParams& params, const
   int32_t* pos = positions.ptr<int32_t>();
   int32_t* orig = original.ptr<int32_t>();
   float* w = weights.ptr<float>();
-  const uint32_t threshold = probability_threshold(params.mask_token_prob);
+  const uint32_t mask_threshold = probability_threshold(params.mask_token_prob);
+  const uint32_t random_threshold =
+      probability_threshold(params.mask_token_prob + params.random_token_prob);
   struct Candidate {
     uint32_t key;
     int32_t t;
@@ -51,8 +53,8 @@ void mask_tokens(Context&, const Tensor& ids, const MaskingParams& params, const
       }
       const int32_t t = candidates[s].t;
       pos[slot] = t, orig[slot] = row[t], w[slot] = 1.0f;
-      const uint32_t bits = params.stream.bits(kMaskingDecisionOffset + b * seq + t);
-      if (bits < threshold) out[b * seq + t] = params.mask_id;
+      out[b * seq + t] = masked_token(params, mask_threshold, random_threshold,
+                                      static_cast<uint64_t>(b * seq + t), row[t]);
     }
   }
 }

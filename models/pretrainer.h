@@ -14,7 +14,13 @@
 //                                   embedding gradients); GradientsReady reports in order
 //   accumulate_metrics           -> the device metrics accumulator (kernels/train_metrics.h)
 //
-// Total loss = MLM + disc_weight * BCE. Every random draw is keyed by (seed, purpose, micro_step,
+// Total loss = MLM + disc_weight * BCE. That is the `electra` objective; options.objective picks
+// another wiring of the same stages (models/objective.h, docs/OBJECTIVES.md): the binary loss
+// over the masked positions only (electra-15), no generator and an MLM head on the
+// discriminator-sized encoder (mlm), or that head fed with the generator's samples
+// (replace-mlm) or predicting every token with the copy mechanism (all-tokens-mlm); the stages
+// below then run where the objective has them, and mlm_loss() adds the kept model's MLM loss.
+// Every random draw is keyed by (seed, purpose, micro_step,
 // rank), so a step is reproducible on CPU and GPU and after a resume.
 //
 // Gradients ready (data-parallel training, models/grad_sync.h): parameters are declared shared
@@ -31,6 +37,7 @@
 
 #include "models/discriminator.h"
 #include "models/generator.h"
+#include "models/objective.h"
 #include "models/pass.h"
 
 namespace electra {
@@ -47,6 +54,8 @@ struct PretrainOptions {
   int64_t seq_len = 128;
   float mask_prob = 0.15f;
   float mask_token_prob = 0.85f;  // a chosen position becomes [MASK], else keeps its token
+  float random_token_prob = 0.0f;  // ... or a random token (BERT's 0.1; kernels/masking.h)
+  Objective objective = Objective::kElectra;
   float temperature = 1.0f;       // of the Gumbel-max sampling
   float disc_weight = 50.0f;      // lambda
   SpecialTokens tokens;
@@ -97,7 +106,9 @@ struct StepMetrics {
   double disc_precision = 0;  // of the "replaced" prediction
   double disc_recall = 0;
   double replaced_fraction = 0;  // non-pad tokens whose sample differs from the original
-  double total_loss = 0;         // gen_loss + disc_weight * disc_loss
+  double mlm_loss = 0;      // the discriminator-sized model's MLM loss (the MLM objectives)
+  double mlm_accuracy = 0;  // its prediction == original, over the same positions
+  double total_loss = 0;    // gen_loss + disc_weight * disc_loss + mlm_loss
   double masked = 0;             // masked slots in the batch
   double tokens = 0;             // non-pad tokens in the batch
 };
@@ -166,6 +177,9 @@ class ElectraPretrainer {
   Tensor discriminator_forward(Context& ctx, const Corruption& corruption, const Tensor& samples,
                                const Pass& pass);
   void discriminator_loss(Context& ctx, const Corruption& corruption, float loss_scale);
+  // The MLM objectives: the discriminator-sized model's MLM loss (at the masked positions, or at
+  // every token with the copy mechanism), dlogits in place.
+  void mlm_loss(Context& ctx, const Corruption& corruption, uint32_t micro_step, float loss_scale);
   const Tensor& labels() const;
 
   // --- Conveniences for tests and tools (each synchronises).
