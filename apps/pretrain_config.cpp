@@ -100,7 +100,6 @@ PretrainConfig read_pretrain_config(const std::string& path,
   const std::string objective = root.choice(
       "objective", "electra", {"electra", "electra-15", "mlm", "replace-mlm", "all-tokens-mlm"});
   ELECTRA_CHECK(parse_objective(objective, c.objective), "objective ", objective);
-  const bool bert = objective_wiring(c.objective).bert_corruption;
   c.model_given = root.has("model");
   c.model = read_electra_config(root.section("model"));
 
@@ -114,13 +113,9 @@ PretrainConfig read_pretrain_config(const std::string& path,
   const double mask_prob = masking.get<double>("mask_prob", m.mask_prob);
   m.mask_prob =
       in_range(path, mask_prob, mask_prob > 0 && mask_prob < 1, "masking.mask_prob", "in (0, 1)");
-  // BERT's corruption for mlm (80% [MASK], 10% random, 10% kept), ELECTRA's otherwise.
-  const double token = masking.get<double>("mask_token_prob", bert ? 0.8 : m.mask_token_prob);
+  const double token = masking.get<double>("mask_token_prob", m.mask_token_prob);
   m.mask_token_prob =
       in_range(path, token, token >= 0 && token <= 1, "masking.mask_token_prob", "in [0, 1]");
-  const double random = masking.get<double>("random_token_prob", bert ? 0.1 : m.random_token_prob);
-  m.random_token_prob = in_range(path, random, random >= 0 && random + token <= 1,
-                                 "masking.random_token_prob", "in [0, 1 - mask_token_prob]");
   const double temperature = masking.get<double>("temperature", m.temperature);
   m.temperature = in_range(path, temperature, temperature > 0, "masking.temperature", "positive");
 
@@ -195,9 +190,6 @@ std::string canonical_text(const PretrainConfig& c) {
       << "masking.mask_prob=" << exact(c.masking.mask_prob) << "\n"
       << "masking.mask_token_prob=" << exact(c.masking.mask_token_prob) << "\n"
       << "masking.temperature=" << exact(c.masking.temperature) << "\n";
-  if (c.masking.random_token_prob != 0) {
-    out << "masking.random_token_prob=" << exact(c.masking.random_token_prob) << "\n";
-  }
   const TrainConfig& t = c.train;
   out << "train.batch_size=" << t.batch_size << "\n"
       << "train.micro_batch_size=" << t.micro_batch_size << "\n"
@@ -242,7 +234,12 @@ std::string describe(const PretrainConfig& c, const std::string& device, Precisi
                 flops.total() * static_cast<double>(t.steps));
   std::ostringstream out;
   out << "config " << c.path << " (hash " << std::hex << config_hash(c) << std::dec << ")\n"
-      << "objective: " << objective_name(c.objective) << "\n"
+      << "objective: " << objective_name(c.objective)
+      << (objective_wiring(c.objective).bert_corruption
+              ? " (BERT corruption: 80% [MASK], 10% random, 10% kept; masking.mask_token_prob "
+                "applies to a generator's input only and is not used)"
+              : "")
+      << "\n"
       << "model: discriminator " << d.layers << " layers, hidden " << d.hidden << ", " << d.heads
       << " heads, FFN " << d.ffn << ", embedding " << d.embedding_size << ", vocab " << d.vocab_size
       << "; generator hidden " << g.hidden << " (x" << c.model.generator_multiplier << "), FFN "

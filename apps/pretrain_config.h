@@ -2,12 +2,13 @@
 // (configs/electra-*.yaml) plus `--set section.key=value` overrides:
 //
 //   objective:   electra (default) | electra-15 | mlm | replace-mlm | all-tokens-mlm: the
-//                pre-training objective (models/objective.h, docs/OBJECTIVES.md)
+//                pre-training objective (models/objective.h, docs/OBJECTIVES.md); mlm corrupts
+//                the BERT way (80% [MASK], 10% random, 10% kept: the masking.mask_token_prob
+//                of the generator's input does not apply, and describe() says so)
 //   model:       preset (tiny|small|base|large) then field overrides (models/electra_config.h)
 //   data:        shards: a shard file or a directory of *.bin shards (`electra build-data`),
 //                        several separated by commas;  vocab: the vocab.txt they were built with
-//   masking:     mask_prob (0.15), mask_token_prob (0.85; 0.8 for mlm), random_token_prob (0;
-//                0.1 for mlm: BERT's random replacement; the rest keep the original token),
+//   masking:     mask_prob (0.15), mask_token_prob (0.85: the rest keep the original token),
 //                temperature (1.0: Gumbel sampling temperature of the generator)
 //   train:       batch_size (128: sequences per optimizer update, over all ranks),
 //                micro_batch_size (sequences per rank and forward/backward; 0 = batch_size /
@@ -47,7 +48,6 @@ enum class TrainDevice : uint8_t { kAuto, kCpu, kCuda };
 struct MaskingConfig {
   double mask_prob = 0.15;
   double mask_token_prob = 0.85;
-  double random_token_prob = 0.0;
   double temperature = 1.0;
 };
 

@@ -16,8 +16,11 @@ PretrainOptions pretrain_options(const apps::PretrainConfig& config, const Speci
   o.seq_len = config.train.seq_len;
   o.mask_prob = static_cast<float>(config.masking.mask_prob);
   o.mask_token_prob = static_cast<float>(config.masking.mask_token_prob);
-  o.random_token_prob = static_cast<float>(config.masking.random_token_prob);
   o.objective = config.objective;
+  if (objective_wiring(config.objective).bert_corruption) {  // BERT: 80% [MASK], 10% random
+    o.mask_token_prob = 0.8f;
+    o.random_token_prob = 0.1f;
+  }
   o.temperature = static_cast<float>(config.masking.temperature);
   o.disc_weight = static_cast<float>(config.train.disc_weight);
   o.tokens = tokens;
