@@ -257,8 +257,7 @@ int pretrain(PretrainConfig config, std::unique_ptr<Communicator>& comm, const s
   const std::string metrics_path = (fs::path(config.checkpoint.dir) / "metrics.jsonl").string();
   if (lead) {
     std::fprintf(stderr, "%s", describe(config, device, ctx.precision()).c_str());
-    std::fprintf(stderr,
-                 "pretrain: %lld parameters (%s, shared embeddings)\n",
+    std::fprintf(stderr, "pretrain: %lld parameters (%s, shared embeddings)\n",
                  static_cast<long long>(trainer.model().store().parameter_count()),
                  objective_wiring(config.objective).generator ? "generator and discriminator"
                                                               : "the MLM model alone");

@@ -182,7 +182,8 @@ PretrainConfig read_pretrain_config(const std::string& path,
 std::string canonical_text(const PretrainConfig& c) {
   std::ostringstream out;
   // Written only when not the default, so that the hashes of earlier (electra) runs stay valid.
-  if (c.objective != Objective::kElectra) out << "objective=" << objective_name(c.objective) << "\n";
+  if (c.objective != Objective::kElectra)
+    out << "objective=" << objective_name(c.objective) << "\n";
   encoder_lines(out, "discriminator", c.model.discriminator);
   out << "generator_multiplier=" << exact(c.model.generator_multiplier) << "\n";
   for (const std::string& s : c.shards) out << "data.shard=" << s << "\n";

@@ -135,7 +135,8 @@ void ProgressReporter::record(int64_t step, const StepMetrics& m, double lr, dou
                "\"step_seconds\": %.6g}\n",
                static_cast<long long>(step), m.gen_loss, m.gen_accuracy, m.disc_loss,
                m.disc_accuracy, m.disc_precision, m.disc_recall, m.replaced_fraction, m.mlm_loss,
-               m.mlm_accuracy, m.total_loss, lr, grad_norm, seq_per_s, tok_per_s, flops_per_s / 1e12, per_step);
+               m.mlm_accuracy, m.total_loss, lr, grad_norm, seq_per_s, tok_per_s,
+               flops_per_s / 1e12, per_step);
   ELECTRA_USER_CHECK(std::fflush(metrics_) == 0, metrics_path_, ": write failed (disk full?)");
   window_seconds_ = 0;
   window_steps_ = 0;

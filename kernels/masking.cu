@@ -13,8 +13,8 @@ namespace {
 
 __global__ void __launch_bounds__(kMaskingMaxSeqLen)
     masking_kernel(const int32_t* ids, int seq, int slots, MaskingParams params,
-                   uint32_t mask_threshold, uint32_t random_threshold, int32_t* masked_ids, int32_t* positions,
-                   int32_t* original, float* weights) {
+                   uint32_t mask_threshold, uint32_t random_threshold, int32_t* masked_ids,
+                   int32_t* positions, int32_t* original, float* weights) {
   __shared__ uint32_t keys[kMaskingMaxSeqLen];
   __shared__ bool candidate[kMaskingMaxSeqLen];
   __shared__ bool chosen[kMaskingMaxSeqLen];
@@ -53,8 +53,8 @@ __global__ void __launch_bounds__(kMaskingMaxSeqLen)
       positions[s] = t;
       original[s] = id;
       weights[s] = 1.0f;
-      out = masked_token(params, mask_threshold, random_threshold, static_cast<uint64_t>(index),
-                         id);
+      out =
+          masked_token(params, mask_threshold, random_threshold, static_cast<uint64_t>(index), id);
     }
     masked_ids[index] = out;
   }
@@ -78,8 +78,8 @@ void mask_tokens(Context& ctx, const Tensor& ids, const MaskingParams& params,
       ids.ptr<int32_t>(), static_cast<int>(seq), static_cast<int>(slots), params,
       probability_threshold(params.mask_token_prob),
       probability_threshold(params.mask_token_prob + params.random_token_prob),
-      masked_ids.ptr<int32_t>(),
-      positions.ptr<int32_t>(), original.ptr<int32_t>(), weights.ptr<float>());
+      masked_ids.ptr<int32_t>(), positions.ptr<int32_t>(), original.ptr<int32_t>(),
+      weights.ptr<float>());
   ELECTRA_CUDA_CHECK_LAUNCH();
 }
 

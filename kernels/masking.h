@@ -43,11 +43,11 @@ struct MaskingParams {
   int32_t cls_id = 101;
   int32_t sep_id = 102;
   int32_t mask_id = 103;
-  float mask_prob = 0.15f;        // p
-  float mask_token_prob = 0.85f;  // a chosen position becomes [MASK] with this probability
+  float mask_prob = 0.15f;         // p
+  float mask_token_prob = 0.85f;   // a chosen position becomes [MASK] with this probability
   float random_token_prob = 0.0f;  // ... else a random id with this one (needs vocab_size)
   int32_t vocab_size = 0;
-  RngStream stream;               // usually ctx.rng(RngPurpose::kMasking, step)
+  RngStream stream;  // usually ctx.rng(RngPurpose::kMasking, step)
 };
 
 // The official ELECTRA/BERT slot count: int((p + 0.005) * seq_len), e.g. 19 for p = 0.15, T = 128.

@@ -90,8 +90,7 @@ inline void accumulate_pretrain_metrics(Context& ctx, const Tensor& gen_loss, co
 }
 
 inline void accumulate_mlm_metrics(Context& ctx, const Tensor& loss, const Tensor& argmax,
-                                   const Tensor& labels, const Tensor& weights,
-                                   const Tensor& acc) {
+                                   const Tensor& labels, const Tensor& weights, const Tensor& acc) {
   check_devices(ctx, "accumulate_mlm_metrics", {&loss, &argmax, &labels, &weights, &acc});
   const int64_t m = loss.numel();
   check_dtype(argmax, DType::I32, "accumulate_mlm_metrics argmax");

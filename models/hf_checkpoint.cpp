@@ -433,8 +433,8 @@ void load_pretrainer_models(Context& ctx, ElectraPretrainer& pretrainer, const s
   const ParameterStore& store = pretrainer.store();
   if (!has_generator(store)) {  // the mlm objective: one model
     const std::string path = (fs::path(dir) / "discriminator").string();
-    apply(ctx, store, prepare(store, discriminator_layout(store, pretrainer.config().discriminator),
-                              path));
+    apply(ctx, store,
+          prepare(store, discriminator_layout(store, pretrainer.config().discriminator), path));
     pretrainer.weights().refresh_compute(ctx);
     return;
   }

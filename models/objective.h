@@ -21,11 +21,11 @@ enum class Objective : uint8_t { kElectra, kElectra15, kMlm, kReplaceMlm, kAllTo
 
 // Which parts an objective builds and runs.
 struct ObjectiveWiring {
-  bool generator = true;       // the small MLM generator that samples replacements
-  bool binary_head = true;     // discriminator_predictions (replaced-token logit; copy logit)
-  bool mlm_head = false;       // generator_predictions on the discriminator-sized encoder
-  bool masked_only = false;    // electra-15: the binary loss covers the masked positions only
-  bool all_tokens = false;     // all-tokens-mlm: the MLM head predicts every input token
+  bool generator = true;         // the small MLM generator that samples replacements
+  bool binary_head = true;       // discriminator_predictions (replaced-token logit; copy logit)
+  bool mlm_head = false;         // generator_predictions on the discriminator-sized encoder
+  bool masked_only = false;      // electra-15: the binary loss covers the masked positions only
+  bool all_tokens = false;       // all-tokens-mlm: the MLM head predicts every input token
   bool bert_corruption = false;  // mlm: 80% [MASK], 10% random token, 10% kept
 };
 

@@ -32,7 +32,8 @@ struct ElectraPretrainer::Parts {
                padded_vocab(config.discriminator.vocab_size, o.vocab_multiple)),
         tables_span{0, b.declared()} {
     const int64_t bt = o.batch * o.seq_len, bn = o.batch * slots;
-    if (wiring.generator) generator.emplace(b, config.generator(), tables, o.batch, o.seq_len, slots);
+    if (wiring.generator)
+      generator.emplace(b, config.generator(), tables, o.batch, o.seq_len, slots);
     const int64_t mlm_rows = !wiring.mlm_head ? 0 : wiring.all_tokens ? bt : bn;
     discriminator.emplace(b, config.discriminator, tables, o.batch, o.seq_len,
                           DiscriminatorHeads{wiring.binary_head, mlm_rows});
@@ -81,8 +82,8 @@ struct ElectraPretrainer::Parts {
   Tensor disc_ids, labels, disc_loss, counts, disc_workspace;
   Tensor metrics;
   Tensor mlm_loss, mlm_samples, mlm_argmax;  // the MLM objectives' loss op outputs
-  Tensor masked_weights;  // electra-15: f32 [B, T, 1], 1 at the masked positions
-  Tensor all_positions;   // all-tokens-mlm: i32 [B, T], 0..T-1 in every row
+  Tensor masked_weights;                     // electra-15: f32 [B, T, 1], 1 at the masked positions
+  Tensor all_positions;                      // all-tokens-mlm: i32 [B, T], 0..T-1 in every row
 };
 
 namespace {

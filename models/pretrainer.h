@@ -53,11 +53,11 @@ struct PretrainOptions {
   int64_t batch = 128;  // sequences per micro-batch
   int64_t seq_len = 128;
   float mask_prob = 0.15f;
-  float mask_token_prob = 0.85f;  // a chosen position becomes [MASK], else keeps its token
+  float mask_token_prob = 0.85f;   // a chosen position becomes [MASK], else keeps its token
   float random_token_prob = 0.0f;  // ... or a random token (BERT's 0.1; kernels/masking.h)
   Objective objective = Objective::kElectra;
-  float temperature = 1.0f;       // of the Gumbel-max sampling
-  float disc_weight = 50.0f;      // lambda
+  float temperature = 1.0f;   // of the Gumbel-max sampling
+  float disc_weight = 50.0f;  // lambda
   SpecialTokens tokens;
   // The generator's logits GEMM runs over the vocabulary padded to a multiple of this (zero
   // padding rows in the word table and the output bias, masked out of the softmax); 1 turns the
@@ -106,9 +106,9 @@ struct StepMetrics {
   double disc_precision = 0;  // of the "replaced" prediction
   double disc_recall = 0;
   double replaced_fraction = 0;  // non-pad tokens whose sample differs from the original
-  double mlm_loss = 0;      // the discriminator-sized model's MLM loss (the MLM objectives)
-  double mlm_accuracy = 0;  // its prediction == original, over the same positions
-  double total_loss = 0;    // gen_loss + disc_weight * disc_loss + mlm_loss
+  double mlm_loss = 0;           // the discriminator-sized model's MLM loss (the MLM objectives)
+  double mlm_accuracy = 0;       // its prediction == original, over the same positions
+  double total_loss = 0;         // gen_loss + disc_weight * disc_loss + mlm_loss
   double masked = 0;             // masked slots in the batch
   double tokens = 0;             // non-pad tokens in the batch
 };

@@ -4,7 +4,7 @@
 # with falling losses (the objective's own: the kept model's MLM loss, or for electra-15 the
 # generator's MLM and the masked-position BCE), a checkpoint whose discriminator/ is the model
 # fine-tuning takes (an HF ElectraForMaskedLM for the MLM objectives; no generator/ for mlm), and
-# `finetune --init` accepts it (one epoch on a tiny SST-2).
+# `finetune --init` accepts it (one epoch on a tiny SST-2); an mlm run resumes bit for bit.
 # Usage: objectives_e2e.sh ELECTRA_BINARY SOURCE_DIR
 set -uo pipefail
 electra="$1"
@@ -70,6 +70,18 @@ PY
   [[ "$arch" == "$want" ]] || fail "$objective: discriminator/ is a $arch, expected $want"
   if [[ "$objective" == mlm ]]; then
     [[ ! -e "$ckpt/generator" ]] || fail "mlm: a generator/ was saved"
+    # A checkpoint without a generator resumes: stopped at 50 and resumed, bit-identical.
+    "$electra" pretrain "${small[@]}" --set objective=mlm --set checkpoint.dir="$work/mlm-b" \
+      --stop-after 50 >/dev/null 2>&1 &&
+      "$electra" pretrain "${small[@]}" --set objective=mlm --set checkpoint.dir="$work/mlm-b" \
+        --resume "$work/mlm-b" >"$work/mlm-b.log" 2>&1 ||
+      fail "mlm: stop and resume: $(tail -2 "$work/mlm-b.log")"
+    if cmp -s "$ckpt/discriminator/model.safetensors" \
+      "$work/mlm-b/checkpoint-00000100/discriminator/model.safetensors"; then
+      pass "mlm: a resumed run equals the uninterrupted one"
+    else
+      fail "mlm: the resumed run differs"
+    fi
   else
     [[ -f "$ckpt/generator/model.safetensors" ]] || fail "$objective: no generator/"
   fi
