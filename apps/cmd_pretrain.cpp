@@ -346,10 +346,7 @@ int dry_run(PretrainConfig config, int ranks, double gpu_memory_gib) {
   const bool cuda =
       train.device == TrainDevice::kCuda || (train.device == TrainDevice::kAuto && gpu_here);
   const Precision precision = cuda ? train.precision : Precision::F32;
-  PretrainOptions options;
-  options.batch = train.micro_batch_size;
-  options.seq_len = train.seq_len;
-  options.mask_prob = static_cast<float>(config.masking.mask_prob);
+  const PretrainOptions options = pretrain_options(config);
   const PretrainMemory m = ElectraPretrainer::plan_memory(
       config.model, options, cuda ? Device::CUDA : Device::CPU, precision);
   // The moments m and v (f32, the gradients' layout) and the learning-rate table; the segment

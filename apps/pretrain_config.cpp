@@ -65,6 +65,13 @@ const char* schedule_name(ScheduleKind kind) {
 
 }  // namespace
 
+double MaskingConfig::mask_prob_at(int64_t step, int64_t steps) const {
+  if (!linear_schedule || steps <= 1) return mask_prob;
+  const double f =
+      static_cast<double>(std::clamp<int64_t>(step, 0, steps - 1)) / static_cast<double>(steps - 1);
+  return mask_prob + (mask_prob_end - mask_prob) * f;
+}
+
 void TrainConfig::set_ranks(int64_t ranks) {
   ELECTRA_CHECK(ranks > 0, "set_ranks(", ranks, ")");
   if (micro_batch_auto) {
@@ -116,6 +123,10 @@ PretrainConfig read_pretrain_config(const std::string& path,
   const double token = masking.get<double>("mask_token_prob", m.mask_token_prob);
   m.mask_token_prob =
       in_range(path, token, token >= 0 && token <= 1, "masking.mask_token_prob", "in [0, 1]");
+  m.linear_schedule =
+      masking.choice("mask_prob_schedule", "constant", {"constant", "linear"}) == "linear";
+  const double end = masking.get<double>("mask_prob_end", m.mask_prob);
+  m.mask_prob_end = in_range(path, end, end > 0 && end < 1, "masking.mask_prob_end", "in (0, 1)");
   const double temperature = masking.get<double>("temperature", m.temperature);
   m.temperature = in_range(path, temperature, temperature > 0, "masking.temperature", "positive");
 
@@ -191,6 +202,11 @@ std::string canonical_text(const PretrainConfig& c) {
       << "masking.mask_prob=" << exact(c.masking.mask_prob) << "\n"
       << "masking.mask_token_prob=" << exact(c.masking.mask_token_prob) << "\n"
       << "masking.temperature=" << exact(c.masking.temperature) << "\n";
+  // Only with a schedule, so that the hashes of earlier runs stay valid.
+  if (c.masking.linear_schedule) {
+    out << "masking.mask_prob_schedule=linear\n"
+        << "masking.mask_prob_end=" << exact(c.masking.mask_prob_end) << "\n";
+  }
   const TrainConfig& t = c.train;
   out << "train.batch_size=" << t.batch_size << "\n"
       << "train.micro_batch_size=" << t.micro_batch_size << "\n"
@@ -248,8 +264,13 @@ std::string describe(const PretrainConfig& c, const std::string& device, Precisi
       << "data: " << shards << " (vocab " << c.vocab << ")\n"
       << "train: " << t.steps << " steps of " << t.batch_size << " x " << t.seq_len
       << " tokens (micro-batch " << t.micro_batch_size << ", accumulation "
-      << t.accumulation_steps() << "), mask " << c.masking.mask_prob << ", disc weight "
-      << t.disc_weight << ", seed " << t.seed << "\n"
+      << t.accumulation_steps() << "), mask " << c.masking.mask_prob
+      << (c.masking.linear_schedule
+              ? str_cat(" -> ", c.masking.mask_prob_end, " (linear over the run)")
+          : c.masking.mask_prob_end != c.masking.mask_prob
+              ? std::string(" (masking.mask_prob_end unused: the schedule is constant)")
+              : std::string())
+      << ", disc weight " << t.disc_weight << ", seed " << t.seed << "\n"
       << "runs on: " << device << ", precision " << precision_name(precision) << " (config: device "
       << train_device_name(t.device) << ", precision " << precision_name(t.precision) << ")\n"
       << "optimizer: " << optimizer_kind_name(o.kind) << " lr " << o.schedule.peak << " ("

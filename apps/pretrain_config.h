@@ -9,6 +9,9 @@
 //   data:        shards: a shard file or a directory of *.bin shards (`electra build-data`),
 //                        several separated by commas;  vocab: the vocab.txt they were built with
 //   masking:     mask_prob (0.15), mask_token_prob (0.85: the rest keep the original token),
+//                mask_prob_schedule (constant | linear: the rate moves linearly from mask_prob
+//                at the first update to mask_prob_end at the last; Ankner et al. 2023),
+//                mask_prob_end (= mask_prob; used by the linear schedule only),
 //                temperature (1.0: Gumbel sampling temperature of the generator)
 //   train:       batch_size (128: sequences per optimizer update, over all ranks),
 //                micro_batch_size (sequences per rank and forward/backward; 0 = batch_size /
@@ -32,6 +35,7 @@
 // to the current directory, not to the config file; they are not opened here.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -49,6 +53,15 @@ struct MaskingConfig {
   double mask_prob = 0.15;
   double mask_token_prob = 0.85;
   double temperature = 1.0;
+  bool linear_schedule = false;  // mask_prob_schedule: linear
+  double mask_prob_end = 0.15;
+
+  // The mask rate of update `step` (0-based) of a run of `steps` updates.
+  double mask_prob_at(int64_t step, int64_t steps) const;
+  // The largest rate of the run: what the masked slots per sequence are sized for.
+  double max_mask_prob() const {
+    return linear_schedule ? std::max(mask_prob, mask_prob_end) : mask_prob;
+  }
 };
 
 struct TrainConfig {

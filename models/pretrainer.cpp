@@ -121,6 +121,7 @@ ElectraPretrainer::ElectraPretrainer(Context& ctx, const ElectraConfig& config,
     : config_(config),
       options_(options),
       slots_(max_predictions(options.mask_prob, static_cast<int>(options.seq_len))),
+      mask_prob_(options.mask_prob),
       params_("parameters", ctx.device(), 0),
       grads_("gradients", ctx.device(), 0),
       acts_("activations", ctx.device(), 0) {
@@ -186,6 +187,12 @@ const Tensor& ElectraPretrainer::labels() const {
   return parts_->labels;
 }
 
+void ElectraPretrainer::set_mask_prob(float p) {
+  ELECTRA_CHECK(p > 0 && p <= options_.mask_prob, "set_mask_prob: ", p, " outside (0, ",
+                options_.mask_prob, "]");
+  mask_prob_ = p;
+}
+
 void ElectraPretrainer::init_weights(Context& ctx, uint64_t seed) {
   init_electra_weights(ctx, weights_, seed);
 }
@@ -227,7 +234,7 @@ BatchPlan ElectraPretrainer::stage_batch(const HostBatch& batch, int32_t* planes
       candidates += real && id != tok.cls && id != tok.sep;
     }
     // The masking op's k for this sequence (kernels/masking.h).
-    const int k = std::max(1, masking_target_count(options_.mask_prob, non_pad));
+    const int k = std::max(1, masking_target_count(mask_prob_, non_pad));
     plan.masked_slots += static_cast<double>(std::min<int64_t>({slots_, candidates, k}));
     plan.tokens += non_pad;
   }
@@ -242,7 +249,7 @@ Corruption ElectraPretrainer::corrupt(Context& ctx, uint32_t micro_step, const B
   masking.cls_id = options_.tokens.cls;
   masking.sep_id = options_.tokens.sep;
   masking.mask_id = options_.tokens.mask;
-  masking.mask_prob = options_.mask_prob;
+  masking.mask_prob = mask_prob_;
   masking.mask_token_prob = options_.mask_token_prob;
   masking.random_token_prob = options_.random_token_prob;
   masking.vocab_size = config_.discriminator.vocab_size;

@@ -160,6 +160,11 @@ class ElectraPretrainer {
   // into input()). Returns the loss normalisers, known before the device runs.
   BatchPlan stage_batch(const HostBatch& batch, int32_t* planes) const;
 
+  // The mask rate of the next batches (stage_batch and corrupt; a masking-rate schedule sets it
+  // before each update). At most options().mask_prob, which sizes the masked slots.
+  void set_mask_prob(float p);
+  float mask_prob() const { return mask_prob_; }
+
   // --- The pipeline (see the top of this file); loss_scale multiplies the gradients (1 /
   // accumulation steps when accumulating); the metrics stay unscaled.
   Corruption corrupt(Context& ctx, uint32_t micro_step, const BatchPlan& plan);
@@ -202,6 +207,7 @@ class ElectraPretrainer {
   ElectraConfig config_;
   PretrainOptions options_;
   int64_t slots_ = 0;
+  float mask_prob_ = 0;
   ModelWeights weights_;
   Arena params_;
   Arena grads_;

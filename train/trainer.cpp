@@ -8,13 +8,13 @@
 #include "models/host_transfer.h"
 
 namespace electra {
-namespace {
 
 PretrainOptions pretrain_options(const apps::PretrainConfig& config, const SpecialTokens& tokens) {
   PretrainOptions o;
   o.batch = config.train.micro_batch_size;
   o.seq_len = config.train.seq_len;
-  o.mask_prob = static_cast<float>(config.masking.mask_prob);
+  // The slots are sized for the largest rate; update() sets each update's (a schedule).
+  o.mask_prob = static_cast<float>(config.masking.max_mask_prob());
   o.mask_token_prob = static_cast<float>(config.masking.mask_token_prob);
   o.objective = config.objective;
   if (objective_wiring(config.objective).bert_corruption) {  // BERT: 80% [MASK], 10% random
@@ -26,8 +26,6 @@ PretrainOptions pretrain_options(const apps::PretrainConfig& config, const Speci
   o.tokens = tokens;
   return o;
 }
-
-}  // namespace
 
 Trainer::Trainer(Context& ctx, Communicator& comm, const apps::PretrainConfig& config,
                  const SpecialTokens& tokens, const data::ShardSet& shards)
@@ -121,6 +119,8 @@ double Trainer::update() {
   const uint64_t micro_examples = static_cast<uint64_t>(config_.train.micro_batch_size);
   data::DataCursor cursor = state_.cursor;
   batches_.skip(static_cast<uint64_t>(comm_.rank() * local_accumulation_) * micro_examples, cursor);
+  model_.set_mask_prob(
+      static_cast<float>(config_.masking.mask_prob_at(state_.step, config_.train.steps)));
   for (int64_t micro = 0; micro < local_accumulation_; ++micro) stage(micro, cursor);
   if (sync_) sync_->finish(ctx_);
   optimizer_.step(ctx_);
