@@ -35,7 +35,11 @@ class ElectraDiscriminator {
   void forward(Context& ctx, const Pass& pass, const Tensor& ids, const Tensor& segment_ids,
                const Tensor& mask, const Tensor& mlm_positions = {});
   const Tensor& logits() const { return logits_; }  // [B * T]; holds dz before backward()
-  const Tensor& mlm_logits() const { return mlm_->logits(); }  // [B * N, Vp]; dz before backward
+  // [B * N, Vp]; dz before backward(). Only with an MLM head.
+  const Tensor& mlm_logits() const {
+    ELECTRA_CHECK(mlm_.has_value(), "ElectraDiscriminator: no MLM head");
+    return mlm_->logits();
+  }
   // `ready` (optional) receives the heads' parameter span when their gradients are final, then
   // the encoder's spans (models/encoder.h).
   void backward(Context& ctx, const Pass& pass, const GradientsReady& ready = {});

@@ -26,7 +26,6 @@ namespace electra {
 
 class MlmHead {
  public:
-  MlmHead() = default;
   // Parameters `prefix`generator_predictions.* and `prefix`generator_lm_head.bias for an encoder
   // of `config` (hidden H, embedding E); `rows` = B * N positions per forward.
   MlmHead(ModelBuilder& builder, const std::string& prefix, const EncoderConfig& config,
