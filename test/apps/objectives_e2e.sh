@@ -70,6 +70,15 @@ PY
   [[ "$arch" == "$want" ]] || fail "$objective: discriminator/ is a $arch, expected $want"
   if [[ "$objective" == mlm ]]; then
     [[ ! -e "$ckpt/generator" ]] || fail "mlm: a generator/ was saved"
+    # `electra encode` reads its encoder (the MLM head is not needed).
+    printf 'the king of the sea\na letter to a friend\n' >"$work/enc.txt"
+    if "$electra" encode --checkpoint "$dir" --input "$work/enc.txt" \
+      --output "$work/enc.jsonl" >/dev/null 2>"$work/enc.err" &&
+      [[ $(wc -l <"$work/enc.jsonl") -eq 2 ]]; then
+      pass "mlm: encode reads the checkpoint"
+    else
+      fail "mlm: encode: $(tail -2 "$work/enc.err")"
+    fi
     # A checkpoint without a generator resumes: stopped at 50 and resumed, bit-identical.
     "$electra" pretrain "${small[@]}" --set objective=mlm --set checkpoint.dir="$work/mlm-b" \
       --stop-after 50 >/dev/null 2>&1 &&
