@@ -257,9 +257,10 @@ int pretrain(PretrainConfig config, std::unique_ptr<Communicator>& comm, const s
   const std::string metrics_path = (fs::path(config.checkpoint.dir) / "metrics.jsonl").string();
   if (lead) {
     std::fprintf(stderr, "%s", describe(config, device, ctx.precision(), on_gpu).c_str());
-    std::fprintf(stderr,
-                 "pretrain: %lld parameters (generator and discriminator, shared embeddings)\n",
-                 static_cast<long long>(trainer.model().store().parameter_count()));
+    std::fprintf(stderr, "pretrain: %lld parameters (%s, shared embeddings)\n",
+                 static_cast<long long>(trainer.model().store().parameter_count()),
+                 objective_wiring(config.objective).generator ? "generator and discriminator"
+                                                              : "the MLM model alone");
     if (const GradSync* sync = trainer.grad_sync()) {
       std::fprintf(stderr, "pretrain: gradients all-reduced in %s of up to %g MB\n",
                    count(static_cast<int64_t>(sync->buckets().size()), "bucket").c_str(),
@@ -277,6 +278,7 @@ int pretrain(PretrainConfig config, std::unique_ptr<Communicator>& comm, const s
                                          static_cast<double>(trainer.model().slots()))
                                   .total();
     // MFU against the peak of all the job's GPUs.
+    progress.mlm = objective_wiring(config.objective).mlm_head;
     progress.peak_flops =
         on_gpu && ctx.precision() == Precision::BF16 ? ranks * bf16_peak_flops(device) : 0;
     reporter.emplace(progress, metrics_path, state.step);
@@ -344,10 +346,7 @@ int dry_run(PretrainConfig config, int ranks, double gpu_memory_gib) {
   const bool cuda =
       train.device == TrainDevice::kCuda || (train.device == TrainDevice::kAuto && gpu_here);
   const Precision precision = cuda ? train.precision : Precision::F32;
-  PretrainOptions options;
-  options.batch = train.micro_batch_size;
-  options.seq_len = train.seq_len;
-  options.mask_prob = static_cast<float>(config.masking.mask_prob);
+  const PretrainOptions options = pretrain_options(config);
   const PretrainMemory m = ElectraPretrainer::plan_memory(
       config.model, options, cuda ? Device::CUDA : Device::CPU, precision);
   // The moments m and v (f32, the gradients' layout) and the learning-rate table; the segment

@@ -15,8 +15,13 @@ namespace {
 namespace fs = std::filesystem;
 
 // Head tensors a checkpoint may carry that a fresh head does not load.
-const std::vector<std::string> kHeadPrefixes = {"discriminator_predictions.", "classifier.",
-                                                "qa_outputs.", "answerable_classifier."};
+// generator_predictions. and generator_lm_head. are the MLM head of the MLM objectives.
+const std::vector<std::string> kHeadPrefixes = {"discriminator_predictions.",
+                                                "generator_predictions.",
+                                                "generator_lm_head.",
+                                                "classifier.",
+                                                "qa_outputs.",
+                                                "answerable_classifier."};
 const std::string kDense = "classifier.dense.";
 const std::string kOutProj = "classifier.out_proj.";
 // c_i + k_i >= kLinearMargin keeps GELU exactly linear (see the header).

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "data/fnv.h"
+#include "kernels/step_scalars.h"
 #include "models/flops.h"
 
 namespace electra::apps {
@@ -65,6 +66,15 @@ const char* schedule_name(ScheduleKind kind) {
 
 }  // namespace
 
+double MaskingConfig::mask_prob_at(int64_t step, int64_t steps) const {
+  // The Trainer's device computes the same function (next_micro_step) from its update counter.
+  MicroStepPlan plan;
+  plan.mask_prob = static_cast<float>(mask_prob);
+  plan.mask_prob_end = static_cast<float>(mask_prob_end);
+  plan.schedule_updates = linear_schedule ? steps : 0;
+  return scheduled_mask_prob(plan, step);
+}
+
 void TrainConfig::set_ranks(int64_t ranks) {
   ELECTRA_CHECK(ranks > 0, "set_ranks(", ranks, ")");
   if (micro_batch_auto) {
@@ -97,6 +107,9 @@ PretrainConfig read_pretrain_config(const std::string& path,
   for (const std::string& o : overrides) root.apply_override(o);
   PretrainConfig c;
   c.path = path;
+  const std::string objective = root.choice(
+      "objective", "electra", {"electra", "electra-15", "mlm", "replace-mlm", "all-tokens-mlm"});
+  ELECTRA_CHECK(parse_objective(objective, c.objective), "objective ", objective);
   c.model_given = root.has("model");
   c.model = read_electra_config(root.section("model"));
 
@@ -113,6 +126,10 @@ PretrainConfig read_pretrain_config(const std::string& path,
   const double token = masking.get<double>("mask_token_prob", m.mask_token_prob);
   m.mask_token_prob =
       in_range(path, token, token >= 0 && token <= 1, "masking.mask_token_prob", "in [0, 1]");
+  m.linear_schedule =
+      masking.choice("mask_prob_schedule", "constant", {"constant", "linear"}) == "linear";
+  const double end = masking.get<double>("mask_prob_end", m.mask_prob);
+  m.mask_prob_end = in_range(path, end, end > 0 && end < 1, "masking.mask_prob_end", "in (0, 1)");
   const double temperature = masking.get<double>("temperature", m.temperature);
   m.temperature = in_range(path, temperature, temperature > 0, "masking.temperature", "positive");
 
@@ -179,6 +196,9 @@ PretrainConfig read_pretrain_config(const std::string& path,
 
 std::string canonical_text(const PretrainConfig& c) {
   std::ostringstream out;
+  // Written only when not the default, so that the hashes of earlier (electra) runs stay valid.
+  if (c.objective != Objective::kElectra)
+    out << "objective=" << objective_name(c.objective) << "\n";
   encoder_lines(out, "discriminator", c.model.discriminator);
   out << "generator_multiplier=" << exact(c.model.generator_multiplier) << "\n";
   for (const std::string& s : c.shards) out << "data.shard=" << s << "\n";
@@ -186,6 +206,11 @@ std::string canonical_text(const PretrainConfig& c) {
       << "masking.mask_prob=" << exact(c.masking.mask_prob) << "\n"
       << "masking.mask_token_prob=" << exact(c.masking.mask_token_prob) << "\n"
       << "masking.temperature=" << exact(c.masking.temperature) << "\n";
+  // Only with a schedule, so that the hashes of earlier runs stay valid.
+  if (c.masking.linear_schedule) {
+    out << "masking.mask_prob_schedule=linear\n"
+        << "masking.mask_prob_end=" << exact(c.masking.mask_prob_end) << "\n";
+  }
   const TrainConfig& t = c.train;
   out << "train.batch_size=" << t.batch_size << "\n"
       << "train.micro_batch_size=" << t.micro_batch_size << "\n"
@@ -231,6 +256,12 @@ std::string describe(const PretrainConfig& c, const std::string& device, Precisi
                 flops.total() * static_cast<double>(t.steps));
   std::ostringstream out;
   out << "config " << c.path << " (hash " << std::hex << config_hash(c) << std::dec << ")\n"
+      << "objective: " << objective_name(c.objective)
+      << (objective_wiring(c.objective).bert_corruption
+              ? " (BERT corruption: 80% [MASK], 10% random, 10% kept; masking.mask_token_prob "
+                "applies to a generator's input only and is not used)"
+              : "")
+      << "\n"
       << "model: discriminator " << d.layers << " layers, hidden " << d.hidden << ", " << d.heads
       << " heads, FFN " << d.ffn << ", embedding " << d.embedding_size << ", vocab " << d.vocab_size
       << "; generator hidden " << g.hidden << " (x" << c.model.generator_multiplier << "), FFN "
@@ -238,8 +269,13 @@ std::string describe(const PretrainConfig& c, const std::string& device, Precisi
       << "data: " << shards << " (vocab " << c.vocab << ")\n"
       << "train: " << t.steps << " steps of " << t.batch_size << " x " << t.seq_len
       << " tokens (micro-batch " << t.micro_batch_size << ", accumulation "
-      << t.accumulation_steps() << "), mask " << c.masking.mask_prob << ", disc weight "
-      << t.disc_weight << ", seed " << t.seed << "\n"
+      << t.accumulation_steps() << "), mask " << c.masking.mask_prob
+      << (c.masking.linear_schedule
+              ? str_cat(" -> ", c.masking.mask_prob_end, " (linear over the run)")
+          : c.masking.mask_prob_end != c.masking.mask_prob
+              ? std::string(" (masking.mask_prob_end unused: the schedule is constant)")
+              : std::string())
+      << ", disc weight " << t.disc_weight << ", seed " << t.seed << "\n"
       << "runs on: " << device << ", precision " << precision_name(precision) << " (config: device "
       << train_device_name(t.device) << ", precision " << precision_name(t.precision) << ")\n"
       << "updates: "

@@ -1,10 +1,17 @@
 // PretrainConfig: everything `electra pretrain` needs, read strictly from a YAML file
 // (configs/electra-*.yaml) plus `--set section.key=value` overrides:
 //
+//   objective:   electra (default) | electra-15 | mlm | replace-mlm | all-tokens-mlm: the
+//                pre-training objective (models/objective.h, docs/OBJECTIVES.md); mlm corrupts
+//                the BERT way (80% [MASK], 10% random, 10% kept: the masking.mask_token_prob
+//                of the generator's input does not apply, and describe() says so)
 //   model:       preset (tiny|small|base|large) then field overrides (models/electra_config.h)
 //   data:        shards: a shard file or a directory of *.bin shards (`electra build-data`),
 //                        several separated by commas;  vocab: the vocab.txt they were built with
 //   masking:     mask_prob (0.15), mask_token_prob (0.85: the rest keep the original token),
+//                mask_prob_schedule (constant | linear: the rate moves linearly from mask_prob
+//                at the first update to mask_prob_end at the last; Ankner et al. 2023),
+//                mask_prob_end (= mask_prob; used by the linear schedule only),
 //                temperature (1.0: Gumbel sampling temperature of the generator)
 //   train:       batch_size (128: sequences per optimizer update, over all ranks),
 //                micro_batch_size (sequences per rank and forward/backward; 0 = batch_size /
@@ -29,12 +36,14 @@
 // to the current directory, not to the config file; they are not opened here.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "engine/context.h"
 #include "models/electra_config.h"
+#include "models/objective.h"
 #include "optim/optimizer.h"
 
 namespace electra::apps {
@@ -45,6 +54,16 @@ struct MaskingConfig {
   double mask_prob = 0.15;
   double mask_token_prob = 0.85;
   double temperature = 1.0;
+  bool linear_schedule = false;  // mask_prob_schedule: linear
+  double mask_prob_end = 0.15;
+
+  // The mask rate of update `step` (0-based) of a run of `steps` updates (f32, as the device
+  // computes it: kernels/step_scalars.h).
+  double mask_prob_at(int64_t step, int64_t steps) const;
+  // The largest rate of the run: what the masked slots per sequence are sized for.
+  double max_mask_prob() const {
+    return linear_schedule ? std::max(mask_prob, mask_prob_end) : mask_prob;
+  }
 };
 
 struct TrainConfig {
@@ -83,6 +102,7 @@ struct CheckpointConfig {
 
 struct PretrainConfig {
   std::string path;  // the YAML file it was read from
+  Objective objective = Objective::kElectra;
   ElectraConfig model;
   // False when the file has no model section: `electra pretrain --init` (or --resume) then takes
   // the sizes from the checkpoint (apps/pretrain_init.h); otherwise model holds the defaults.

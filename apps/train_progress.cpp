@@ -114,23 +114,29 @@ void ProgressReporter::record(int64_t step, const StepMetrics& m, double lr, dou
   if (config_.peak_flops > 0) {
     std::snprintf(mfu, sizeof mfu, " (MFU %.1f%%)", 100.0 * flops_per_s / config_.peak_flops);
   }
+  char mlm[64] = "";
+  if (config_.mlm) {
+    std::snprintf(mlm, sizeof mlm, " | mlm loss %.4f acc %.3f", m.mlm_loss, m.mlm_accuracy);
+  }
   std::fprintf(stderr,
-               "step %lld/%lld | gen loss %.4f acc %.3f | disc loss %.4f acc %.3f | replaced "
+               "step %lld/%lld | gen loss %.4f acc %.3f | disc loss %.4f acc %.3f%s | replaced "
                "%.3f | lr %.3e | grad norm %.3f | %.1f seq/s %.0f tok/s | %.2f TFLOP/s%s | "
                "ETA %s\n",
                static_cast<long long>(step), static_cast<long long>(config_.total_steps),
-               m.gen_loss, m.gen_accuracy, m.disc_loss, m.disc_accuracy, m.replaced_fraction, lr,
-               grad_norm, seq_per_s, tok_per_s, flops_per_s / 1e12, mfu,
+               m.gen_loss, m.gen_accuracy, m.disc_loss, m.disc_accuracy, mlm, m.replaced_fraction,
+               lr, grad_norm, seq_per_s, tok_per_s, flops_per_s / 1e12, mfu,
                format_duration(eta).c_str());
   std::fprintf(metrics_,
                "{\"step\": %lld, \"gen_loss\": %.6g, \"gen_acc\": %.6g, \"disc_loss\": %.6g, "
                "\"disc_acc\": %.6g, \"disc_precision\": %.6g, \"disc_recall\": %.6g, "
-               "\"replaced_frac\": %.6g, \"total_loss\": %.6g, \"lr\": %.6g, \"grad_norm\": "
+               "\"replaced_frac\": %.6g, \"mlm_loss\": %.6g, \"mlm_acc\": %.6g, "
+               "\"total_loss\": %.6g, \"lr\": %.6g, \"grad_norm\": "
                "%.6g, \"seq_per_s\": %.6g, \"tokens_per_s\": %.6g, \"tflops\": %.6g, "
                "\"step_seconds\": %.6g}\n",
                static_cast<long long>(step), m.gen_loss, m.gen_accuracy, m.disc_loss,
-               m.disc_accuracy, m.disc_precision, m.disc_recall, m.replaced_fraction, m.total_loss,
-               lr, grad_norm, seq_per_s, tok_per_s, flops_per_s / 1e12, per_step);
+               m.disc_accuracy, m.disc_precision, m.disc_recall, m.replaced_fraction, m.mlm_loss,
+               m.mlm_accuracy, m.total_loss, lr, grad_norm, seq_per_s, tok_per_s,
+               flops_per_s / 1e12, per_step);
   ELECTRA_USER_CHECK(std::fflush(metrics_) == 0, metrics_path_, ": write failed (disk full?)");
   window_seconds_ = 0;
   window_steps_ = 0;

@@ -29,6 +29,7 @@ struct ProgressConfig {
   double tokens_per_step = 0;  // sequences x seq_len (padding included)
   double flops_per_step = 0;   // official conventions (models/flops.h)
   double peak_flops = 0;       // the device's bf16 peak for MFU; 0 = not known
+  bool mlm = false;            // the objective trains a discriminator-sized MLM: show its loss
 };
 
 // Moves the lines of metrics_path that record updates after start_step to

@@ -92,6 +92,7 @@ std::string save_checkpoint(Context& ctx, const ElectraPretrainer& model,
     if (vocab != nullptr) {
       // The shards do not record the casing; the vocabulary shows it (data/tokenizer_files.h).
       for (const char* part : {"discriminator", "generator"}) {
+        if (!fs::exists(tmp_dir / part)) continue;  // no generator with the mlm objective
         data::write_tokenizer_files((tmp_dir / part).string(), *vocab,
                                     data::uncased_vocabulary(*vocab),
                                     model.config().discriminator.max_positions);

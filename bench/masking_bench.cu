@@ -30,7 +30,7 @@ __global__ void naive_masking(const int32_t* ids, int batch, int seq, int slots,
     masked[static_cast<int64_t>(b) * seq + t] = id;
   }
   const int k =
-      min(min(slots, candidates), max(1, masking_target_count(params.mask_prob, non_pad)));
+      min(min(slots, candidates), max(1, masking_target_count(params.mask_prob.value, non_pad)));
   // The j-th smallest (key, t) above the previous pick, k times; then mark and order by position.
   uint32_t last_key = 0;
   int last_t = -1;
@@ -77,7 +77,7 @@ int main() {
   params.stream = ctx.rng(RngPurpose::kMasking, 1);
   for (const auto& shape : shapes) {
     const int64_t b = shape.b, t = shape.t;
-    const int64_t n = max_predictions(params.mask_prob, static_cast<int>(t));
+    const int64_t n = max_predictions(params.mask_prob.value, static_cast<int>(t));
     const size_t mark = arena.mark();
     std::vector<int32_t> ids = test::random_ints(b * t, 1, 1000, 30000);
     const std::vector<int32_t> lengths = test::random_ints(b, 2, 8, static_cast<int>(t));

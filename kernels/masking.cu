@@ -13,12 +13,13 @@ namespace {
 
 __global__ void __launch_bounds__(kMaskingMaxSeqLen)
     masking_kernel(const int32_t* ids, int seq, int slots, MaskingParams params,
-                   uint32_t mask_threshold, int32_t* masked_ids, int32_t* positions,
-                   int32_t* original, float* weights) {
+                   uint32_t mask_threshold, uint32_t random_threshold, int32_t* masked_ids,
+                   int32_t* positions, int32_t* original, float* weights) {
   __shared__ uint32_t keys[kMaskingMaxSeqLen];
   __shared__ bool candidate[kMaskingMaxSeqLen];
   __shared__ bool chosen[kMaskingMaxSeqLen];
   const RngStream stream = params.stream.resolved();  // the step may live in device memory
+  const float mask_prob = params.mask_prob.get();     // so may the rate
   const int b = blockIdx.x, t = threadIdx.x;
   const bool inside = t < seq;
   const int64_t index = static_cast<int64_t>(b) * seq + t;
@@ -33,7 +34,7 @@ __global__ void __launch_bounds__(kMaskingMaxSeqLen)
   const int non_pad = __syncthreads_count(id != params.pad_id);
   const int candidates = __syncthreads_count(is_candidate);
   const int k =
-      min(min(slots, candidates), max(1, masking_target_count(params.mask_prob, non_pad)));
+      min(min(slots, candidates), max(1, masking_target_count(mask_prob, non_pad)));
 
   int rank = 0;
   if (is_candidate) {
@@ -54,8 +55,9 @@ __global__ void __launch_bounds__(kMaskingMaxSeqLen)
       positions[s] = t;
       original[s] = id;
       weights[s] = 1.0f;
-      const uint32_t bits = stream.bits(kMaskingDecisionOffset + static_cast<uint64_t>(index));
-      if (bits < mask_threshold) out = params.mask_id;
+      out =
+          masked_token(params, stream, mask_threshold, random_threshold,
+                         static_cast<uint64_t>(index), id);
     }
     masked_ids[index] = out;
   }
@@ -77,8 +79,10 @@ void mask_tokens(Context& ctx, const Tensor& ids, const MaskingParams& params,
   const int threads = static_cast<int>(std::max<int64_t>(1, ceil_div(seq, kWarpSize)) * kWarpSize);
   masking_kernel<<<batch, threads, 0, ctx.stream()>>>(
       ids.ptr<int32_t>(), static_cast<int>(seq), static_cast<int>(slots), params,
-      probability_threshold(params.mask_token_prob), masked_ids.ptr<int32_t>(),
-      positions.ptr<int32_t>(), original.ptr<int32_t>(), weights.ptr<float>());
+      probability_threshold(params.mask_token_prob),
+      probability_threshold(params.mask_token_prob + params.random_token_prob),
+      masked_ids.ptr<int32_t>(), positions.ptr<int32_t>(), original.ptr<int32_t>(),
+      weights.ptr<float>());
   ELECTRA_CUDA_CHECK_LAUNCH();
 }
 

@@ -13,9 +13,13 @@
 // artefact): candidate t gets the key stream.bits(b * T + t) and the k smallest (key, t) win.
 // Slots 0..k-1 hold the chosen positions in ascending order, their original ids and weight 1;
 // slots k..N-1 hold position 0, id 0, weight 0.
-// masked_ids = ids, except that a chosen position becomes `mask` when
-// stream.bits(kMaskingDecisionOffset + b * T + t) < mask_token_threshold (probability
-// mask_token_prob, 0.85 by default) and keeps its token otherwise; no random-token replacement.
+// masked_ids = ids, except at a chosen position (masked_token below), with
+// u = stream.bits(kMaskingDecisionOffset + b * T + t):
+//   u < threshold(mask_token_prob)                       -> `mask` (0.85 by default: ELECTRA)
+//   u < threshold(mask_token_prob + random_token_prob)   -> a uniform random id in [0, vocab_size),
+//       floor(stream.bits(kMaskingRandomOffset + b * T + t) * vocab_size / 2^32) (BERT's 10%)
+//   otherwise                                            -> keeps its token.
+// ELECTRA uses random_token_prob = 0; the `mlm` objective BERT's 0.8 / 0.1 / 0.1.
 // Every decision is an integer comparison, so CPU and GPU outputs are bit-identical.
 //
 // T <= kMaskingMaxSeqLen (BERT's 512 positions) on both devices. CUDA: one block per sequence.
@@ -24,6 +28,7 @@
 
 #include <cstdint>
 
+#include "engine/device_scalar.h"
 #include "kernels/dispatch.h"
 
 namespace electra {
@@ -31,15 +36,20 @@ namespace electra {
 constexpr int kMaskingMaxSeqLen = 512;
 // The mask-or-keep draws start here so that they never overlap the selection keys (b * T + t).
 constexpr uint64_t kMaskingDecisionOffset = uint64_t{1} << 40;
+// The random-token draws (BERT corruption) start here, after the decisions.
+constexpr uint64_t kMaskingRandomOffset = uint64_t{2} << 40;
 
 struct MaskingParams {
   int32_t pad_id = 0;
   int32_t cls_id = 101;
   int32_t sep_id = 102;
   int32_t mask_id = 103;
-  float mask_prob = 0.15f;        // p
-  float mask_token_prob = 0.85f;  // a chosen position becomes [MASK] with this probability
-  RngStream stream;               // usually ctx.rng(RngPurpose::kMasking, step)
+  // p: a value, or device memory (the step scalars' rate: a masking-rate schedule)
+  DeviceScalar<float> mask_prob = 0.15f;
+  float mask_token_prob = 0.85f;   // a chosen position becomes [MASK] with this probability
+  float random_token_prob = 0.0f;  // ... else a random id with this one (needs vocab_size)
+  int32_t vocab_size = 0;
+  RngStream stream;  // usually ctx.rng(RngPurpose::kMasking, step)
 };
 
 // The official ELECTRA/BERT slot count: int((p + 0.005) * seq_len), e.g. 19 for p = 0.15, T = 128.
@@ -61,6 +71,19 @@ ELECTRA_HD int masking_target_count(float p, int n) {
   const float frac = add_rn(x, -static_cast<float>(whole));
   if (frac > 0.5f || (frac == 0.5f && (whole & 1))) return whole + 1;
   return whole;
+}
+
+// What a chosen position holds after corruption (see the top of this file); thresholds from
+// probability_threshold(mask_token_prob) and (mask_token_prob + random_token_prob).
+// `stream` is params.stream resolved (its step read once by the op).
+ELECTRA_HD int32_t masked_token(const MaskingParams& params, const RngStream& stream,
+                                uint32_t mask_threshold, uint32_t random_threshold,
+                                uint64_t index, int32_t id) {
+  const uint32_t u = stream.bits(kMaskingDecisionOffset + index);
+  if (u < mask_threshold) return params.mask_id;
+  if (u >= random_threshold) return id;
+  const uint64_t r = stream.bits(kMaskingRandomOffset + index);
+  return static_cast<int32_t>((r * static_cast<uint64_t>(params.vocab_size)) >> 32);
 }
 
 namespace cpu {
@@ -91,8 +114,14 @@ inline void mask_tokens(Context& ctx, const Tensor& ids, const MaskingParams& pa
   check_dtype(original, DType::I32, "mask_tokens original");
   check_shape(weights, {b, n}, "mask_tokens weights");
   check_dtype(weights, DType::F32, "mask_tokens weights");
-  ELECTRA_CHECK(params.mask_prob >= 0 && params.mask_prob <= 1, "mask_tokens: mask_prob ",
-                params.mask_prob);
+  ELECTRA_CHECK(params.mask_prob.at != nullptr ||
+                    (params.mask_prob.value >= 0 && params.mask_prob.value <= 1),
+                "mask_tokens: mask_prob ", params.mask_prob.value);
+  ELECTRA_CHECK(params.random_token_prob >= 0 && params.mask_token_prob >= 0 &&
+                    params.mask_token_prob + params.random_token_prob <= 1.0f + 1e-6f &&
+                    (params.random_token_prob == 0 || params.vocab_size > 0),
+                "mask_tokens: mask_token_prob ", params.mask_token_prob, ", random_token_prob ",
+                params.random_token_prob, ", vocab_size ", params.vocab_size);
   ELECTRA_CHECK(t <= kMaskingMaxSeqLen, "mask_tokens: seq_len ", t, " > ", kMaskingMaxSeqLen);
   ELECTRA_DISPATCH(ctx, mask_tokens, ids, params, masked_ids, positions, original, weights);
 }

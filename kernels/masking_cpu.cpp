@@ -13,8 +13,11 @@ void mask_tokens(Context&, const Tensor& ids, const MaskingParams& params, const
   int32_t* pos = positions.ptr<int32_t>();
   int32_t* orig = original.ptr<int32_t>();
   float* w = weights.ptr<float>();
-  const uint32_t threshold = probability_threshold(params.mask_token_prob);
   const RngStream stream = params.stream.resolved();
+  const float mask_prob = params.mask_prob.get();
+  const uint32_t mask_threshold = probability_threshold(params.mask_token_prob);
+  const uint32_t random_threshold =
+      probability_threshold(params.mask_token_prob + params.random_token_prob);
   struct Candidate {
     uint32_t key;
     int32_t t;
@@ -34,7 +37,7 @@ void mask_tokens(Context&, const Tensor& ids, const MaskingParams& params, const
       }
     }
     const int64_t k = std::min<int64_t>(
-        {slots, count, std::max(1, masking_target_count(params.mask_prob, non_pad))});
+        {slots, count, std::max(1, masking_target_count(mask_prob, non_pad))});
     // The k smallest (key, t) pairs: a strict total order, so the set is unique and only it needs
     // ordering (by position, below).
     std::nth_element(candidates.begin(), candidates.begin() + k, candidates.begin() + count,
@@ -52,8 +55,8 @@ void mask_tokens(Context&, const Tensor& ids, const MaskingParams& params, const
       }
       const int32_t t = candidates[s].t;
       pos[slot] = t, orig[slot] = row[t], w[slot] = 1.0f;
-      const uint32_t bits = stream.bits(kMaskingDecisionOffset + b * seq + t);
-      if (bits < threshold) out[b * seq + t] = params.mask_id;
+      out[b * seq + t] = masked_token(params, stream, mask_threshold, random_threshold,
+                                      static_cast<uint64_t>(b * seq + t), row[t]);
     }
   }
 }

@@ -13,11 +13,12 @@ __global__ void next_micro_step_kernel(const int32_t* counter, MicroStepPlan pla
   const int64_t update = *counter;
   s->micro_step = static_cast<uint32_t>(update * plan.accumulation + plan.first + s->micro);
   s->micro = static_cast<uint32_t>((s->micro + 1) % plan.local);
+  s->mask_prob = scheduled_mask_prob(plan, update);
 }
 
 __global__ void loss_normalisers_kernel(const float* slot_weights, int64_t m,
                                         const float* token_weights, int64_t k, float disc_weight,
-                                        StepScalars* s) {
+                                        bool disc_over_slots, StepScalars* s) {
   __shared__ double sums[2][kThreads];
   double masked = 0, tokens = 0;
   for (int64_t i = threadIdx.x; i < m; i += kThreads) masked += slot_weights[i];
@@ -34,8 +35,10 @@ __global__ void loss_normalisers_kernel(const float* slot_weights, int64_t m,
   }
   if (threadIdx.x != 0) return;
   s->gen_scale = __double2float_rn(__ddiv_rn(static_cast<double>(s->loss_scale), sums[0][0]));
-  s->disc_scale = __double2float_rn(
-      __ddiv_rn(static_cast<double>(__fmul_rn(s->loss_scale, disc_weight)), sums[1][0]));
+  s->disc_scale =
+      __double2float_rn(__ddiv_rn(static_cast<double>(__fmul_rn(s->loss_scale, disc_weight)),
+                                  disc_over_slots ? sums[0][0] : sums[1][0]));
+  s->token_scale = __double2float_rn(__ddiv_rn(static_cast<double>(s->loss_scale), sums[1][0]));
 }
 
 }  // namespace
@@ -48,10 +51,10 @@ void next_micro_step(Context& ctx, const Tensor& counter, const MicroStepPlan& p
 }
 
 void loss_normalisers(Context& ctx, const Tensor& slot_weights, const Tensor& token_weights,
-                      float disc_weight, const Tensor& block) {
+                      float disc_weight, bool disc_over_slots, const Tensor& block) {
   loss_normalisers_kernel<<<1, kThreads, 0, ctx.stream()>>>(
       slot_weights.ptr<float>(), slot_weights.numel(), token_weights.ptr<float>(),
-      token_weights.numel(), disc_weight, step_scalars_of(block));
+      token_weights.numel(), disc_weight, disc_over_slots, step_scalars_of(block));
   ELECTRA_CUDA_CHECK_LAUNCH();
 }
 

@@ -8,17 +8,23 @@
 //   micro       its index among the rank's `local` micro-batches of the update (0 .. local - 1)
 //   loss_scale  multiplies the gradients (1 / A for A micro-batches per update over all ranks)
 //   gen_scale   loss_scale / masked slots (the MLM loss is a mean over the masked slots)
-//   disc_scale  loss_scale * disc_weight / non-pad tokens (the BCE is a mean over the tokens)
+//   disc_scale  loss_scale * disc_weight / non-pad tokens (the BCE is a mean over the tokens;
+//               over the masked slots for the electra-15 objective)
+//   token_scale loss_scale / non-pad tokens (all-tokens-mlm: an MLM loss over every token)
+//   mask_prob   the masking rate of the update (constant, or a linear schedule: below)
 //
 // next_micro_step(counter, plan, block), with counter the optimizer's update counter (i32 [1],
 // updates done; kernels/optimizer.h):
 //   micro_step = counter * plan.accumulation + plan.first + micro,  micro = (micro + 1) % local
-// i.e. rank r's micro-batch m of update s is micro-step s A + r a + m, without a host value.
+// i.e. rank r's micro-batch m of update s is micro-step s A + r a + m, without a host value;
+// and mask_prob = scheduled_mask_prob(plan, counter), the masking rate of update `counter`.
 //
 // loss_normalisers(slot_weights [M] f32, token_weights [K] f32, disc_weight, block):
 //   masked = sum slot_weights,  tokens = sum token_weights      (f64; exact for 0/1 weights)
 //   gen_scale  = float(double(loss_scale) / masked)
-//   disc_scale = float(double(loss_scale * disc_weight) / tokens)    (the product in f32)
+//   disc_scale = float(double(loss_scale * disc_weight) / tokens)    (the product in f32;
+//                masked instead of tokens when disc_over_slots: electra-15)
+//   token_scale = float(double(loss_scale) / tokens)
 // the formulas the host used when it computed the normalisers, so the bits are unchanged. The
 // CUDA kernels are one block each with fixed-order sums (deterministic); nothing here is per
 // element of a model tensor.
@@ -36,6 +42,8 @@ struct StepScalars {
   float loss_scale = 1.0f;
   float gen_scale = 0.0f;
   float disc_scale = 0.0f;
+  float token_scale = 0.0f;
+  float mask_prob = 0.15f;
 };
 
 constexpr int64_t kStepScalarWords = 8;  // sizeof(StepScalars) rounded up (32 bytes)
@@ -43,11 +51,27 @@ static_assert(sizeof(StepScalars) <= kStepScalarWords * sizeof(int32_t));
 
 // Where next_micro_step puts a rank's micro-batches: A = accumulation micro-batches per update
 // over all ranks, of which this rank computes `local` starting at `first` (= rank x local).
+// The masking rate moves linearly from mask_prob at update 0 to mask_prob_end at update
+// schedule_updates - 1 (masking.mask_prob_schedule: linear; Ankner et al. 2023), and stays at
+// mask_prob when schedule_updates <= 1.
 struct MicroStepPlan {
   int64_t accumulation = 1;
   int64_t first = 0;
   int64_t local = 1;
+  float mask_prob = 0.15f;
+  float mask_prob_end = 0.15f;
+  int64_t schedule_updates = 0;
 };
+
+// The masking rate of update `update`: p0 + (p1 - p0) * s / (U - 1), s = clamp(update, 0, U - 1),
+// in f32 with explicit roundings (no contraction), so both devices give the same bits.
+ELECTRA_HD float scheduled_mask_prob(const MicroStepPlan& plan, int64_t update) {
+  if (plan.schedule_updates <= 1) return plan.mask_prob;
+  const int64_t last = plan.schedule_updates - 1;
+  const int64_t s = update < 0 ? 0 : (update > last ? last : update);
+  const float f = div_rn(static_cast<float>(s), static_cast<float>(last));
+  return add_rn(plan.mask_prob, mul_rn(add_rn(plan.mask_prob_end, -plan.mask_prob), f));
+}
 
 // The fields of a block (pointers into its memory, on its device).
 inline StepScalars* step_scalars_of(const Tensor& block) {
@@ -62,18 +86,24 @@ inline const float* gen_scale_at(const Tensor& block) {
 inline const float* disc_scale_at(const Tensor& block) {
   return &step_scalars_of(block)->disc_scale;
 }
+inline const float* token_scale_at(const Tensor& block) {
+  return &step_scalars_of(block)->token_scale;
+}
+inline const float* mask_prob_at(const Tensor& block) {
+  return &step_scalars_of(block)->mask_prob;
+}
 
 namespace cpu {
 void next_micro_step(Context& ctx, const Tensor& counter, const MicroStepPlan& plan,
                      const Tensor& block);
 void loss_normalisers(Context& ctx, const Tensor& slot_weights, const Tensor& token_weights,
-                      float disc_weight, const Tensor& block);
+                      float disc_weight, bool disc_over_slots, const Tensor& block);
 }  // namespace cpu
 namespace cuda {
 void next_micro_step(Context& ctx, const Tensor& counter, const MicroStepPlan& plan,
                      const Tensor& block);
 void loss_normalisers(Context& ctx, const Tensor& slot_weights, const Tensor& token_weights,
-                      float disc_weight, const Tensor& block);
+                      float disc_weight, bool disc_over_slots, const Tensor& block);
 }  // namespace cuda
 
 inline void check_step_scalars(const Tensor& block, const char* op) {
@@ -94,12 +124,13 @@ inline void next_micro_step(Context& ctx, const Tensor& counter, const MicroStep
 }
 
 inline void loss_normalisers(Context& ctx, const Tensor& slot_weights, const Tensor& token_weights,
-                             float disc_weight, const Tensor& block) {
+                             float disc_weight, bool disc_over_slots, const Tensor& block) {
   check_devices(ctx, "loss_normalisers", {&slot_weights, &token_weights, &block});
   check_dtype(slot_weights, DType::F32, "loss_normalisers slot_weights");
   check_dtype(token_weights, DType::F32, "loss_normalisers token_weights");
   check_step_scalars(block, "loss_normalisers block");
-  ELECTRA_DISPATCH(ctx, loss_normalisers, slot_weights, token_weights, disc_weight, block);
+  ELECTRA_DISPATCH(ctx, loss_normalisers, slot_weights, token_weights, disc_weight,
+                   disc_over_slots, block);
 }
 
 }  // namespace electra

@@ -8,10 +8,11 @@ void next_micro_step(Context&, const Tensor& counter, const MicroStepPlan& plan,
   const int64_t update = *counter.ptr<int32_t>();
   s.micro_step = static_cast<uint32_t>(update * plan.accumulation + plan.first + s.micro);
   s.micro = static_cast<uint32_t>((s.micro + 1) % plan.local);
+  s.mask_prob = scheduled_mask_prob(plan, update);
 }
 
 void loss_normalisers(Context&, const Tensor& slot_weights, const Tensor& token_weights,
-                      float disc_weight, const Tensor& block) {
+                      float disc_weight, bool disc_over_slots, const Tensor& block) {
   StepScalars& s = *step_scalars_of(block);
   double masked = 0, tokens = 0;
   const float* w = slot_weights.ptr<float>();
@@ -19,7 +20,9 @@ void loss_normalisers(Context&, const Tensor& slot_weights, const Tensor& token_
   const float* t = token_weights.ptr<float>();
   for (int64_t i = 0; i < token_weights.numel(); ++i) tokens += t[i];
   s.gen_scale = static_cast<float>(static_cast<double>(s.loss_scale) / masked);
-  s.disc_scale = static_cast<float>(static_cast<double>(s.loss_scale * disc_weight) / tokens);
+  s.disc_scale = static_cast<float>(static_cast<double>(s.loss_scale * disc_weight) /
+                                    (disc_over_slots ? masked : tokens));
+  s.token_scale = static_cast<float>(static_cast<double>(s.loss_scale) / tokens);
 }
 
 }  // namespace electra::cpu

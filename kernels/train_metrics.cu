@@ -13,10 +13,9 @@ __device__ double ratio(double a, double b) {
   return b > 0 ? a / b : 0.0;
 }
 
-__global__ void accumulate_kernel(const float* loss, const int32_t* predicted, const int32_t* truth,
-                                  const float* w, const float* c, float disc_weight, double* a,
-                                  int64_t m) {
-  __shared__ double sums[3][kThreads];
+// L, W, C (kernels/train_metrics.h) of m rows into sums[k][0]; every thread of the block calls it.
+__device__ void slot_sums(const float* loss, const int32_t* predicted, const int32_t* truth,
+                          const float* w, int64_t m, double (*sums)[kThreads]) {
   double loss_sum = 0, weight = 0, correct = 0;
   for (int64_t i = threadIdx.x; i < m; i += kThreads) {
     loss_sum += loss[i];
@@ -33,6 +32,13 @@ __global__ void accumulate_kernel(const float* loss, const int32_t* predicted, c
     }
     __syncthreads();
   }
+}
+
+__global__ void accumulate_kernel(const float* loss, const int32_t* predicted, const int32_t* truth,
+                                  const float* w, const float* c, float disc_weight, double* a,
+                                  int64_t m) {
+  __shared__ double sums[3][kThreads];
+  slot_sums(loss, predicted, truth, w, m, sums);
   if (threadIdx.x != 0) return;
   const double gen = ratio(sums[0][0], sums[1][0]);
   const double disc_weight_sum = c[kDiscWeight];
@@ -52,6 +58,18 @@ __global__ void accumulate_kernel(const float* loss, const int32_t* predicted, c
   a[kMetricNonFinite] += !isfinite(total);
 }
 
+__global__ void accumulate_mlm_kernel(const float* loss, const int32_t* predicted,
+                                      const int32_t* truth, const float* w, double* a, int64_t m) {
+  __shared__ double sums[3][kThreads];
+  slot_sums(loss, predicted, truth, w, m, sums);
+  if (threadIdx.x != 0) return;
+  const double mlm = ratio(sums[0][0], sums[1][0]);
+  a[kMetricMlmLoss] += mlm;
+  a[kMetricMlmAccuracy] += ratio(sums[2][0], sums[1][0]);
+  a[kMetricTotalLoss] += mlm;
+  a[kMetricNonFinite] += !isfinite(mlm);
+}
+
 __global__ void record_grad_norm_kernel(const float* norm, double* a) {
   a[kMetricGradNorm] = *norm;
   a[kMetricNonFinite] += !isfinite(*norm);
@@ -66,6 +84,15 @@ void accumulate_pretrain_metrics(Context& ctx, const Tensor& gen_loss, const Ten
   accumulate_kernel<<<1, kThreads, 0, ctx.stream()>>>(
       gen_loss.ptr<float>(), argmax.ptr<int32_t>(), original.ptr<int32_t>(), weights.ptr<float>(),
       counts.ptr<float>(), disc_weight, acc.ptr<double>(), gen_loss.numel());
+  ELECTRA_CUDA_CHECK_LAUNCH();
+}
+
+void accumulate_mlm_metrics(Context& ctx, const Tensor& loss, const Tensor& argmax,
+                            const Tensor& labels, const Tensor& weights, const Tensor& acc) {
+  check_dtype(loss, DType::F32, "accumulate_mlm_metrics loss (cuda)");
+  accumulate_mlm_kernel<<<1, kThreads, 0, ctx.stream()>>>(
+      loss.ptr<float>(), argmax.ptr<int32_t>(), labels.ptr<int32_t>(), weights.ptr<float>(),
+      acc.ptr<double>(), loss.numel());
   ELECTRA_CUDA_CHECK_LAUNCH();
 }
 

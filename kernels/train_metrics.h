@@ -13,9 +13,14 @@
 //     acc[kMetricTotalLoss]    += r(L, W) + disc_weight * r(loss, weight)
 //     acc[kMetricMasked] += W,  acc[kMetricTokens] += weight,  acc[kMetricMicroBatches] += 1
 //     acc[kMetricNonFinite]    += 1 when that total loss is not finite
+// accumulate_mlm_metrics, after it when the objective trains a discriminator-sized masked LM
+// (models/objective.h: replace-mlm, all-tokens-mlm), from that model's loss op with the same
+// definitions of L, W, C over its rows:
+//     acc[kMetricMlmLoss] += r(L, W)   acc[kMetricMlmAccuracy] += r(C, W)
+//     acc[kMetricTotalLoss] += r(L, W),  acc[kMetricNonFinite] += 1 when r(L, W) is not finite
 // record_grad_norm, once per update after the optimizer's norm:
 //     acc[kMetricGradNorm] = norm,  acc[kMetricNonFinite] += 1 when norm is not finite
-// Dividing the first eight by kMetricMicroBatches gives the means over the update's micro-batches.
+// Dividing the first ten by kMetricMicroBatches gives the means over the update's micro-batches.
 //
 // Dtypes: acc f64 [kTrainMetrics]; norm f32 [1]. CPU gen_loss and counts f32 or f64, CUDA f32.
 // The sums are in f64; the CUDA kernel is one block with a fixed reduction tree (deterministic).
@@ -35,24 +40,30 @@ enum TrainMetric : int {
   kMetricDiscRecall = 5,
   kMetricReplaced = 6,
   kMetricTotalLoss = 7,
-  kMetricMasked = 8,
-  kMetricTokens = 9,
-  kMetricMicroBatches = 10,
-  kMetricGradNorm = 11,
-  kMetricNonFinite = 12,  // micro-batches with a non-finite loss + updates with a non-finite norm
-  kTrainMetrics = 13,
+  kMetricMlmLoss = 8,
+  kMetricMlmAccuracy = 9,
+  kMetricMasked = 10,
+  kMetricTokens = 11,
+  kMetricMicroBatches = 12,
+  kMetricGradNorm = 13,
+  kMetricNonFinite = 14,  // micro-batches with a non-finite loss + updates with a non-finite norm
+  kTrainMetrics = 15,
 };
 
 namespace cpu {
 void accumulate_pretrain_metrics(Context& ctx, const Tensor& gen_loss, const Tensor& argmax,
                                  const Tensor& original, const Tensor& weights,
                                  const Tensor& counts, float disc_weight, const Tensor& acc);
+void accumulate_mlm_metrics(Context& ctx, const Tensor& loss, const Tensor& argmax,
+                            const Tensor& labels, const Tensor& weights, const Tensor& acc);
 void record_grad_norm(Context& ctx, const Tensor& norm, const Tensor& acc);
 }  // namespace cpu
 namespace cuda {
 void accumulate_pretrain_metrics(Context& ctx, const Tensor& gen_loss, const Tensor& argmax,
                                  const Tensor& original, const Tensor& weights,
                                  const Tensor& counts, float disc_weight, const Tensor& acc);
+void accumulate_mlm_metrics(Context& ctx, const Tensor& loss, const Tensor& argmax,
+                            const Tensor& labels, const Tensor& weights, const Tensor& acc);
 void record_grad_norm(Context& ctx, const Tensor& norm, const Tensor& acc);
 }  // namespace cuda
 
@@ -76,6 +87,21 @@ inline void accumulate_pretrain_metrics(Context& ctx, const Tensor& gen_loss, co
   check_dtype(acc, DType::F64, "accumulate_pretrain_metrics acc");
   ELECTRA_DISPATCH(ctx, accumulate_pretrain_metrics, gen_loss, argmax, original, weights, counts,
                    disc_weight, acc);
+}
+
+inline void accumulate_mlm_metrics(Context& ctx, const Tensor& loss, const Tensor& argmax,
+                                   const Tensor& labels, const Tensor& weights, const Tensor& acc) {
+  check_devices(ctx, "accumulate_mlm_metrics", {&loss, &argmax, &labels, &weights, &acc});
+  const int64_t m = loss.numel();
+  check_dtype(argmax, DType::I32, "accumulate_mlm_metrics argmax");
+  check_dtype(labels, DType::I32, "accumulate_mlm_metrics labels");
+  check_dtype(weights, DType::F32, "accumulate_mlm_metrics weights");
+  ELECTRA_CHECK(argmax.numel() == m && labels.numel() == m && weights.numel() == m,
+                "accumulate_mlm_metrics: ", loss.str(), ", ", argmax.str(), ", ", labels.str(),
+                ", ", weights.str(), " must have one element per row");
+  check_shape(acc, {kTrainMetrics}, "accumulate_mlm_metrics acc");
+  check_dtype(acc, DType::F64, "accumulate_mlm_metrics acc");
+  ELECTRA_DISPATCH(ctx, accumulate_mlm_metrics, loss, argmax, labels, weights, acc);
 }
 
 inline void record_grad_norm(Context& ctx, const Tensor& norm, const Tensor& acc) {

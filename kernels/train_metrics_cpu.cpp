@@ -9,21 +9,33 @@ double ratio(double a, double b) {
   return b > 0 ? a / b : 0.0;
 }
 
+struct SlotSums {
+  double loss = 0, weight = 0, correct = 0;
+};
+
+// L, W and C of the header over the rows of one loss op.
+template <class T>
+SlotSums slot_sums(const Tensor& loss, const Tensor& argmax, const Tensor& labels,
+                   const Tensor& weights) {
+  const T* l = loss.ptr<T>();
+  const int32_t* predicted = argmax.ptr<int32_t>();
+  const int32_t* truth = labels.ptr<int32_t>();
+  const float* w = weights.ptr<float>();
+  SlotSums s;
+  for (int64_t i = 0; i < loss.numel(); ++i) {
+    s.loss += static_cast<double>(l[i]);
+    s.weight += w[i];
+    s.correct += w[i] * (predicted[i] == truth[i]);
+  }
+  return s;
+}
+
 template <class T>
 void accumulate(const Tensor& gen_loss, const Tensor& argmax, const Tensor& original,
                 const Tensor& weights, const Tensor& counts, float disc_weight, const Tensor& acc) {
-  const T* loss = gen_loss.ptr<T>();
-  const int32_t* predicted = argmax.ptr<int32_t>();
-  const int32_t* truth = original.ptr<int32_t>();
-  const float* w = weights.ptr<float>();
   const T* c = counts.ptr<T>();
   double* a = acc.ptr<double>();
-  double loss_sum = 0, weight = 0, correct = 0;
-  for (int64_t i = 0; i < gen_loss.numel(); ++i) {
-    loss_sum += static_cast<double>(loss[i]);
-    weight += w[i];
-    correct += w[i] * (predicted[i] == truth[i]);
-  }
+  const auto [loss_sum, weight, correct] = slot_sums<T>(gen_loss, argmax, original, weights);
   const double gen = ratio(loss_sum, weight);
   const double disc_weight_sum = static_cast<double>(c[kDiscWeight]);
   const double disc = ratio(static_cast<double>(c[kDiscLoss]), disc_weight_sum);
@@ -44,6 +56,18 @@ void accumulate(const Tensor& gen_loss, const Tensor& argmax, const Tensor& orig
   a[kMetricNonFinite] += !std::isfinite(total);
 }
 
+template <class T>
+void accumulate_mlm(const Tensor& loss, const Tensor& argmax, const Tensor& labels,
+                    const Tensor& weights, const Tensor& acc) {
+  const SlotSums s = slot_sums<T>(loss, argmax, labels, weights);
+  double* a = acc.ptr<double>();
+  const double mlm = ratio(s.loss, s.weight);
+  a[kMetricMlmLoss] += mlm;
+  a[kMetricMlmAccuracy] += ratio(s.correct, s.weight);
+  a[kMetricTotalLoss] += mlm;
+  a[kMetricNonFinite] += !std::isfinite(mlm);
+}
+
 }  // namespace
 
 void accumulate_pretrain_metrics(Context&, const Tensor& gen_loss, const Tensor& argmax,
@@ -54,6 +78,16 @@ void accumulate_pretrain_metrics(Context&, const Tensor& gen_loss, const Tensor&
   } else {
     check_dtype(gen_loss, DType::F32, "accumulate_pretrain_metrics gen_loss (cpu)");
     accumulate<float>(gen_loss, argmax, original, weights, counts, disc_weight, acc);
+  }
+}
+
+void accumulate_mlm_metrics(Context&, const Tensor& loss, const Tensor& argmax,
+                            const Tensor& labels, const Tensor& weights, const Tensor& acc) {
+  if (loss.dtype == DType::F64) {
+    accumulate_mlm<double>(loss, argmax, labels, weights, acc);
+  } else {
+    check_dtype(loss, DType::F32, "accumulate_mlm_metrics loss (cpu)");
+    accumulate_mlm<float>(loss, argmax, labels, weights, acc);
   }
 }
 

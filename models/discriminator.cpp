@@ -7,39 +7,52 @@ namespace electra {
 
 ElectraDiscriminator::ElectraDiscriminator(ModelBuilder& builder, const EncoderConfig& config,
                                            const EmbeddingTables& tables, int64_t batch,
-                                           int64_t seq_len)
+                                           int64_t seq_len, const DiscriminatorHeads& heads)
     : config_(config),
+      heads_(heads),
       encoder_(builder, str_cat(kPrefix, "electra."), config, tables, batch, seq_len,
                DropoutSites{DropoutSites::kDiscriminatorSiteBase}) {
   const int64_t rows = batch * seq_len, h = config.hidden;
   head_span_.first = builder.declared();
-  dense_ = Linear(builder, str_cat(kPrefix, "discriminator_predictions.dense."), h, h);
-  prediction_ =
-      Linear(builder, str_cat(kPrefix, "discriminator_predictions.dense_prediction."), h, 1);
-  pre_ = builder.activation({rows, h});
-  act_ = builder.activation({rows, h});
-  logits_ = builder.activation({rows, 1});
-  grad_act_ = builder.activation({rows, h});
-  grad_pre_ = builder.activation({rows, h});
-  reduce_ = builder.activation(DType::F32, {bias_gelu_backward_workspace_floats(rows, h)});
+  if (heads.binary) {
+    dense_ = Linear(builder, str_cat(kPrefix, "discriminator_predictions.dense."), h, h);
+    prediction_ =
+        Linear(builder, str_cat(kPrefix, "discriminator_predictions.dense_prediction."), h, 1);
+    pre_ = builder.activation({rows, h});
+    act_ = builder.activation({rows, h});
+    logits_ = builder.activation({rows, 1});
+    grad_act_ = builder.activation({rows, h});
+    grad_pre_ = builder.activation({rows, h});
+    reduce_ = builder.activation(DType::F32, {bias_gelu_backward_workspace_floats(rows, h)});
+  }
+  if (heads.mlm_rows > 0) mlm_.emplace(builder, kPrefix, config, tables, heads.mlm_rows);
   head_span_.end = builder.declared();
 }
 
 void ElectraDiscriminator::forward(Context& ctx, const Pass& pass, const Tensor& ids,
-                                   const Tensor& segment_ids, const Tensor& mask) {
+                                   const Tensor& segment_ids, const Tensor& mask,
+                                   const Tensor& mlm_positions) {
   encoder_.forward(ctx, pass, ids, segment_ids, mask);
-  const Tensor hidden = as_rows(encoder_.output(), config_.hidden);
-  dense_.forward_no_bias(ctx, hidden, pre_);
-  bias_gelu_forward(ctx, pre_, dense_.bias().value, act_);
-  prediction_.forward(ctx, act_, logits_);
+  if (heads_.binary) {
+    const Tensor hidden = as_rows(encoder_.output(), config_.hidden);
+    dense_.forward_no_bias(ctx, hidden, pre_);
+    bias_gelu_forward(ctx, pre_, dense_.bias().value, act_);
+    prediction_.forward(ctx, act_, logits_);
+  }
+  if (mlm_) mlm_->forward(ctx, encoder_.output(), mlm_positions);
 }
 
 void ElectraDiscriminator::backward(Context& ctx, const Pass& pass, const GradientsReady& ready) {
-  prediction_.backward(ctx, act_, logits_, grad_act_);
-  bias_gelu_backward(ctx, grad_act_, pre_, dense_.bias().value, grad_pre_, dense_.bias().grad,
-                     reduce_);
-  dense_.backward_no_bias(ctx, as_rows(encoder_.output(), config_.hidden), grad_pre_,
-                          as_rows(encoder_.grad_output(), config_.hidden));
+  if (heads_.binary) {
+    prediction_.backward(ctx, act_, logits_, grad_act_);
+    bias_gelu_backward(ctx, grad_act_, pre_, dense_.bias().value, grad_pre_, dense_.bias().grad,
+                       reduce_);
+    dense_.backward_no_bias(ctx, as_rows(encoder_.output(), config_.hidden), grad_pre_,
+                            as_rows(encoder_.grad_output(), config_.hidden));
+  } else {
+    zero_tensor(ctx.stream(), encoder_.grad_output());
+  }
+  if (mlm_) mlm_->backward(ctx, encoder_.grad_output());
   if (ready) ready(ctx, head_span_);
   encoder_.backward(ctx, pass, ready);
 }

@@ -1,27 +1,47 @@
-// ElectraDiscriminator: HF's ElectraForPreTraining.
+// ElectraDiscriminator: HF's ElectraForPreTraining, the discriminator-sized model of every
+// objective (models/objective.h), with the heads its objective needs:
 //   h = Encoder(ids)                                  [B, T, H]
-//   u = h Wd^T, g = gelu(u + bd)                      (discriminator_predictions.dense)
-//   z = g Wp^T + bp                                   [B * T]
-//   (discriminator_predictions.dense_prediction)
-// The loss op (kernels/disc_head.h) writes dz over z; backward() then reads logits() as dz.
+//   binary head (discriminator_predictions):
+//     u = h Wd^T, g = gelu(u + bd)                    (discriminator_predictions.dense)
+//     z = g Wp^T + bp                                 [B * T]
+//                                                     (discriminator_predictions.dense_prediction)
+//   MLM head (generator_predictions, generator_lm_head; models/mlm_head.h) at mlm positions:
+//     z_mlm = MlmHead(h, positions)                   [B * N, Vp]
+// The loss ops (kernels/disc_head.h, softmax_xent.h, copy_mlm.h) write dz over z; backward()
+// then reads logits() and mlm_logits() as gradients.
 #pragma once
 
+#include <optional>
+
 #include "models/encoder.h"
+#include "models/mlm_head.h"
 
 namespace electra {
+
+struct DiscriminatorHeads {
+  bool binary = true;    // discriminator_predictions
+  int64_t mlm_rows = 0;  // > 0: an MLM head over this many positions per forward (B * N)
+};
 
 class ElectraDiscriminator {
  public:
   static constexpr const char* kPrefix = "discriminator/";
 
   ElectraDiscriminator(ModelBuilder& builder, const EncoderConfig& config,
-                       const EmbeddingTables& tables, int64_t batch, int64_t seq_len);
+                       const EmbeddingTables& tables, int64_t batch, int64_t seq_len,
+                       const DiscriminatorHeads& heads = {});
 
+  // mlm_positions i32 [B, N] (the MLM head's positions; unset without an MLM head).
   void forward(Context& ctx, const Pass& pass, const Tensor& ids, const Tensor& segment_ids,
-               const Tensor& mask);
+               const Tensor& mask, const Tensor& mlm_positions = {});
   const Tensor& logits() const { return logits_; }  // [B * T]; holds dz before backward()
-  // `ready` (optional) receives the head's parameter span when its gradients are final, then the
-  // encoder's spans (models/encoder.h).
+  // [B * N, Vp]; dz before backward(). Only with an MLM head.
+  const Tensor& mlm_logits() const {
+    ELECTRA_CHECK(mlm_.has_value(), "ElectraDiscriminator: no MLM head");
+    return mlm_->logits();
+  }
+  // `ready` (optional) receives the heads' parameter span when their gradients are final, then
+  // the encoder's spans (models/encoder.h).
   void backward(Context& ctx, const Pass& pass, const GradientsReady& ready = {});
 
   const Encoder& encoder() const { return encoder_; }
@@ -29,9 +49,11 @@ class ElectraDiscriminator {
 
  private:
   EncoderConfig config_;
+  DiscriminatorHeads heads_;
   Encoder encoder_;
   ParamSpan head_span_;  // the parameters declared after the encoder
   Linear dense_, prediction_;
+  std::optional<MlmHead> mlm_;
   Tensor pre_, act_, logits_;
   Tensor grad_act_, grad_pre_, reduce_;
 };

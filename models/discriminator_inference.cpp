@@ -69,9 +69,13 @@ DiscriminatorInference::~DiscriminatorInference() = default;
 void DiscriminatorInference::load(Context& ctx, const std::string& model_dir) {
   HfModelLayout layout = discriminator_layout(weights_.store, config_);
   // Encoding reads any ELECTRA directory: the head of a fine-tuned or pre-training checkpoint
-  // is not needed then.
+  // is not needed then (nor the MLM head of the MLM objectives' checkpoints).
   if (!with_head_) {
-    layout.ignored_prefixes = {"discriminator_predictions.", "classifier.", "qa_outputs.",
+    layout.ignored_prefixes = {"discriminator_predictions.",
+                               "generator_predictions.",
+                               "generator_lm_head.",
+                               "classifier.",
+                               "qa_outputs.",
                                "answerable_classifier."};
   }
   load_hf_model(ctx, weights_.store, layout, model_dir);

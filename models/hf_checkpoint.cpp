@@ -210,7 +210,29 @@ HfModelLayout layout_of(const ParameterStore& store, const std::string& architec
 }  // namespace
 
 HfModelLayout discriminator_layout(const ParameterStore& store, const EncoderConfig& config) {
-  return layout_of(store, "ElectraForPreTraining", config, kDiscriminatorPrefix, false);
+  HfModelLayout layout =
+      layout_of(store, "ElectraForPreTraining", config, kDiscriminatorPrefix, false);
+  // The MLM objectives (models/objective.h) give the discriminator-sized model an MLM head.
+  auto has = [&](const char* prefix) {
+    return std::any_of(layout.tensors.begin(), layout.tensors.end(),
+                       [&](const auto& t) { return starts_with(t.first, prefix); });
+  };
+  if (has("generator_predictions.")) {
+    if (has("discriminator_predictions.")) {
+      layout.note =
+          "all-tokens-mlm pre-training: generator_predictions.* and generator_lm_head.bias are "
+          "the MLM head, discriminator_predictions.* the copy head (the probability of keeping "
+          "the input token); ElectraForPreTraining loads the encoder and the copy head only";
+    } else {
+      layout.architecture = "ElectraForMaskedLM";
+    }
+  }
+  return layout;
+}
+
+bool has_generator(const ParameterStore& store) {
+  return std::any_of(store.params().begin(), store.params().end(),
+                     [](const ParamInfo& p) { return starts_with(p.name, kGeneratorPrefix); });
 }
 
 HfModelLayout generator_layout(const ParameterStore& store, const EncoderConfig& generator_config) {
@@ -355,6 +377,7 @@ void save_pretrainer_models(Context& ctx, const ElectraPretrainer& pretrainer,
   const ElectraConfig& config = pretrainer.config();
   save_hf_model(ctx, store, discriminator_layout(store, config.discriminator),
                 (fs::path(dir) / "discriminator").string());
+  if (!has_generator(store)) return;  // the mlm objective
   save_hf_model(ctx, store, generator_layout(store, config.generator()),
                 (fs::path(dir) / "generator").string());
 }
@@ -407,6 +430,14 @@ void apply_pair(Context& ctx, ElectraPretrainer& pretrainer, const PreparedPair&
 }  // namespace
 
 void load_pretrainer_models(Context& ctx, ElectraPretrainer& pretrainer, const std::string& dir) {
+  const ParameterStore& store = pretrainer.store();
+  if (!has_generator(store)) {  // the mlm objective: one model
+    const std::string path = (fs::path(dir) / "discriminator").string();
+    apply(ctx, store,
+          prepare(store, discriminator_layout(store, pretrainer.config().discriminator), path));
+    pretrainer.weights().refresh_compute(ctx);
+    return;
+  }
   const PreparedPair pair = prepare_pair(pretrainer, (fs::path(dir) / "discriminator").string(),
                                          (fs::path(dir) / "generator").string());
   // Both directories carry the shared tables; a pre-training checkpoint has one value for them.

@@ -51,8 +51,11 @@ struct HostTensor {
   std::vector<float> values;
 };
 
-// Every "discriminator/..." tensor of the store.
+// Every "discriminator/..." tensor of the store: an ElectraForPreTraining, or with the MLM
+// objectives' head an ElectraForMaskedLM (all-tokens-mlm, with both heads, notes it).
 HfModelLayout discriminator_layout(const ParameterStore& store, const EncoderConfig& config);
+// Whether the store has a generator (every objective but mlm).
+bool has_generator(const ParameterStore& store);
 // The generator's own "generator/..." tensors, plus electra.embeddings.* mapped to the shared
 // "discriminator/electra.embeddings.*".
 HfModelLayout generator_layout(const ParameterStore& store, const EncoderConfig& generator_config);
@@ -86,7 +89,8 @@ EncoderConfig read_hf_config(const std::string& config_json_path);
 // key is absent or empty. UserError when the file is missing or not a JSON object.
 std::string read_hf_architecture(const std::string& config_json_path);
 
-// A pre-training checkpoint's model part: <dir>/discriminator and <dir>/generator.
+// A pre-training checkpoint's model part: <dir>/discriminator and <dir>/generator (no generator
+// for the mlm objective).
 void save_pretrainer_models(Context& ctx, const ElectraPretrainer& pretrainer,
                             const std::string& dir);
 // Validates both directories (and that their copies of the shared embedding tables are equal)

@@ -3,8 +3,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <optional>
 
+#include "kernels/copy_mlm.h"
 #include "kernels/disc_head.h"
+#include "kernels/gather.h"
 #include "kernels/masking.h"
 #include "kernels/replace_tokens.h"
 #include "kernels/softmax_xent.h"
@@ -26,12 +29,16 @@ int64_t padded_vocab(int64_t vocab, int64_t multiple) {
 // The models and every per-step buffer, built by one ModelBuilder pass.
 struct ElectraPretrainer::Parts {
   Parts(ModelBuilder& b, const ElectraConfig& config, const PretrainOptions& o, int64_t slots)
-      : tables(b, str_cat(ElectraDiscriminator::kPrefix, "electra."), config.discriminator,
+      : wiring(objective_wiring(o.objective)),
+        tables(b, str_cat(ElectraDiscriminator::kPrefix, "electra."), config.discriminator,
                padded_vocab(config.discriminator.vocab_size, o.vocab_multiple)),
-        tables_span{0, b.declared()},
-        generator(b, config.generator(), tables, o.batch, o.seq_len, slots),
-        discriminator(b, config.discriminator, tables, o.batch, o.seq_len) {
+        tables_span{0, b.declared()} {
     const int64_t bt = o.batch * o.seq_len, bn = o.batch * slots;
+    if (wiring.generator)
+      generator.emplace(b, config.generator(), tables, o.batch, o.seq_len, slots);
+    const int64_t mlm_rows = !wiring.mlm_head ? 0 : wiring.all_tokens ? bt : bn;
+    discriminator.emplace(b, config.discriminator, tables, o.batch, o.seq_len,
+                          DiscriminatorHeads{wiring.binary_head, mlm_rows});
     const DType stat = b.dtypes().statistic;
     input = b.activation(DType::I32, {kInputPlanes, o.batch, o.seq_len});
     auto plane = [&](int k, DType dtype) {  // planning: a view without memory
@@ -56,20 +63,31 @@ struct ElectraPretrainer::Parts {
     disc_workspace = b.activation(DType::F32, {disc_head_workspace_size(bt)});
     metrics = b.activation(DType::F64, {kTrainMetrics});
     scalars = b.activation(DType::I32, {kStepScalarWords});
+    if (mlm_rows > 0) {
+      mlm_loss = b.activation(stat, {mlm_rows});
+      mlm_samples = b.activation(DType::I32, {mlm_rows});
+      mlm_argmax = b.activation(DType::I32, {mlm_rows});
+    }
+    if (wiring.masked_only) masked_weights = b.activation(DType::F32, {o.batch, o.seq_len, 1});
+    if (wiring.all_tokens) all_positions = b.activation(DType::I32, {o.batch, o.seq_len});
   }
 
   static constexpr int kInputPlanes = 4;  // ids, segment ids, mask, token weights
 
+  ObjectiveWiring wiring;
   EmbeddingTables tables;
   ParamSpan tables_span;  // declared first: the parameters [0, end of the shared tables)
-  ElectraGenerator generator;
-  ElectraDiscriminator discriminator;
+  std::optional<ElectraGenerator> generator;          // not for mlm
+  std::optional<ElectraDiscriminator> discriminator;  // always: "the" model
   Tensor input, ids, segment_ids, mask, token_weights;
   Tensor generator_ids, positions, original, mlm_weights;
   Tensor gen_loss, samples, argmax;
   Tensor disc_ids, labels, disc_loss, counts, disc_workspace;
   Tensor metrics;
-  Tensor scalars;  // StepScalars (kernels/step_scalars.h)
+  Tensor scalars;                            // StepScalars (kernels/step_scalars.h)
+  Tensor mlm_loss, mlm_samples, mlm_argmax;  // the MLM objectives' loss op outputs
+  Tensor masked_weights;                     // electra-15: f32 [B, T, 1], 1 at the masked positions
+  Tensor all_positions;                      // all-tokens-mlm: i32 [B, T], 0..T-1 in every row
 };
 
 namespace {
@@ -107,6 +125,7 @@ ElectraPretrainer::ElectraPretrainer(Context& ctx, const ElectraConfig& config,
     : config_(config),
       options_(options),
       slots_(max_predictions(options.mask_prob, static_cast<int>(options.seq_len))),
+      mask_prob_(options.mask_prob),
       params_("parameters", ctx.device(), 0),
       grads_("gradients", ctx.device(), 0),
       acts_("activations", ctx.device(), 0) {
@@ -139,6 +158,11 @@ ElectraPretrainer::ElectraPretrainer(Context& ctx, const ElectraConfig& config,
   parts_ = std::make_unique<Parts>(builder, config_, options_, slots_);
   tables_span_ = parts_->tables_span;
   input_ = parts_->input;
+  if (parts_->wiring.all_tokens) {
+    std::vector<int32_t> iota(static_cast<size_t>(options_.batch * options_.seq_len));
+    for (size_t i = 0; i < iota.size(); ++i) iota[i] = static_cast<int32_t>(i % options_.seq_len);
+    upload_to(ctx, parts_->all_positions, iota);
+  }
   step_planes_.resize(static_cast<size_t>(input_.numel()));
   set_step(ctx, 0, 1.0f);
 }
@@ -157,6 +181,8 @@ StepMetrics step_metrics(const std::vector<double>& acc) {
   m.disc_recall = acc[kMetricDiscRecall] / n;
   m.replaced_fraction = acc[kMetricReplaced] / n;
   m.total_loss = acc[kMetricTotalLoss] / n;
+  m.mlm_loss = acc[kMetricMlmLoss] / n;
+  m.mlm_accuracy = acc[kMetricMlmAccuracy] / n;
   m.masked = acc[kMetricMasked];  // totals over the micro-steps
   m.tokens = acc[kMetricTokens];
   return m;
@@ -164,6 +190,12 @@ StepMetrics step_metrics(const std::vector<double>& acc) {
 
 const Tensor& ElectraPretrainer::labels() const {
   return parts_->labels;
+}
+
+void ElectraPretrainer::set_mask_prob(float p) {
+  ELECTRA_CHECK(p > 0 && p <= options_.mask_prob, "set_mask_prob: ", p, " outside (0, ",
+                options_.mask_prob, "]");
+  mask_prob_ = p;
 }
 
 void ElectraPretrainer::init_weights(Context& ctx, uint64_t seed) {
@@ -182,6 +214,7 @@ void ElectraPretrainer::set_step(Context& ctx, uint32_t micro_step, float loss_s
   StepScalars s;
   s.micro_step = micro_step;
   s.loss_scale = loss_scale;
+  s.mask_prob = mask_prob_;
   std::vector<int32_t> words(kStepScalarWords);
   std::memcpy(words.data(), &s, sizeof(s));
   upload_to(ctx, parts_->scalars, words);
@@ -226,7 +259,7 @@ void ElectraPretrainer::stage_batch(const HostBatch& batch, int32_t* planes) con
       candidates += real && id != tok.cls && id != tok.sep;
     }
     // The masking op's k for this sequence (kernels/masking.h).
-    const int k = std::max(1, masking_target_count(options_.mask_prob, non_pad));
+    const int k = std::max(1, masking_target_count(mask_prob_, non_pad));
     masked_slots += static_cast<double>(std::min<int64_t>({slots_, candidates, k}));
     tokens += non_pad;
   }
@@ -242,8 +275,10 @@ Corruption ElectraPretrainer::corrupt(Context& ctx) {
   masking.cls_id = options_.tokens.cls;
   masking.sep_id = options_.tokens.sep;
   masking.mask_id = options_.tokens.mask;
-  masking.mask_prob = options_.mask_prob;
+  masking.mask_prob = DeviceScalar<float>::in(mask_prob_at(p.scalars));
   masking.mask_token_prob = options_.mask_token_prob;
+  masking.random_token_prob = options_.random_token_prob;
+  masking.vocab_size = config_.discriminator.vocab_size;
   masking.stream = rng(ctx, RngPurpose::kMasking);
   mask_tokens(ctx, p.ids, masking, p.generator_ids, p.positions, p.original, p.mlm_weights);
   Corruption c;
@@ -257,20 +292,20 @@ Corruption ElectraPretrainer::corrupt(Context& ctx) {
 const Tensor& ElectraPretrainer::generator_forward(Context& ctx, const Corruption& c,
                                                    const Pass& pass) {
   Parts& p = *parts_;
-  p.generator.forward(ctx, pass, c.generator_ids, p.segment_ids, p.mask, c.positions);
-  return p.generator.logits();
+  p.generator->forward(ctx, pass, c.generator_ids, p.segment_ids, p.mask, c.positions);
+  return p.generator->logits();
 }
 
 Tensor ElectraPretrainer::generator_loss(Context& ctx, const Corruption& c) {
   Parts& p = *parts_;
   const int64_t bn = options_.batch * slots_;
-  loss_normalisers(ctx, c.weights.reshape({bn}), p.token_weights, options_.disc_weight, p.scalars);
+  normalise(ctx, c);
   SoftmaxXentParams xent;
   xent.vocab = config_.discriminator.vocab_size;
   xent.temperature = options_.temperature;
   xent.scale = DeviceScalar<float>::in(gen_scale_at(p.scalars));
   xent.stream = rng(ctx, RngPurpose::kGumbel);
-  softmax_xent(ctx, p.generator.logits(), c.original.reshape({bn}), c.weights.reshape({bn}), xent,
+  softmax_xent(ctx, p.generator->logits(), c.original.reshape({bn}), c.weights.reshape({bn}), xent,
                p.gen_loss, p.samples, p.argmax);
   return c.samples.data != nullptr ? c.samples : p.samples;
 }
@@ -278,18 +313,53 @@ Tensor ElectraPretrainer::generator_loss(Context& ctx, const Corruption& c) {
 Tensor ElectraPretrainer::discriminator_forward(Context& ctx, const Corruption& c,
                                                 const Tensor& samples, const Pass& pass) {
   Parts& p = *parts_;
-  replace_tokens(ctx, p.ids, c.positions, c.weights, samples, p.disc_ids, p.labels);
-  p.discriminator.forward(ctx, pass, p.disc_ids, p.segment_ids, p.mask);
-  return p.discriminator.logits().reshape({options_.batch * options_.seq_len});
+  // Without a generator (mlm) the model reads the masking op's output directly.
+  const Tensor* ids = &c.generator_ids;
+  if (p.wiring.generator) {
+    replace_tokens(ctx, p.ids, c.positions, c.weights, samples, p.disc_ids, p.labels);
+    ids = &p.disc_ids;
+  }
+  p.discriminator->forward(ctx, pass, *ids, p.segment_ids, p.mask,
+                           p.wiring.all_tokens ? p.all_positions : c.positions);
+  if (!p.wiring.binary_head) return Tensor{};
+  return p.discriminator->logits().reshape({options_.batch * options_.seq_len});
 }
 
-void ElectraPretrainer::discriminator_loss(Context& ctx, const Corruption&) {
+void ElectraPretrainer::discriminator_loss(Context& ctx, const Corruption& c) {
   Parts& p = *parts_;
   const int64_t bt = options_.batch * options_.seq_len;
-  const Tensor logits = p.discriminator.logits().reshape({bt});
+  const Tensor logits = p.discriminator->logits().reshape({bt});
+  // electra-15: the token weights are 1 at the masked positions only (scattered from the slot
+  // weights, an empty slot adding 0), and the mean is over the masked positions (normalise).
+  Tensor weights = p.token_weights;
+  if (p.wiring.masked_only) {
+    zero_tensor(ctx.stream(), p.masked_weights);
+    gather_backward(ctx, c.weights.reshape({options_.batch * slots_, 1}), c.positions,
+                    p.masked_weights);
+    weights = p.masked_weights.reshape({bt});
+  }
   const DeviceScalar<float> scale = DeviceScalar<float>::in(disc_scale_at(p.scalars));
-  disc_head(ctx, logits, p.labels.reshape({bt}), p.token_weights, scale, p.disc_loss, logits,
-            p.counts, p.disc_workspace);
+  disc_head(ctx, logits, p.labels.reshape({bt}), weights, scale, p.disc_loss, logits, p.counts,
+            p.disc_workspace);
+}
+
+void ElectraPretrainer::mlm_loss(Context& ctx, const Corruption& c) {
+  Parts& p = *parts_;
+  const int64_t bt = options_.batch * options_.seq_len, bn = options_.batch * slots_;
+  const bool all = p.wiring.all_tokens;
+  const Tensor labels = all ? p.ids.reshape({bt}) : c.original.reshape({bn});
+  const Tensor weights = all ? p.token_weights : c.weights.reshape({bn});
+  SoftmaxXentParams xent;
+  xent.vocab = config_.discriminator.vocab_size;
+  // A mean over the tokens (all-tokens-mlm) or over the masked slots.
+  xent.scale = DeviceScalar<float>::in(all ? token_scale_at(p.scalars) : gen_scale_at(p.scalars));
+  xent.stream = rng(ctx, RngPurpose::kGumbel);  // its samples are not used
+  const Tensor& logits = p.discriminator->mlm_logits();
+  softmax_xent(ctx, logits, labels, weights, xent, p.mlm_loss, p.mlm_samples, p.mlm_argmax);
+  if (all) {
+    copy_mlm(ctx, p.discriminator->logits().reshape({bt}), p.disc_ids.reshape({bt}), labels,
+             weights, xent.scale, p.mlm_loss, logits, p.mlm_argmax);
+  }
 }
 
 ForwardContext ElectraPretrainer::forward(Context& ctx, const Corruption& c, uint32_t micro_step,
@@ -307,14 +377,32 @@ ForwardContext ElectraPretrainer::forward(Context& ctx, const Corruption& c) {
   weights_.refresh_compute(ctx);
   ForwardContext saved;
   saved.pass = Pass{rng(ctx, RngPurpose::kDropout), true};
-  generator_forward(ctx, c, saved.pass);
-  saved.samples = generator_loss(ctx, c);
+  const ObjectiveWiring& w = parts_->wiring;
+  if (w.generator) {
+    generator_forward(ctx, c, saved.pass);
+    saved.samples = generator_loss(ctx, c);
+  } else {
+    normalise(ctx, c);
+  }
   discriminator_forward(ctx, c, saved.samples, saved.pass);
-  discriminator_loss(ctx, c);
+  // The binary head is trained with the BCE unless it is the copy head (all-tokens-mlm, whose
+  // gradient mlm_loss writes); without the BCE its counts stay 0 (no discriminator metrics).
+  if (w.binary_head && !w.all_tokens) {
+    discriminator_loss(ctx, c);
+  } else {
+    zero_tensor(ctx.stream(), parts_->counts);
+  }
+  if (w.mlm_head) mlm_loss(ctx, c);
   saved.labels = parts_->labels;
   last_corruption_ = c;
   last_forward_ = saved;
   return saved;
+}
+
+void ElectraPretrainer::normalise(Context& ctx, const Corruption& c) {
+  const Parts& p = *parts_;
+  loss_normalisers(ctx, c.weights.reshape({options_.batch * slots_}), p.token_weights,
+                   options_.disc_weight, p.wiring.masked_only, p.scalars);
 }
 
 void ElectraPretrainer::report_tables(Context& ctx, const GradientsReady& ready) const {
@@ -323,16 +411,28 @@ void ElectraPretrainer::report_tables(Context& ctx, const GradientsReady& ready)
 
 void ElectraPretrainer::backward(Context& ctx, const ForwardContext& saved,
                                  const GradientsReady& ready) {
-  parts_->discriminator.backward(ctx, saved.pass, ready);
-  parts_->generator.backward(ctx, saved.pass, ready);
+  parts_->discriminator->backward(ctx, saved.pass, ready);
+  if (parts_->generator) parts_->generator->backward(ctx, saved.pass, ready);
   report_tables(ctx, ready);
 }
 
 void ElectraPretrainer::accumulate_metrics(Context& ctx, const Corruption& c, const Tensor& acc) {
   const Parts& p = *parts_;
-  const int64_t bn = options_.batch * slots_;
-  accumulate_pretrain_metrics(ctx, p.gen_loss, p.argmax, c.original.reshape({bn}),
-                              c.weights.reshape({bn}), p.counts, options_.disc_weight, acc);
+  const int64_t bt = options_.batch * options_.seq_len, bn = options_.batch * slots_;
+  // Without a generator (mlm) its rows are empty: its loss and accuracy count 0.
+  const int64_t gen_rows = p.wiring.generator ? bn : 0;
+  accumulate_pretrain_metrics(ctx, p.gen_loss.rows(0, gen_rows), p.argmax.rows(0, gen_rows),
+                              c.original.reshape({bn}).rows(0, gen_rows),
+                              c.weights.reshape({bn}).rows(0, gen_rows), p.counts,
+                              options_.disc_weight, acc);
+  if (!p.wiring.mlm_head) return;
+  if (p.wiring.all_tokens) {
+    accumulate_mlm_metrics(ctx, p.mlm_loss, p.mlm_argmax, p.ids.reshape({bt}), p.token_weights,
+                           acc);
+  } else {
+    accumulate_mlm_metrics(ctx, p.mlm_loss, p.mlm_argmax, c.original.reshape({bn}),
+                           c.weights.reshape({bn}), acc);
+  }
 }
 
 void ElectraPretrainer::step(Context& ctx, const HostBatch& batch, uint32_t micro_step,

@@ -16,10 +16,16 @@
 //                                   embedding gradients); GradientsReady reports in order
 //   accumulate_metrics           -> the device metrics accumulator (kernels/train_metrics.h)
 //
-// Total loss = MLM + disc_weight * BCE. Every random draw is keyed by (seed, purpose, micro_step,
-// rank), so a step is reproducible on CPU and GPU and after a resume. No kernel of the pipeline
-// takes a per-step value from the host: the micro-step and the loss scales are read from the step
-// scalars in device memory, so the micro-step can be replayed from a CUDA graph.
+// Total loss = MLM + disc_weight * BCE. That is the `electra` objective; options.objective picks
+// another wiring of the same stages (models/objective.h, docs/OBJECTIVES.md): the binary loss
+// over the masked positions only (electra-15), no generator and an MLM head on the
+// discriminator-sized encoder (mlm), or that head fed with the generator's samples
+// (replace-mlm) or predicting every token with the copy mechanism (all-tokens-mlm); the stages
+// below then run where the objective has them, and mlm_loss() adds the kept model's MLM loss.
+// Every random draw is keyed by (seed, purpose, micro_step, rank), so a step is reproducible on
+// CPU and GPU and after a resume. No kernel of the pipeline takes a per-step value from the host:
+// the micro-step, the masking rate and the loss scales are read from the step scalars in device
+// memory, so the micro-step can be replayed from a CUDA graph.
 //
 // Gradients ready (data-parallel training, models/grad_sync.h): parameters are declared shared
 // tables, generator (projection, layers, head), discriminator (projection, layers, head). The
@@ -35,6 +41,7 @@
 
 #include "models/discriminator.h"
 #include "models/generator.h"
+#include "models/objective.h"
 #include "models/pass.h"
 
 namespace electra {
@@ -50,9 +57,11 @@ struct PretrainOptions {
   int64_t batch = 128;  // sequences per micro-batch
   int64_t seq_len = 128;
   float mask_prob = 0.15f;
-  float mask_token_prob = 0.85f;  // a chosen position becomes [MASK], else keeps its token
-  float temperature = 1.0f;       // of the Gumbel-max sampling
-  float disc_weight = 50.0f;      // lambda
+  float mask_token_prob = 0.85f;   // a chosen position becomes [MASK], else keeps its token
+  float random_token_prob = 0.0f;  // ... or a random token (BERT's 0.1; kernels/masking.h)
+  Objective objective = Objective::kElectra;
+  float temperature = 1.0f;   // of the Gumbel-max sampling
+  float disc_weight = 50.0f;  // lambda
   SpecialTokens tokens;
   // The generator's logits GEMM runs over the vocabulary padded to a multiple of this (zero
   // padding rows in the word table and the output bias, masked out of the softmax); 1 turns the
@@ -92,7 +101,9 @@ struct StepMetrics {
   double disc_precision = 0;  // of the "replaced" prediction
   double disc_recall = 0;
   double replaced_fraction = 0;  // non-pad tokens whose sample differs from the original
-  double total_loss = 0;         // gen_loss + disc_weight * disc_loss
+  double mlm_loss = 0;           // the discriminator-sized model's MLM loss (the MLM objectives)
+  double mlm_accuracy = 0;       // its prediction == original, over the same positions
+  double total_loss = 0;         // gen_loss + disc_weight * disc_loss + mlm_loss
   double masked = 0;             // masked slots in the batch
   double tokens = 0;             // non-pad tokens in the batch
 };
@@ -145,13 +156,18 @@ class ElectraPretrainer {
   void stage_batch(const HostBatch& batch, int32_t* planes) const;
 
   // --- The step scalars (kernels/step_scalars.h): the micro-step that keys every random draw,
-  // the loss scale and the loss normalisers, in device memory; the pipeline's kernels read them
-  // there. The Trainer advances the micro-step with next_micro_step; set_step uploads a
-  // micro-step and a loss scale (setup, tests and tools; the constructor sets 0 and 1).
+  // the masking rate, the loss scale and the loss normalisers, in device memory; the pipeline's
+  // kernels read them there. The Trainer advances the micro-step (and the rate of a masking-rate
+  // schedule) with next_micro_step; set_step uploads a micro-step, a loss scale and mask_prob()
+  // (setup, tests and tools; the constructor sets 0, 1 and options().mask_prob).
   const Tensor& step_scalars() const;
   void set_step(Context& ctx, uint32_t micro_step, float loss_scale);
   // ctx's stream for `purpose` whose step is the block's micro-step.
   RngStream rng(Context& ctx, RngPurpose purpose) const;
+  // The masking rate set_step uploads (tests and tools). At most options().mask_prob, which
+  // sizes the masked slots.
+  void set_mask_prob(float p);
+  float mask_prob() const { return mask_prob_; }
 
   // --- The pipeline (see the top of this file); the block's loss_scale multiplies the gradients
   // (1 / accumulation steps when accumulating); the metrics stay unscaled.
@@ -165,14 +181,17 @@ class ElectraPretrainer {
   void accumulate_metrics(Context& ctx, const Corruption& corruption, const Tensor& acc);
 
   // The forward's stages, in order (forward() runs them; tests read the logits in between, before
-  // the losses overwrite them with their gradients). generator_loss first computes both loss
-  // normalisers of the micro-batch into the step scalars (loss_normalisers), which
-  // discriminator_loss reads too.
+  // the losses overwrite them with their gradients). generator_loss (forward() itself without a
+  // generator: mlm) first computes the loss normalisers of the micro-batch into the step scalars
+  // (normalise), which the later losses read too.
   const Tensor& generator_forward(Context& ctx, const Corruption& corruption, const Pass& pass);
   Tensor generator_loss(Context& ctx, const Corruption& corruption);
   Tensor discriminator_forward(Context& ctx, const Corruption& corruption, const Tensor& samples,
                                const Pass& pass);
   void discriminator_loss(Context& ctx, const Corruption& corruption);
+  // The MLM objectives: the discriminator-sized model's MLM loss (at the masked positions, or at
+  // every token with the copy mechanism), dlogits in place.
+  void mlm_loss(Context& ctx, const Corruption& corruption);
   const Tensor& labels() const;
 
   // --- Conveniences for tests and tools (each synchronises).
@@ -191,10 +210,13 @@ class ElectraPretrainer {
 
  private:
   void report_tables(Context& ctx, const GradientsReady& ready) const;
+  // loss_normalisers of the corruption's slot weights and the token weights into the block.
+  void normalise(Context& ctx, const Corruption& corruption);
 
   ElectraConfig config_;
   PretrainOptions options_;
   int64_t slots_ = 0;
+  float mask_prob_ = 0;
   ModelWeights weights_;
   Arena params_;
   Arena grads_;

@@ -9,21 +9,24 @@
 #include "models/host_transfer.h"
 
 namespace electra {
-namespace {
 
 PretrainOptions pretrain_options(const apps::PretrainConfig& config, const SpecialTokens& tokens) {
   PretrainOptions o;
   o.batch = config.train.micro_batch_size;
   o.seq_len = config.train.seq_len;
-  o.mask_prob = static_cast<float>(config.masking.mask_prob);
+  // The slots are sized for the largest rate; update() sets each update's (a schedule).
+  o.mask_prob = static_cast<float>(config.masking.max_mask_prob());
   o.mask_token_prob = static_cast<float>(config.masking.mask_token_prob);
+  o.objective = config.objective;
+  if (objective_wiring(config.objective).bert_corruption) {  // BERT: 80% [MASK], 10% random
+    o.mask_token_prob = 0.8f;
+    o.random_token_prob = 0.1f;
+  }
   o.temperature = static_cast<float>(config.masking.temperature);
   o.disc_weight = static_cast<float>(config.train.disc_weight);
   o.tokens = tokens;
   return o;
 }
-
-}  // namespace
 
 Trainer::Trainer(Context& ctx, Communicator& comm, const apps::PretrainConfig& config,
                  const SpecialTokens& tokens, const data::ShardSet& shards)
@@ -127,7 +130,11 @@ void Trainer::optimizer_step() {
 void Trainer::micro_batch(const GradientsReady& ready) {
   // Micro-batch m of update s on rank r is micro-step s A + r a + m (the top of trainer.h),
   // computed on the device from the optimizer's update counter.
-  const MicroStepPlan plan{accumulation_, comm_.rank() * local_accumulation_, local_accumulation_};
+  MicroStepPlan plan{accumulation_, comm_.rank() * local_accumulation_, local_accumulation_};
+  // The update's masking rate, also from the update counter (masking.mask_prob_schedule).
+  plan.mask_prob = static_cast<float>(config_.masking.mask_prob);
+  plan.mask_prob_end = static_cast<float>(config_.masking.mask_prob_end);
+  plan.schedule_updates = config_.masking.linear_schedule ? config_.train.steps : 0;
   next_micro_step(ctx_, optimizer_.counter(), plan, model_.step_scalars());
   const Corruption corruption = model_.corrupt(ctx_);
   const ForwardContext saved = model_.forward(ctx_, corruption);

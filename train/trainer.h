@@ -57,6 +57,11 @@ struct UpdateReport {
   double lr = 0;         // the learning rate update `step` used
 };
 
+// The model's options for `config`: shapes, the objective and its corruption, the masked slots
+// sized for the run's largest mask rate (a schedule sets each update's, Trainer::update).
+PretrainOptions pretrain_options(const apps::PretrainConfig& config,
+                                 const SpecialTokens& tokens = {});
+
 class Trainer {
  public:
   // Plans the model and the optimizer for `config` (whose train section is resolved for

@@ -309,3 +309,33 @@ TEST_CASE("set_ranks splits the global batch over the ranks", "[pretrain_config]
   one.train.set_ranks(1);
   CHECK(one.train.local_accumulation(1) == 4);
 }
+
+TEST_CASE("objective and masking-rate schedule keys", "[pretrain_config]") {
+  const std::string small = config_path("small");
+  const PretrainConfig plain = read_pretrain_config(small, {});
+  CHECK(plain.objective == Objective::kElectra);
+  CHECK_FALSE(plain.masking.linear_schedule);
+  CHECK(plain.masking.mask_prob_at(500, 1000) == 0.15f);
+  const PretrainConfig mlm = read_pretrain_config(small, {"objective=mlm"});
+  CHECK(mlm.objective == Objective::kMlm);
+  CHECK(describe(mlm, "cpu", Precision::F32, false).find("BERT corruption") != std::string::npos);
+  CHECK_THROWS_WITH(read_pretrain_config(small, {"objective=bert"}),
+                    Catch::Contains("objective: 'bert' is not one of"));
+  const PretrainConfig linear = read_pretrain_config(
+      small,
+      {"masking.mask_prob_schedule=linear", "masking.mask_prob=0.3", "masking.mask_prob_end=0.15"});
+  CHECK(linear.masking.linear_schedule);
+  CHECK(linear.masking.max_mask_prob() == 0.3);
+  CHECK(linear.masking.mask_prob_at(0, 101) == 0.3f);
+  CHECK(linear.masking.mask_prob_at(50, 101) == Approx(0.225));
+  CHECK(linear.masking.mask_prob_at(100, 101) == Approx(0.15));
+  CHECK_THROWS_WITH(read_pretrain_config(small, {"masking.mask_prob_end=1"}),
+                    Catch::Contains("masking.mask_prob_end must be in (0, 1)"));
+  CHECK_THROWS_WITH(read_pretrain_config(small, {"masking.mask_prob_schedule=cosine"}),
+                    Catch::Contains("is not one of: constant, linear"));
+  // The default objective and schedule leave the hash of earlier runs unchanged; others change it.
+  CHECK(canonical_text(plain).find("objective") == std::string::npos);
+  CHECK(canonical_text(plain).find("mask_prob_end") == std::string::npos);
+  CHECK(config_hash(mlm) != config_hash(plain));
+  CHECK(config_hash(linear) != config_hash(read_pretrain_config(small, {"masking.mask_prob=0.3"})));
+}

@@ -14,11 +14,18 @@ TEST_CASE("masking on the GPU equals the CPU bit for bit", "[masking][gpu]") {
   Context cpu = Context::cpu();
   Arena arena("masking", Device::CUDA, 16 << 20);
   MaskingParams params;
-  const struct { int64_t b, t; } shapes[] = {{128, 128}, {8, 512}, {3, 40}};
+  // The last shape with BERT's corruption (random tokens, the mlm objective).
+  const struct {
+    int64_t b, t;
+    bool bert;
+  } shapes[] = {{128, 128, false}, {8, 512, false}, {3, 40, false}, {64, 128, true}};
   for (const auto& shape : shapes) {
     const int64_t b = shape.b, t = shape.t;
-    const int64_t n = max_predictions(params.mask_prob, static_cast<int>(t));
-    INFO("B " << b << " T " << t);
+    params.mask_token_prob = shape.bert ? 0.8f : 0.85f;
+    params.random_token_prob = shape.bert ? 0.1f : 0.0f;
+    params.vocab_size = 30522;
+    const int64_t n = max_predictions(params.mask_prob.value, static_cast<int>(t));
+    INFO("B " << b << " T " << t << (shape.bert ? " BERT" : ""));
     std::vector<int32_t> ids = test::random_ints(b * t, 100 + t, 1000, 30000);
     const std::vector<int32_t> lengths = test::random_ints(b, 200 + t, 2, static_cast<int>(t));
     for (int64_t s = 0; s < b; ++s) {

@@ -58,7 +58,7 @@ TEST_CASE("masking slot counts follow the official formulas", "[masking]") {
 TEST_CASE("masking invariants and the [MASK]/keep split", "[masking]") {
   const int64_t b = 64, t = 128;
   MaskingParams params;
-  const int64_t n = max_predictions(params.mask_prob, static_cast<int>(t));
+  const int64_t n = max_predictions(params.mask_prob.value, static_cast<int>(t));
   int64_t chosen = 0, masked = 0;
   for (uint32_t step = 0; step < 20; ++step) {
     std::vector<int32_t> ids(b * t);
@@ -119,7 +119,7 @@ TEST_CASE("masking invariants and the [MASK]/keep split", "[masking]") {
 TEST_CASE("masking chooses candidates uniformly", "[masking]") {
   const int64_t b = 64, t = 32;
   MaskingParams params;
-  const int64_t n = max_predictions(params.mask_prob, static_cast<int>(t));
+  const int64_t n = max_predictions(params.mask_prob.value, static_cast<int>(t));
   REQUIRE(n == 4);  // round(0.15 * 32) = 5 is capped by N = 4
   // [CLS] at 0, [SEP] at 16, no padding: 30 candidates.
   std::vector<int32_t> one = test::random_ints(t, 5, 1000, 30000);
@@ -169,4 +169,60 @@ TEST_CASE("masking a sequence without candidates or without slots masks nothing"
   // Without slots nothing is masked.
   const Masked none = run(ids, 2, 4, 0, params);
   CHECK(none.ids == ids);
+}
+
+// BERT's corruption (the mlm objective): of the chosen positions 80% [MASK], 10% a uniform random
+// token, 10% kept, each fraction within 5 binomial standard deviations over ~9,800 positions; the
+// random tokens cover the vocabulary (mean within 5 standard errors of (V - 1) / 2).
+TEST_CASE("BERT corruption: 80% [MASK], 10% random, 10% kept", "[masking]") {
+  Context ctx = Context::cpu();
+  const int64_t b = 128, t = 512, v = 30522;
+  MaskingParams params;
+  params.mask_token_prob = 0.8f;
+  params.random_token_prob = 0.1f;
+  params.vocab_size = v;
+  params.stream = RngStream{7, RngPurpose::kMasking, 3, 0};
+  const int64_t n = max_predictions(params.mask_prob.value, static_cast<int>(t));
+  std::vector<int32_t> ids = test::random_ints(b * t, 21, 1000, 30000);
+  for (int64_t s = 0; s < b; ++s) ids[s * t] = params.cls_id, ids[s * t + t - 1] = params.sep_id;
+  std::vector<int32_t> masked(b * t), positions(b * n), original(b * n);
+  std::vector<float> weights(b * n);
+  mask_tokens(ctx, Tensor::view_of(ids.data(), Device::CPU, {b, t}), params,
+              Tensor::view_of(masked.data(), Device::CPU, {b, t}),
+              Tensor::view_of(positions.data(), Device::CPU, {b, n}),
+              Tensor::view_of(original.data(), Device::CPU, {b, n}),
+              Tensor::view_of(weights.data(), Device::CPU, {b, n}));
+  double chosen = 0, mask = 0, random = 0, kept = 0, random_sum = 0, changed_elsewhere = 0;
+  std::vector<bool> is_chosen(b * t, false);
+  for (int64_t i = 0; i < b * n; ++i) {
+    if (weights[i] == 0) continue;
+    const int64_t at = (i / n) * t + positions[i];
+    is_chosen[at] = true;
+    ++chosen;
+    const int32_t out = masked[at];
+    // A random draw equal to the original or to [MASK] (probability 2 / V) counts as kept/[MASK].
+    if (out == params.mask_id) {
+      ++mask;
+    } else if (out == original[i]) {
+      ++kept;
+    } else {
+      ++random;
+      random_sum += out;
+      CHECK((out >= 0 && out < v));
+    }
+  }
+  for (int64_t i = 0; i < b * t; ++i) changed_elsewhere += !is_chosen[i] && masked[i] != ids[i];
+  CHECK(changed_elsewhere == 0);
+  REQUIRE(chosen > 9000);
+  auto within = [&](double count, double p) {
+    const double sd = std::sqrt(chosen * p * (1 - p));
+    INFO(count << " of " << chosen << " expected " << p * chosen << " +- " << sd);
+    CHECK(std::abs(count - p * chosen) <= 5 * sd);
+  };
+  within(mask, 0.8);
+  within(random, 0.1);
+  within(kept, 0.1);
+  const double mean = random_sum / random, sd_mean = v / std::sqrt(12.0 * random);
+  INFO("random token mean " << mean);
+  CHECK(std::abs(mean - (v - 1) / 2.0) <= 5 * sd_mean);
 }

@@ -17,7 +17,7 @@ TEST_CASE("replace_tokens on the GPU equals the CPU", "[replace][gpu]") {
   const int64_t b = 64, t = 128;
   MaskingParams params;
   params.stream = RngStream{5, RngPurpose::kMasking, 1, 0};
-  const int64_t n = max_predictions(params.mask_prob, static_cast<int>(t));
+  const int64_t n = max_predictions(params.mask_prob.value, static_cast<int>(t));
   std::vector<int32_t> ids = test::random_ints(b * t, 1, 1000, 1010);
   const std::vector<int32_t> lengths = test::random_ints(b, 2, 2, static_cast<int>(t));
   for (int64_t s = 0; s < b; ++s) {

@@ -48,10 +48,37 @@ TEST_CASE("loss_normalisers: loss_scale / masked slots and loss_scale x weight /
   step_scalars_of(block)->loss_scale = 1.0f / 3.0f;
   std::vector<float> slots{1, 1, 0, 1, 1, 1, 0}, tokens(37, 1.0f);
   tokens[5] = tokens[30] = 0;
-  loss_normalisers(ctx, view(slots), view(tokens), 50.0f, block);
+  loss_normalisers(ctx, view(slots), view(tokens), 50.0f, false, block);
   const float loss_scale = 1.0f / 3.0f;
   CHECK(step_scalars_of(block)->gen_scale == static_cast<float>(loss_scale / 5.0));
   CHECK(step_scalars_of(block)->disc_scale == static_cast<float>(loss_scale * 50.0f / 35.0));
+  CHECK(step_scalars_of(block)->token_scale == static_cast<float>(loss_scale / 35.0));
+  // electra-15: the BCE is a mean over the masked slots.
+  loss_normalisers(ctx, view(slots), view(tokens), 50.0f, true, block);
+  CHECK(step_scalars_of(block)->disc_scale == static_cast<float>(loss_scale * 50.0f / 5.0));
+}
+
+TEST_CASE("next_micro_step writes the update's masking rate: constant or a linear schedule",
+          "[step_scalars]") {
+  Context ctx = Context::cpu();
+  std::vector<int32_t> words(kStepScalarWords, 0), counter{0};
+  const Tensor block = Tensor::view_of(words.data(), Device::CPU, {kStepScalarWords});
+  const Tensor count = Tensor::view_of(counter.data(), Device::CPU, {1});
+  MicroStepPlan plan;
+  plan.mask_prob = 0.3f;
+  plan.mask_prob_end = 0.15f;
+  auto rate_at = [&](int32_t update) {
+    counter[0] = update;
+    next_micro_step(ctx, count, plan, block);
+    return step_scalars_of(block)->mask_prob;
+  };
+  CHECK(rate_at(0) == 0.3f);  // no schedule: mask_prob throughout
+  CHECK(rate_at(77) == 0.3f);
+  plan.schedule_updates = 101;
+  CHECK(rate_at(0) == 0.3f);
+  CHECK(rate_at(50) == Approx(0.225f));
+  CHECK(rate_at(100) == 0.15f);
+  CHECK(rate_at(500) == 0.15f);  // past the end (a run extended on resume): the end rate
 }
 
 TEST_CASE("masking, dropout and Gumbel sampling read the step from memory with the same bits",

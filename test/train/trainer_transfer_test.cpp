@@ -102,3 +102,40 @@ TEST_CASE("the guard reads a non-finite loss when the metrics are read; the upda
   CHECK_THROWS_WITH(trainer.save(nullptr), Catch::Contains("not finite"));
   CHECK_FALSE(fs::exists(run.dir / "run"));
 }
+
+// masking.mask_prob_schedule: linear (issue 19): the first update masks at mask_prob and the last
+// at mask_prob_end, exactly as constant-rate runs at those rates do on the same batches.
+TEST_CASE("a linear masking-rate schedule moves from mask_prob to mask_prob_end", "[trainer]") {
+  const TinyRun run("mask_schedule");
+  Context ctx = make_context();
+  std::unique_ptr<Communicator> comm = make_single_communicator();
+  const data::ShardSet shards({run.shard}, 0x97, 16);
+  // The masked slots of the first and the last update of a run of `config`.
+  auto masked = [&](const apps::PretrainConfig& config) {
+    Trainer trainer(ctx, *comm, config, kTokens, shards);
+    trainer.init_weights();
+    std::vector<double> out;
+    for (int64_t step = 1; step <= config.train.steps; ++step) {
+      trainer.update();
+      const double m = trainer.metrics().metrics.masked;
+      if (step == 1 || step == config.train.steps) out.push_back(m);
+    }
+    return out;
+  };
+  apps::PretrainConfig linear = run.config();
+  linear.masking.linear_schedule = true;
+  linear.masking.mask_prob = 0.5;
+  linear.masking.mask_prob_end = 0.0625;
+  CHECK(linear.masking.mask_prob_at(0, 10) == 0.5f);
+  CHECK(linear.masking.mask_prob_at(9, 10) == 0.0625f);
+  CHECK(linear.masking.mask_prob_at(3, 10) == Approx(0.5 - 0.4375 / 3));
+  apps::PretrainConfig high = run.config(), low = run.config();
+  high.masking.mask_prob = 0.5;
+  low.masking.mask_prob = 0.0625;
+  const std::vector<double> scheduled = masked(linear);
+  const std::vector<double> at_high = masked(high);
+  const std::vector<double> at_low = masked(low);
+  CHECK(scheduled[0] == at_high[0]);
+  CHECK(scheduled[1] == at_low[1]);
+  CHECK(scheduled[0] > 2 * scheduled[1]);
+}

@@ -1,0 +1,65 @@
+#include "models/mlm_head.h"
+
+#include "kernels/gather.h"
+#include "kernels/gelu.h"
+#include "kernels/layernorm.h"
+#include "kernels/matmul.h"
+
+namespace electra {
+
+MlmHead::MlmHead(ModelBuilder& builder, const std::string& prefix, const EncoderConfig& config,
+                 const EmbeddingTables& tables, int64_t rows)
+    : vocab_(config.vocab_size), tables_(&tables) {
+  const int64_t e = config.embedding_size, h = config.hidden;
+  span_.first = builder.declared();
+  reduce_ =
+      builder.activation(DType::F32, {std::max(layernorm_backward_workspace_floats(rows, e),
+                                               bias_gelu_backward_workspace_floats(rows, e))});
+  dense_ = Linear(builder, str_cat(prefix, "generator_predictions.dense."), h, e);
+  norm_ = LayerNorm(builder, str_cat(prefix, "generator_predictions.LayerNorm."), rows, e,
+                    config.layer_norm_eps, reduce_);
+  const int64_t padded_vocab = tables.word_padded.value.dim(0);
+  const std::string bias = str_cat(prefix, "generator_lm_head.bias");
+  builder.param(bias, {config.vocab_size}, ParamKind::kBias, padded_vocab);
+  output_bias_ = builder.padded(bias);
+  gathered_ = builder.activation({rows, h});
+  pre_ = builder.activation({rows, e});
+  act_ = builder.activation({rows, e});
+  normed_ = builder.activation({rows, e});
+  logits_ = builder.activation({rows, padded_vocab});
+  grad_normed_ = builder.activation({rows, e});
+  grad_act_ = builder.activation({rows, e});
+  grad_pre_ = builder.activation({rows, e});
+  grad_gathered_ = builder.activation({rows, h});
+  span_.end = builder.declared();
+}
+
+void MlmHead::forward(Context& ctx, const Tensor& hidden, const Tensor& positions) {
+  positions_ = positions;
+  gather_forward(ctx, hidden, positions, gathered_);
+  dense_.forward_no_bias(ctx, gathered_, pre_);
+  bias_gelu_forward(ctx, pre_, dense_.bias().value, act_);
+  norm_.forward(ctx, act_, normed_);
+  linear_forward(ctx, normed_, tables_->word_padded.compute, output_bias_.compute, logits_);
+}
+
+void MlmHead::backward(Context& ctx, const Tensor& grad_hidden) {
+  const Tensor& dz = logits_;
+  // The GEMMs over the vocabulary read only dz's V real columns (the padding columns are zero):
+  // their sums are exactly those of an unpadded run, and the word table's padding rows never get
+  // a gradient. The bias gradient's padding receives the padding columns' zeros.
+  const int64_t rows = dz.dim(0), padded = dz.dim(1);
+  const MatrixBatch dz_real{dz, 0, rows, vocab_, padded, rows * padded};
+  matmul_batched(ctx, dz_real, false, as_matrix(tables_->word.compute), false,
+                 as_matrix(grad_normed_), 1);
+  matmul_batched(ctx, dz_real, true, as_matrix(normed_), false, as_matrix(tables_->word.grad), 1, 1,
+                 1);
+  bias_grad(ctx, dz, output_bias_.grad);
+  norm_.backward(ctx, grad_normed_, act_, grad_act_);
+  bias_gelu_backward(ctx, grad_act_, pre_, dense_.bias().value, grad_pre_, dense_.bias().grad,
+                     reduce_);
+  dense_.backward_no_bias(ctx, gathered_, grad_pre_, grad_gathered_);
+  gather_backward(ctx, grad_gathered_, positions_, grad_hidden);
+}
+
+}  // namespace electra

@@ -1,0 +1,39 @@
+// The pre-training objectives of the paper's Table 5 (Clark et al. 2020, section 3.2), as
+// different wirings of the same layers and loss ops (docs/OBJECTIVES.md gives the formulas):
+//
+//   objective       generator   discriminator-sized model           loss
+//   electra         MLM         binary head on all tokens           MLM_G + lambda BCE(all tokens)
+//   electra-15      MLM         binary head, masked positions only  MLM_G + lambda BCE(masked)
+//   mlm             none        MLM head at the masked positions    MLM (BERT corruption)
+//   replace-mlm     MLM         MLM head at the masked positions    MLM_G + MLM (input: samples)
+//   all-tokens-mlm  MLM         MLM head + copy head on all tokens  MLM_G + copy-MLM (all tokens)
+//
+// "The" model, the one fine-tuning starts from, is always the discriminator-sized encoder: it is
+// stored under "discriminator/" and saved as the checkpoint's discriminator/ directory (an HF
+// ElectraForMaskedLM for the three MLM objectives, with its generator_predictions head).
+#pragma once
+
+#include <string>
+
+namespace electra {
+
+enum class Objective : uint8_t { kElectra, kElectra15, kMlm, kReplaceMlm, kAllTokensMlm };
+
+// Which parts an objective builds and runs.
+struct ObjectiveWiring {
+  bool generator = true;         // the small MLM generator that samples replacements
+  bool binary_head = true;       // discriminator_predictions (replaced-token logit; copy logit)
+  bool mlm_head = false;         // generator_predictions on the discriminator-sized encoder
+  bool masked_only = false;      // electra-15: the binary loss covers the masked positions only
+  bool all_tokens = false;       // all-tokens-mlm: the MLM head predicts every input token
+  bool bert_corruption = false;  // mlm: 80% [MASK], 10% random token, 10% kept
+};
+
+ObjectiveWiring objective_wiring(Objective objective);
+const char* objective_name(Objective objective);
+// "electra" | "electra-15" | "mlm" | "replace-mlm" | "all-tokens-mlm"; false for anything else.
+bool parse_objective(const std::string& name, Objective& out);
+// The accepted names, "electra|electra-15|...", for messages.
+const char* objective_names();
+
+}  // namespace electra
