@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "apps/run_device.h"
 #include "data/fnv.h"
 #include "models/flops.h"
 
@@ -143,6 +144,9 @@ PretrainConfig read_pretrain_config(const std::string& path,
                                 : TrainDevice::kAuto;
   t.precision = train.choice("precision", "bf16", {"bf16", "f32"}) == "f32" ? Precision::F32
                                                                             : Precision::BF16;
+  const int64_t threads = train.get<int64_t>("threads", t.threads);
+  t.threads = in_range(path, threads, threads >= 0 && threads <= kMaxCpuThreads, "train.threads",
+                       "in [0, 1024] (0: all cores)");
 
   try {
     c.optimizer = read_optimizer_config(root.section("optimizer"), root.section("schedule"), steps);

@@ -20,7 +20,7 @@ template <class T>
 using ExpChunk = Eigen::Array<T, kExpChunk, 1>;
 
 template <class T>
-void run(const Tensor& logits, const Tensor& labels, const Tensor& weights,
+void run(Context& ctx, const Tensor& logits, const Tensor& labels, const Tensor& weights,
          const SoftmaxXentParams& params, const Tensor& loss, const Tensor& sample,
          const Tensor& argmax) {
   const int64_t m = logits.dim(0), stride = logits.dim(1), v = params.vocab;
@@ -30,7 +30,8 @@ void run(const Tensor& logits, const Tensor& labels, const Tensor& weights,
   T* out_loss = loss.ptr<T>();
   int32_t* out_sample = sample.ptr<int32_t>();
   int32_t* out_argmax = argmax.ptr<int32_t>();
-  for (int64_t i = 0; i < m; ++i) {
+  // Rows are independent: one task each.
+  ctx.parallel_for(m, [&](int64_t i) {
     T* row = x + i * stride;
     // Sampling and argmax read the logits before they are overwritten by the gradient.
     const uint64_t first_noise = static_cast<uint64_t>(i * v);
@@ -75,7 +76,7 @@ void run(const Tensor& logits, const Tensor& labels, const Tensor& weights,
     if (wi == 0) {
       out_loss[i] = 0;
       for (int64_t j = 0; j < stride; ++j) row[j] = 0;
-      continue;
+      return;
     }
     ELECTRA_CHECK(y[i] >= 0 && y[i] < v, "softmax_xent: label ", y[i], " of row ", i,
                   " outside the vocabulary of ", v);
@@ -85,17 +86,17 @@ void run(const Tensor& logits, const Tensor& labels, const Tensor& weights,
     for (int64_t j = 0; j < v; ++j) row[j] *= coef;
     row[y[i]] -= wi * static_cast<T>(params.scale);
     for (int64_t j = v; j < stride; ++j) row[j] = 0;
-  }
+  });
 }
 
 }  // namespace
 
-void softmax_xent(Context&, const Tensor& logits, const Tensor& labels, const Tensor& weights,
+void softmax_xent(Context& ctx, const Tensor& logits, const Tensor& labels, const Tensor& weights,
                   const SoftmaxXentParams& params, const Tensor& loss, const Tensor& sample,
                   const Tensor& argmax) {
   dispatch_cpu_float(logits.dtype, "softmax_xent", [&](auto zero) {
     using T = decltype(zero);
-    run<T>(logits, labels, weights, params, loss, sample, argmax);
+    run<T>(ctx, logits, labels, weights, params, loss, sample, argmax);
   });
 }
 
