@@ -1,9 +1,9 @@
 // The CPU path gives the same bits at any thread count (issue 20): whole pre-training updates
 // (masking, both models forward and backward with dropout, gradient accumulation, clipping,
-// AdamW) and whole fine-tuning updates run at 1, 2 and 3 threads, and every parameter, every
-// optimizer moment and the metrics are compared bit for bit. The shapes are small but cut every
-// parallel kernel into several tasks (GEMM tiles, rows, (batch, head) blocks, column blocks of
-// the reductions, optimizer blocks).
+// AdamW or LAMB) and whole fine-tuning updates run at 1, 2 and 3 threads, and every parameter,
+// every optimizer moment and the metrics are compared bit for bit. The shapes are small but cut
+// every parallel kernel into several tasks (GEMM tiles, rows, (batch, head) blocks, column blocks
+// of the reductions, optimizer blocks).
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstring>
@@ -86,7 +86,7 @@ struct Run {
   ~Run() { fs::remove_all(dir); }
 
   // 2 micro-batches of 4 per update, clipping on.
-  apps::PretrainConfig config() const {
+  apps::PretrainConfig config(OptimizerKind kind) const {
     apps::PretrainConfig c;
     c.model = model_config();
     c.train.batch_size = 8;
@@ -99,6 +99,7 @@ struct Run {
     c.optimizer.schedule.warmup_steps = 1;
     c.optimizer.schedule.total_steps = c.train.steps;
     c.optimizer.max_grad_norm = 1.0;
+    c.optimizer.kind = kind;
     c.log_every = 3;
     c.checkpoint.dir = (dir / "run").string();
     c.train.set_ranks(1);
@@ -122,12 +123,12 @@ void check_same_bits(const Snapshot& a, const Snapshot& b, int threads) {
   CHECK(std::memcmp(a.metrics.data(), b.metrics.data(), a.metrics.size() * sizeof(double)) == 0);
 }
 
-Snapshot pretrain_updates(const Run& run, int threads) {
+Snapshot pretrain_updates(const Run& run, int threads, OptimizerKind kind) {
   Context ctx = Context::cpu(3, Precision::F32, threads);
   REQUIRE(ctx.threads() == threads);
   std::unique_ptr<Communicator> comm = make_single_communicator();
   const data::ShardSet shards({run.shard}, 0x300, kSeqLen);
-  Trainer trainer(ctx, *comm, run.config(), kTokens, shards);
+  Trainer trainer(ctx, *comm, run.config(kind), kTokens, shards);
   trainer.init_weights();
   Snapshot s;
   for (int update = 0; update < 3; ++update) trainer.update();
@@ -191,9 +192,12 @@ Snapshot finetune_updates(int threads) {
 
 TEST_CASE("pre-training updates are bit-identical at 1, 2 and 3 threads", "[threads]") {
   const Run run;
-  const Snapshot one = pretrain_updates(run, 1);
-  CHECK(std::isfinite(one.metrics[0]));
-  for (int threads : {2, 3}) check_same_bits(one, pretrain_updates(run, threads), threads);
+  for (OptimizerKind kind : {OptimizerKind::kAdamW, OptimizerKind::kLamb}) {
+    INFO((kind == OptimizerKind::kLamb ? "LAMB" : "AdamW"));
+    const Snapshot one = pretrain_updates(run, 1, kind);
+    CHECK(std::isfinite(one.metrics[0]));
+    for (int threads : {2, 3}) check_same_bits(one, pretrain_updates(run, threads, kind), threads);
+  }
 }
 
 TEST_CASE("fine-tuning updates are bit-identical at 1, 2 and 3 threads", "[threads]") {
