@@ -6,6 +6,7 @@
 # Prints the date, the CPU, the load average before and after (a loaded machine gives noisy
 # figures: run it on a quiet one for bench/RESULTS.md), every RESULT line, then a table.
 # Usage: bench/cpu_step.sh [BUILD_DIR (default build/cpu)]
+#        (MODELS="tiny" bench/cpu_step.sh: only those models, for a quick check of the script)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${1:-$root/build/cpu}"
@@ -20,9 +21,9 @@ echo "date: $(date -u '+%Y-%m-%d %H:%M UTC')"
 echo "cpu: $(lscpu | sed -n 's/^Model name: *//p') ($all cores available to this process," \
   "$(nproc --all) online)"
 echo "memory: $(free -g | awk '/^Mem:/ {print $2 " GiB"}')"
-echo "command: bench/cpu_step.sh $*"
+echo "command: ${MODELS:+MODELS=\"$MODELS\" }bench/cpu_step.sh $*"
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
-for model in tiny small; do
+for model in ${MODELS:-tiny small}; do
   for threads in $thread_counts; do
     "$build/bench/train_step" --model "$model" --batch 8 --seq-len 128 --threads "$threads" |
       tee -a "$results"
