@@ -4,6 +4,8 @@
 // every optimizer moment and the metrics are compared bit for bit. The shapes are small but cut
 // every parallel kernel into several tasks (GEMM tiles, rows, (batch, head) blocks, column blocks
 // of the reductions, optimizer blocks).
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstring>
@@ -64,7 +66,9 @@ struct Run {
   fs::path dir;
   std::string shard;
 
-  Run() : dir(fs::temp_directory_path() / "electra_thread_determinism_test") {
+  Run()
+      : dir(fs::temp_directory_path() /
+            ("electra_thread_determinism_test_" + std::to_string(::getpid()))) {
     fs::remove_all(dir);
     fs::create_directories(dir);
     shard = (dir / "data.bin").string();
