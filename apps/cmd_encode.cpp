@@ -16,6 +16,7 @@ constexpr const char* kUsage =
     "usage: electra encode --checkpoint DIR --input FILE [--output FILE.jsonl|FILE.npy]\n"
     "                      [--layer -1] [--pool cls|mean] [--tokens] [--vocab vocab.txt]\n"
     "                      [--batch-size 32] [--max-seq-len N] [--device auto|cpu|cuda]\n"
+    "                      [--threads N (CPU threads; 0, the default: all cores)]\n"
     "  hidden states of the discriminator for each line of FILE ([CLS] line [SEP], truncated to\n"
     "  --max-seq-len, default min(512, the model's max_position_embeddings))\n"
     "  --checkpoint  a pre-training checkpoint or run directory, an HF ELECTRA directory or a\n"

@@ -14,6 +14,7 @@
 #include "apps/default_config.h"
 #include "apps/finetune_glue.h"
 #include "apps/finetune_squad.h"
+#include "apps/run_device.h"
 
 #include <nlohmann/json.hpp>
 
@@ -25,6 +26,7 @@ constexpr const char* kFinetuneUsage =
     "usage: electra finetune --task NAME --data-dir DIR --init CHECKPOINT [--config FILE]\n"
     "                        [--seeds N] [--set section.key=value]... [--output DIR]\n"
     "                        [--vocab vocab.txt] [--max-train N] [--max-eval N] [--from-scratch]\n"
+    "                        [--threads N]\n"
     "  --task       a GLUE task: cola, sst-2, mrpc, sts-b, qqp, mnli, qnli, rte, wnli; or\n"
     "               squad1.1, squad2.0\n"
     "  --data-dir   the task's directory (train.tsv, dev.tsv, test.tsv; SQuAD: train-v1.1.json,\n"
@@ -40,12 +42,13 @@ constexpr const char* kFinetuneUsage =
     "  --vocab      the vocabulary (default: vocab.txt of the --init directory)\n"
     "  --max-train, --max-eval   use only the first N examples (quick runs)\n"
     "  --from-scratch  take only the sizes from --init and start from random weights (the\n"
-    "               baseline that shows what pre-training brings)\n";
+    "               baseline that shows what pre-training brings)\n"
+    "  --threads    CPU threads (overrides finetune.threads; 0: all cores this process may use)\n";
 
 constexpr const char* kEvalUsage =
     "usage: electra eval --task NAME --data-dir DIR --checkpoint DIR [--config FILE]\n"
     "                    [--set section.key=value]... [--vocab vocab.txt] [--max-eval N]\n"
-    "                    [--output FILE]\n"
+    "                    [--output FILE] [--threads N]\n"
     "  scores a fine-tuned checkpoint (the best/ directory of `electra finetune`) on the dev\n"
     "  split(s) of the task and prints the task's metrics (SQuAD: EM/F1 on dev-v*.json).\n"
     "  The sequence lengths are the checkpoint's (finetune.json) unless --set gives them.\n"
@@ -57,6 +60,7 @@ constexpr const char* kEvalUsage =
 constexpr const char* kPredictUsage =
     "usage: electra predict --task NAME --data-dir DIR --checkpoint DIR --output DIR\n"
     "                       [--config FILE] [--set section.key=value]... [--vocab vocab.txt]\n"
+    "                       [--threads N]\n"
     "  writes the GLUE submission file(s) of the task's test split(s) (<Task>.tsv, MNLI-m.tsv /\n"
     "  MNLI-mm.tsv) into --output, and beside each <Task>.probabilities.tsv: every example's\n"
     "  prediction with the class probabilities (STS-B: the unclipped score, full precision);\n"
@@ -96,6 +100,7 @@ struct CommonArgs {
   std::string task, data_dir, config, vocab;
   std::vector<std::string> overrides;
   uint64_t max_eval = 0;
+  std::optional<int64_t> threads;  // --threads: replaces finetune.threads
 };
 
 ArgParser& add_common(ArgParser& parser, CommonArgs& a) {
@@ -104,7 +109,8 @@ ArgParser& add_common(ArgParser& parser, CommonArgs& a) {
       .value("--config", [&](const std::string& v) { a.config = v; })
       .value("--set", [&](const std::string& v) { a.overrides.push_back(v); })
       .value("--vocab", [&](const std::string& v) { a.vocab = v; })
-      .count("--max-eval", [&](uint64_t n) { a.max_eval = n; });
+      .count("--max-eval", [&](uint64_t n) { a.max_eval = n; })
+      .count("--threads", [&](uint64_t n) { a.threads = checked_thread_count("--threads", n); });
 }
 
 // The settings of task `key` (lower-case) from --config or the task family's default file
@@ -117,7 +123,9 @@ FinetuneSettings settings_for(const CommonArgs& a, const std::string& key, bool 
                  found.path.c_str(), found.found.c_str());
     path = found.path;
   }
-  return read_finetune_config(path, a.overrides, task_keys()).for_task(key);
+  FinetuneSettings settings = read_finetune_config(path, a.overrides, task_keys()).for_task(key);
+  if (a.threads) settings.threads = *a.threads;
+  return settings;
 }
 
 // eval and predict run a fine-tuned checkpoint with the sequence lengths it was trained with

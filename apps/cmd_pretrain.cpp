@@ -46,7 +46,7 @@ namespace fs = std::filesystem;
 constexpr const char* kUsage =
     "usage: electra pretrain --config FILE [--set section.key=value]... [--resume DIR]\n"
     "                        [--init DIR [--init-generator GEN_DIR]] [--stop-after N]\n"
-    "                        [--dry-run [--gpu-memory GIB]]\n"
+    "                        [--dry-run [--gpu-memory GIB]] [--threads N]\n"
     "  --config      YAML run configuration (configs/electra-{tiny,small,base,large}.yaml)\n"
     "  --set         override one key of the config (repeatable), e.g. --set train.steps=1000\n"
     "  --resume      continue from a checkpoint directory, or from the newest checkpoint of a\n"
@@ -65,6 +65,9 @@ constexpr const char* kUsage =
     "                they fit the device's free memory, and exit (no data is read; planning for\n"
     "                train.device: cuda works without a GPU)\n"
     "  --gpu-memory  with --dry-run and no GPU here: the GPU memory (GiB) to compare with\n"
+    "  --threads     CPU threads (overrides train.threads; 0: all cores this process may use;\n"
+    "                the results are bit-identical at any count, so a run may resume with "
+    "another)\n"
     "Runs on the GPU when one is present and the binary was built with CUDA (train.device:\n"
     "auto), else on the CPU. Progress every logging.every updates; metrics.jsonl, checkpoints\n"
     "and metrics.png go to checkpoint.dir. Ctrl-C (SIGINT) or SIGTERM saves a checkpoint and\n"
@@ -174,8 +177,9 @@ int pretrain(PretrainConfig config, std::unique_ptr<Communicator>& comm, const s
   const int64_t local_accumulation = train.local_accumulation(ranks);
 
   // Device: one GPU per rank, the rank's index among the ranks of its node.
-  RunDevice run_device = open_device(train_device_name(train.device), train.precision, train.seed,
-                                     "train.device", comm->local_rank(), comm->local_size());
+  RunDevice run_device =
+      open_device(train_device_name(train.device), train.precision, train.seed, "train.device",
+                  comm->local_rank(), comm->local_size(), train.threads);
   Context& ctx = run_device.ctx;
   const bool on_gpu = run_device.gpu;
   const int gpu = on_gpu ? comm->local_rank() : -1;
@@ -404,6 +408,7 @@ int cmd_pretrain(const std::vector<std::string>& args) {
   std::string config_path, resume, init, init_generator;
   std::vector<std::string> overrides;
   uint64_t stop_after = 0;
+  std::optional<int64_t> threads;
   bool plan_only = false;
   double gpu_memory_gib = 0;
   ArgParser parser("pretrain", kUsage);
@@ -413,6 +418,7 @@ int cmd_pretrain(const std::vector<std::string>& args) {
       .value("--init", [&](const std::string& v) { init = v; })
       .value("--init-generator", [&](const std::string& v) { init_generator = v; })
       .count("--stop-after", [&](uint64_t n) { stop_after = n; })
+      .count("--threads", [&](uint64_t n) { threads = checked_thread_count("--threads", n); })
       .switch_flag("--dry-run", [&]() { plan_only = true; })
       .value("--gpu-memory", [&](const std::string& v) {
         char* end = nullptr;
@@ -423,6 +429,7 @@ int cmd_pretrain(const std::vector<std::string>& args) {
   if (!parser.parse(args)) return 0;
   parser.require(!config_path.empty(), "--config");
   PretrainConfig config = read_pretrain_config(config_path, overrides);
+  if (threads) config.train.threads = *threads;
   std::unique_ptr<Communicator> comm = make_process_communicator();
   auto run = [&]() {
     const std::optional<InitSource> source = resolve_start(config, init, init_generator, resume);

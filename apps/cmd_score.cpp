@@ -15,7 +15,7 @@ namespace {
 constexpr const char* kUsage =
     "usage: electra score --checkpoint DIR --input FILE [--output FILE] [--format table|jsonl]\n"
     "                     [--vocab vocab.txt] [--batch-size 32] [--max-seq-len N]\n"
-    "                     [--device auto|cpu|cuda]\n"
+    "                     [--device auto|cpu|cuda] [--threads N (CPU threads; 0: all cores)]\n"
     "  for each line of FILE, its WordPiece tokens and the discriminator's probability that each\n"
     "  was replaced (what pre-training taught it); [CLS] and [SEP] are not shown\n"
     "  --checkpoint  a pre-training checkpoint or run directory, or an HF ElectraForPreTraining\n"

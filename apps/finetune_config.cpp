@@ -1,5 +1,6 @@
 #include "apps/finetune_config.h"
 
+#include "apps/run_device.h"
 #include "engine/yaml_config.h"
 
 namespace electra::apps {
@@ -57,6 +58,9 @@ FinetuneSettings read_settings(ConfigNode node, const FinetuneSettings& base,
   s.swap_augment = node.get<bool>("swap_augment", s.swap_augment);
   s.seed = node.get<uint64_t>("seed", s.seed);
   s.device = node.choice("device", s.device, {"auto", "cpu", "cuda"});
+  s.threads = node.get<int64_t>("threads", s.threads);
+  check(s.threads >= 0 && s.threads <= kMaxCpuThreads, file, prefix + "threads",
+        "in [0, 1024] (0: all cores)");
   s.precision =
       node.choice("precision", "bf16", {"bf16", "f32"}) == "f32" ? Precision::F32 : Precision::BF16;
   return s;

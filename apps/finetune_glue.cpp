@@ -206,7 +206,8 @@ struct CheckpointModel {
 
   CheckpointModel(const GlueTaskInfo& info, const std::string& dir, const data::Vocab& vocab,
                   const FinetuneSettings& settings)
-      : device(open_device(settings.device, settings.precision, 0, "finetune.device")),
+      : device(open_device(settings.device, settings.precision, 0, "finetune.device", 0, 1,
+                           settings.threads)),
         init(resolve_init(dir)),
         model(device.ctx, init.encoder, head_of_checkpoint(init.model_dir, info, settings),
               model_options(settings, vocab)) {
@@ -251,7 +252,8 @@ GlueRunResult run_glue(const GlueRunOptions& opts) {
     features.insert(features.end(), swapped.begin(), swapped.end());
   }
 
-  RunDevice device = open_device(s.device, s.precision, opts.seed, "finetune.device");
+  RunDevice device =
+      open_device(s.device, s.precision, opts.seed, "finetune.device", 0, 1, s.threads);
   Context& ctx = device.ctx;
   ElectraFinetuner model(ctx, opts.init.encoder, head_for(info, s),
                          model_options(s, opts.tokenizer->vocab));

@@ -258,7 +258,8 @@ SquadRunResult run_squad(const SquadRunOptions& opts) {
   const SquadSplit dev = load_split(dev_path, false, opts.max_eval_examples, wordpiece.get(), s);
   ELECTRA_USER_CHECK(!dev.examples.empty(), dev_path, ": no questions");
 
-  RunDevice device = open_device(s.device, s.precision, opts.seed, "finetune.device");
+  RunDevice device =
+      open_device(s.device, s.precision, opts.seed, "finetune.device", 0, 1, s.threads);
   Context& ctx = device.ctx;
   const int32_t pad = opts.tokenizer->vocab.pad_id();
   ElectraFinetuner model(ctx, opts.init.encoder, span_head(opts.v2, s.dropout),
@@ -336,7 +337,8 @@ SquadScores evaluate_squad_checkpoint(bool v2, const std::string& dev_json,
   ELECTRA_USER_CHECK(fs::is_regular_file(dev_json), dev_json, ": no such file");
   const FinetuneInit init = resolve_init(checkpoint_dir);
   const TaskHeadConfig head = head_of_checkpoint(init.model_dir, v2);
-  RunDevice device = open_device(settings.device, settings.precision, 0, "finetune.device");
+  RunDevice device = open_device(settings.device, settings.precision, 0, "finetune.device", 0, 1,
+                                 settings.threads);
   ElectraFinetuner model(device.ctx, init.encoder, head, model_options(settings, tokenizer.vocab));
   load_finetune_init(device.ctx, model, init.model_dir, true);
   SquadWordPiece wordpiece(tokenizer);

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "apps/run_device.h"
 #include "data/fnv.h"
 #include "kernels/step_scalars.h"
 #include "models/flops.h"
@@ -161,6 +162,9 @@ PretrainConfig read_pretrain_config(const std::string& path,
   t.precision = train.choice("precision", "bf16", {"bf16", "f32"}) == "f32" ? Precision::F32
                                                                             : Precision::BF16;
   t.cuda_graph = train.get<bool>("cuda_graph", t.cuda_graph);
+  const int64_t threads = train.get<int64_t>("threads", t.threads);
+  t.threads = in_range(path, threads, threads >= 0 && threads <= kMaxCpuThreads, "train.threads",
+                       "in [0, 1024] (0: all cores)");
 
   try {
     c.optimizer = read_optimizer_config(root.section("optimizer"), root.section("schedule"), steps);

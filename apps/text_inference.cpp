@@ -45,7 +45,8 @@ ArgParser& add_text_inference_args(ArgParser& parser, TextInferenceArgs& a) {
                a.device = v;
              })
       .count("--batch-size", [&](uint64_t n) { a.batch_size = n; })
-      .count("--max-seq-len", [&](uint64_t n) { a.max_seq_len = n; });
+      .count("--max-seq-len", [&](uint64_t n) { a.max_seq_len = n; })
+      .count("--threads", [&](uint64_t n) { a.threads = checked_thread_count("--threads", n); });
 }
 
 TextInference::TextInference(const std::string& command, const TextInferenceArgs& args,
@@ -53,7 +54,7 @@ TextInference::TextInference(const std::string& command, const TextInferenceArgs
     : command_(command),
       init_(checked_init(command, args)),
       tokenizer_(checkpoint_tokenizer(args.vocab, init_.model_dir)),
-      device_(open_device(args.device, Precision::F32, 0, "--device")),
+      device_(open_device(args.device, Precision::F32, 0, "--device", 0, 1, args.threads)),
       model_(device_.ctx, init_.encoder, static_cast<int64_t>(args.batch_size),
              sequence_length(args, init_.encoder), with_head) {
   ELECTRA_USER_CHECK(static_cast<int64_t>(tokenizer_.vocab.size()) == init_.encoder.vocab_size,

@@ -20,9 +20,11 @@ struct TextInferenceArgs {
   std::string device = "auto";
   uint64_t batch_size = 32;
   uint64_t max_seq_len = 0;  // 0: min(512, the model's max_position_embeddings)
+  int64_t threads = 0;       // CPU threads; 0: all cores this process may use
 };
 
-// Registers --checkpoint, --input, --output, --vocab, --device, --batch-size, --max-seq-len.
+// Registers --checkpoint, --input, --output, --vocab, --device, --batch-size, --max-seq-len,
+// --threads.
 ArgParser& add_text_inference_args(ArgParser& parser, TextInferenceArgs& a);
 
 // One input line, tokenised.

@@ -4,6 +4,7 @@
 // same run. On the GPU each update ends with a synchronisation (metrics are read back).
 // Usage: train_step --model tiny|small|base [--device cpu|cuda] [--precision f32|bf16]
 //                   [--batch 8] [--seq-len 128] [--warmup 2] [--repeats 7]
+//                   [--threads N (CPU threads; 0: all cores this process may use; default 1)]
 // Prints: RESULT impl=electra model=<m> device=<d> batch=<b> seq=<t> median_ms=<x> min_ms=<y>
 //         seq_per_s=<s> tflops=<official-convention FLOP rate>
 #include <algorithm>
@@ -24,7 +25,7 @@ using namespace electra;
 int main(int argc, char** argv) {
   std::string model = "tiny", device = "cpu", precision = "f32";
   int64_t batch = 8, seq_len = 128;
-  int warmup = 2, repeats = 7;
+  int warmup = 2, repeats = 7, threads = 1;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i], value = argv[i + 1];
     if (flag == "--model")
@@ -37,6 +38,12 @@ int main(int argc, char** argv) {
       warmup = std::atoi(value.c_str());
     else if (flag == "--repeats")
       repeats = std::atoi(value.c_str());
+    else if (flag == "--device")
+      device = value;
+    else if (flag == "--precision")
+      precision = value;
+    else if (flag == "--threads")
+      threads = std::atoi(value.c_str());
     else {
       std::fprintf(stderr, "train_step: unknown option %s\n", flag.c_str());
       return 2;
@@ -45,7 +52,8 @@ int main(int argc, char** argv) {
   try {
     const ElectraConfig config = electra_preset(model);
     const Precision p = precision == "bf16" ? Precision::BF16 : Precision::F32;
-    Context ctx = device == "cuda" ? Context::cuda(0, 1, p) : Context::cpu(1, Precision::F32);
+    Context ctx =
+        device == "cuda" ? Context::cuda(0, 1, p) : Context::cpu(1, Precision::F32, threads);
     PretrainOptions options;
     options.batch = batch;
     options.seq_len = seq_len;
@@ -89,10 +97,10 @@ int main(int argc, char** argv) {
     const double flops =
         step_flops(config, batch, seq_len, static_cast<double>(pretrainer.slots())).total();
     std::printf(
-        "RESULT impl=electra model=%s device=%s precision=%s batch=%lld seq=%lld "
+        "RESULT impl=electra model=%s device=%s precision=%s batch=%lld seq=%lld threads=%d "
         "median_ms=%.2f min_ms=%.2f seq_per_s=%.1f tflops=%.2f loss=%.4f\n",
         model.c_str(), device.c_str(), precision.c_str(), static_cast<long long>(batch),
-        static_cast<long long>(seq_len), median, ms.front(),
+        static_cast<long long>(seq_len), ctx.threads(), median, ms.front(),
         static_cast<double>(batch) / (median * 1e-3), flops / (median * 1e-3) / 1e12,
         pretrainer.metrics(ctx).total_loss);
   } catch (const std::exception& e) {

@@ -20,12 +20,21 @@ const char* precision_name(Precision precision) {
   return "?";
 }
 
-Context Context::cpu(uint64_t seed, Precision precision) {
+Context Context::cpu(uint64_t seed, Precision precision, int threads) {
   Context ctx;
   ctx.device_ = Device::CPU;
   ctx.seed_ = seed;
   ctx.precision_ = precision;
+  ctx.set_threads(threads);
   return ctx;
+}
+
+void Context::set_threads(int threads) {
+  ELECTRA_CHECK(threads >= 0, "Context::set_threads(", threads, ")");
+  if (device_ != Device::CPU) return;
+  const int n = threads == 0 ? available_cores() : threads;
+  pool_.reset();
+  if (n > 1) pool_ = std::make_unique<ThreadPool>(n);
 }
 
 Context Context::cuda(int index, uint64_t seed, Precision precision) {
@@ -72,6 +81,7 @@ Context& Context::operator=(Context&& other) noexcept {
     precision_ = other.precision_;
     seed_ = other.seed_;
     rank_ = other.rank_;
+    pool_ = std::move(other.pool_);
   }
   return *this;
 }

@@ -1,14 +1,18 @@
 // Context: what every op receives first. It carries the device, the CUDA stream, the cuBLASLt
-// handle and its workspace (CUDA only), the compute precision and the RNG key. A CUDA context owns
-// its stream, handle and workspace and releases them on destruction. (No cuDNN: no op uses it, and
+// handle and its workspace (CUDA only), the CPU path's thread pool (CPU only), the compute
+// precision and the RNG key. A CUDA context owns its stream, handle and workspace and releases
+// them on destruction. (No cuDNN: no op uses it, and
 // a hard dependency on libcudnn would break every binary on a machine where it is missing.)
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 
 #include "engine/device.h"
 #include "engine/philox.h"
+#include "engine/thread_pool.h"
 
 struct cublasLtContext;
 typedef struct cublasLtContext* cublasLtHandle_t;
@@ -27,8 +31,8 @@ constexpr size_t kCublasLtWorkspaceBytes = size_t{32} << 20;
 
 class Context {
  public:
-  // A CPU context.
-  static Context cpu(uint64_t seed = 0, Precision precision = Precision::F32);
+  // A CPU context whose ops run on `threads` threads (0: available_cores()).
+  static Context cpu(uint64_t seed = 0, Precision precision = Precision::F32, int threads = 1);
   // A context on CUDA device `index`: creates a stream, a cuBLASLt handle and its workspace. Throws
   // Error without CUDA or without that device.
   static Context cuda(int index = 0, uint64_t seed = 0, Precision precision = Precision::F32);
@@ -60,6 +64,29 @@ class Context {
     return RngStream{seed_, purpose, step, rank_};
   }
 
+  // The CPU threads the ops use (1 on a CUDA context: the pool is the CPU path's).
+  int threads() const { return pool_ ? pool_->threads() : 1; }
+  // Replaces the CPU thread pool by one of `threads` threads (0: available_cores()); a CUDA
+  // context ignores it. Not inside a training step: it starts threads.
+  void set_threads(int threads);
+
+  // Runs fn(i) for every i < tasks on the CPU threads (ThreadPool::parallel_for: the caller's
+  // partition must not depend on the thread count; each task writes its own outputs).
+  template <class F>
+  void parallel_for(int64_t tasks, F&& fn) const {
+    if (pool_) {
+      pool_->parallel_for(tasks, fn);
+    } else {
+      for (int64_t i = 0; i < tasks; ++i) fn(i);
+    }
+  }
+  // fn(begin, end) over [0, n) in consecutive ranges of `block` (the last may be shorter).
+  template <class F>
+  void parallel_ranges(int64_t n, int64_t block, F&& fn) const {
+    parallel_for((n + block - 1) / block,
+                 [&](int64_t task) { fn(task * block, std::min(n, (task + 1) * block)); });
+  }
+
   // Waits for all work queued on the stream (no-op on the CPU).
   void synchronize() const;
 
@@ -76,6 +103,7 @@ class Context {
   Precision precision_ = Precision::F32;
   uint64_t seed_ = 0;
   uint32_t rank_ = 0;
+  std::unique_ptr<ThreadPool> pool_;  // CPU contexts with more than one thread
 };
 
 }  // namespace electra

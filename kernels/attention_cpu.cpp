@@ -1,7 +1,7 @@
 // CPU reference of attention: the formulas of attention.h per (batch, head), with the four
 // products as Eigen matrix products on strided views of the packed qkv (so the reference stays a
 // few readable lines and runs at GEMM speed). scratch holds Pd (forward), then Pd, dPd and dS in
-// turn (backward).
+// turn (backward). The (batch, head) blocks are independent: one task each in the thread pool.
 #include <Eigen/Dense>
 #include <algorithm>
 #include <cmath>
@@ -48,95 +48,96 @@ void apply_dropout(T* m, const Dims& n, int64_t b, int64_t h, const AttentionArg
 }
 
 template <class T>
-void forward_typed(const Tensor& qkv_t, const Tensor& mask_t, const AttentionArgs& args,
-                   const Tensor& probs_t, const Tensor& scratch_t, const Tensor& out_t) {
+void forward_typed(Context& ctx, const Tensor& qkv_t, const Tensor& mask_t,
+                   const AttentionArgs& args, const Tensor& probs_t, const Tensor& scratch_t,
+                   const Tensor& out_t) {
   const Dims n = dims_of(qkv_t, args);
   const T* qkv = qkv_t.ptr<T>();
   const int32_t* mask = mask_t.ptr<int32_t>();
   const T scale = T(1) / std::sqrt(static_cast<T>(n.d));
-  for (int64_t b = 0; b < n.b; ++b) {
+  ctx.parallel_for(n.b * n.heads, [&](int64_t task) {
+    const int64_t b = task / n.heads, h = task % n.heads;
     const int32_t* real = mask + b * n.t;
-    for (int64_t h = 0; h < n.heads; ++h) {
-      T* p = probs_t.ptr<T>() + n.block(b, h);
-      Eigen::Map<Matrix<T>> probs(p, n.t, n.t);
-      probs.noalias() = scale * (part(qkv, n, b, h, 0) * part(qkv, n, b, h, 1).transpose());
-      for (int64_t i = 0; i < n.t; ++i) {  // softmax over the real keys of row i
-        T* row = p + i * n.t;
-        T max = -std::numeric_limits<T>::infinity();
-        for (int64_t j = 0; j < n.t; ++j) {
-          if (real[j] != 0) max = std::max(max, row[j]);
-        }
-        T sum = 0;
-        for (int64_t j = 0; j < n.t; ++j) {
-          row[j] = real[j] != 0 ? std::exp(row[j] - max) : T(0);
-          sum += row[j];
-        }
-        if (sum > 0) {
-          for (int64_t j = 0; j < n.t; ++j) row[j] /= sum;
-        }
+    T* p = probs_t.ptr<T>() + n.block(b, h);
+    Eigen::Map<Matrix<T>> probs(p, n.t, n.t);
+    probs.noalias() = scale * (part(qkv, n, b, h, 0) * part(qkv, n, b, h, 1).transpose());
+    for (int64_t i = 0; i < n.t; ++i) {  // softmax over the real keys of row i
+      T* row = p + i * n.t;
+      T max = -std::numeric_limits<T>::infinity();
+      for (int64_t j = 0; j < n.t; ++j) {
+        if (real[j] != 0) max = std::max(max, row[j]);
       }
-      T* pd = scratch_t.ptr<T>() + n.block(b, h);
-      std::copy(p, p + n.t * n.t, pd);
-      apply_dropout(pd, n, b, h, args);
-      View<T> out(out_t.ptr<T>() + b * n.t * n.h + h * n.d, n.t, n.d, Eigen::OuterStride<>(n.h));
-      out.noalias() = Eigen::Map<const Matrix<T>>(pd, n.t, n.t) * part(qkv, n, b, h, 2);
+      T sum = 0;
+      for (int64_t j = 0; j < n.t; ++j) {
+        row[j] = real[j] != 0 ? std::exp(row[j] - max) : T(0);
+        sum += row[j];
+      }
+      if (sum > 0) {
+        for (int64_t j = 0; j < n.t; ++j) row[j] /= sum;
+      }
     }
-  }
+    T* pd = scratch_t.ptr<T>() + n.block(b, h);
+    std::copy(p, p + n.t * n.t, pd);
+    apply_dropout(pd, n, b, h, args);
+    View<T> out(out_t.ptr<T>() + b * n.t * n.h + h * n.d, n.t, n.d, Eigen::OuterStride<>(n.h));
+    out.noalias() = Eigen::Map<const Matrix<T>>(pd, n.t, n.t) * part(qkv, n, b, h, 2);
+  });
 }
 
 template <class T>
-void backward_typed(const Tensor& qkv_t, const AttentionArgs& args, const Tensor& probs_t,
-                    const Tensor& dout_t, const Tensor& scratch_t, const Tensor& dqkv_t) {
+void backward_typed(Context& ctx, const Tensor& qkv_t, const AttentionArgs& args,
+                    const Tensor& probs_t, const Tensor& dout_t, const Tensor& scratch_t,
+                    const Tensor& dqkv_t) {
   const Dims n = dims_of(qkv_t, args);
   const T* qkv = qkv_t.ptr<T>();
   T* dqkv = dqkv_t.ptr<T>();
   const T scale = T(1) / std::sqrt(static_cast<T>(n.d));
-  for (int64_t b = 0; b < n.b; ++b) {
-    for (int64_t h = 0; h < n.heads; ++h) {
-      const T* p = probs_t.ptr<T>() + n.block(b, h);
-      T* s = scratch_t.ptr<T>() + n.block(b, h);
-      Eigen::Map<Matrix<T>> work(s, n.t, n.t);
-      const ConstView<T> dout(dout_t.ptr<T>() + b * n.t * n.h + h * n.d, n.t, n.d,
-                              Eigen::OuterStride<>(n.h));
-      auto dpart = [&](int part) {
-        return View<T>(dqkv + b * n.t * n.ld() + part * n.h + h * n.d, n.t, n.d,
-                       Eigen::OuterStride<>(n.ld()));
-      };
-      // dV = Pd^T dout
-      std::copy(p, p + n.t * n.t, s);
-      apply_dropout(s, n, b, h, args);
-      dpart(2).noalias() = work.transpose() * dout;
-      // dP = (dout V^T) * keep / (1 - p);  dS_ij = P_ij (dP_ij - sum_k P_ik dP_ik)
-      work.noalias() = dout * part(qkv, n, b, h, 2).transpose();
-      apply_dropout(s, n, b, h, args);
-      for (int64_t i = 0; i < n.t; ++i) {
-        T* row = s + i * n.t;
-        const T* prow = p + i * n.t;
-        T rowsum = 0;
-        for (int64_t j = 0; j < n.t; ++j) rowsum += prow[j] * row[j];
-        for (int64_t j = 0; j < n.t; ++j) row[j] = prow[j] * (row[j] - rowsum);
-      }
-      // dQ = dS K / sqrt(d),  dK = dS^T Q / sqrt(d)
-      dpart(0).noalias() = scale * (work * part(qkv, n, b, h, 1));
-      dpart(1).noalias() = scale * (work.transpose() * part(qkv, n, b, h, 0));
+  ctx.parallel_for(n.b * n.heads, [&](int64_t task) {
+    const int64_t b = task / n.heads, h = task % n.heads;
+    const T* p = probs_t.ptr<T>() + n.block(b, h);
+    T* s = scratch_t.ptr<T>() + n.block(b, h);
+    Eigen::Map<Matrix<T>> work(s, n.t, n.t);
+    const ConstView<T> dout(dout_t.ptr<T>() + b * n.t * n.h + h * n.d, n.t, n.d,
+                            Eigen::OuterStride<>(n.h));
+    auto dpart = [&](int part) {
+      return View<T>(dqkv + b * n.t * n.ld() + part * n.h + h * n.d, n.t, n.d,
+                     Eigen::OuterStride<>(n.ld()));
+    };
+    // dV = Pd^T dout
+    std::copy(p, p + n.t * n.t, s);
+    apply_dropout(s, n, b, h, args);
+    dpart(2).noalias() = work.transpose() * dout;
+    // dP = (dout V^T) * keep / (1 - p);  dS_ij = P_ij (dP_ij - sum_k P_ik dP_ik)
+    work.noalias() = dout * part(qkv, n, b, h, 2).transpose();
+    apply_dropout(s, n, b, h, args);
+    for (int64_t i = 0; i < n.t; ++i) {
+      T* row = s + i * n.t;
+      const T* prow = p + i * n.t;
+      T rowsum = 0;
+      for (int64_t j = 0; j < n.t; ++j) rowsum += prow[j] * row[j];
+      for (int64_t j = 0; j < n.t; ++j) row[j] = prow[j] * (row[j] - rowsum);
     }
-  }
+    // dQ = dS K / sqrt(d),  dK = dS^T Q / sqrt(d)
+    dpart(0).noalias() = scale * (work * part(qkv, n, b, h, 1));
+    dpart(1).noalias() = scale * (work.transpose() * part(qkv, n, b, h, 0));
+  });
 }
 
 }  // namespace
 
-void attention_forward(Context&, const Tensor& qkv, const Tensor& mask, const AttentionArgs& args,
-                       const Tensor& probs, const Tensor& scratch, const Tensor& out) {
+void attention_forward(Context& ctx, const Tensor& qkv, const Tensor& mask,
+                       const AttentionArgs& args, const Tensor& probs, const Tensor& scratch,
+                       const Tensor& out) {
   dispatch_cpu_float(qkv.dtype, "attention_forward", [&](auto zero) {
-    forward_typed<decltype(zero)>(qkv, mask, args, probs, scratch, out);
+    forward_typed<decltype(zero)>(ctx, qkv, mask, args, probs, scratch, out);
   });
 }
 
-void attention_backward(Context&, const Tensor& qkv, const Tensor&, const AttentionArgs& args,
+void attention_backward(Context& ctx, const Tensor& qkv, const Tensor&, const AttentionArgs& args,
                         const Tensor& probs, const Tensor& dout, const Tensor& scratch,
                         const Tensor& dqkv, const Tensor&) {
   dispatch_cpu_float(qkv.dtype, "attention_backward", [&](auto zero) {
-    backward_typed<decltype(zero)>(qkv, args, probs, dout, scratch, dqkv);
+    backward_typed<decltype(zero)>(ctx, qkv, args, probs, dout, scratch, dqkv);
   });
 }
 

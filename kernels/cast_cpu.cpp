@@ -1,25 +1,31 @@
 #include "kernels/cast.h"
 
 namespace electra::cpu {
+namespace {
 
-void cast(Context&, const Tensor& in, const Tensor& out) {
-  const int64_t n = in.numel();
+// Element-wise: tasks of kTaskElements elements.
+constexpr int64_t kTaskElements = 65536;
+
+template <class In, class Out, class Convert>
+void convert(Context& ctx, const Tensor& in, const Tensor& out, Convert f) {
+  const In* x = in.ptr<In>();
+  Out* y = out.ptr<Out>();
+  ctx.parallel_ranges(in.numel(), kTaskElements, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) y[i] = f(x[i]);
+  });
+}
+
+}  // namespace
+
+void cast(Context& ctx, const Tensor& in, const Tensor& out) {
   if (in.dtype == DType::F32 && out.dtype == DType::BF16) {
-    const float* x = in.ptr<float>();
-    bf16* y = out.ptr<bf16>();
-    for (int64_t i = 0; i < n; ++i) y[i] = float_to_bf16(x[i]);
+    convert<float, bf16>(ctx, in, out, [](float x) { return float_to_bf16(x); });
   } else if (in.dtype == DType::BF16 && out.dtype == DType::F32) {
-    const bf16* x = in.ptr<bf16>();
-    float* y = out.ptr<float>();
-    for (int64_t i = 0; i < n; ++i) y[i] = bf16_to_float(x[i]);
+    convert<bf16, float>(ctx, in, out, [](bf16 x) { return bf16_to_float(x); });
   } else if (in.dtype == DType::F32 && out.dtype == DType::F64) {
-    const float* x = in.ptr<float>();
-    double* y = out.ptr<double>();
-    for (int64_t i = 0; i < n; ++i) y[i] = x[i];
+    convert<float, double>(ctx, in, out, [](float x) { return static_cast<double>(x); });
   } else if (in.dtype == DType::F64 && out.dtype == DType::F32) {
-    const double* x = in.ptr<double>();
-    float* y = out.ptr<float>();
-    for (int64_t i = 0; i < n; ++i) y[i] = static_cast<float>(x[i]);
+    convert<double, float>(ctx, in, out, [](double x) { return static_cast<float>(x); });
   } else {
     throw Error(str_cat("cast: unsupported pair ", in.str(), " -> ", out.str()));
   }

@@ -5,22 +5,29 @@
 namespace electra::cpu {
 namespace {
 
+// Elements per task: a multiple of apply_dropout_mask's chunk (the mask is a pure function of the
+// element index, so any split gives the same bits).
+constexpr int64_t kTaskElements = 16384;
+
 // out[i] = in[i] * keep_i / (1 - p): the forward and the backward are the same map.
 template <class T>
-void apply_mask(const Tensor& in, const Tensor& out, const DropoutSite& site) {
-  apply_dropout_mask(site.stream, site.offset, site.p, in.ptr<T>(), out.ptr<T>(), in.numel());
+void apply_mask(Context& ctx, const Tensor& in, const Tensor& out, const DropoutSite& site) {
+  ctx.parallel_ranges(in.numel(), kTaskElements, [&](int64_t i0, int64_t i1) {
+    apply_dropout_mask(site.stream, site.offset + static_cast<uint64_t>(i0), site.p,
+                       in.ptr<T>() + i0, out.ptr<T>() + i0, i1 - i0);
+  });
 }
 
 }  // namespace
 
-void dropout_forward(Context&, const Tensor& x, const Tensor& y, const DropoutSite& site) {
+void dropout_forward(Context& ctx, const Tensor& x, const Tensor& y, const DropoutSite& site) {
   dispatch_cpu_float(x.dtype, "dropout_forward",
-                     [&](auto t) { apply_mask<decltype(t)>(x, y, site); });
+                     [&](auto t) { apply_mask<decltype(t)>(ctx, x, y, site); });
 }
 
-void dropout_backward(Context&, const Tensor& dy, const Tensor& dx, const DropoutSite& site) {
+void dropout_backward(Context& ctx, const Tensor& dy, const Tensor& dx, const DropoutSite& site) {
   dispatch_cpu_float(dy.dtype, "dropout_backward",
-                     [&](auto t) { apply_mask<decltype(t)>(dy, dx, site); });
+                     [&](auto t) { apply_mask<decltype(t)>(ctx, dy, dx, site); });
 }
 
 }  // namespace electra::cpu

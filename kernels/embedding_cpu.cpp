@@ -9,10 +9,16 @@ void check_id(const char* what, int32_t id, int64_t rows, int64_t b, int64_t t) 
                      ", token ", t, ") is outside [0, ", rows, ")");
 }
 
+// The forward's tokens are independent (tasks of kTokenBlock). The backward's sums into the
+// tables are split by columns instead: each task owns kColBlock columns of all three tables and
+// adds the tokens in order, as a single thread would.
+constexpr int64_t kTokenBlock = 64, kColBlock = 16;
+
 }  // namespace
 
-void embedding_forward(Context&, const Tensor& ids, const Tensor& segment_ids, const Tensor& word,
-                       const Tensor& position, const Tensor& segment, const Tensor& out) {
+void embedding_forward(Context& ctx, const Tensor& ids, const Tensor& segment_ids,
+                       const Tensor& word, const Tensor& position, const Tensor& segment,
+                       const Tensor& out) {
   dispatch_cpu_float(out.dtype, "embedding_forward", [&](auto tag) {
     using T = decltype(tag);
     const int64_t batch = ids.dim(0), len = ids.dim(1), e = word.dim(1);
@@ -22,22 +28,22 @@ void embedding_forward(Context&, const Tensor& ids, const Tensor& segment_ids, c
     const T* p = position.ptr<T>();
     const T* s = segment.ptr<T>();
     T* y = out.ptr<T>();
-    for (int64_t b = 0; b < batch; ++b) {
-      for (int64_t t = 0; t < len; ++t) {
-        const int64_t i = b * len + t;
+    ctx.parallel_ranges(batch * len, kTokenBlock, [&](int64_t i0, int64_t i1) {
+      for (int64_t i = i0; i < i1; ++i) {
+        const int64_t b = i / len, t = i % len;
         check_id("token id", id[i], word.dim(0), b, t);
         check_id("segment id", sid[i], segment.dim(0), b, t);
         for (int64_t j = 0; j < e; ++j) {
           y[i * e + j] = w[id[i] * e + j] + p[t * e + j] + s[sid[i] * e + j];
         }
       }
-    }
+    });
   });
 }
 
-void embedding_backward(Context&, const Tensor& dout, const Tensor& ids, const Tensor& segment_ids,
-                        const Tensor& dword, const Tensor& dposition, const Tensor& dsegment,
-                        const Tensor&) {
+void embedding_backward(Context& ctx, const Tensor& dout, const Tensor& ids,
+                        const Tensor& segment_ids, const Tensor& dword, const Tensor& dposition,
+                        const Tensor& dsegment, const Tensor&) {
   dispatch_cpu_float(dout.dtype, "embedding_backward", [&](auto tag) {
     using T = decltype(tag);
     const int64_t batch = ids.dim(0), len = ids.dim(1), e = dword.dim(1);
@@ -47,18 +53,20 @@ void embedding_backward(Context&, const Tensor& dout, const Tensor& ids, const T
     T* dw = dword.ptr<T>();
     T* dp = dposition.ptr<T>();
     T* ds = dsegment.ptr<T>();
-    for (int64_t b = 0; b < batch; ++b) {
-      for (int64_t t = 0; t < len; ++t) {
-        const int64_t i = b * len + t;
-        check_id("token id", id[i], dword.dim(0), b, t);
-        check_id("segment id", sid[i], dsegment.dim(0), b, t);
-        for (int64_t j = 0; j < e; ++j) {
-          dw[id[i] * e + j] += dy[i * e + j];
-          dp[t * e + j] += dy[i * e + j];
-          ds[sid[i] * e + j] += dy[i * e + j];
+    ctx.parallel_ranges(e, kColBlock, [&](int64_t j0, int64_t j1) {
+      for (int64_t b = 0; b < batch; ++b) {
+        for (int64_t t = 0; t < len; ++t) {
+          const int64_t i = b * len + t;
+          check_id("token id", id[i], dword.dim(0), b, t);
+          check_id("segment id", sid[i], dsegment.dim(0), b, t);
+          for (int64_t j = j0; j < j1; ++j) {
+            dw[id[i] * e + j] += dy[i * e + j];
+            dp[t * e + j] += dy[i * e + j];
+            ds[sid[i] * e + j] += dy[i * e + j];
+          }
         }
       }
-    }
+    });
   });
 }
 

@@ -13,35 +13,36 @@ int64_t position_of(const int32_t* positions, int64_t b, int64_t k, int64_t slot
 
 }  // namespace
 
-void gather_forward(Context&, const Tensor& x, const Tensor& positions, const Tensor& out) {
+// One task per sequence: sequence b reads and writes only its own rows of x and dx.
+void gather_forward(Context& ctx, const Tensor& x, const Tensor& positions, const Tensor& out) {
   dispatch_cpu_float(x.dtype, "gather_forward", [&](auto tag) {
     using T = decltype(tag);
     const int64_t batch = x.dim(0), len = x.dim(1), h = x.dim(2), slots = positions.dim(1);
     const int32_t* pos = positions.ptr<int32_t>();
     const T* in = x.ptr<T>();
     T* y = out.ptr<T>();
-    for (int64_t b = 0; b < batch; ++b) {
+    ctx.parallel_for(batch, [&](int64_t b) {
       for (int64_t k = 0; k < slots; ++k) {
         const T* row = in + (b * len + position_of(pos, b, k, slots, len)) * h;
         for (int64_t j = 0; j < h; ++j) y[(b * slots + k) * h + j] = row[j];
       }
-    }
+    });
   });
 }
 
-void gather_backward(Context&, const Tensor& dout, const Tensor& positions, const Tensor& dx) {
+void gather_backward(Context& ctx, const Tensor& dout, const Tensor& positions, const Tensor& dx) {
   dispatch_cpu_float(dx.dtype, "gather_backward", [&](auto tag) {
     using T = decltype(tag);
     const int64_t batch = dx.dim(0), len = dx.dim(1), h = dx.dim(2), slots = positions.dim(1);
     const int32_t* pos = positions.ptr<int32_t>();
     const T* dy = dout.ptr<T>();
     T* out = dx.ptr<T>();
-    for (int64_t b = 0; b < batch; ++b) {
+    ctx.parallel_for(batch, [&](int64_t b) {
       for (int64_t k = 0; k < slots; ++k) {
         T* row = out + (b * len + position_of(pos, b, k, slots, len)) * h;
         for (int64_t j = 0; j < h; ++j) row[j] += dy[(b * slots + k) * h + j];
       }
-    }
+    });
   });
 }
 

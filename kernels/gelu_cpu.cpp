@@ -70,8 +70,12 @@ Chunk preactivation(const T* x, const T* b, int64_t r, int64_t h, int64_t j0, in
   return xs + ChunkIn(b + j0, len);
 }
 
-void forward_f32(const float* x, const float* b, float* y, int64_t n, int64_t h) {
-  for (int64_t r = 0; r < n; ++r) {
+// Rows are independent: tasks of kRowBlock rows. The bias gradient is a sum over rows, computed
+// per block of kColBlock columns, each adding the rows in order.
+constexpr int64_t kRowBlock = 16, kColBlock = 64;
+
+void forward_f32(const float* x, const float* b, float* y, int64_t r0, int64_t r1, int64_t h) {
+  for (int64_t r = r0; r < r1; ++r) {
     for (int64_t j0 = 0; j0 < h; j0 += kChunk) {
       const int64_t len = std::min<int64_t>(kChunk, h - j0);
       const Chunk u = preactivation(x, b, r, h, j0, len);
@@ -81,63 +85,72 @@ void forward_f32(const float* x, const float* b, float* y, int64_t n, int64_t h)
 }
 
 template <class T>
-void forward(const T* x, const T* b, T* y, int64_t n, int64_t h) {
-  if constexpr (std::is_same_v<T, float>) {
-    forward_f32(x, b, y, n, h);
-  } else {
-    for (int64_t r = 0; r < n; ++r) {
-      for (int64_t j = 0; j < h; ++j) y[r * h + j] = gelu(x[r * h + j] + b[j]);
+void forward(Context& ctx, const T* x, const T* b, T* y, int64_t n, int64_t h) {
+  ctx.parallel_ranges(n, kRowBlock, [&](int64_t r0, int64_t r1) {
+    if constexpr (std::is_same_v<T, float>) {
+      forward_f32(x, b, y, r0, r1, h);
+    } else {
+      for (int64_t r = r0; r < r1; ++r) {
+        for (int64_t j = 0; j < h; ++j) y[r * h + j] = gelu(x[r * h + j] + b[j]);
+      }
     }
-  }
+  });
 }
 
 // dx[r, j] = dy[r, j] * gelu'(x[r, j] + b[j]) (b null: x is already u); db[j] += sum_r dx[r, j].
 template <class T>
-void backward(const Tensor& dy, const Tensor& x, const T* b, const Tensor& dx, const Tensor& db) {
+void backward(Context& ctx, const Tensor& dy, const Tensor& x, const T* b, const Tensor& dx,
+              const Tensor& db) {
   const int64_t n = x.dim(0), h = x.dim(1);
   const T* g = dy.ptr<T>();
   const T* in = x.ptr<T>();
   T* out = dx.ptr<T>();
   T* bias_grad = db.ptr<T>();
-  for (int64_t r = 0; r < n; ++r) {
-    if constexpr (std::is_same_v<T, float>) {
-      for (int64_t j0 = 0; j0 < h; j0 += kChunk) {
-        const int64_t len = std::min<int64_t>(kChunk, h - j0);
-        ChunkOut(out + r * h + j0, len) =
-            ChunkIn(g + r * h + j0, len) * gelu_grad_f32(preactivation(in, b, r, h, j0, len));
-      }
-    } else {
-      for (int64_t j = 0; j < h; ++j) {
-        const T u = b ? in[r * h + j] + b[j] : in[r * h + j];
-        out[r * h + j] = g[r * h + j] * gelu_grad(u);
+  ctx.parallel_ranges(n, kRowBlock, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      if constexpr (std::is_same_v<T, float>) {
+        for (int64_t j0 = 0; j0 < h; j0 += kChunk) {
+          const int64_t len = std::min<int64_t>(kChunk, h - j0);
+          ChunkOut(out + r * h + j0, len) =
+              ChunkIn(g + r * h + j0, len) * gelu_grad_f32(preactivation(in, b, r, h, j0, len));
+        }
+      } else {
+        for (int64_t j = 0; j < h; ++j) {
+          const T u = b ? in[r * h + j] + b[j] : in[r * h + j];
+          out[r * h + j] = g[r * h + j] * gelu_grad(u);
+        }
       }
     }
-    for (int64_t j = 0; j < h; ++j) bias_grad[j] += out[r * h + j];
-  }
+  });
+  ctx.parallel_ranges(h, kColBlock, [&](int64_t j0, int64_t j1) {
+    for (int64_t r = 0; r < n; ++r) {
+      for (int64_t j = j0; j < j1; ++j) bias_grad[j] += out[r * h + j];
+    }
+  });
 }
 
 }  // namespace
 
-void bias_gelu_forward(Context&, const Tensor& x, const Tensor& b, const Tensor& y) {
+void bias_gelu_forward(Context& ctx, const Tensor& x, const Tensor& b, const Tensor& y) {
   dispatch_cpu_float(x.dtype, "bias_gelu_forward", [&](auto tag) {
     using T = decltype(tag);
-    forward<T>(x.ptr<T>(), b.ptr<T>(), y.ptr<T>(), x.dim(0), x.dim(1));
+    forward<T>(ctx, x.ptr<T>(), b.ptr<T>(), y.ptr<T>(), x.dim(0), x.dim(1));
   });
 }
 
-void bias_gelu_backward(Context&, const Tensor& dy, const Tensor& x, const Tensor& b,
+void bias_gelu_backward(Context& ctx, const Tensor& dy, const Tensor& x, const Tensor& b,
                         const Tensor& dx, const Tensor& db, const Tensor&) {
   dispatch_cpu_float(x.dtype, "bias_gelu_backward", [&](auto tag) {
     using T = decltype(tag);
-    backward<T>(dy, x, b.ptr<T>(), dx, db);
+    backward<T>(ctx, dy, x, b.ptr<T>(), dx, db);
   });
 }
 
-void bias_gelu_backward_preact(Context&, const Tensor& dy, const Tensor& u, const Tensor& dx,
+void bias_gelu_backward_preact(Context& ctx, const Tensor& dy, const Tensor& u, const Tensor& dx,
                                const Tensor& db, const Tensor&) {
   dispatch_cpu_float(u.dtype, "bias_gelu_backward_preact", [&](auto tag) {
     using T = decltype(tag);
-    backward<T>(dy, u, nullptr, dx, db);
+    backward<T>(ctx, dy, u, nullptr, dx, db);
   });
 }
 

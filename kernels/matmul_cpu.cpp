@@ -1,6 +1,11 @@
-// CPU reference of matmul: Eigen maps of the row-major matrices (with their leading dimensions),
-// one product per batch entry, then the epilogue in plain loops.
+// CPU reference of matmul: Eigen maps of the row-major matrices (with their leading dimensions).
+// C is cut into tiles whose sizes depend only on the shape (M, N), never on the thread count; the
+// tiles run in the context's thread pool, each one single-threaded Eigen product into a buffer on
+// the stack followed by the epilogue. Every element of C is thus computed by the same code in the
+// same order at any thread count (Eigen's own multithreaded GEMM picks its blocking from the
+// thread count, so its sums would change with it). K is never split: one tile owns its sums.
 #include <Eigen/Dense>
+#include <algorithm>
 #include <cmath>
 
 #include "kernels/matmul.h"
@@ -15,6 +20,37 @@ using ConstMap = Eigen::Map<const RowMajor<T>, Eigen::Unaligned, Eigen::OuterStr
 template <class T>
 using Map = Eigen::Map<RowMajor<T>, Eigen::Unaligned, Eigen::OuterStride<>>;
 
+// Tiles: at most kMaxTileRows x kMaxTileCols (the product buffer's size), at least
+// kMinTileRows x kMinTileCols. Multiples of Eigen's register blocks (rows: 3 packets of 16 floats
+// on AVX-512, 24 on AVX2; columns: 4 or 8), so that only the matrix's own edges take Eigen's
+// remainder paths.
+constexpr int64_t kMaxTileRows = 192, kMaxTileCols = 256;
+constexpr int64_t kMinTileRows = 48, kMinTileCols = 32;
+// The tiles are halved (the larger side first) until C has this many, so that small outputs
+// with a long K (the generator's d(normed) = dlogits W: 152 x 128, K = 30522) still spread.
+constexpr int64_t kWantedTiles = 24;
+
+struct Tiling {
+  int64_t rows, cols;  // tile size
+  int64_t row_tiles, col_tiles;
+  int64_t count() const { return row_tiles * col_tiles; }
+};
+
+int64_t ceil_div(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
+
+Tiling tiling_for(int64_t m, int64_t n) {
+  int64_t rows = kMaxTileRows, cols = kMaxTileCols;
+  while (ceil_div(m, rows) * ceil_div(n, cols) < kWantedTiles &&
+         (rows > kMinTileRows || cols > kMinTileCols)) {
+    const bool halve_rows =
+        rows > kMinTileRows && (cols == kMinTileCols || ceil_div(m, rows) <= ceil_div(n, cols));
+    (halve_rows ? rows : cols) /= 2;
+  }
+  return Tiling{rows, cols, ceil_div(m, rows), ceil_div(n, cols)};
+}
+
 template <class T>
 ConstMap<T> const_matrix(const MatrixBatch& x, int64_t i) {
   return ConstMap<T>(x.storage.ptr<T>() + x.offset + i * x.stride, x.rows, x.cols,
@@ -27,71 +63,95 @@ T gelu(T x) {
   return T(0.5) * x * (T(1) + std::erf(x * T(M_SQRT1_2)));
 }
 
+// Rows [r0, r0 + rows) x columns [c0, c0 + cols) of C_i = alpha op(A_i) op(B_i) + beta C_i, then
+// the epilogue on those elements.
 template <class T>
-void gemm_typed(const GemmArgs& g) {
+void gemm_tile(const GemmArgs& g, const MatrixBatch& out, int64_t i, int64_t r0, int64_t rows,
+               int64_t c0, int64_t cols) {
+  const ConstMap<T> a = const_matrix<T>(g.a, i);
+  const ConstMap<T> b = const_matrix<T>(g.b, i);
+  alignas(64) T buffer[kMaxTileRows * kMaxTileCols];
+  Eigen::Map<RowMajor<T>, Eigen::Aligned64> product(buffer, rows, cols);
+  if (g.trans_a && g.trans_b) {
+    product.noalias() = a.middleCols(r0, rows).transpose() * b.middleRows(c0, cols).transpose();
+  } else if (g.trans_a) {
+    product.noalias() = a.middleCols(r0, rows).transpose() * b.middleCols(c0, cols);
+  } else if (g.trans_b) {
+    product.noalias() = a.middleRows(r0, rows) * b.middleRows(c0, cols).transpose();
+  } else {
+    product.noalias() = a.middleRows(r0, rows) * b.middleCols(c0, cols);
+  }
+  Map<T> c_all(out.storage.ptr<T>() + out.offset + i * out.stride, out.rows, out.cols,
+               Eigen::OuterStride<>(out.ld));
+  auto c = c_all.block(r0, c0, rows, cols);
+  // beta == 0 must not read C (it may hold NaN): 0 * NaN is NaN.
+  if (g.beta == 0) {
+    c = T(g.alpha) * product;
+  } else {
+    c = T(g.alpha) * product + T(g.beta) * c;
+  }
   const MatmulEpilogue& e = g.epilogue;
-  // With the GELU epilogue the product goes to gelu_pre first, then C = gelu(pre).
-  const MatrixBatch out = e.gelu_pre != nullptr
-                              ? MatrixBatch{*e.gelu_pre, 0, g.c.rows, g.c.cols, g.c.ld, g.c.stride}
-                              : g.c;
-  for (int64_t i = 0; i < g.batch; ++i) {
-    const ConstMap<T> a = const_matrix<T>(g.a, i);
-    const ConstMap<T> b = const_matrix<T>(g.b, i);
-    Map<T> c(out.storage.ptr<T>() + out.offset + i * out.stride, out.rows, out.cols,
-             Eigen::OuterStride<>(out.ld));
-    RowMajor<T> product;
-    if (g.trans_a && g.trans_b) {
-      product.noalias() = a.transpose() * b.transpose();
-    } else if (g.trans_a) {
-      product.noalias() = a.transpose() * b;
-    } else if (g.trans_b) {
-      product.noalias() = a * b.transpose();
-    } else {
-      product.noalias() = a * b;
-    }
-    // beta == 0 must not read C (it may hold NaN): 0 * NaN is NaN.
-    if (g.beta == 0) {
-      c = T(g.alpha) * product;
-    } else {
-      c = T(g.alpha) * product + T(g.beta) * c;
-    }
-    if (e.bias != nullptr) {
-      const T* bias = e.bias->ptr<T>();
-      for (int64_t r = 0; r < c.rows(); ++r) {
-        for (int64_t col = 0; col < c.cols(); ++col) c(r, col) += bias[col];
-      }
+  if (e.bias != nullptr) {
+    const T* bias = e.bias->ptr<T>() + c0;
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t col = 0; col < cols; ++col) c(r, col) += bias[col];
     }
   }
-  if (e.gelu_pre != nullptr) {
+  if (e.gelu_pre != nullptr) {  // epilogues have one contiguous C (check_gemm)
     const T* pre = e.gelu_pre->ptr<T>();
     T* y = g.c.storage.ptr<T>();
-    for (int64_t i = 0; i < g.c.storage.numel(); ++i) y[i] = gelu(pre[i]);
+    for (int64_t r = r0; r < r0 + rows; ++r) {
+      for (int64_t col = c0; col < c0 + cols; ++col) {
+        y[r * out.cols + col] = gelu(pre[r * out.cols + col]);
+      }
+    }
   }
 }
 
 template <class T>
-void bias_grad_typed(const Tensor& dy, const Tensor& db) {
+void gemm_typed(Context& ctx, const GemmArgs& g) {
+  // With the GELU epilogue the product goes to gelu_pre first, then C = gelu(pre).
+  const MatrixBatch out =
+      g.epilogue.gelu_pre != nullptr
+          ? MatrixBatch{*g.epilogue.gelu_pre, 0, g.c.rows, g.c.cols, g.c.ld, g.c.stride}
+          : g.c;
+  const int64_t m = g.m(), n = g.n();
+  const Tiling t = tiling_for(m, n);
+  ctx.parallel_for(g.batch * t.count(), [&](int64_t task) {
+    const int64_t i = task / t.count(), tile = task % t.count();
+    const int64_t r0 = tile / t.col_tiles * t.rows, c0 = tile % t.col_tiles * t.cols;
+    gemm_tile<T>(g, out, i, r0, std::min(t.rows, m - r0), c0, std::min(t.cols, n - c0));
+  });
+}
+
+// Columns are independent sums: each task owns a block of columns and adds the rows in order.
+constexpr int64_t kBiasGradCols = 64;
+
+template <class T>
+void bias_grad_typed(Context& ctx, const Tensor& dy, const Tensor& db) {
   const int64_t n = dy.dim(-1), m = dy.numel() / n;
   const T* g = dy.ptr<T>();
   T* out = db.ptr<T>();
-  for (int64_t r = 0; r < m; ++r) {
-    for (int64_t c = 0; c < n; ++c) out[c] += g[r * n + c];
-  }
+  ctx.parallel_ranges(n, kBiasGradCols, [&](int64_t c0, int64_t c1) {
+    for (int64_t r = 0; r < m; ++r) {
+      for (int64_t c = c0; c < c1; ++c) out[c] += g[r * n + c];
+    }
+  });
 }
 
 }  // namespace
 
-void gemm(Context&, const GemmArgs& args) {
+void gemm(Context& ctx, const GemmArgs& args) {
   dispatch_cpu_float(args.c.storage.dtype, "matmul", [&](auto zero) {
     using T = decltype(zero);
-    gemm_typed<T>(args);
+    gemm_typed<T>(ctx, args);
   });
 }
 
-void bias_grad(Context&, const Tensor& dy, const Tensor& db) {
+void bias_grad(Context& ctx, const Tensor& dy, const Tensor& db) {
   dispatch_cpu_float(dy.dtype, "bias_grad", [&](auto zero) {
     using T = decltype(zero);
-    bias_grad_typed<T>(dy, db);
+    bias_grad_typed<T>(ctx, dy, db);
   });
 }
 

@@ -117,46 +117,62 @@ double sum_squares(const float* x, int64_t n) {
   return sum;
 }
 
+// grad_norm's segments per round: one task per segment sums its squares in order into a slot of
+// a stack array, then the slots are added to the total in segment order (the same sums at any
+// thread count, and those of one thread).
+constexpr int64_t kNormSegmentsPerRound = 256;
+
 }  // namespace
 
-void grad_norm(Context&, const Tensor& grads, const SegmentTable& table, const Tensor&,
+void grad_norm(Context& ctx, const Tensor& grads, const SegmentTable& table, const Tensor&,
                const Tensor& norm, const Tensor& segment_norms) {
   const float* g = grads.ptr<float>();
   double total = 0;
-  for (int64_t s = 0; s < table.num_segments; ++s) {
-    const SegmentView seg = segment(table, s);
-    const double sq = sum_squares(g + seg.offset, seg.size);
-    total += sq;
-    if (segment_norms.data != nullptr)
-      segment_norms.ptr<float>()[s] = static_cast<float>(std::sqrt(sq));
+  for (int64_t first = 0; first < table.num_segments; first += kNormSegmentsPerRound) {
+    const int64_t count = std::min(kNormSegmentsPerRound, table.num_segments - first);
+    double sq[kNormSegmentsPerRound];
+    ctx.parallel_for(count, [&](int64_t k) {
+      const SegmentView seg = segment(table, first + k);
+      sq[k] = sum_squares(g + seg.offset, seg.size);
+    });
+    for (int64_t k = 0; k < count; ++k) {
+      total += sq[k];
+      if (segment_norms.data != nullptr)
+        segment_norms.ptr<float>()[first + k] = static_cast<float>(std::sqrt(sq[k]));
+    }
   }
   norm.ptr<float>()[0] = static_cast<float>(std::sqrt(total));
 }
 
-void adamw_step(Context&, const Tensor& params, const Tensor& grads, const Tensor& m,
+// Element-wise: one task per block of the segment table (kOptimChunk elements of one segment).
+void adamw_step(Context& ctx, const Tensor& params, const Tensor& grads, const Tensor& m,
                 const Tensor& v, const SegmentTable& table, const Tensor& hyper, const Tensor& norm,
                 bool bias_correction) {
   const AdamCoeffs c = adam_coeffs(hyper.ptr<float>(), norm.ptr<float>()[0], bias_correction);
   if (c.skip) return;
   float *p = params.ptr<float>(), *pm = m.ptr<float>(), *pv = v.ptr<float>();
   const float* g = grads.ptr<float>();
-  for (int64_t s = 0; s < table.num_segments; ++s) {
-    const SegmentView seg = segment(table, s);
+  const int32_t* blocks = table.blocks.ptr<int32_t>();
+  ctx.parallel_for(table.num_blocks, [&](int64_t block) {
+    const SegmentView seg = segment(table, blocks[2 * block]);
     const float step = c.lr * seg.lr_mult;
-    for (int64_t i = seg.offset; i < seg.offset + seg.size; ++i) {
+    const int64_t begin = seg.offset + blocks[2 * block + 1];
+    const int64_t end = std::min(begin + kOptimChunk, seg.offset + seg.size);
+    for (int64_t i = begin; i < end; ++i) {
       p[i] -= step * adam_update(c, p[i], g[i], pm[i], pv[i], seg.decay);
     }
-  }
+  });
 }
 
-void lamb_step(Context&, const Tensor& params, const Tensor& grads, const Tensor& m,
+// One task per segment (its trust ratio needs the whole segment's sums, in order).
+void lamb_step(Context& ctx, const Tensor& params, const Tensor& grads, const Tensor& m,
                const Tensor& v, const SegmentTable& table, const Tensor& hyper, const Tensor& norm,
                bool bias_correction, const Tensor&) {
   const AdamCoeffs c = adam_coeffs(hyper.ptr<float>(), norm.ptr<float>()[0], bias_correction);
   if (c.skip) return;
   float *p = params.ptr<float>(), *pm = m.ptr<float>(), *pv = v.ptr<float>();
   const float* g = grads.ptr<float>();
-  for (int64_t s = 0; s < table.num_segments; ++s) {
+  ctx.parallel_for(table.num_segments, [&](int64_t s) {
     const SegmentView seg = segment(table, s);
     const int64_t end = seg.offset + seg.size;
     // Pass 1 advances the moments and measures ||p|| and ||update||; pass 2 recomputes the update
@@ -172,7 +188,7 @@ void lamb_step(Context&, const Tensor& params, const Tensor& grads, const Tensor
     for (int64_t i = seg.offset; i < end; ++i) {
       p[i] -= step * adam_direction(c, p[i], pm[i], pv[i], seg.decay);
     }
-  }
+  });
 }
 
 void advance_schedule(Context&, const Tensor& lr_table, const Tensor& counter,

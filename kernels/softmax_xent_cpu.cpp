@@ -20,7 +20,7 @@ template <class T>
 using ExpChunk = Eigen::Array<T, kExpChunk, 1>;
 
 template <class T>
-void run(const Tensor& logits, const Tensor& labels, const Tensor& weights,
+void run(Context& ctx, const Tensor& logits, const Tensor& labels, const Tensor& weights,
          const SoftmaxXentParams& params, const Tensor& loss, const Tensor& sample,
          const Tensor& argmax) {
   const int64_t m = logits.dim(0), stride = logits.dim(1), v = params.vocab;
@@ -32,7 +32,8 @@ void run(const Tensor& logits, const Tensor& labels, const Tensor& weights,
   int32_t* out_argmax = argmax.ptr<int32_t>();
   const RngStream stream = params.stream.resolved();
   const float scale = params.scale.get();
-  for (int64_t i = 0; i < m; ++i) {
+  // Rows are independent: one task each.
+  ctx.parallel_for(m, [&](int64_t i) {
     T* row = x + i * stride;
     // Sampling and argmax read the logits before they are overwritten by the gradient.
     const uint64_t first_noise = static_cast<uint64_t>(i * v);
@@ -77,7 +78,7 @@ void run(const Tensor& logits, const Tensor& labels, const Tensor& weights,
     if (wi == 0) {
       out_loss[i] = 0;
       for (int64_t j = 0; j < stride; ++j) row[j] = 0;
-      continue;
+      return;
     }
     ELECTRA_CHECK(y[i] >= 0 && y[i] < v, "softmax_xent: label ", y[i], " of row ", i,
                   " outside the vocabulary of ", v);
@@ -87,17 +88,17 @@ void run(const Tensor& logits, const Tensor& labels, const Tensor& weights,
     for (int64_t j = 0; j < v; ++j) row[j] *= coef;
     row[y[i]] -= wi * static_cast<T>(scale);
     for (int64_t j = v; j < stride; ++j) row[j] = 0;
-  }
+  });
 }
 
 }  // namespace
 
-void softmax_xent(Context&, const Tensor& logits, const Tensor& labels, const Tensor& weights,
+void softmax_xent(Context& ctx, const Tensor& logits, const Tensor& labels, const Tensor& weights,
                   const SoftmaxXentParams& params, const Tensor& loss, const Tensor& sample,
                   const Tensor& argmax) {
   dispatch_cpu_float(logits.dtype, "softmax_xent", [&](auto zero) {
     using T = decltype(zero);
-    run<T>(logits, labels, weights, params, loss, sample, argmax);
+    run<T>(ctx, logits, labels, weights, params, loss, sample, argmax);
   });
 }
 

@@ -142,6 +142,7 @@ TEST_CASE("a minimal config gets the defaults", "[pretrain_config]") {
   CHECK(c.train.accumulation_steps() == 4);
   CHECK(c.train.seed == 1);
   CHECK(c.train.precision == Precision::BF16);
+  CHECK(c.train.threads == 0);  // all cores
   CHECK(c.masking.mask_prob == 0.15);
   CHECK(c.optimizer.schedule.peak == 1e-3);
   CHECK(c.optimizer.schedule.total_steps == 100);
@@ -226,6 +227,8 @@ TEST_CASE("out-of-range values are errors naming the key", "[pretrain_config]") 
   fails("distributed.bucket_mb=0", "distributed.bucket_mb must be positive");
   fails("distributed.timeout_s=-1", "distributed.timeout_s must be positive");
   fails("data.shards=a,,b", "data.shards: empty path");
+  fails("train.threads=-1", "train.threads must be in [0, 1024]");
+  fails("train.threads=5000", "train.threads must be in [0, 1024]");
   // Model errors come from read_electra_config.
   CHECK_THROWS_WITH(read_pretrain_config(small, {"model.heads=5"}),
                     Catch::Contains("not divisible"));
@@ -246,6 +249,10 @@ TEST_CASE("config_hash is deterministic and follows what training computes", "[p
   CHECK(config_hash(read_pretrain_config(small, {"checkpoint.dir=elsewhere"})) == h);
   CHECK(config_hash(read_pretrain_config(small, {"distributed.bucket_mb=4"})) == h);
   CHECK(config_hash(read_pretrain_config(small, {"train.micro_batch_size=128"})) == h);
+  // The results are bit-identical at any thread count: a run may resume with another.
+  const PretrainConfig threads = read_pretrain_config(small, {"train.threads=3"});
+  CHECK(threads.train.threads == 3);
+  CHECK(config_hash(threads) == h);
   const std::string text = canonical_text(a);
   CHECK_THAT(text, Catch::Contains("optimizer.lr=0.00050000000000000001\n"));
   CHECK_THAT(text, Catch::Contains("train.batch_size=128\n"));
