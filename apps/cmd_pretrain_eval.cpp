@@ -8,8 +8,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "apps/args.h"
 #include "apps/command.h"
@@ -22,13 +24,15 @@
 
 namespace electra::apps {
 namespace {
+namespace fs = std::filesystem;
 
 constexpr const char* kUsage =
     "usage: electra pretrain-eval --checkpoint DIR --input FILE [--examples K] [--top K]\n"
     "                             [--json FILE] [--vocab vocab.txt] [--batch-size 32]\n"
     "                             [--max-seq-len 128] [--seed 1] [--device auto|cpu|cuda]\n"
     "  replaced-token detection of a pre-training checkpoint on held-out text (one sequence per\n"
-    "  line of FILE), with the corruption of pre-training (15% masked, the generator's samples)\n"
+    "  line of FILE), with the corruption the run trained with (its masking and sampling\n"
+    "  temperature, from the checkpoint's trainer_state.json; the generator's samples)\n"
     "  and the models in eval mode: recall, precision (p > 0.5), accuracy and BCE against the\n"
     "  'everything is original' prediction, and the generator's masked-word accuracy\n"
     "  --checkpoint  a pre-training checkpoint or run directory (discriminator/ and generator/)\n"
@@ -48,6 +52,36 @@ struct Counts {
   double tokens = 0, replaced = 0, flagged = 0, true_positive = 0, correct = 0, bce = 0;
   double masked = 0, generator_correct = 0;
 };
+
+// The masking of the run that wrote the checkpoint (trainer_state.json's "config" beside
+// discriminator/: masking.mask_prob, mask_token_prob, temperature), so that the held-out
+// corruption is the one the discriminator was trained against; the defaults without it.
+void read_masking(const std::string& discriminator_dir, PretrainOptions& options,
+                  std::string& from) {
+  const fs::path state = fs::path(discriminator_dir).parent_path() / "trainer_state.json";
+  if (!fs::is_regular_file(state)) {
+    from = "the defaults (no trainer_state.json beside the models)";
+    return;
+  }
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(std::ifstream(state));
+  } catch (const nlohmann::json::exception& e) {
+    throw UserError(str_cat(state.string(), ": not JSON (", e.what(), ")"));
+  }
+  ELECTRA_USER_CHECK(j.contains("config") && j["config"].is_string(), state.string(),
+                     ": no \"config\" string");
+  std::istringstream lines(j["config"].get<std::string>());
+  for (std::string line; std::getline(lines, line);) {
+    const size_t eq = line.find('=');
+    if (eq == std::string::npos) continue;
+    const std::string key = line.substr(0, eq), value = line.substr(eq + 1);
+    if (key == "masking.mask_prob") options.mask_prob = std::stof(value);
+    if (key == "masking.mask_token_prob") options.mask_token_prob = std::stof(value);
+    if (key == "masking.temperature") options.temperature = std::stof(value);
+  }
+  from = state.string();
+}
 
 double sigmoid(double x) {
   return 1.0 / (1.0 + std::exp(-x));
@@ -177,10 +211,17 @@ int cmd_pretrain_eval(const std::vector<std::string>& args) {
   options.batch = static_cast<int64_t>(a.batch_size);
   options.seq_len = t;
   options.tokens = SpecialTokens{vocab.pad_id(), vocab.cls_id(), vocab.sep_id(), vocab.mask_id()};
+  std::string masking_from;
+  read_masking(source.discriminator_dir, options, masking_from);
   ElectraPretrainer model(ctx, source.model, options);
   load_init_weights(ctx, model, source, /*report=*/false);
   std::fprintf(stderr, "pretrain-eval: %zu lines of %s, %s, on %s\n", lines.size(), a.input.c_str(),
                source.description.c_str(), device.description.c_str());
+  std::fprintf(stderr,
+               "pretrain-eval: masking as in training (%s): mask_prob %g, mask_token_prob %g, "
+               "sampling temperature %g\n",
+               masking_from.c_str(), options.mask_prob, options.mask_token_prob,
+               options.temperature);
 
   const int64_t b = options.batch, n = model.slots();
   const size_t bt = static_cast<size_t>(b * t);
