@@ -4,7 +4,7 @@
 #   1. runs scripts/setup.sh if a build tool, the text or python3's matplotlib is missing (without
 #      the HF packages: ELECTRA_SETUP_HF=0), builds the engine if needed
 #   2. English prose (scripts/english_corpus.sh): ../shared/data/corpus when present, else the
-#      GCIDE dictionary that setup installs from Debian's dict-gcide; every 50th document is held
+#      GCIDE dictionary that setup installs from Debian's dict-gcide; every 50th paragraph is held
 #      out (never trained on)                              -> runs/demo/{train,heldout}.txt
 #   3. an 8000-token WordPiece vocabulary and pre-training shards of the training text
 #                                                          -> runs/demo/{vocab.txt,shards}
@@ -49,10 +49,10 @@ fi
 mkdir -p "$out"
 if [[ ! -s "$out/train.txt" ]]; then
   scripts/english_corpus.sh "$out/corpus.txt" "${DEMO_CORPUS_MB:-0}"
-  # Documents end at a blank line; every 50th (the 50th, 100th, ...) goes to the held-out file.
+  # Every 50th paragraph (line) goes to the held-out file; the blank lines (document ends) stay.
   awk -v train="$out/train.txt" -v heldout="$out/heldout.txt" '
-    { print > (doc % 50 == 49 ? heldout : train) }
-    /^$/ { doc++ }' "$out/corpus.txt"
+    /^$/ { print > train; next }
+    { print > (++n % 50 == 0 ? heldout : train) }' "$out/corpus.txt"
   rm "$out/corpus.txt"
 fi
 [[ -f "$out/vocab.txt" ]] ||
