@@ -80,7 +80,7 @@ plot="$out/checkpoints/metrics.png"
 }
 
 # Held-out text: one paragraph a line; the first lines long enough to show.
-awk 'NF >= 12' "$out/heldout.txt" | head -n "$eval_lines" >"$out/heldout_lines.txt"
+awk -v n="$eval_lines" 'NF >= 12 && k++ < n' "$out/heldout.txt" >"$out/heldout_lines.txt"
 echo
 echo "demo: done"
 echo "  checkpoint:    $checkpoint (discriminator/ and generator/ load with HF from_pretrained)"
