@@ -93,25 +93,40 @@ echo "      15% of the tokens masked, the generator's samples put in, the models
   --json "$out/heldout.json" --examples 3 --max-seq-len 64 2>/dev/null
 
 # A held-out sentence with every 5th word (from the 3rd) replaced by a word of another held-out
-# line: what the discriminator says about each token, the planted words marked.
-python3 - "$out/heldout_lines.txt" "$out/planted.txt" "$out/planted_words.txt" <<'PY'
+# line: what the discriminator says about each token (`electra score`), the planted words marked.
+python3 - "$out/heldout_lines.txt" "$out/planted.txt" <<'PY'
 import sys
 lines = [l.split() for l in open(sys.argv[1], encoding="utf-8", errors="replace")]
-words = [w for w in lines[-1] if w.isalpha() and len(w) > 3]
+words = [w for w in lines[-1] if w.isascii() and w.isalpha() and len(w) > 3]
 sentence = next(l for l in lines[3:] if 12 <= len(l) <= 30)
-planted = []
 for k, i in enumerate(range(2, len(sentence), 5)):
     if k < len(words):
-        planted.append(words[k].lower())
-        sentence[i] = words[k]
-open(sys.argv[2], "w").write(" ".join(sentence) + "\n")
-open(sys.argv[3], "w").write("\n".join(planted) + "\n")
+        sentence[i] = "\x01" + words[k]  # marks the planted word (taken out below)
+text = " ".join(sentence)
+open(sys.argv[2], "w").write(text.replace("\x01", "") + "\n")
+open(sys.argv[2] + ".marks", "w").write(text + "\n")
 PY
 echo
 echo "demo: a held-out sentence with words planted from another one; the discriminator's"
 echo "      probability that each token was replaced ('*': above 0.5, PLANTED: a planted word)"
 "$electra" score --checkpoint "$checkpoint" --input "$out/planted.txt" --max-seq-len 64 \
-  2>/dev/null | awk -v list="$out/planted_words.txt" '
-    BEGIN { while ((getline w < list) > 0) planted[w] = 1 }
-    /^line/ { print "  " $0; next }
-    { word = $NF; print $0 (word in planted ? "   <- PLANTED" : "") }'
+  --format jsonl 2>/dev/null | python3 -c '
+import json, sys
+# The planted words as character spans of the text without spaces (lower-cased, as the tokens).
+marked = open(sys.argv[1], encoding="utf-8").read().split()
+spans, at = [], 0
+for w in marked:
+    if w.startswith("\x01"):
+        w = w[1:]
+        spans.append((at, at + len(w)))
+    at += len(w)
+row = json.loads(sys.stdin.readline())
+print("  line 1:", row["text"])
+at = 0
+for token, p in zip(row["tokens"], row["replaced"]):
+    piece = token[2:] if token.startswith("##") else token
+    planted = any(a < at + len(piece) and at < b for a, b in spans)
+    at += len(piece)
+    flag = "*" if p > 0.5 else " "
+    print(f"  {p:6.4f} {flag} {token}" + ("   <- PLANTED" if planted else ""))
+' "$out/planted.txt.marks"
