@@ -2,8 +2,8 @@
 # scripts/demo.sh end to end at a small budget (configs/demo.yaml shortened to DEMO_TEST_STEPS
 # updates on 3 MB of text, 400 held-out lines): it exits 0 and names a checkpoint whose
 # discriminator/ holds an HF config and weights, the metrics and the plot; on held-out text the
-# discriminator beats the best constant prediction (its loss below the constant's; on the shared
-# corpus also recall >= 0.2 at precision >= 0.5); and it shows the generator's predictions and
+# discriminator beats the best constant predictions (loss, accuracy) at precision >= 0.5, with
+# recall >= 0.2 on the shared corpus (above 0.02 on GCIDE); and it shows the generator's predictions and
 # the per-token probabilities with the replacements and the planted words marked.
 # Usage: demo_test.sh ELECTRA_BINARY SOURCE_DIR
 set -uo pipefail
@@ -39,14 +39,16 @@ above() { python3 -c "import sys; sys.exit(not float(sys.argv[1]) > float(sys.ar
 echo "held-out: recall $(figure recall) precision $(figure precision) accuracy $(figure accuracy)" \
   "(constant $(figure constant_accuracy)) bce $(figure bce) (constant $(figure constant_bce))"
 check "held-out BCE below the best constant's" above "$(figure constant_bce)" "$(figure bce)"
-# The thresholds of issue 22 where they are reached at this budget: on the shared corpus's prose
-# (measured: recall 0.31 at precision 0.67 after 400 updates); GCIDE's dictionary definitions are
-# harder (docs/QUALITY.md), there only the loss against the best constant is asserted.
+check "held-out precision at least 0.5" above "$(figure precision)" 0.5
+check "held-out accuracy above the all-original baseline" \
+  above "$(figure accuracy)" "$(figure constant_accuracy)"
+# Issue 22's recall threshold where this budget reaches it: on the shared corpus's prose (measured:
+# recall 0.31 at precision 0.67); GCIDE's dictionary definitions are harder (measured: 0.061 at
+# 0.633; docs/QUALITY.md).
 if grep -q "^english_corpus: .*shared/data/corpus" "$work/log"; then
   check "held-out recall at least 0.2" above "$(figure recall)" 0.2
-  check "held-out precision at least 0.5" above "$(figure precision)" 0.5
-  check "held-out accuracy above the all-original baseline" \
-    above "$(figure accuracy)" "$(figure constant_accuracy)"
+else
+  check "held-out recall above 0.02" above "$(figure recall)" 0.02
 fi
 check "shows the generator's top predictions for masked words" \
   grep -qE "\[MASK\] -> generator: [^ ]+ [0-9.]+ [^ ]+ [0-9.]+ [^ ]+ [0-9.]+; sampled" "$work/log"
