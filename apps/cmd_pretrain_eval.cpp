@@ -100,7 +100,7 @@ struct BatchResult {
   std::vector<double> generator_logits, disc_logits;  // [B * N, Vp], [B * T]
 };
 
-std::string percent(double x) {
+std::string probability_text(double x) {
   char s[32];
   std::snprintf(s, sizeof s, "%.4f", x);
   return s;
@@ -131,7 +131,7 @@ std::string example(const data::Vocab& vocab, const std::vector<int32_t>& ids, c
         " -> generator:");
     for (size_t i = 0; i < k; ++i) {
       out += str_cat(" ", word(static_cast<int32_t>(order[i])), " ",
-                     percent(std::exp(logits[order[i]] - logits[order[0]]) / norm));
+                     probability_text(std::exp(logits[order[i]] - logits[order[0]]) / norm));
     }
     out += str_cat("; sampled ", word(r.samples[slot]), "\n");
   }
