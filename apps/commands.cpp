@@ -19,6 +19,10 @@ const std::vector<Command>& commands() {
       {"encode", "hidden states of the discriminator for your own text (JSON lines or .npy)",
        cmd_encode},
       {"score", "per-token probability that each token was replaced, for your own text", cmd_score},
+      {"pretrain-eval",
+       "replaced-token detection and masked-word prediction of a pre-training checkpoint on "
+       "held-out text",
+       cmd_pretrain_eval},
   };
   return kCommands;
 }

@@ -1,0 +1,329 @@
+// electra pretrain-eval: what a pre-training checkpoint does on text it did not train on. Each line
+// is one sequence ([CLS] text [SEP]); the run's corruption (models/pretrainer.h: masking, the
+// generator's Gumbel-max samples) is applied with the models in eval mode (no dropout), and the
+// discriminator's replaced-token detection is counted over all text tokens ([CLS], [SEP] and
+// padding excluded) against the trivial "everything is original" prediction. --examples K prints,
+// for the first K lines, the generator's top predictions at the masked positions and the
+// discriminator's per-token probabilities with the real replacements marked.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "apps/args.h"
+#include "apps/command.h"
+#include "apps/finetune_checkpoint.h"
+#include "apps/pretrain_init.h"
+#include "apps/run_device.h"
+#include "data/tokenizer.h"
+#include "engine/safetensors.h"
+#include "models/host_transfer.h"
+
+namespace electra::apps {
+namespace {
+namespace fs = std::filesystem;
+
+constexpr const char* kUsage =
+    "usage: electra pretrain-eval --checkpoint DIR --input FILE [--examples K] [--top K]\n"
+    "                             [--json FILE] [--vocab vocab.txt] [--batch-size 32]\n"
+    "                             [--max-seq-len 128] [--seed 1] [--device auto|cpu|cuda]\n"
+    "  replaced-token detection of a pre-training checkpoint on held-out text (one sequence per\n"
+    "  line of FILE), with the corruption the run trained with (its masking and sampling\n"
+    "  temperature, from the checkpoint's trainer_state.json; the generator's samples)\n"
+    "  and the models in eval mode: recall, precision (p > 0.5), accuracy and BCE against the\n"
+    "  'everything is original' prediction, and the generator's masked-word accuracy\n"
+    "  --checkpoint  a pre-training checkpoint or run directory (discriminator/ and generator/)\n"
+    "  --examples    print the first K lines: the generator's --top predictions for each masked\n"
+    "                word, and the discriminator's per-token 'replaced' probability\n"
+    "  --json        also write the figures as one JSON object to FILE\n"
+    "  --seed        of the masking and sampling (the same seed gives the same corruption)\n";
+
+struct Args {
+  std::string checkpoint, input, json, vocab;
+  std::string device = "auto";
+  uint64_t batch_size = 32, max_seq_len = 128, seed = 1, examples = 0, top = 3;
+};
+
+// Pooled over every text token of every line.
+struct Counts {
+  double tokens = 0, replaced = 0, flagged = 0, true_positive = 0, correct = 0, bce = 0;
+  double masked = 0, generator_correct = 0;
+};
+
+// The masking of the run that wrote the checkpoint (trainer_state.json's "config" beside
+// discriminator/: masking.mask_prob, mask_token_prob, temperature), so that the held-out
+// corruption is the one the discriminator was trained against; the defaults without it.
+void read_masking(const std::string& discriminator_dir, PretrainOptions& options,
+                  std::string& from) {
+  const fs::path state = fs::path(discriminator_dir).parent_path() / "trainer_state.json";
+  if (!fs::is_regular_file(state)) {
+    from = "the defaults (no trainer_state.json beside the models)";
+    return;
+  }
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(std::ifstream(state));
+  } catch (const nlohmann::json::exception& e) {
+    throw UserError(str_cat(state.string(), ": not JSON (", e.what(), ")"));
+  }
+  ELECTRA_USER_CHECK(j.contains("config") && j["config"].is_string(), state.string(),
+                     ": no \"config\" string");
+  std::istringstream lines(j["config"].get<std::string>());
+  for (std::string line; std::getline(lines, line);) {
+    const size_t eq = line.find('=');
+    if (eq == std::string::npos) continue;
+    const std::string key = line.substr(0, eq), value = line.substr(eq + 1);
+    if (key == "masking.mask_prob") options.mask_prob = std::stof(value);
+    if (key == "masking.mask_token_prob") options.mask_token_prob = std::stof(value);
+    if (key == "masking.temperature") options.temperature = std::stof(value);
+  }
+  from = state.string();
+}
+
+double sigmoid(double x) {
+  return 1.0 / (1.0 + std::exp(-x));
+}
+
+// -log sigmoid(x) without overflow.
+double softplus(double x) {
+  return x > 0 ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x));
+}
+
+// What one batch's forward produced, on the host.
+struct BatchResult {
+  std::vector<int32_t> positions, generator_ids, samples, labels;
+  std::vector<int32_t> seen;  // [B * T]: what the discriminator saw (the samples at the slots)
+  std::vector<float> weights;
+  std::vector<double> generator_logits, disc_logits;  // [B * N, Vp], [B * T]
+};
+
+std::string probability_text(double x) {
+  char s[32];
+  std::snprintf(s, sizeof s, "%.4f", x);
+  return s;
+}
+
+// The example lines: masked words with the generator's top predictions, then each token's
+// probability of having been replaced ('R' marks the real replacements, '*' p > 0.5).
+std::string example(const data::Vocab& vocab, const std::vector<int32_t>& ids, const BatchResult& r,
+                    size_t row, int64_t t, int64_t n, int64_t vp, uint64_t top, int32_t mask_id) {
+  const auto word = [&](int32_t id) { return std::string(vocab.token(id)); };
+  std::string out;
+  for (int64_t s = 0; s < n; ++s) {
+    const size_t slot = row * static_cast<size_t>(n) + static_cast<size_t>(s);
+    if (r.weights[slot] == 0) continue;
+    const size_t pos = static_cast<size_t>(r.positions[slot]);
+    const double* logits = r.generator_logits.data() + slot * static_cast<size_t>(vp);
+    const size_t v = vocab.size();  // the padding columns beyond it are not words
+    std::vector<size_t> order(v);
+    for (size_t i = 0; i < v; ++i) order[i] = i;
+    const size_t k = std::min<size_t>(top, v);
+    std::partial_sort(order.begin(), order.begin() + static_cast<ptrdiff_t>(k), order.end(),
+                      [&](size_t a, size_t b) { return logits[a] > logits[b]; });
+    double norm = 0;
+    for (size_t i = 0; i < v; ++i) norm += std::exp(logits[i] - logits[order[0]]);
+    out += str_cat(
+        "    ", word(ids[row * static_cast<size_t>(t) + pos]),
+        r.generator_ids[row * static_cast<size_t>(t) + pos] == mask_id ? " [MASK]" : " (kept)",
+        " -> generator:");
+    for (size_t i = 0; i < k; ++i) {
+      out += str_cat(" ", word(static_cast<int32_t>(order[i])), " ",
+                     probability_text(std::exp(logits[order[i]] - logits[order[0]]) / norm));
+    }
+    out += str_cat("; sampled ", word(r.samples[slot]), "\n");
+  }
+  out += "    discriminator, P(replaced) per token (R: really replaced, *: p > 0.5):\n";
+  for (int64_t i = 1; i < t; ++i) {
+    const size_t at = row * static_cast<size_t>(t) + static_cast<size_t>(i);
+    const int32_t id = ids[at];
+    if (id == vocab.sep_id() || id == vocab.pad_id()) break;
+    const double p = sigmoid(r.disc_logits[at]);
+    const bool replaced = r.labels[at] != 0;
+    char head[48];
+    std::snprintf(head, sizeof head, "      %6.4f %s%s ", p, replaced ? "R" : " ",
+                  p > 0.5 ? "*" : " ");
+    // The discriminator saw the sample at a replaced position; the original follows it.
+    out += head;
+    out += replaced ? str_cat(word(r.seen[at]), "   (was: ", word(id), ")") : word(id);
+    out += "\n";
+  }
+  return out;
+}
+
+}  // namespace
+
+int cmd_pretrain_eval(const std::vector<std::string>& args) {
+  Args a;
+  ArgParser parser("pretrain-eval", kUsage);
+  parser.value("--checkpoint", [&](const std::string& v) { a.checkpoint = v; })
+      .value("--input", [&](const std::string& v) { a.input = v; })
+      .value("--json", [&](const std::string& v) { a.json = v; })
+      .value("--vocab", [&](const std::string& v) { a.vocab = v; })
+      .value("--device",
+             [&](const std::string& v) {
+               ELECTRA_USER_CHECK(v == "auto" || v == "cpu" || v == "cuda",
+                                  "--device must be auto, cpu or cuda, got '", v, "'");
+               a.device = v;
+             })
+      .count("--batch-size", [&](uint64_t n) { a.batch_size = n; })
+      .count("--max-seq-len", [&](uint64_t n) { a.max_seq_len = n; })
+      .count("--seed", [&](uint64_t n) { a.seed = n; })
+      .count("--examples", [&](uint64_t n) { a.examples = n; })
+      .count("--top", [&](uint64_t n) { a.top = n; });
+  if (!parser.parse(args)) return 0;
+  parser.require(!a.checkpoint.empty(), "--checkpoint");
+  parser.require(!a.input.empty(), "--input");
+  ELECTRA_USER_CHECK(a.batch_size > 0, "--batch-size must be positive");
+  ELECTRA_USER_CHECK(a.top > 0, "--top must be positive");
+
+  const InitSource source = find_init_source(a.checkpoint, "");
+  const data::ModelTokenizer tok = checkpoint_tokenizer(a.vocab, source.discriminator_dir);
+  const data::Vocab& vocab = tok.vocab;
+  ELECTRA_USER_CHECK(static_cast<int64_t>(vocab.size()) == source.model.discriminator.vocab_size,
+                     vocab.source(), " has ", vocab.size(),
+                     " tokens but the model's vocab_size is ",
+                     source.model.discriminator.vocab_size);
+  const int64_t t = static_cast<int64_t>(a.max_seq_len);
+  ELECTRA_USER_CHECK(t >= 4 && t <= source.model.discriminator.max_positions, "--max-seq-len ", t,
+                     " must lie in [4, ", source.model.discriminator.max_positions,
+                     "] (the model's max_position_embeddings)");
+
+  std::ifstream in(a.input, std::ios::binary);
+  ELECTRA_USER_CHECK(in, a.input, ": cannot open (one text per line)");
+  data::Tokenizer tokenizer(vocab, tok.lowercase);
+  std::vector<std::vector<int32_t>> lines;
+  std::vector<std::string> texts;
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    std::vector<int32_t> ids = tokenizer.encode_single(line, static_cast<size_t>(t)).ids;
+    if (ids.size() <= 2) continue;  // blank: nothing to mask
+    lines.push_back(std::move(ids));
+    texts.push_back(line);
+  }
+  ELECTRA_USER_CHECK(!lines.empty(), a.input, ": no line with text");
+
+  RunDevice device = open_device(a.device, Precision::F32, a.seed, "--device");
+  Context& ctx = device.ctx;
+  PretrainOptions options;
+  options.batch = static_cast<int64_t>(a.batch_size);
+  options.seq_len = t;
+  options.tokens = SpecialTokens{vocab.pad_id(), vocab.cls_id(), vocab.sep_id(), vocab.mask_id()};
+  std::string masking_from;
+  read_masking(source.discriminator_dir, options, masking_from);
+  ElectraPretrainer model(ctx, source.model, options);
+  load_init_weights(ctx, model, source, /*report=*/false);
+  std::fprintf(stderr, "pretrain-eval: %zu lines of %s, %s, on %s\n", lines.size(), a.input.c_str(),
+               source.description.c_str(), device.description.c_str());
+  std::fprintf(stderr,
+               "pretrain-eval: masking as in training (%s): mask_prob %g, mask_token_prob %g, "
+               "sampling temperature %g\n",
+               masking_from.c_str(), options.mask_prob, options.mask_token_prob,
+               options.temperature);
+
+  const int64_t b = options.batch, n = model.slots();
+  const size_t bt = static_cast<size_t>(b * t);
+  std::vector<int32_t> planes(static_cast<size_t>(model.input().numel()));
+  Counts c;
+  std::string examples;
+  for (size_t first = 0, step = 0; first < lines.size(); first += static_cast<size_t>(b), ++step) {
+    const size_t rows = std::min(static_cast<size_t>(b), lines.size() - first);
+    HostBatch batch;
+    batch.ids.assign(bt, vocab.pad_id());
+    batch.segment_ids.assign(bt, 0);
+    // A short last batch repeats its first line in the unused rows (not counted).
+    for (size_t r = 0; r < static_cast<size_t>(b); ++r) {
+      const std::vector<int32_t>& ids = lines[first + (r < rows ? r : 0)];
+      std::copy(ids.begin(), ids.end(), batch.ids.begin() + static_cast<ptrdiff_t>(r * t));
+    }
+    const BatchPlan plan = model.stage_batch(batch, planes.data());
+    upload_to(ctx, model.input(), planes);
+    const uint32_t micro_step = static_cast<uint32_t>(step);
+    const Corruption corruption = model.corrupt(ctx, micro_step, plan);
+    const Pass eval{ctx.rng(RngPurpose::kDropout, micro_step), false};
+    BatchResult r;
+    const Tensor& generator_logits = model.generator_forward(ctx, corruption, eval);
+    r.generator_logits = download_doubles(ctx, generator_logits);
+    const Tensor samples = model.generator_loss(ctx, corruption, micro_step, 1.0f);
+    r.disc_logits =
+        download_doubles(ctx, model.discriminator_forward(ctx, corruption, samples, eval));
+    r.labels = download_as<int32_t>(ctx, model.labels());
+    r.positions = download_as<int32_t>(ctx, corruption.positions);
+    r.weights = download_as<float>(ctx, corruption.weights);
+    r.samples = download_as<int32_t>(ctx, samples);
+    r.generator_ids = download_as<int32_t>(ctx, corruption.generator_ids);
+    const std::vector<int32_t> original = download_as<int32_t>(ctx, corruption.original);
+    const int64_t vp = static_cast<int64_t>(r.generator_logits.size()) / (b * n);
+    r.seen = batch.ids;
+    for (size_t slot = 0; slot < r.positions.size(); ++slot) {
+      if (r.weights[slot] != 0) {
+        r.seen[(slot / static_cast<size_t>(n)) * static_cast<size_t>(t) +
+               static_cast<size_t>(r.positions[slot])] = r.samples[slot];
+      }
+    }
+    for (size_t row = 0; row < rows; ++row) {
+      for (int64_t i = 1; i < t; ++i) {
+        const size_t at = row * static_cast<size_t>(t) + static_cast<size_t>(i);
+        const int32_t id = batch.ids[at];
+        if (id == vocab.sep_id() || id == vocab.pad_id()) break;
+        const bool replaced = r.labels[at] != 0, flagged = r.disc_logits[at] > 0;
+        c.tokens += 1;
+        c.replaced += replaced;
+        c.flagged += flagged;
+        c.true_positive += replaced && flagged;
+        c.correct += replaced == flagged;
+        c.bce += softplus(replaced ? -r.disc_logits[at] : r.disc_logits[at]);
+      }
+      for (int64_t s = 0; s < n; ++s) {
+        const size_t slot = row * static_cast<size_t>(n) + static_cast<size_t>(s);
+        if (r.weights[slot] == 0) continue;
+        const double* logits = r.generator_logits.data() + slot * static_cast<size_t>(vp);
+        const size_t best =
+            static_cast<size_t>(std::max_element(logits, logits + vocab.size()) - logits);
+        c.masked += 1;
+        c.generator_correct += static_cast<int32_t>(best) == original[slot];
+      }
+      if (first + row < a.examples) {
+        examples += str_cat("  line ", first + row + 1, ": ", texts[first + row], "\n");
+        examples += example(vocab, batch.ids, r, row, t, n, vp, a.top, vocab.mask_id());
+      }
+    }
+  }
+  const double f = c.replaced / c.tokens;
+  const double recall = c.replaced > 0 ? c.true_positive / c.replaced : 0;
+  const double precision = c.flagged > 0 ? c.true_positive / c.flagged : 0;
+  const double accuracy = c.correct / c.tokens;
+  const double bce = c.bce / c.tokens;
+  const double constant = f > 0 && f < 1 ? -(f * std::log(f) + (1 - f) * std::log(1 - f)) : 0.0;
+  std::printf(
+      "pretrain-eval: %.0f text tokens of %zu held-out lines, %.0f replaced (%.4f)\n"
+      "  replaced-token recall    %.4f   vs 0 for 'everything is original'\n"
+      "  precision (p > 0.5)      %.4f   (%.0f tokens flagged)\n"
+      "  accuracy                 %.4f   vs %.4f for 'everything is original'\n"
+      "  loss (BCE)               %.4f   vs %.4f for the best constant prediction\n"
+      "  generator: masked-word accuracy %.4f (argmax = original, %.0f masked)\n",
+      c.tokens, lines.size(), c.replaced, f, recall, precision, c.flagged, accuracy, 1 - f, bce,
+      constant, c.generator_correct / std::max(1.0, c.masked), c.masked);
+  if (!examples.empty()) std::printf("examples:\n%s", examples.c_str());
+  if (!a.json.empty()) {
+    const nlohmann::json j = {
+        {"lines", lines.size()},
+        {"tokens", c.tokens},
+        {"replaced", c.replaced},
+        {"replaced_frac", f},
+        {"recall", recall},
+        {"precision", precision},
+        {"accuracy", accuracy},
+        {"constant_accuracy", 1 - f},
+        {"bce", bce},
+        {"constant_bce", constant},
+        {"flagged", c.flagged},
+        {"generator_accuracy", c.generator_correct / std::max(1.0, c.masked)}};
+    write_file_atomic(a.json, j.dump() + "\n");
+  }
+  return 0;
+}
+
+}  // namespace electra::apps
