@@ -238,15 +238,15 @@ int cmd_pretrain_eval(const std::vector<std::string>& args) {
       const std::vector<int32_t>& ids = lines[first + (r < rows ? r : 0)];
       std::copy(ids.begin(), ids.end(), batch.ids.begin() + static_cast<ptrdiff_t>(r * t));
     }
-    const BatchPlan plan = model.stage_batch(batch, planes.data());
+    model.stage_batch(batch, planes.data());
     upload_to(ctx, model.input(), planes);
-    const uint32_t micro_step = static_cast<uint32_t>(step);
-    const Corruption corruption = model.corrupt(ctx, micro_step, plan);
-    const Pass eval{ctx.rng(RngPurpose::kDropout, micro_step), false};
+    model.set_step(ctx, static_cast<uint32_t>(step), 1.0f);
+    const Corruption corruption = model.corrupt(ctx);
+    const Pass eval{model.rng(ctx, RngPurpose::kDropout), false};
     BatchResult r;
     const Tensor& generator_logits = model.generator_forward(ctx, corruption, eval);
     r.generator_logits = download_doubles(ctx, generator_logits);
-    const Tensor samples = model.generator_loss(ctx, corruption, micro_step, 1.0f);
+    const Tensor samples = model.generator_loss(ctx, corruption);
     r.disc_logits =
         download_doubles(ctx, model.discriminator_forward(ctx, corruption, samples, eval));
     r.labels = download_as<int32_t>(ctx, model.labels());
