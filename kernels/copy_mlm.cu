@@ -11,8 +11,8 @@ constexpr int kThreads = 256;
 template <class T>
 __global__ void __launch_bounds__(kThreads)
     copy_mlm_kernel(T* copy_logits, const int32_t* inputs, const int32_t* labels,
-                    const float* weights, DeviceScalar<float> scale_in, float* loss, T* dlogits, int32_t* argmax,
-                    int64_t stride) {
+                    const float* weights, DeviceScalar<float> scale_in, float* loss, T* dlogits,
+                    int32_t* argmax, int64_t stride) {
   __shared__ float share;
   const int64_t i = blockIdx.x;
   const float scale = scale_in.get();
@@ -47,8 +47,8 @@ __global__ void __launch_bounds__(kThreads)
 }  // namespace
 
 void copy_mlm(Context& ctx, const Tensor& copy_logits, const Tensor& inputs, const Tensor& labels,
-              const Tensor& weights, DeviceScalar<float> scale, const Tensor& xent_loss, const Tensor& dlogits,
-              const Tensor& argmax) {
+              const Tensor& weights, DeviceScalar<float> scale, const Tensor& xent_loss,
+              const Tensor& dlogits, const Tensor& argmax) {
   const int64_t rows = dlogits.dim(0), stride = dlogits.dim(1);
   check_dtype(xent_loss, DType::F32, "copy_mlm (cuda) xent_loss");
   if (rows == 0) return;

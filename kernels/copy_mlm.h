@@ -32,13 +32,13 @@ namespace electra {
 
 namespace cpu {
 void copy_mlm(Context& ctx, const Tensor& copy_logits, const Tensor& inputs, const Tensor& labels,
-              const Tensor& weights, DeviceScalar<float> scale, const Tensor& xent_loss, const Tensor& dlogits,
-              const Tensor& argmax);
+              const Tensor& weights, DeviceScalar<float> scale, const Tensor& xent_loss,
+              const Tensor& dlogits, const Tensor& argmax);
 }
 namespace cuda {
 void copy_mlm(Context& ctx, const Tensor& copy_logits, const Tensor& inputs, const Tensor& labels,
-              const Tensor& weights, DeviceScalar<float> scale, const Tensor& xent_loss, const Tensor& dlogits,
-              const Tensor& argmax);
+              const Tensor& weights, DeviceScalar<float> scale, const Tensor& xent_loss,
+              const Tensor& dlogits, const Tensor& argmax);
 }
 
 inline void copy_mlm(Context& ctx, const Tensor& copy_logits, const Tensor& inputs,

@@ -5,8 +5,8 @@ namespace {
 
 template <class T>
 void run(const Tensor& copy_logits, const Tensor& inputs, const Tensor& labels,
-         const Tensor& weights, DeviceScalar<float> scale_in, const Tensor& xent_loss, const Tensor& dlogits,
-         const Tensor& argmax) {
+         const Tensor& weights, DeviceScalar<float> scale_in, const Tensor& xent_loss,
+         const Tensor& dlogits, const Tensor& argmax) {
   const int64_t m = dlogits.dim(0), stride = dlogits.dim(1);
   const float scale = scale_in.get();
   T* c = copy_logits.ptr<T>();
@@ -42,8 +42,8 @@ void run(const Tensor& copy_logits, const Tensor& inputs, const Tensor& labels,
 }  // namespace
 
 void copy_mlm(Context&, const Tensor& copy_logits, const Tensor& inputs, const Tensor& labels,
-              const Tensor& weights, DeviceScalar<float> scale, const Tensor& xent_loss, const Tensor& dlogits,
-              const Tensor& argmax) {
+              const Tensor& weights, DeviceScalar<float> scale, const Tensor& xent_loss,
+              const Tensor& dlogits, const Tensor& argmax) {
   ELECTRA_CHECK(xent_loss.dtype == dlogits.dtype, "copy_mlm (cpu): xent_loss ", xent_loss.str(),
                 " and dlogits ", dlogits.str(), " differ in dtype");
   dispatch_cpu_float(dlogits.dtype, "copy_mlm", [&](auto zero) {

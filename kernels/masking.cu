@@ -33,8 +33,7 @@ __global__ void __launch_bounds__(kMaskingMaxSeqLen)
   }
   const int non_pad = __syncthreads_count(id != params.pad_id);
   const int candidates = __syncthreads_count(is_candidate);
-  const int k =
-      min(min(slots, candidates), max(1, masking_target_count(mask_prob, non_pad)));
+  const int k = min(min(slots, candidates), max(1, masking_target_count(mask_prob, non_pad)));
 
   int rank = 0;
   if (is_candidate) {
@@ -55,8 +54,7 @@ __global__ void __launch_bounds__(kMaskingMaxSeqLen)
       positions[s] = t;
       original[s] = id;
       weights[s] = 1.0f;
-      out =
-          masked_token(params, stream, mask_threshold, random_threshold,
+      out = masked_token(params, stream, mask_threshold, random_threshold,
                          static_cast<uint64_t>(index), id);
     }
     masked_ids[index] = out;

@@ -77,8 +77,8 @@ ELECTRA_HD int masking_target_count(float p, int n) {
 // probability_threshold(mask_token_prob) and (mask_token_prob + random_token_prob).
 // `stream` is params.stream resolved (its step read once by the op).
 ELECTRA_HD int32_t masked_token(const MaskingParams& params, const RngStream& stream,
-                                uint32_t mask_threshold, uint32_t random_threshold,
-                                uint64_t index, int32_t id) {
+                                uint32_t mask_threshold, uint32_t random_threshold, uint64_t index,
+                                int32_t id) {
   const uint32_t u = stream.bits(kMaskingDecisionOffset + index);
   if (u < mask_threshold) return params.mask_id;
   if (u >= random_threshold) return id;

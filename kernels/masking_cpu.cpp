@@ -36,8 +36,8 @@ void mask_tokens(Context&, const Tensor& ids, const MaskingParams& params, const
                                static_cast<int32_t>(t)};
       }
     }
-    const int64_t k = std::min<int64_t>(
-        {slots, count, std::max(1, masking_target_count(mask_prob, non_pad))});
+    const int64_t k =
+        std::min<int64_t>({slots, count, std::max(1, masking_target_count(mask_prob, non_pad))});
     // The k smallest (key, t) pairs: a strict total order, so the set is unique and only it needs
     // ordering (by position, below).
     std::nth_element(candidates.begin(), candidates.begin() + k, candidates.begin() + count,

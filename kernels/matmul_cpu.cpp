@@ -25,10 +25,13 @@ using Map = Eigen::Map<RowMajor<T>, Eigen::Unaligned, Eigen::OuterStride<>>;
 // on AVX-512, 24 on AVX2; columns: 4 or 8), so that only the matrix's own edges take Eigen's
 // remainder paths.
 constexpr int64_t kMaxTileRows = 192, kMaxTileCols = 256;
-constexpr int64_t kMinTileRows = 48, kMinTileCols = 32;
+constexpr int64_t kMinTileRows = 96, kMinTileCols = 64;
 // The tiles are halved (the larger side first) until C has this many, so that small outputs
-// with a long K (the generator's d(normed) = dlogits W: 152 x 128, K = 30522) still spread.
-constexpr int64_t kWantedTiles = 24;
+// with a long K (the generator's d(normed) = dlogits W: 152 x 128, K = 30522) still spread. Each
+// tile packs its own rows of A and columns of B (rows x K + K x cols values), so small tiles cost
+// memory traffic: with 48 x 32 tiles and 24 wanted, the ELECTRA-Small update (batch 8) at one
+// thread was 3-7% slower than one whole product; with these sizes, 2-3% (bench/RESULTS.md).
+constexpr int64_t kWantedTiles = 8;
 
 struct Tiling {
   int64_t rows, cols;  // tile size

@@ -129,8 +129,8 @@ inline void loss_normalisers(Context& ctx, const Tensor& slot_weights, const Ten
   check_dtype(slot_weights, DType::F32, "loss_normalisers slot_weights");
   check_dtype(token_weights, DType::F32, "loss_normalisers token_weights");
   check_step_scalars(block, "loss_normalisers block");
-  ELECTRA_DISPATCH(ctx, loss_normalisers, slot_weights, token_weights, disc_weight,
-                   disc_over_slots, block);
+  ELECTRA_DISPATCH(ctx, loss_normalisers, slot_weights, token_weights, disc_weight, disc_over_slots,
+                   block);
 }
 
 }  // namespace electra
