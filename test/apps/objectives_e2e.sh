@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# End-to-end pre-training with each objective of issue 19 (electra-15, mlm, replace-mlm,
+# End-to-end pre-training with each objective (electra-15, mlm, replace-mlm,
 # all-tokens-mlm; electra itself is pretrain_e2e's) on the CPU, tiny: 100 updates on English text
 # with falling losses (the objective's own: the kept model's MLM loss, or for electra-15 the
 # generator's MLM and the masked-position BCE), a checkpoint whose discriminator/ is the model

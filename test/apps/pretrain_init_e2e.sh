@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# End-to-end continued pre-training, `electra pretrain --init` (issue 16), on the CPU:
+# End-to-end continued pre-training, `electra pretrain --init`, on the CPU:
 #   - a shrunken electra-tiny pre-trained for 100 updates on the first half of a corpus, then
 #     continued with --init on the second half: the new run starts at step 0 (fresh schedule) and
 #     its first generator loss is the trained model's (close to the first run's last one), far

@@ -1,4 +1,4 @@
-# objective: the copy mechanism of the all-tokens-mlm objective (issue 19).
+# objective: the copy mechanism of the all-tokens-mlm objective.
 electra_test(copy_mlm_unit_tests LABEL unit SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/copy_mlm_test.cpp
   DEPS electra_kernels)

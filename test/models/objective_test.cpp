@@ -1,4 +1,4 @@
-// The objectives' wiring (issue 19, models/objective.h) at the tiny shapes, on the CPU in f64:
+// The objectives' wiring (models/objective.h) at the tiny shapes, on the CPU in f64:
 // which parameters each builds, that electra-15's binary loss covers only the masked positions,
 // that replace-mlm's model sees the generator's samples, that mlm runs without a generator, and
 // the names and defaults of the config key.

@@ -1,7 +1,7 @@
-// The whole pre-training step in float64 on the CPU (issue 4): every parameter's gradient,
-// the shared embedding tables included (they receive both losses), against central differences
-// of the total loss gen + 50 * disc; and the same for every other objective (issue 19,
-// models/objective.h), whose total loss is gen + 50 * disc + mlm over the parts it has.
+// The whole pre-training step in float64 on the CPU: every parameter's gradient, the shared
+// embedding tables included (they receive both losses), against central differences of the total
+// loss gen + 50 * disc; and the same for every other objective (models/objective.h), whose total
+// loss is gen + 50 * disc + mlm over the parts it has.
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <string>

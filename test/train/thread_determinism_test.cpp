@@ -1,4 +1,4 @@
-// The CPU path gives the same bits at any thread count (issue 20): whole pre-training updates
+// The CPU path gives the same bits at any thread count: whole pre-training updates
 // (masking, both models forward and backward with dropout, gradient accumulation, clipping,
 // AdamW or LAMB) and whole fine-tuning updates run at 1, 2 and 3 threads, and every parameter,
 // every optimizer moment and the metrics are compared bit for bit. The shapes are small but cut

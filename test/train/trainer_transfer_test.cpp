@@ -103,7 +103,7 @@ TEST_CASE("the guard reads a non-finite loss when the metrics are read; the upda
   CHECK_FALSE(fs::exists(run.dir / "run"));
 }
 
-// masking.mask_prob_schedule: linear (issue 19): the first update masks at mask_prob and the last
+// masking.mask_prob_schedule: linear: the first update masks at mask_prob and the last
 // at mask_prob_end, exactly as constant-rate runs at those rates do on the same batches.
 TEST_CASE("a linear masking-rate schedule moves from mask_prob to mask_prob_end", "[trainer]") {
   const TinyRun run("mask_schedule");
