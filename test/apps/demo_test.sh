@@ -43,8 +43,8 @@ check "held-out precision at least 0.5" above "$(figure precision)" 0.5
 check "held-out accuracy above the all-original baseline" \
   above "$(figure accuracy)" "$(figure constant_accuracy)"
 # The demo's detection threshold (recall >= 0.2 at precision >= 0.5) where this budget reaches
-# it: on the shared corpus's prose (measured: recall 0.31 at precision 0.67); GCIDE's dictionary definitions are harder (measured: 0.061 at
-# 0.633; docs/QUALITY.md).
+# it: on the shared corpus's prose (measured: recall 0.31 at precision 0.67); GCIDE's dictionary
+# definitions are harder (measured: 0.061 at 0.633; docs/QUALITY.md).
 if grep -q "^english_corpus: .*shared/data/corpus" "$work/log"; then
   check "held-out recall at least 0.2" above "$(figure recall)" 0.2
 else
