@@ -97,8 +97,8 @@ void baseline(Context& ctx, const Tensor& logits, const Tensor& labels, const Te
   row_max_kernel<T><<<m, kThreads, 0, ctx.stream()>>>(x, stride, v, max);
   row_sum_kernel<T><<<m, kThreads, 0, ctx.stream()>>>(x, stride, v, max, sum);
   loss_grad_kernel<T><<<m, kThreads, 0, ctx.stream()>>>(x, stride, v, labels.ptr<int32_t>(),
-                                                        weights.ptr<float>(), p.scale, max, sum,
-                                                        loss.ptr<float>());
+                                                        weights.ptr<float>(), p.scale.value, max,
+                                                        sum, loss.ptr<float>());
   ELECTRA_CUDA_CHECK_LAUNCH();
 }
 
