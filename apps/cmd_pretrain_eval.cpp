@@ -162,12 +162,7 @@ int cmd_pretrain_eval(const std::vector<std::string>& args) {
       .value("--input", [&](const std::string& v) { a.input = v; })
       .value("--json", [&](const std::string& v) { a.json = v; })
       .value("--vocab", [&](const std::string& v) { a.vocab = v; })
-      .value("--device",
-             [&](const std::string& v) {
-               ELECTRA_USER_CHECK(v == "auto" || v == "cpu" || v == "cuda",
-                                  "--device must be auto, cpu or cuda, got '", v, "'");
-               a.device = v;
-             })
+      .value("--device", [&](const std::string& v) { a.device = checked_device_flag(v); })
       .count("--batch-size", [&](uint64_t n) { a.batch_size = n; })
       .count("--max-seq-len", [&](uint64_t n) { a.max_seq_len = n; })
       .count("--seed", [&](uint64_t n) { a.seed = n; })

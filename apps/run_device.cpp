@@ -32,6 +32,12 @@ int64_t checked_thread_count(const std::string& flag, uint64_t n) {
   return static_cast<int64_t>(n);
 }
 
+std::string checked_device_flag(const std::string& device) {
+  ELECTRA_USER_CHECK(device == "auto" || device == "cpu" || device == "cuda",
+                     "--device must be auto, cpu or cuda, got '", device, "'");
+  return device;
+}
+
 double bf16_peak_flops(const std::string& description) {
   if (description.find("H100") != std::string::npos ||
       description.find("H200") != std::string::npos) {

@@ -14,6 +14,8 @@ constexpr int64_t kMaxCpuThreads = 1024;
 
 // `--threads N`: N (0: all cores) unless it exceeds kMaxCpuThreads (UserError naming `flag`).
 int64_t checked_thread_count(const std::string& flag, uint64_t n);
+// `--device D`: D when it is auto, cpu or cuda (UserError otherwise).
+std::string checked_device_flag(const std::string& device);
 
 struct RunDevice {
   Context ctx;

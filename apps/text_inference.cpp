@@ -38,12 +38,7 @@ ArgParser& add_text_inference_args(ArgParser& parser, TextInferenceArgs& a) {
       .value("--input", [&](const std::string& v) { a.input = v; })
       .value("--output", [&](const std::string& v) { a.output = v; })
       .value("--vocab", [&](const std::string& v) { a.vocab = v; })
-      .value("--device",
-             [&](const std::string& v) {
-               ELECTRA_USER_CHECK(v == "auto" || v == "cpu" || v == "cuda",
-                                  "--device must be auto, cpu or cuda, got '", v, "'");
-               a.device = v;
-             })
+      .value("--device", [&](const std::string& v) { a.device = checked_device_flag(v); })
       .count("--batch-size", [&](uint64_t n) { a.batch_size = n; })
       .count("--max-seq-len", [&](uint64_t n) { a.max_seq_len = n; })
       .count("--threads", [&](uint64_t n) { a.threads = checked_thread_count("--threads", n); });
