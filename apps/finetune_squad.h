@@ -2,7 +2,7 @@
 // JSON, sliding-window featurisation (data/squad_features.h), the training loop over a per-epoch
 // permutation of the features (AdamW with layer-wise LR decay, warm-up + linear decay),
 // evaluation after each epoch (answer extraction, data/squad_answer.h; official EM/F1,
-// data/metrics_squad.h), the best checkpoint and its dev predictions in SQuAD's official format.
+// data/squad_metrics.h), the best checkpoint and its dev predictions in SQuAD's official format.
 //
 // Conventions, as the official ELECTRA (and BERT) run_squad code:
 //   - Training keeps every window. A window that does not contain the whole answer, and every
@@ -23,7 +23,7 @@
 #include <string>
 
 #include "apps/finetune_common.h"
-#include "data/metrics_squad.h"
+#include "data/squad_metrics.h"
 #include "data/tokenizer_files.h"
 
 namespace electra::apps {

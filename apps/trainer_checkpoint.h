@@ -1,4 +1,4 @@
-// Pre-training checkpoints (DESIGN section 8). A checkpoint is a directory
+// Pre-training checkpoints. A checkpoint is a directory
 //   <run dir>/checkpoint-<step, 8 digits>/
 //     discriminator/{model.safetensors, config.json}   HF ElectraForPreTraining
 //     generator/{model.safetensors, config.json}       HF ElectraForMaskedLM

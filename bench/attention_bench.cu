@@ -75,12 +75,9 @@ struct State {
   Tensor saved, scratch;
 
   static State alloc(Arena& arena, const AttentionArgs& args, int64_t b, int64_t t, int64_t h) {
-    if (attention_uses_flash(Device::CUDA, args, t, h)) {
-      return State{true, arena.alloc<float>({b, args.heads, t}),
-                   arena.alloc<float>({b, args.heads, t})};
-    }
-    return State{false, arena.alloc<bf16>({b, args.heads, t, t}),
-                 arena.alloc<bf16>({b, args.heads, t, t})};
+    const AttentionState state = attention_state(Device::CUDA, args, b, t, h, DType::BF16);
+    return State{state.flash, state.view(arena.alloc(state.dtype, {state.numel()})),
+                 state.view(arena.alloc(state.dtype, {state.numel()}))};
   }
 };
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 9: a 2,000-update bf16 pre-training run of ELECTRA-Small on the GPU against the f32 run
+# A 2,000-update bf16 pre-training run of ELECTRA-Small on the GPU against the f32 run
 # (TF32 off) from the same seed, data and masking, and how far apart their loss curves are.
 # Run by scripts/gpu_check.sh. Text: carry/corpus.txt when present (the device machine has no
 # ../shared: copy it there with `scripts/english_corpus.sh carry/corpus.txt 40` and name carry/ in

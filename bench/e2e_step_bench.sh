@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The end-to-end GPU benchmark of issue 9, run by scripts/gpu_check.sh: our bf16 pre-training
+# The end-to-end GPU benchmark, run by scripts/gpu_check.sh: our bf16 pre-training
 # update for ELECTRA-Small (seq 128, batch 128) and ELECTRA-Base (seq 128 and 512) against HF
 # transformers (generator + discriminator with shared embeddings, masking and sampling in
 # PyTorch, AdamW, bf16 autocast), eager and torch.compile, in the same run; 50 timed updates

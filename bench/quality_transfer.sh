@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Evidence of transfer (issue 7, docs/QUALITY.md): pre-train electra-tiny on ../shared/data/corpus,
+# Evidence of transfer (docs/QUALITY.md): pre-train electra-tiny on ../shared/data/corpus,
 # then fine-tune on CoLA, SST-2, MRPC, STS-B and RTE from ../shared/data/glue, against the same
 # fine-tuning from a randomly initialised discriminator of the same size (--from-scratch) with the
 # same budget, over several seeds (the median is reported, as in the paper). Prints one line per

@@ -1,6 +1,6 @@
 #include "data/glue_metrics.h"
 
-#include "data/metrics.h"
+#include "data/metric_functions.h"
 #include "engine/error.h"
 
 namespace electra {

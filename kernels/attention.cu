@@ -13,6 +13,7 @@
 // every pass that needs it takes groups of 4 consecutive elements (one lane, or one thread), whose
 // keep bits come from one Philox block (dropout_keep4), and none draws at p = 0.
 #include "kernels/attention.h"
+#include "kernels/attention_flash.h"
 #include "kernels/cuda_common.cuh"
 #include "kernels/dropout_mask.h"
 #include "kernels/matmul.h"
@@ -242,13 +243,7 @@ void backward_typed(Context& ctx, const Tensor& qkv, const AttentionArgs& args, 
 
 }  // namespace
 
-// Version 2 (attention_flash.cu): saved = L [B, heads, T] f32, scratch = D [B, heads, T] f32.
-void flash_attention_forward(Context& ctx, const Tensor& qkv, const Tensor& mask,
-                             const AttentionArgs& args, const Tensor& lse, const Tensor& out);
-void flash_attention_backward(Context& ctx, const Tensor& qkv, const Tensor& mask,
-                              const AttentionArgs& args, const Tensor& lse, const Tensor& out,
-                              const Tensor& dout, const Tensor& d, const Tensor& dqkv);
-
+// Version 2 (kernels/attention_flash.h): saved = L, scratch = D, both f32 [B, heads, T].
 void attention_forward(Context& ctx, const Tensor& qkv, const Tensor& mask,
                        const AttentionArgs& args, const Tensor& saved, const Tensor& scratch,
                        const Tensor& out) {

@@ -33,7 +33,9 @@
 //   `out` for D_i = <dout_i, out_i> = sum_k P_ik dP_ik. Workspace: scratch [B, heads, T] f32
 //   (D in the backward; unused by the forward).
 // The CPU reference is always "v1" (probs and scratch [B, heads, T, T]).
-// attention_uses_flash() says which one a call gets, so callers can plan `saved` and `scratch`.
+// attention_state() says which one a call gets and the shape and dtype of its `saved` and
+// `scratch`, so a caller plans them once (kernels/attention_flash.h declares version 2's entry
+// points).
 // Dtypes: CPU, all floating tensors f32 or all f64; CUDA, all f32 or all bf16 (softmax in f32;
 // the flash L and D are always f32).
 #pragma once
@@ -78,6 +80,39 @@ inline bool attention_uses_flash(Device device, const AttentionArgs& args, int64
   return supported;
 }
 
+// The state one call keeps besides its inputs and outputs: `saved` (written by the forward, read
+// by the backward) and `scratch` (the workspace of both directions) both have this shape and
+// dtype: [B, heads, T, T] in qkv's dtype for version 1 and the CPU (P and Pd / dPd / dS), f32
+// [B, heads, T] for flash (L and D).
+struct AttentionState {
+  bool flash = false;
+  DType dtype = DType::F32;
+  int64_t batch = 0, heads = 0, seq_len = 0;
+
+  int64_t numel() const { return batch * heads * seq_len * (flash ? 1 : seq_len); }
+  // `flat` (numel() elements of `dtype`) with the state's dims.
+  Tensor view(const Tensor& flat) const {
+    check_dtype(flat, dtype, "attention state");
+    return flash ? flat.reshape({batch, heads, seq_len})
+                 : flat.reshape({batch, heads, seq_len, seq_len});
+  }
+  void check(const Tensor& t, const char* what) const {
+    if (flash) {
+      check_shape(t, {batch, heads, seq_len}, what);
+    } else {
+      check_shape(t, {batch, heads, seq_len, seq_len}, what);
+    }
+    check_dtype(t, dtype, what);
+  }
+};
+
+// The state of a call on `device` with qkv [batch, seq_len, 3 hidden] of dtype `qkv_dtype`.
+inline AttentionState attention_state(Device device, const AttentionArgs& args, int64_t batch,
+                                      int64_t seq_len, int64_t hidden, DType qkv_dtype) {
+  const bool flash = attention_uses_flash(device, args, seq_len, hidden);
+  return AttentionState{flash, flash ? DType::F32 : qkv_dtype, batch, args.heads, seq_len};
+}
+
 // `out` is read by the flash backward only (the others ignore it).
 namespace cpu {
 void attention_forward(Context& ctx, const Tensor& qkv, const Tensor& mask,
@@ -113,21 +148,12 @@ inline bool check_attention(const Context& ctx, const Tensor& qkv, const Tensor&
                 " not in [0, 1)");
   check_shape(mask, {b, t}, "attention: mask");
   check_dtype(mask, DType::I32, "attention: mask");
-  const bool flash = attention_uses_flash(ctx.device(), args, t, h);
-  if (flash) {
-    check_shape(saved, {b, args.heads, t}, "attention (flash): saved logsumexp");
-    check_shape(scratch, {b, args.heads, t}, "attention (flash): scratch");
-    check_dtype(saved, DType::F32, "attention (flash): saved logsumexp");
-    check_dtype(scratch, DType::F32, "attention (flash): scratch");
-  } else {
-    check_shape(saved, {b, args.heads, t, t}, "attention: probs");
-    check_shape(scratch, {b, args.heads, t, t}, "attention: scratch");
-    check_dtype(saved, qkv.dtype, "attention: probs");
-    check_dtype(scratch, qkv.dtype, "attention: scratch");
-  }
+  const AttentionState state = attention_state(ctx.device(), args, b, t, h, qkv.dtype);
+  state.check(saved, state.flash ? "attention (flash): saved logsumexp" : "attention: probs");
+  state.check(scratch, state.flash ? "attention (flash): scratch" : "attention: scratch");
   check_shape(out, {b, t, h}, "attention: out / dout");
   check_dtype(out, qkv.dtype, "attention: out / dout");
-  return flash;
+  return state.flash;
 }
 
 }  // namespace detail

@@ -29,7 +29,7 @@
 #include <cmath>
 #include <type_traits>
 
-#include "kernels/attention.h"
+#include "kernels/attention_flash.h"
 #include "kernels/attention_flash_layout.h"
 #include "kernels/cuda_common.cuh"
 #include "kernels/dropout_mask.h"

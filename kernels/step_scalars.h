@@ -14,7 +14,7 @@
 //   mask_prob   the masking rate of the update (constant, or a linear schedule: below)
 //
 // next_micro_step(counter, plan, block), with counter the optimizer's update counter (i32 [1],
-// updates done; kernels/optimizer.h):
+// updates done; kernels/weight_update.h):
 //   micro_step = counter * plan.accumulation + plan.first + micro,  micro = (micro + 1) % local
 // i.e. rank r's micro-batch m of update s is micro-step s A + r a + m, without a host value;
 // and mask_prob = scheduled_mask_prob(plan, counter), the masking rate of update `counter`.

@@ -15,13 +15,20 @@
 
 namespace electra {
 
-// Whether the encoder's attention runs the flash kernels (kernels/attention.h), which decides
-// the shape of each layer's saved attention state and of the shared attention workspace.
-inline bool encoder_uses_flash(const ModelBuilder& builder, const EncoderConfig& config,
-                               int64_t seq_len) {
+// The attention state of the encoder's layers (kernels/attention.h): the shape of each layer's
+// saved attention state and of the shared attention workspace.
+inline AttentionState encoder_attention_state(const ModelBuilder& builder,
+                                              const EncoderConfig& config, int64_t batch,
+                                              int64_t seq_len) {
   AttentionArgs args;
   args.heads = config.heads;
-  return attention_uses_flash(builder.device(), args, seq_len, config.hidden);
+  return attention_state(builder.device(), args, batch, seq_len, config.hidden,
+                         builder.dtypes().activation);
+}
+
+// A tensor of `state`'s shape and dtype in the builder's activation arena.
+inline Tensor attention_state_tensor(ModelBuilder& builder, const AttentionState& state) {
+  return state.view(builder.activation(state.dtype, {state.numel()}));
 }
 
 struct EncoderScratch {
@@ -34,9 +41,8 @@ struct EncoderScratch {
         {layernorm_backward_workspace_floats(rows, h), layernorm_backward_workspace_floats(rows, e),
          bias_gelu_backward_workspace_floats(rows, f), int64_t{1}});
     reduce = builder.activation(DType::F32, {reduce_floats});
-    attention = encoder_uses_flash(builder, config, seq_len)
-                    ? builder.activation(DType::F32, {batch, config.heads, seq_len})
-                    : builder.activation({batch, config.heads, seq_len, seq_len});
+    attention = attention_state_tensor(builder,
+                                       encoder_attention_state(builder, config, batch, seq_len));
     residual = builder.activation({batch, seq_len, h});
     residual_mid = builder.activation({batch, seq_len, h});
     a = builder.activation({batch, seq_len, h});
@@ -47,7 +53,7 @@ struct EncoderScratch {
   }
 
   Tensor reduce;     // f32: per-block partial sums of the GPU backward reductions
-  Tensor attention;  // [B, heads, T, T], or f32 [B, heads, T] (D) under flash
+  Tensor attention;  // the attention workspace: encoder_attention_state's shape and dtype
   Tensor residual, residual_mid, a, b;  // [B, T, H]
   Tensor qkv;                           // [B, T, 3H]
   Tensor ffn_a, ffn_b;                  // [B * T, F]

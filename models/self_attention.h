@@ -6,7 +6,7 @@
 //   a   = c Wo^T + bo
 //   y   = LayerNorm(dropout(a) + x)          (kernels/layernorm.h residual variant)
 // Saves qkv, the probabilities (with the flash kernels, only their row logsumexp: see
-// encoder_uses_flash), c (which the flash backward reads too), and the residual sum with its
+// encoder_attention_state), c (which the flash backward reads too), and the residual sum with its
 // statistics; x is the caller's (the previous layer's output), kept as a view.
 #pragma once
 

@@ -21,7 +21,7 @@
 //     untouched). No host value and no transfer: an update can be replayed from a CUDA graph.
 //     set_step(ctx, t) uploads the counter (start, resume). It does not zero the gradients (the
 //     caller does).
-//   - The update itself is documented in kernels/optimizer.h:
+//   - The update itself is documented in kernels/weight_update.h:
 //       g' = g * min(1, max_norm / ||g||),  m = b1 m + (1 - b1) g',  v = b2 v + (1 - b2) g'^2
 //       u  = m / (sqrt(v) + eps) [+ wd * p for decayed parameters]
 //       AdamW: p -= lr * lr_mult * u;   LAMB: p -= lr * lr_mult * (||p_s|| / ||u_s||) * u
@@ -38,7 +38,7 @@
 #include "engine/context.h"
 #include "engine/parameter_store.h"
 #include "engine/yaml_config.h"
-#include "kernels/optimizer.h"
+#include "kernels/weight_update.h"
 #include "optim/schedule.h"
 
 namespace electra {

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# End-to-end `electra finetune / eval / predict` on the CPU (issue 7): a tiny ELECTRA is
+# End-to-end `electra finetune / eval / predict` on the CPU: a tiny ELECTRA is
 # pre-trained for 60 updates on English text (scripts/english_corpus.sh), then
 #   - fine-tuned on a synthetic single-sentence classification task (the label is which of two
 #     keywords the sentence holds): dev accuracy >= 0.95;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# End-to-end checks of issue 18's command-line items on a tiny CASED ELECTRA (a few updates):
+# End-to-end checks of the command line around fine-tuned checkpoints on a tiny CASED ELECTRA (a few updates):
 #   - the checkpoint's casing carries into fine-tuning and its checkpoint (tokenizer files);
 #   - a --vocab that is not the checkpoint's, or a checkpoint vocab.txt changed after fine-tuning
 #     (two lines swapped), is refused naming both files; a model evaluated as another task too;

@@ -1,4 +1,4 @@
-// SQuAD fine-tuning end to end on the CPU (issue 7): a tiny random-init encoder saved as an HF
+// SQuAD fine-tuning end to end on the CPU: a tiny random-init encoder saved as an HF
 // directory learns synthetic questions whose answer is trivially locatable (the two words after
 // a marker word, some contexts long enough for two windows); SQuAD 2.0 adds questions whose
 // context has no marker. Dev EM/F1 must rise from near 0 (the initial model) to > 0.8, the best

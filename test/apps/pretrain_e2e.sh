@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# End-to-end `electra pretrain` on the CPU with a shrunken electra-tiny (issue 6):
+# End-to-end `electra pretrain` on the CPU with a shrunken electra-tiny:
 #   - the losses fall over 100 updates and the discriminator beats the trivial baseline (the
 #     best constant prediction);
 #   - a run stopped at update 40 and resumed to 80 equals an uninterrupted 80-update run bit for

@@ -8,7 +8,7 @@
 #     tables differ, and the run says that the discriminator's copy is used;
 #   - --resume refuses another config and points to --init; --init with --resume, --init with a
 #     generator alone and --resume with an HF directory are one-line errors that say what the
-#     directory is (issue 18 item 14);
+#     directory is;
 #   - --init from the HF pair of test/fixtures/hf_tiny (make_hf_fixtures.py: transformers'
 #     ElectraForPreTraining and ElectraForMaskedLM) with a config that has no model section: the
 #     run takes the sizes from config.json and trains; the weights it starts from are the HF ones

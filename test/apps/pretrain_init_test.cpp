@@ -3,7 +3,7 @@
 // model sizes taken from config.json when the YAML has no model section; --init from a checkpoint
 // or run directory of ours; the mismatch errors (sizes, generator multiplier, vocabulary size and
 // hash, seq_len, the run's own checkpoint.dir); what a directory of the wrong kind is said to be
-// (issue 18 item 14: a generator given to --init, an HF directory given to --resume); and the
+// (a generator given to --init, an HF directory given to --resume); and the
 // discriminator's copy of the shared embedding tables winning when the two models' differ.
 #include <algorithm>
 #include <catch2/catch.hpp>
@@ -253,7 +253,7 @@ TEST_CASE("init refuses sizes, vocabularies and sequence lengths that differ", "
   }
 }
 
-TEST_CASE("a directory of the wrong kind is named and the probable intent given (issue 18.14)",
+TEST_CASE("a directory of the wrong kind is named and the probable intent given",
           "[unit]") {
   const fs::path dir = temp_dir("wrong_kind");
   const std::string vocab = write_vocab(dir / "vocab.txt", 97);

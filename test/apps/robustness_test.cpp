@@ -1,4 +1,4 @@
-// Issue 17's fixes below the command line: the run-directory lock, metrics.jsonl truncation on
+// Robustness below the command line: the run-directory lock, metrics.jsonl truncation on
 // resume, the shard set a resume must match and the trainer state's counters. The commands
 // themselves are exercised by test/bad_input.
 #include <unistd.h>

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# scripts/setup_python.sh (issue 18) chooses how to install into the python3 on the PATH: a
+# scripts/setup_python.sh chooses how to install into the python3 on the PATH: a
 # python3 that is not Debian's and lacks matplotlib gets `pip install --user matplotlib`, inside a
 # venv without --user; one that has everything gets nothing. Fake python3 executables stand in
 # for the real ones (--dry-run: nothing is installed).

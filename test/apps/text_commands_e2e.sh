@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# End-to-end `electra encode` and `electra score` (issue 18) on a tiny CASED ELECTRA pre-trained
+# End-to-end `electra encode` and `electra score` on a tiny CASED ELECTRA pre-trained
 # for a few updates: outputs of the right shape and format (.jsonl, .npy, table), bad options
 # refused with one line and exit 2. The outputs stay in OUT_DIR for text_commands_hf_check, which
 # compares them with HF transformers on the same checkpoint (make_hf_fixtures.py --check-text).

@@ -16,7 +16,7 @@
 #include "data/shard.h"
 #include "data/shard_manifest.h"
 #include "data/shard_reader.h"
-#include "datatok_test_util.h"
+#include "data_test_util.h"
 #include "engine/error.h"
 
 using namespace electra;

@@ -11,7 +11,7 @@
 #include "data/tokenizer.h"
 #include "data/vocab.h"
 #include "data/vocab_trainer.h"
-#include "datatok_test_util.h"
+#include "data_test_util.h"
 #include "engine/error.h"
 
 using namespace electra;

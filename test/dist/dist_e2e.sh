@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Data-parallel `electra pretrain` under mpirun on the CPU (MPI backend), with a shrunken
-# electra-tiny (issue 8):
+# electra-tiny:
 #   - 2 ranks x 1 micro-batch of 4 equal 1 process x 2 micro-batches of 4 (the same global
 #     batch of 8): losses of all 20 updates within 1e-6 relative, parameters and optimizer
 #     moments within 1e-5 (normwise per tensor; test/dist/compare_runs.py says why);

@@ -55,7 +55,7 @@ TEST_CASE("Arena moves transfer ownership", "[arena]") {
 
 TEST_CASE("A CUDA arena is refused without a usable GPU", "[arena]") {
   if (cuda_device_count() > 0)
-    SUCCEED("GPU present: covered by engine_gpu_tests");
+    SUCCEED("GPU present: covered by arena_gpu_test");
   else
     CHECK_THROWS_AS(Arena("device", Device::CUDA, 1024), Error);
 }

@@ -28,7 +28,7 @@ TEST_CASE("Contexts move", "[context]") {
 
 TEST_CASE("A CUDA context is refused without a usable GPU, with the reason", "[context]") {
   if (cuda_device_count() > 0) {
-    SUCCEED("GPU present: covered by engine_gpu_tests");
+    SUCCEED("GPU present: covered by arena_gpu_test");
   } else {
     CHECK_THROWS_AS(Context::cuda(0), Error);
     CHECK_FALSE(cuda_unavailable_reason().empty());

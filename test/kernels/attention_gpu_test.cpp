@@ -86,17 +86,15 @@ struct GpuResult {
 GpuResult run_gpu(Context& gpu, const std::vector<float>& qkv, const std::vector<float>& dout,
                   const std::vector<int32_t>& mask, const Case& c, DType dtype,
                   const AttentionArgs& args) {
-  const int64_t b = c.b, t = c.t, h = c.h, heads = c.heads;
-  const bool flash = attention_uses_flash(Device::CUDA, args, t, h);
-  REQUIRE(flash == (args.impl == AttentionImpl::kFlash));
+  const int64_t b = c.b, t = c.t, h = c.h;
+  const AttentionState state = attention_state(Device::CUDA, args, b, t, h, dtype);
+  REQUIRE(state.flash == (args.impl == AttentionImpl::kFlash));
   Arena arena("attention", Device::CUDA, size_t{256} << 20);
   const Tensor gqkv = test::upload_as(gpu, arena, qkv, dtype, {b, t, 3 * h});
   const Tensor gdout = test::upload_as(gpu, arena, dout, dtype, {b, t, h});
   const Tensor gmask = test::upload(gpu, arena, mask, {b, t});
-  const Tensor gsaved =
-      flash ? arena.alloc(DType::F32, {b, heads, t}) : arena.alloc(dtype, {b, heads, t, t});
-  const Tensor gscratch =
-      flash ? arena.alloc(DType::F32, {b, heads, t}) : arena.alloc(dtype, {b, heads, t, t});
+  const Tensor gsaved = state.view(arena.alloc(state.dtype, {state.numel()}));
+  const Tensor gscratch = state.view(arena.alloc(state.dtype, {state.numel()}));
   const Tensor gout = arena.alloc(dtype, {b, t, h});
   const Tensor gdqkv = arena.alloc(dtype, {b, t, 3 * h});
   for (const Tensor* x : {&gsaved, &gscratch, &gout, &gdqkv}) poison_tensor(gpu.stream(), *x);
@@ -105,7 +103,7 @@ GpuResult run_gpu(Context& gpu, const std::vector<float>& qkv, const std::vector
   poison_tensor(gpu.stream(), gscratch);
   attention_backward(gpu, gqkv, gmask, args, gsaved, gdout, gscratch, gdqkv, gout);
   r.dqkv = test::download_f32(gpu, gdqkv);
-  if (flash) {  // deterministic: a second backward gives the same bits
+  if (state.flash) {  // deterministic: a second backward gives the same bits
     poison_tensor(gpu.stream(), gdqkv);
     poison_tensor(gpu.stream(), gscratch);
     attention_backward(gpu, gqkv, gmask, args, gsaved, gdout, gscratch, gdqkv, gout);

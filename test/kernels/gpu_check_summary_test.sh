@@ -17,7 +17,7 @@ echo "GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-test)" >"$out/nvidia-smi.txt"
 printf 'configure\t0\t12\nbuild\t0\t250\nattention_bench\t0\t80\nmatmul_bench\t124\t300\n' \
   >"$out/steps.tsv"
 printf 'attention_sdpa_baseline\tnot run: PyTorch with CUDA is not installed\t0\n' >>"$out/steps.tsv"
-printf 'engine_gpu_tests\tPassed\t2.31\t\nzero_size_gpu_tests\tSkipped\t0.01\tskipped: no CUDA device present\n' \
+printf 'philox_gpu_test\tPassed\t2.31\t\nzero_size_gpu_test\tSkipped\t0.01\tskipped: no CUDA device present\n' \
   >"$out/tests.tsv"
 cat >"$out/attention_bench.log" <<'LOG'
 validate attention flash T=128 H=256 heads=4: max rel err 0.003
@@ -34,8 +34,8 @@ cmp -s "$out/stdout.txt" "$out/summary.md" || fail "stdout and summary.md differ
 summary=$out/summary.md
 grep -q "^| test or benchmark | result | ours | baseline | ratio |$" "$summary" || fail "no header"
 grep -q "^| step: build | ok | 250 s |  |  |$" "$summary" || fail "build step row"
-grep -q "^| test: engine_gpu_tests | passed | 2.31 s |" "$summary" || fail "passed test row"
-grep -q "^| test: zero_size_gpu_tests | SKIPPED skipped: no CUDA device present |" "$summary" ||
+grep -q "^| test: philox_gpu_test | passed | 2.31 s |" "$summary" || fail "passed test row"
+grep -q "^| test: zero_size_gpu_test | SKIPPED skipped: no CUDA device present |" "$summary" ||
   fail "skipped test row"
 grep -q "^| bench: matmul_bench | TIMEOUT |" "$summary" || fail "timed-out bench row"
 grep -q "^| bench: attention_sdpa_baseline | not run: PyTorch with CUDA is not installed |" \

@@ -1,4 +1,4 @@
-// The whole fine-tuning step in float64 on the CPU (issue 7): every parameter's gradient (up to
+// The whole fine-tuning step in float64 on the CPU: every parameter's gradient (up to
 // 64 coordinates per tensor), encoder included, against central differences of the task loss,
 // for each head: classification (official one-layer head), HF's two-layer head with dropout on
 // (the backward must regenerate the forward's masks), regression with padding rows, span

@@ -1,4 +1,4 @@
-// ElectraFinetuner on the CPU in f32 (issue 7): HF names, planning (a step allocates nothing),
+// ElectraFinetuner on the CPU in f32: HF names, planning (a step allocates nothing),
 // reproducible dropout, hand-checked losses and gradients of each head, the layer-wise LR depth of
 // every parameter of a 12-layer model, AdamW reducing the loss on a separable task, bad input.
 #include <catch2/catch.hpp>

@@ -1,4 +1,4 @@
-// Issue 7 fixture: the logits of an HF ElectraForSequenceClassification checkpoint (two-layer
+// Fixture: the logits of an HF ElectraForSequenceClassification checkpoint (two-layer
 // head), loaded through the fine-tuning loader, match HF transformers on the CPU (1e-5).
 // Regenerate with test/fixtures/make_hf_cls_fixture.py.
 #include <catch2/catch.hpp>
@@ -79,7 +79,7 @@ TEST_CASE("fine-tuning from an HF checkpoint skips its head, loading only the en
   CHECK(std::vector<float>(q.ptr<float>(), q.ptr<float>() + q.numel()) == query);
 }
 
-// Issue 18: every kind of fine-tuned checkpoint, written with save_finetuned, reads back with the
+// Every kind of fine-tuned checkpoint, written with save_finetuned, reads back with the
 // same outputs, and (hidden case "[.export_finetuned]") gives them to HF transformers, which
 // hf_finetuned_check (test/fixtures/make_hf_fixtures.py --check-finetuned) verifies.
 namespace {

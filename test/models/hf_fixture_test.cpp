@@ -1,4 +1,4 @@
-// The pre-training step against HF transformers (issue 4): test/fixtures/hf_tiny/ holds the tiny
+// The pre-training step against HF transformers: test/fixtures/hf_tiny/ holds the tiny
 // ELECTRA's weights as HF checkpoints, a batch with its fixed corruption, and HF's logits, losses
 // and parameter gradients for that step (computed in float64 by make_hf_fixtures.py). Loaded into
 // the engine through load_pretrainer_models, the f32 CPU step must reproduce them: logits and

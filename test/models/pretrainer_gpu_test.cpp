@@ -1,4 +1,4 @@
-// The full pre-training step on the GPU against the CPU reference (issue 4): in f32 the same RNG
+// The full pre-training step on the GPU against the CPU reference: in f32 the same RNG
 // key gives the same masking and samples and the same losses and gradients to 1e-5; in bf16,
 // with the CPU's masking and samples fixed (bf16 logits may tip a near-tie sample), within 2e-2.
 #include <catch2/catch.hpp>

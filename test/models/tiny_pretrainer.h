@@ -1,4 +1,4 @@
-// The tiny ELECTRA of the model tests (issue 4): 2 layers, H = 32, E = 16 (projection on),
+// The tiny ELECTRA of the model tests: 2 layers, H = 32, E = 16 (projection on),
 // generator multiplier 0.5 (generator H = 16 = E, no projection), vocab 97, T = 16, batch 3 with
 // padding in two sequences, and a fixed corruption (masked positions, [MASK]/kept tokens, samples
 // with one sample equal to its original) for the test entry.

@@ -1,4 +1,4 @@
-// The generator's vocabulary padded to a multiple of 128 (issue 9). The tiny model's V = 97 runs
+// The generator's vocabulary padded to a multiple of 128. The tiny model's V = 97 runs
 // the logits GEMM over 128 columns: the word table and the output bias reserve 31 zero rows after
 // their HF shapes. The padding is never sampled nor the argmax (even when poisoned), stays exactly
 // zero through AdamW and LAMB updates and is never saved. With the padding on (vocab_multiple 128)

@@ -1,4 +1,4 @@
-# Issue 17 item 1: two runs writing the same checkpoint directory. The second is refused while
+# Two runs writing the same checkpoint directory. The second is refused while
 # the first holds the run directory, with the holder's PID.
 setup() {
   "$electra" pretrain --config tiny.yaml --set train.steps=1000000 --set checkpoint.every=0 \

@@ -2,7 +2,7 @@
 #include <cmath>
 #include <vector>
 
-#include "kernels/optimizer.h"
+#include "kernels/weight_update.h"
 #include "test/common/test_util.h"
 
 using namespace electra;
@@ -63,7 +63,7 @@ void require_close(const std::vector<A>& got, const std::vector<B>& expect, doub
 
 }  // namespace
 
-TEST_CASE("segment table cuts segments into chunks and rejects overlaps", "[optimizer]") {
+TEST_CASE("segment table cuts segments into chunks and rejects overlaps", "[weight_update]") {
   Context ctx = Context::cpu();
   const std::vector<ParamSegment> segs = {
       {0, 10, true, 1.0f}, {10, 0, false, 1.0f}, {12, 2 * kOptimChunk + 1, false, 0.5f}};
@@ -81,7 +81,7 @@ TEST_CASE("segment table cuts segments into chunks and rejects overlaps", "[opti
   CHECK_THROWS_AS(make_segment_table(ctx, more, {{0, 30, true, 1.0f}}, 20), Error);
 }
 
-TEST_CASE("grad_norm equals the direct sum over the segments", "[optimizer]") {
+TEST_CASE("grad_norm equals the direct sum over the segments", "[weight_update]") {
   Context ctx = Context::cpu();
   Arena arena("table", Device::CPU, segment_table_bytes(kSegments));
   const SegmentTable table = make_segment_table(ctx, arena, kSegments, kParams);
@@ -101,7 +101,7 @@ TEST_CASE("grad_norm equals the direct sum over the segments", "[optimizer]") {
   CHECK(norm[0] == Approx(std::sqrt(total)).epsilon(1e-6));
 }
 
-TEST_CASE("adamw first step on one element by hand", "[optimizer]") {
+TEST_CASE("adamw first step on one element by hand", "[weight_update]") {
   Context ctx = Context::cpu();
   const std::vector<ParamSegment> segs = {{0, 1, true, 1.0f}};
   Arena arena("table", Device::CPU, segment_table_bytes(segs));
@@ -127,7 +127,7 @@ TEST_CASE("adamw first step on one element by hand", "[optimizer]") {
   }
 }
 
-TEST_CASE("adamw and lamb two steps match the f64 reference", "[optimizer]") {
+TEST_CASE("adamw and lamb two steps match the f64 reference", "[weight_update]") {
   Context ctx = Context::cpu();
   Arena arena("table", Device::CPU, segment_table_bytes(kSegments));
   const SegmentTable table = make_segment_table(ctx, arena, kSegments, kParams);

@@ -1,4 +1,4 @@
-#include "data/metrics_squad.h"
+#include "data/squad_metrics.h"
 
 #include <algorithm>
 #include <map>

@@ -10,7 +10,7 @@
 // kernel (28 bytes moved per parameter); LAMB is three: moments + norms, trust ratios, apply (24 +
 // 16 = 40 bytes per parameter).
 #include "kernels/cuda_common.cuh"
-#include "kernels/optimizer.h"
+#include "kernels/weight_update.h"
 
 namespace electra::cuda {
 namespace {

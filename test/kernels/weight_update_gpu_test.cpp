@@ -8,7 +8,7 @@
 #include <catch2/catch.hpp>
 #include <vector>
 
-#include "kernels/optimizer.h"
+#include "kernels/weight_update.h"
 #include "test/common/device_util.h"
 #include "test/common/test_util.h"
 
@@ -32,7 +32,7 @@ std::vector<ParamSegment> make_segments(int64_t& total) {
 
 }  // namespace
 
-TEST_CASE("grad_norm on the GPU matches the CPU and is deterministic", "[optimizer][gpu]") {
+TEST_CASE("grad_norm on the GPU matches the CPU and is deterministic", "[weight_update][gpu]") {
   Context gpu = Context::cuda(0);
   Context cpu = Context::cpu();
   int64_t total = 0;
@@ -59,7 +59,7 @@ TEST_CASE("grad_norm on the GPU matches the CPU and is deterministic", "[optimiz
   CHECK(test::download<float>(gpu, dnorm) == got);
 }
 
-TEST_CASE("adamw and lamb on the GPU match the CPU over two steps", "[optimizer][gpu]") {
+TEST_CASE("adamw and lamb on the GPU match the CPU over two steps", "[weight_update][gpu]") {
   Context gpu = Context::cuda(0);
   Context cpu = Context::cpu();
   int64_t total = 0;

@@ -8,7 +8,7 @@
 
 #include "bench_common.cuh"
 #include "engine/arena.h"
-#include "kernels/optimizer.h"
+#include "kernels/weight_update.h"
 #include "test/common/device_util.h"
 #include "test/common/test_util.h"
 

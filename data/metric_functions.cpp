@@ -1,4 +1,4 @@
-#include "data/metrics.h"
+#include "data/metric_functions.h"
 
 #include <algorithm>
 #include <cmath>

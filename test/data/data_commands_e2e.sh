@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # End-to-end: the electra binary trains a vocabulary, builds shards and describes them, on a small
 # generated corpus in a temporary directory; bad arguments give a one-line error and exit code 2.
-# Usage: datatok_cli_e2e.sh PATH/TO/electra
+# Usage: data_commands_e2e.sh PATH/TO/electra
 set -euo pipefail
 electra="$1"
 dir="$(mktemp -d)"
@@ -50,4 +50,4 @@ check_usage_error build-data --input "$dir/corpus.txt" --vocab "$dir/vocab.txt" 
 check_usage_error build-vocab --input "$dir/corpus.txt" --output "$dir/v2.txt" --vocab-size 100 --frobnicate
 check_usage_error build-data --input "$dir/missing.txt" --vocab "$dir/vocab.txt" --output "$dir/y"
 check_usage_error info "$dir/corpus.txt"
-echo "datatok_cli_e2e: ok"
+echo "data_commands_e2e: ok"

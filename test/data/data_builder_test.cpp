@@ -11,7 +11,7 @@
 #include "data/example_builder.h"
 #include "data/shard_reader.h"
 #include "data/tokenizer.h"
-#include "datatok_test_util.h"
+#include "data_test_util.h"
 #include "engine/error.h"
 
 using namespace electra;

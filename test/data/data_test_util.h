@@ -1,4 +1,4 @@
-// Helpers of the datatok tests: a temporary directory and a synthetic corpus with a matching
+// Helpers of the data tests: a temporary directory and a synthetic corpus with a matching
 // vocabulary (every word of the corpus is one token, so token counts are known exactly).
 #pragma once
 
@@ -19,7 +19,7 @@ class TempDir {
  public:
   explicit TempDir(const std::string& name) {
     path_ = std::filesystem::temp_directory_path() /
-            ("datatok-" + name + "-" + std::to_string(::getpid()));
+            ("data-test-" + name + "-" + std::to_string(::getpid()));
     std::filesystem::remove_all(path_);
     std::filesystem::create_directories(path_);
   }

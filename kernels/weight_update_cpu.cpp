@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "engine/device.h"
-#include "kernels/optimizer.h"
+#include "kernels/weight_update.h"
 
 namespace electra {
 namespace {

@@ -1,6 +1,7 @@
-// Evaluation metrics of GLUE: accuracy, binary F1, Matthews correlation, Pearson and Spearman
-// correlation. All return fractions (not percentages); inputs are parallel arrays (prediction i
-// belongs to gold i) of equal, non-zero length.
+// The metric functions of GLUE's tasks (data/glue_metrics.h picks them per task): accuracy,
+// binary F1, Matthews correlation, Pearson and Spearman correlation. All return fractions (not
+// percentages); inputs are parallel arrays (prediction i belongs to gold i) of equal, non-zero
+// length.
 #pragma once
 
 #include <cstdint>

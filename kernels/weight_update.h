@@ -1,4 +1,4 @@
-// optimizer: global gradient norm, AdamW and LAMB over the flat f32 parameter buffer.
+// weight_update: global gradient norm, AdamW and LAMB over the flat f32 parameter buffer.
 //
 // Parameters p, gradients g and the moments m, v are f32 [P] buffers with one layout. A segment
 // table describes the parameters in it: (offset, size, weight-decay flag, lr multiplier for

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <vector>
 
-#include "data/metrics.h"
+#include "data/metric_functions.h"
 #include "engine/error.h"
 
 namespace electra {

@@ -4,7 +4,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "data/metrics_squad.h"
+#include "data/squad_metrics.h"
 #include "engine/error.h"
 
 namespace electra {

@@ -1,7 +1,0 @@
-# replace: the discriminator's input and labels from the generator's samples.
-electra_test(replace_unit_tests LABEL unit SOURCES
-  ${CMAKE_CURRENT_LIST_DIR}/replace_tokens_test.cpp
-  DEPS electra_kernels)
-electra_test(replace_gpu_tests GPU SOURCES
-  ${CMAKE_CURRENT_LIST_DIR}/replace_tokens_gpu_test.cpp
-  DEPS electra_kernels)
