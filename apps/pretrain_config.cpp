@@ -111,6 +111,12 @@ PretrainConfig read_pretrain_config(const std::string& path,
   const std::string objective = root.choice(
       "objective", "electra", {"electra", "electra-15", "mlm", "replace-mlm", "all-tokens-mlm"});
   ELECTRA_CHECK(parse_objective(objective, c.objective), "objective ", objective);
+  if (root.choice("generator", "mlm", {"mlm", "unigram"}) == "unigram") {
+    c.generator = GeneratorKind::kUnigram;
+    ELECTRA_USER_CHECK(objective_wiring(c.objective).generator, path,
+                       ": generator: unigram needs an objective with replacements (objective: ",
+                       objective, " has none)");
+  }
   c.model_given = root.has("model");
   c.model = read_electra_config(root.section("model"));
 
@@ -203,6 +209,8 @@ std::string canonical_text(const PretrainConfig& c) {
   // Written only when not the default, so that the hashes of earlier (electra) runs stay valid.
   if (c.objective != Objective::kElectra)
     out << "objective=" << objective_name(c.objective) << "\n";
+  if (c.generator != GeneratorKind::kMlm)
+    out << "generator=" << generator_kind_name(c.generator) << "\n";
   encoder_lines(out, "discriminator", c.model.discriminator);
   out << "generator_multiplier=" << exact(c.model.generator_multiplier) << "\n";
   for (const std::string& s : c.shards) out << "data.shard=" << s << "\n";
@@ -265,6 +273,13 @@ std::string describe(const PretrainConfig& c, const std::string& device, Precisi
               ? " (BERT corruption: 80% [MASK], 10% random, 10% kept; masking.mask_token_prob "
                 "applies to a generator's input only and is not used)"
               : "")
+      << "\n"
+      << "generator: "
+      << (!objective_wiring(c.objective).generator ? "none (the objective has no replacements)"
+          : c.generator == GeneratorKind::kUnigram
+              ? "unigram (replacements drawn from the token counts of data.shards; no "
+                "generator model, no generator loss)"
+              : "mlm (trained alongside, its samples replace the masked tokens)")
       << "\n"
       << "model: discriminator " << d.layers << " layers, hidden " << d.hidden << ", " << d.heads
       << " heads, FFN " << d.ffn << ", embedding " << d.embedding_size << ", vocab " << d.vocab_size

@@ -65,4 +65,8 @@ const char* objective_names() {
   return "electra|electra-15|mlm|replace-mlm|all-tokens-mlm";
 }
 
+const char* generator_kind_name(GeneratorKind kind) {
+  return kind == GeneratorKind::kUnigram ? "unigram" : "mlm";
+}
+
 }  // namespace electra

@@ -60,6 +60,9 @@ struct PretrainOptions {
   float mask_token_prob = 0.85f;   // a chosen position becomes [MASK], else keeps its token
   float random_token_prob = 0.0f;  // ... or a random token (BERT's 0.1; kernels/masking.h)
   Objective objective = Objective::kElectra;
+  // kUnigram: the replacements are drawn from set_unigram_counts' distribution
+  // (kernels/unigram_sample.h) and no generator is built (needs an objective with a generator).
+  GeneratorKind generator = GeneratorKind::kMlm;
   float temperature = 1.0f;   // of the Gumbel-max sampling
   float disc_weight = 50.0f;  // lambda
   SpecialTokens tokens;
@@ -169,6 +172,11 @@ class ElectraPretrainer {
   void set_mask_prob(float p);
   float mask_prob() const { return mask_prob_; }
 
+  // --- generator: unigram. The token counts the replacements are drawn from ([V], counted over
+  // the training data once per run and saved with its checkpoints); set before the first forward.
+  void set_unigram_counts(Context& ctx, const std::vector<uint64_t>& counts);
+  const std::vector<uint64_t>& unigram_counts() const { return unigram_counts_; }
+
   // --- The pipeline (see the top of this file); the block's loss_scale multiplies the gradients
   // (1 / accumulation steps when accumulating); the metrics stay unscaled.
   Corruption corrupt(Context& ctx);
@@ -225,6 +233,7 @@ class ElectraPretrainer {
   Tensor input_;                      // i32 [4, B, T]
   ParamSpan tables_span_;             // the shared embedding tables
   std::vector<int32_t> step_planes_;  // step()'s host staging
+  std::vector<uint64_t> unigram_counts_;
   Corruption last_corruption_;
   ForwardContext last_forward_;
 };
