@@ -117,6 +117,8 @@ PretrainConfig read_pretrain_config(const std::string& path,
                        ": generator: unigram needs an objective with replacements (objective: ",
                        objective, " has none)");
   }
+  if (root.choice("sharing", "embeddings", {"embeddings", "none"}) == "none")
+    c.sharing = Sharing::kNone;
   c.model_given = root.has("model");
   c.model = read_electra_config(root.section("model"));
 
@@ -211,6 +213,7 @@ std::string canonical_text(const PretrainConfig& c) {
     out << "objective=" << objective_name(c.objective) << "\n";
   if (c.generator != GeneratorKind::kMlm)
     out << "generator=" << generator_kind_name(c.generator) << "\n";
+  if (c.sharing != Sharing::kEmbeddings) out << "sharing=" << sharing_name(c.sharing) << "\n";
   encoder_lines(out, "discriminator", c.model.discriminator);
   out << "generator_multiplier=" << exact(c.model.generator_multiplier) << "\n";
   for (const std::string& s : c.shards) out << "data.shard=" << s << "\n";
@@ -280,6 +283,12 @@ std::string describe(const PretrainConfig& c, const std::string& device, Precisi
               ? "unigram (replacements drawn from the token counts of data.shards; no "
                 "generator model, no generator loss)"
               : "mlm (trained alongside, its samples replace the masked tokens)")
+      << "\n"
+      << "sharing: " << sharing_name(c.sharing)
+      << (!objective_wiring(c.objective).generator || c.generator == GeneratorKind::kUnigram
+              ? " (unused: there is no generator model)"
+          : c.sharing == Sharing::kNone ? " (the generator has embedding tables of its own)"
+                                        : " (token, position and segment tables tied)")
       << "\n"
       << "model: discriminator " << d.layers << " layers, hidden " << d.hidden << ", " << d.heads
       << " heads, FFN " << d.ffn << ", embedding " << d.embedding_size << ", vocab " << d.vocab_size

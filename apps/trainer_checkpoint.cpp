@@ -36,10 +36,10 @@ std::vector<uint64_t> read_unigram_counts(const SafetensorsFile& file, int64_t v
   std::memcpy(values.data(), file.data(*e), values.size() * sizeof(double));
   std::vector<uint64_t> counts(values.size());
   for (size_t v = 0; v < values.size(); ++v) {
-    ELECTRA_USER_CHECK(values[v] >= 0 && values[v] < 9007199254740992.0 &&
-                           values[v] == std::floor(values[v]),
-                       path, ": tensor '", kUnigramCounts, "' holds ", values[v], " at index ", v,
-                       " (not a count)");
+    ELECTRA_USER_CHECK(
+        values[v] >= 0 && values[v] < 9007199254740992.0 && values[v] == std::floor(values[v]),
+        path, ": tensor '", kUnigramCounts, "' holds ", values[v], " at index ", v,
+        " (not a count)");
     counts[v] = static_cast<uint64_t>(values[v]);
   }
   return counts;
@@ -138,9 +138,8 @@ std::string save_checkpoint(Context& ctx, const ElectraPretrainer& model,
     const std::vector<uint64_t>& counts = model.unigram_counts();
     std::vector<double> unigram(counts.begin(), counts.end());
     if (!unigram.empty()) {
-      tensors.push_back({kUnigramCounts,
-                         Tensor::view_of(unigram.data(), Device::CPU,
-                                         {static_cast<int64_t>(unigram.size())})});
+      tensors.push_back({kUnigramCounts, Tensor::view_of(unigram.data(), Device::CPU,
+                                                         {static_cast<int64_t>(unigram.size())})});
     }
     write_safetensors((tmp_dir / kStateTensors).string(), tensors, {{"format", "electra-engine"}});
     nlohmann::json j;

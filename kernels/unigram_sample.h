@@ -28,7 +28,7 @@ ELECTRA_HD int32_t unigram_draw(const double* cdf, int64_t vocab, const RngStrea
   const uint64_t bits = static_cast<uint64_t>(stream.bits(e)) << 32 | stream.bits(e + 1);
   const auto total = static_cast<uint64_t>(cdf[vocab - 1]);
   const auto r = static_cast<double>(bits % total);  // < 2^53: exact
-  int64_t lo = 0, hi = vocab - 1;                     // the answer lies in [lo, hi]
+  int64_t lo = 0, hi = vocab - 1;                    // the answer lies in [lo, hi]
   while (lo < hi) {
     const int64_t mid = lo + (hi - lo) / 2;
     if (cdf[mid] > r) {

@@ -23,7 +23,8 @@ void unigram_sample(Context&, const Tensor& cdf, const RngStream& stream_arg,
   const double* table = cdf.ptr<double>();
   ELECTRA_CHECK(table[cdf.numel() - 1] >= 1, "unigram_sample: empty distribution");
   int32_t* out = samples.ptr<int32_t>();
-  for (int64_t i = 0; i < samples.numel(); ++i) out[i] = unigram_draw(table, cdf.numel(), stream, i);
+  for (int64_t i = 0; i < samples.numel(); ++i)
+    out[i] = unigram_draw(table, cdf.numel(), stream, i);
 }
 
 }  // namespace cpu

@@ -69,4 +69,8 @@ const char* generator_kind_name(GeneratorKind kind) {
   return kind == GeneratorKind::kUnigram ? "unigram" : "mlm";
 }
 
+const char* sharing_name(Sharing sharing) {
+  return sharing == Sharing::kNone ? "none" : "embeddings";
+}
+
 }  // namespace electra

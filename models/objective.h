@@ -43,4 +43,10 @@ const char* objective_names();
 enum class GeneratorKind : uint8_t { kMlm, kUnigram };
 const char* generator_kind_name(GeneratorKind kind);  // "mlm" | "unigram"
 
+// What the generator and the discriminator share (`sharing:`, Clark et al. 2020 section 3.2):
+// kEmbeddings, the token, position and segment tables and the embedding LayerNorm (the default);
+// kNone, nothing (the generator has tables of its own, "generator/electra.embeddings.*").
+enum class Sharing : uint8_t { kEmbeddings, kNone };
+const char* sharing_name(Sharing sharing);  // "embeddings" | "none"
+
 }  // namespace electra

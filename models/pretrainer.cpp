@@ -35,8 +35,18 @@ struct ElectraPretrainer::Parts {
                padded_vocab(config.discriminator.vocab_size, o.vocab_multiple)),
         tables_span{0, b.declared()} {
     const int64_t bt = o.batch * o.seq_len, bn = o.batch * slots;
-    if (wiring.generator && o.generator == GeneratorKind::kMlm)
-      generator.emplace(b, config.generator(), tables, o.batch, o.seq_len, slots);
+    if (wiring.generator && o.generator == GeneratorKind::kMlm) {
+      const EmbeddingTables* own = &tables;
+      if (o.sharing == Sharing::kNone) {
+        const auto first = b.declared();
+        generator_tables.emplace(b, str_cat(ElectraGenerator::kPrefix, "electra."),
+                                 config.generator(),
+                                 padded_vocab(config.discriminator.vocab_size, o.vocab_multiple));
+        generator_tables_span = ParamSpan{first, b.declared()};
+        own = &*generator_tables;
+      }
+      generator.emplace(b, config.generator(), *own, o.batch, o.seq_len, slots);
+    }
     const int64_t mlm_rows = !wiring.mlm_head ? 0 : wiring.all_tokens ? bt : bn;
     discriminator.emplace(b, config.discriminator, tables, o.batch, o.seq_len,
                           DiscriminatorHeads{wiring.binary_head, mlm_rows});
@@ -80,6 +90,8 @@ struct ElectraPretrainer::Parts {
   ObjectiveWiring wiring;
   EmbeddingTables tables;
   ParamSpan tables_span;  // declared first: the parameters [0, end of the shared tables)
+  std::optional<EmbeddingTables> generator_tables;    // sharing: none
+  ParamSpan generator_tables_span;                    // declared right after tables_span
   std::optional<ElectraGenerator> generator;          // not for mlm nor generator: unigram
   std::optional<ElectraDiscriminator> discriminator;  // always: "the" model
   Tensor input, ids, segment_ids, mask, token_weights;
@@ -142,10 +154,10 @@ ElectraPretrainer::ElectraPretrainer(Context& ctx, const ElectraConfig& config,
                      config.discriminator.max_positions);
   ELECTRA_USER_CHECK(options.seq_len <= kMaskingMaxSeqLen, "pretrain: seq_len ", options.seq_len,
                      " exceeds ", kMaskingMaxSeqLen);
-  ELECTRA_USER_CHECK(options.generator == GeneratorKind::kMlm ||
-                         objective_wiring(options.objective).generator,
-                     "generator: unigram: objective ", objective_name(options.objective),
-                     " has no generator whose samples it could replace");
+  ELECTRA_USER_CHECK(
+      options.generator == GeneratorKind::kMlm || objective_wiring(options.objective).generator,
+      "generator: unigram: objective ", objective_name(options.objective),
+      " has no generator whose samples it could replace");
   ELECTRA_CHECK(options.vocab_multiple > 0, "pretrain: vocab_multiple ", options.vocab_multiple);
   slots_ = std::max<int64_t>(slots_, 1);
   const ModelDTypes dtypes = ModelDTypes::for_precision(ctx.precision());
@@ -165,6 +177,7 @@ ElectraPretrainer::ElectraPretrainer(Context& ctx, const ElectraConfig& config,
   ModelBuilder builder(weights_, acts_, dtypes, device);
   parts_ = std::make_unique<Parts>(builder, config_, options_, slots_);
   tables_span_ = parts_->tables_span;
+  generator_tables_span_ = parts_->generator_tables_span;
   input_ = parts_->input;
   if (parts_->wiring.all_tokens) {
     std::vector<int32_t> iota(static_cast<size_t>(options_.batch * options_.seq_len));
@@ -435,6 +448,7 @@ void ElectraPretrainer::backward(Context& ctx, const ForwardContext& saved,
                                  const GradientsReady& ready) {
   parts_->discriminator->backward(ctx, saved.pass, ready);
   if (parts_->generator) parts_->generator->backward(ctx, saved.pass, ready);
+  if (ready && parts_->generator_tables) ready(ctx, generator_tables_span_);
   report_tables(ctx, ready);
 }
 

@@ -363,3 +363,16 @@ TEST_CASE("generator key", "[pretrain_config]") {
   CHECK(canonical_text(plain).find("generator=") == std::string::npos);
   CHECK(config_hash(unigram) != config_hash(plain));
 }
+
+TEST_CASE("sharing key", "[pretrain_config]") {
+  const std::string small = config_path("small");
+  const PretrainConfig plain = read_pretrain_config(small, {});
+  CHECK(plain.sharing == Sharing::kEmbeddings);
+  const PretrainConfig none = read_pretrain_config(small, {"sharing=none"});
+  CHECK(none.sharing == Sharing::kNone);
+  CHECK(describe(none, "cpu", Precision::F32, false).find("sharing: none") != std::string::npos);
+  CHECK_THROWS_WITH(read_pretrain_config(small, {"sharing=some"}),
+                    Catch::Contains("sharing: 'some' is not one of"));
+  CHECK(canonical_text(plain).find("sharing=") == std::string::npos);
+  CHECK(config_hash(none) != config_hash(plain));
+}

@@ -17,7 +17,8 @@ TEST_CASE("unigram_sample on the GPU equals the CPU", "[unigram][gpu]") {
   Arena arena("unigram", Device::CUDA, 8 << 20);
   std::vector<uint64_t> counts(30522);
   const std::vector<int32_t> raw = test::random_ints(counts.size(), 9, 0, 100000);
-  for (size_t v = 0; v < counts.size(); ++v) counts[v] = v % 7 == 0 ? 0 : static_cast<uint64_t>(raw[v]);
+  for (size_t v = 0; v < counts.size(); ++v)
+    counts[v] = v % 7 == 0 ? 0 : static_cast<uint64_t>(raw[v]);
   std::vector<double> cdf = unigram_cdf(counts);
   const int64_t m = 128 * 20;
   for (uint32_t step : {0u, 5u, 1000003u}) {

@@ -1,6 +1,7 @@
 // The generator variants' wiring (docs/OBJECTIVES.md "Generator variants") at the tiny shapes, on
 // the CPU in f64: generator: unigram builds no generator, replaces the masked tokens with draws
-// of its counts and trains the discriminator alone.
+// of its counts and trains the discriminator alone; sharing: none gives the generator tables of
+// its own, which only the generator's loss reaches.
 #include <catch2/catch.hpp>
 #include <string>
 #include <vector>
@@ -71,4 +72,55 @@ TEST_CASE("generator: unigram is refused where nothing is replaced", "[unigram]"
   ElectraPretrainer model(ctx, test::tiny_electra_config(), unigram_options());
   CHECK_THROWS_AS(model.set_unigram_counts(ctx, std::vector<uint64_t>(96, 1)), UserError);
   CHECK_THROWS_AS(model.set_unigram_counts(ctx, std::vector<uint64_t>(97, 0)), UserError);
+}
+
+TEST_CASE("sharing: none gives the generator embedding tables of its own", "[sharing]") {
+  Context ctx = Context::cpu(1, Precision::F64);
+  PretrainOptions o = test::tiny_options();
+  o.sharing = Sharing::kNone;
+  ElectraPretrainer model(ctx, test::tiny_electra_config(), o);
+  const ParameterStore& store = model.store();
+  for (const char* table : {"word_embeddings.weight", "position_embeddings.weight",
+                            "token_type_embeddings.weight", "LayerNorm.weight"}) {
+    INFO(table);
+    CHECK(has_param(store, std::string("generator/electra.embeddings.") + table));
+    CHECK(has_param(store, std::string("discriminator/electra.embeddings.") + table));
+  }
+  model.init_weights(ctx, 5);
+  const HostBatch batch = test::tiny_batch();
+  test::FixedStep fixed(ctx, model, batch, test::tiny_corruption(batch));
+  // The discriminator's tables get the same gradient as when the generator loss is off
+  // (disc_weight only scales the BCE; with it 0 only the generator loss is left).
+  auto table_grads = [&](const char* name) {
+    const ParamInfo& p = store.info(name);
+    const double* g = store.flat_grads().ptr<double>() + p.offset;
+    return std::vector<double>(g, g + p.numel);
+  };
+  model.zero_grads(ctx);
+  fixed.run(ctx, 0);
+  const std::vector<double> disc_word =
+      table_grads("discriminator/electra.embeddings.word_embeddings.weight");
+  const std::vector<double> gen_word =
+      table_grads("generator/electra.embeddings.word_embeddings.weight");
+  PretrainOptions gen_only = o;
+  gen_only.disc_weight = 0;
+  ElectraPretrainer generator_alone(ctx, test::tiny_electra_config(), gen_only);
+  generator_alone.init_weights(ctx, 5);
+  test::FixedStep fixed_alone(ctx, generator_alone, batch, test::tiny_corruption(batch));
+  generator_alone.zero_grads(ctx);
+  fixed_alone.run(ctx, 0);
+  const ParameterStore& alone = generator_alone.store();
+  auto alone_grads = [&](const char* name) {
+    const ParamInfo& p = alone.info(name);
+    const double* g = alone.flat_grads().ptr<double>() + p.offset;
+    return std::vector<double>(g, g + p.numel);
+  };
+  // Without the BCE the discriminator's tables get nothing: the generator never reaches them.
+  for (double g : alone_grads("discriminator/electra.embeddings.word_embeddings.weight"))
+    REQUIRE(g == 0);
+  // And the generator's table gets the generator's loss alone, whatever the BCE weight.
+  CHECK(alone_grads("generator/electra.embeddings.word_embeddings.weight") == gen_word);
+  double disc_norm = 0;
+  for (double g : disc_word) disc_norm += g * g;
+  CHECK(disc_norm > 0);
 }

@@ -17,11 +17,13 @@ namespace {
 // generator: unigram the update runs whole (masking, the unigram op's samples, forward, backward)
 // rather than from the fixed corruption.
 void check_step_gradients(Objective objective, int64_t per_tensor,
-                          GeneratorKind generator = GeneratorKind::kMlm) {
+                          GeneratorKind generator = GeneratorKind::kMlm,
+                          Sharing sharing = Sharing::kEmbeddings) {
   Context ctx = Context::cpu(17, Precision::F64);
   PretrainOptions options = test::tiny_options();
   options.objective = objective;
   options.generator = generator;
+  options.sharing = sharing;
   ElectraPretrainer model(ctx, test::tiny_electra_config(), options);
   model.init_weights(ctx, 3);
   if (generator == GeneratorKind::kUnigram) {
@@ -129,4 +131,10 @@ TEST_CASE("all-tokens-mlm step gradients equal central differences", "[gradcheck
 // replacements (its loss is the whole loss: gen_loss is 0).
 TEST_CASE("unigram-generator step gradients equal central differences", "[gradcheck]") {
   check_step_gradients(Objective::kElectra, 48, GeneratorKind::kUnigram);
+}
+
+// sharing: none: the generator's own tables get the generator's loss only, the discriminator's
+// tables the discriminator's.
+TEST_CASE("sharing: none step gradients equal central differences", "[gradcheck]") {
+  check_step_gradients(Objective::kElectra, 24, GeneratorKind::kMlm, Sharing::kNone);
 }
