@@ -111,6 +111,14 @@ PretrainConfig read_pretrain_config(const std::string& path,
   const std::string objective = root.choice(
       "objective", "electra", {"electra", "electra-15", "mlm", "replace-mlm", "all-tokens-mlm"});
   ELECTRA_CHECK(parse_objective(objective, c.objective), "objective ", objective);
+  if (root.choice("generator", "mlm", {"mlm", "unigram"}) == "unigram") {
+    c.generator = GeneratorKind::kUnigram;
+    ELECTRA_USER_CHECK(objective_wiring(c.objective).generator, path,
+                       ": generator: unigram needs an objective with replacements (objective: ",
+                       objective, " has none)");
+  }
+  if (root.choice("sharing", "embeddings", {"embeddings", "none"}) == "none")
+    c.sharing = Sharing::kNone;
   c.model_given = root.has("model");
   c.model = read_electra_config(root.section("model"));
 
@@ -203,6 +211,9 @@ std::string canonical_text(const PretrainConfig& c) {
   // Written only when not the default, so that the hashes of earlier (electra) runs stay valid.
   if (c.objective != Objective::kElectra)
     out << "objective=" << objective_name(c.objective) << "\n";
+  if (c.generator != GeneratorKind::kMlm)
+    out << "generator=" << generator_kind_name(c.generator) << "\n";
+  if (c.sharing != Sharing::kEmbeddings) out << "sharing=" << sharing_name(c.sharing) << "\n";
   encoder_lines(out, "discriminator", c.model.discriminator);
   out << "generator_multiplier=" << exact(c.model.generator_multiplier) << "\n";
   for (const std::string& s : c.shards) out << "data.shard=" << s << "\n";
@@ -265,6 +276,19 @@ std::string describe(const PretrainConfig& c, const std::string& device, Precisi
               ? " (BERT corruption: 80% [MASK], 10% random, 10% kept; masking.mask_token_prob "
                 "applies to a generator's input only and is not used)"
               : "")
+      << "\n"
+      << "generator: "
+      << (!objective_wiring(c.objective).generator ? "none (the objective has no replacements)"
+          : c.generator == GeneratorKind::kUnigram
+              ? "unigram (replacements drawn from the token counts of data.shards; no "
+                "generator model, no generator loss)"
+              : "mlm (trained alongside, its samples replace the masked tokens)")
+      << "\n"
+      << "sharing: " << sharing_name(c.sharing)
+      << (!objective_wiring(c.objective).generator || c.generator == GeneratorKind::kUnigram
+              ? " (unused: there is no generator model)"
+          : c.sharing == Sharing::kNone ? " (the generator has embedding tables of its own)"
+                                        : " (token, position and segment tables tied)")
       << "\n"
       << "model: discriminator " << d.layers << " layers, hidden " << d.hidden << ", " << d.heads
       << " heads, FFN " << d.ffn << ", embedding " << d.embedding_size << ", vocab " << d.vocab_size

@@ -5,6 +5,13 @@
 //                pre-training objective (models/objective.h, docs/OBJECTIVES.md); mlm corrupts
 //                the BERT way (80% [MASK], 10% random, 10% kept: the masking.mask_token_prob
 //                of the generator's input does not apply, and describe() says so)
+//   generator:   mlm (default: the small MLM generator trained alongside) | unigram: replacements
+//                drawn from the unigram distribution of data.shards' tokens, counted when a run
+//                starts and kept in its checkpoints; no generator is built (not with objective:
+//                mlm, which has no replacements)
+//   sharing:     embeddings (default: the generator and the discriminator share the token,
+//                position and segment tables and the embedding LayerNorm) | none (the generator
+//                has tables of its own); paper section 3.2
 //   model:       preset (tiny|small|base|large) then field overrides (models/electra_config.h)
 //   data:        shards: a shard file or a directory of *.bin shards (`electra build-data`),
 //                        several separated by commas;  vocab: the vocab.txt they were built with
@@ -106,6 +113,8 @@ struct CheckpointConfig {
 struct PretrainConfig {
   std::string path;  // the YAML file it was read from
   Objective objective = Objective::kElectra;
+  GeneratorKind generator = GeneratorKind::kMlm;
+  Sharing sharing = Sharing::kEmbeddings;
   ElectraConfig model;
   // False when the file has no model section: `electra pretrain --init` (or --resume) then takes
   // the sizes from the checkpoint (apps/pretrain_init.h); otherwise model holds the defaults.

@@ -1,6 +1,8 @@
 #include "apps/trainer_checkpoint.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -10,6 +12,7 @@
 #include "data/tokenizer_files.h"
 #include "engine/input_file.h"
 #include "engine/safetensors.h"
+#include "kernels/unigram_sample.h"
 #include "models/hf_checkpoint.h"
 
 namespace electra::apps {
@@ -18,6 +21,29 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr const char* kStateTensors = "trainer_state.safetensors";
+constexpr const char* kUnigramCounts = "unigram.counts";
+
+// The saved unigram counts of a generator: unigram run: f64 [V] non-negative integers.
+std::vector<uint64_t> read_unigram_counts(const SafetensorsFile& file, int64_t vocab) {
+  const std::string& path = file.path();
+  const SafetensorsEntry* e = file.find(kUnigramCounts);
+  ELECTRA_USER_CHECK(e != nullptr, path, ": missing tensor '", kUnigramCounts,
+                     "' (a checkpoint of a run without generator: unigram?)");
+  ELECTRA_USER_CHECK(e->dtype == "F64" && e->numel() == vocab, path, ": tensor '", kUnigramCounts,
+                     "' must be F64 [", vocab, "], got ", e->dtype, " with ", e->numel(),
+                     " values");
+  std::vector<double> values(static_cast<size_t>(vocab));
+  std::memcpy(values.data(), file.data(*e), values.size() * sizeof(double));
+  std::vector<uint64_t> counts(values.size());
+  for (size_t v = 0; v < values.size(); ++v) {
+    ELECTRA_USER_CHECK(
+        values[v] >= 0 && values[v] < 9007199254740992.0 && values[v] == std::floor(values[v]),
+        path, ": tensor '", kUnigramCounts, "' holds ", values[v], " at index ", v,
+        " (not a count)");
+    counts[v] = static_cast<uint64_t>(values[v]);
+  }
+  return counts;
+}
 constexpr const char* kStateJson = "trainer_state.json";
 
 std::string hex16(uint64_t value) {
@@ -104,10 +130,18 @@ std::string save_checkpoint(Context& ctx, const ElectraPretrainer& model,
     const int64_t n = static_cast<int64_t>(m.size());
     require_finite((final_dir / kStateTensors).string(), "optimizer.m", m.data(), n);
     require_finite((final_dir / kStateTensors).string(), "optimizer.v", v.data(), n);
-    write_safetensors((tmp_dir / kStateTensors).string(),
-                      {{"optimizer.m", Tensor::view_of(m.data(), Device::CPU, {n})},
-                       {"optimizer.v", Tensor::view_of(v.data(), Device::CPU, {n})}},
-                      {{"format", "electra-engine"}});
+    std::vector<NamedTensor> tensors = {
+        {"optimizer.m", Tensor::view_of(m.data(), Device::CPU, {n})},
+        {"optimizer.v", Tensor::view_of(v.data(), Device::CPU, {n})}};
+    // generator: unigram: the counts of the run's data, so that a resume does not recount (f64:
+    // exact, their total is below 2^53).
+    const std::vector<uint64_t>& counts = model.unigram_counts();
+    std::vector<double> unigram(counts.begin(), counts.end());
+    if (!unigram.empty()) {
+      tensors.push_back({kUnigramCounts, Tensor::view_of(unigram.data(), Device::CPU,
+                                                         {static_cast<int64_t>(unigram.size())})});
+    }
+    write_safetensors((tmp_dir / kStateTensors).string(), tensors, {{"format", "electra-engine"}});
     nlohmann::json j;
     j["step"] = state.step;
     j["data_epoch"] = state.cursor.epoch;
@@ -269,8 +303,14 @@ void load_checkpoint(Context& ctx, ElectraPretrainer& model, Optimizer& optimize
     file.read_f32(*e, dst->data());
     require_finite(path, name, dst->data(), n);
   }
+  const bool unigram = model.options().generator == GeneratorKind::kUnigram;
+  const std::vector<uint64_t> counts =
+      unigram ? read_unigram_counts(file, model.config().discriminator.vocab_size)
+              : std::vector<uint64_t>{};
+  if (unigram) unigram_cdf(counts);  // validates (non-empty) before anything is written
   // The models validate both directories before writing; the moments go in only afterwards.
   load_pretrainer_models(ctx, model, checkpoint_dir);
+  if (unigram) model.set_unigram_counts(ctx, counts);
   model.weights().refresh_compute(ctx);
   m = with_padding(store, m);
   v = with_padding(store, v);

@@ -19,6 +19,7 @@ class PretrainBatches {
   PretrainBatches(const ShardSet& shards, uint64_t seed);
 
   uint32_t seq_len() const { return shards_.seq_len(); }
+  const ShardSet& shards() const { return shards_; }
   uint64_t examples_per_epoch() const { return order_.size(); }
 
   // Fills ids and segment_ids (each `batch` x seq_len values) with the next `batch` examples and

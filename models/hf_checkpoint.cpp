@@ -236,7 +236,11 @@ bool has_generator(const ParameterStore& store) {
 }
 
 HfModelLayout generator_layout(const ParameterStore& store, const EncoderConfig& generator_config) {
-  return layout_of(store, "ElectraForMaskedLM", generator_config, kGeneratorPrefix, true);
+  // sharing: none: the generator's own tables, not the discriminator's.
+  const bool own_tables = std::any_of(
+      store.params().begin(), store.params().end(),
+      [](const ParamInfo& p) { return starts_with(p.name, kGeneratorPrefix + kSharedEmbeddings); });
+  return layout_of(store, "ElectraForMaskedLM", generator_config, kGeneratorPrefix, !own_tables);
 }
 
 EncoderConfig read_hf_config(const std::string& config_json_path) {
@@ -403,7 +407,8 @@ std::vector<SharedTableDifference> shared_differences(const PreparedPair& pair) 
   std::vector<SharedTableDifference> out;
   std::vector<float> a, b;
   for (const auto& [name, store_name] : pair.generator.copies) {
-    if (!starts_with(name, kSharedEmbeddings)) continue;
+    // Only the tables the store shares (not the generator's own: sharing: none).
+    if (!starts_with(store_name, kDiscriminatorPrefix + kSharedEmbeddings)) continue;
     const SafetensorsEntry& ge = *pair.generator.file.find(name);
     const SafetensorsEntry& de = *pair.discriminator.file.find(name);
     a.resize(static_cast<size_t>(ge.numel()));

@@ -65,4 +65,12 @@ const char* objective_names() {
   return "electra|electra-15|mlm|replace-mlm|all-tokens-mlm";
 }
 
+const char* generator_kind_name(GeneratorKind kind) {
+  return kind == GeneratorKind::kUnigram ? "unigram" : "mlm";
+}
+
+const char* sharing_name(Sharing sharing) {
+  return sharing == Sharing::kNone ? "none" : "embeddings";
+}
+
 }  // namespace electra

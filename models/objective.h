@@ -36,4 +36,17 @@ bool parse_objective(const std::string& name, Objective& out);
 // The accepted names, "electra|electra-15|...", for messages.
 const char* objective_names();
 
+// Where the replacements come from (`generator:` in the pretrain config; docs/OBJECTIVES.md):
+// kMlm, the small MLM generator trained with the model (the default), or kUnigram, a draw from
+// the unigram distribution of the training data's tokens (the paper's Figure 3 "unigram
+// generator": nothing is trained for it). Applies to the objectives with a generator.
+enum class GeneratorKind : uint8_t { kMlm, kUnigram };
+const char* generator_kind_name(GeneratorKind kind);  // "mlm" | "unigram"
+
+// What the generator and the discriminator share (`sharing:`, Clark et al. 2020 section 3.2):
+// kEmbeddings, the token, position and segment tables and the embedding LayerNorm (the default);
+// kNone, nothing (the generator has tables of its own, "generator/electra.embeddings.*").
+enum class Sharing : uint8_t { kEmbeddings, kNone };
+const char* sharing_name(Sharing sharing);  // "embeddings" | "none"
+
 }  // namespace electra

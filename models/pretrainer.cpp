@@ -13,6 +13,7 @@
 #include "kernels/softmax_xent.h"
 #include "kernels/step_scalars.h"
 #include "kernels/train_metrics.h"
+#include "kernels/unigram_sample.h"
 #include "models/host_transfer.h"
 #include "models/init.h"
 
@@ -34,8 +35,18 @@ struct ElectraPretrainer::Parts {
                padded_vocab(config.discriminator.vocab_size, o.vocab_multiple)),
         tables_span{0, b.declared()} {
     const int64_t bt = o.batch * o.seq_len, bn = o.batch * slots;
-    if (wiring.generator)
-      generator.emplace(b, config.generator(), tables, o.batch, o.seq_len, slots);
+    if (wiring.generator && o.generator == GeneratorKind::kMlm) {
+      const EmbeddingTables* own = &tables;
+      if (o.sharing == Sharing::kNone) {
+        const auto first = b.declared();
+        generator_tables.emplace(b, str_cat(ElectraGenerator::kPrefix, "electra."),
+                                 config.generator(),
+                                 padded_vocab(config.discriminator.vocab_size, o.vocab_multiple));
+        generator_tables_span = ParamSpan{first, b.declared()};
+        own = &*generator_tables;
+      }
+      generator.emplace(b, config.generator(), *own, o.batch, o.seq_len, slots);
+    }
     const int64_t mlm_rows = !wiring.mlm_head ? 0 : wiring.all_tokens ? bt : bn;
     discriminator.emplace(b, config.discriminator, tables, o.batch, o.seq_len,
                           DiscriminatorHeads{wiring.binary_head, mlm_rows});
@@ -70,6 +81,8 @@ struct ElectraPretrainer::Parts {
     }
     if (wiring.masked_only) masked_weights = b.activation(DType::F32, {o.batch, o.seq_len, 1});
     if (wiring.all_tokens) all_positions = b.activation(DType::I32, {o.batch, o.seq_len});
+    if (wiring.generator && o.generator == GeneratorKind::kUnigram)
+      unigram_cdf = b.activation(DType::F64, {config.discriminator.vocab_size});
   }
 
   static constexpr int kInputPlanes = 4;  // ids, segment ids, mask, token weights
@@ -77,7 +90,9 @@ struct ElectraPretrainer::Parts {
   ObjectiveWiring wiring;
   EmbeddingTables tables;
   ParamSpan tables_span;  // declared first: the parameters [0, end of the shared tables)
-  std::optional<ElectraGenerator> generator;          // not for mlm
+  std::optional<EmbeddingTables> generator_tables;    // sharing: none
+  ParamSpan generator_tables_span;                    // declared right after tables_span
+  std::optional<ElectraGenerator> generator;          // not for mlm nor generator: unigram
   std::optional<ElectraDiscriminator> discriminator;  // always: "the" model
   Tensor input, ids, segment_ids, mask, token_weights;
   Tensor generator_ids, positions, original, mlm_weights;
@@ -88,6 +103,7 @@ struct ElectraPretrainer::Parts {
   Tensor mlm_loss, mlm_samples, mlm_argmax;  // the MLM objectives' loss op outputs
   Tensor masked_weights;                     // electra-15: f32 [B, T, 1], 1 at the masked positions
   Tensor all_positions;                      // all-tokens-mlm: i32 [B, T], 0..T-1 in every row
+  Tensor unigram_cdf;                        // generator: unigram: f64 [V] cumulative counts
 };
 
 namespace {
@@ -138,6 +154,10 @@ ElectraPretrainer::ElectraPretrainer(Context& ctx, const ElectraConfig& config,
                      config.discriminator.max_positions);
   ELECTRA_USER_CHECK(options.seq_len <= kMaskingMaxSeqLen, "pretrain: seq_len ", options.seq_len,
                      " exceeds ", kMaskingMaxSeqLen);
+  ELECTRA_USER_CHECK(
+      options.generator == GeneratorKind::kMlm || objective_wiring(options.objective).generator,
+      "generator: unigram: objective ", objective_name(options.objective),
+      " has no generator whose samples it could replace");
   ELECTRA_CHECK(options.vocab_multiple > 0, "pretrain: vocab_multiple ", options.vocab_multiple);
   slots_ = std::max<int64_t>(slots_, 1);
   const ModelDTypes dtypes = ModelDTypes::for_precision(ctx.precision());
@@ -157,6 +177,7 @@ ElectraPretrainer::ElectraPretrainer(Context& ctx, const ElectraConfig& config,
   ModelBuilder builder(weights_, acts_, dtypes, device);
   parts_ = std::make_unique<Parts>(builder, config_, options_, slots_);
   tables_span_ = parts_->tables_span;
+  generator_tables_span_ = parts_->generator_tables_span;
   input_ = parts_->input;
   if (parts_->wiring.all_tokens) {
     std::vector<int32_t> iota(static_cast<size_t>(options_.batch * options_.seq_len));
@@ -196,6 +217,15 @@ void ElectraPretrainer::set_mask_prob(float p) {
   ELECTRA_CHECK(p > 0 && p <= options_.mask_prob, "set_mask_prob: ", p, " outside (0, ",
                 options_.mask_prob, "]");
   mask_prob_ = p;
+}
+
+void ElectraPretrainer::set_unigram_counts(Context& ctx, const std::vector<uint64_t>& counts) {
+  ELECTRA_CHECK(parts_->unigram_cdf.data != nullptr, "set_unigram_counts: not a unigram generator");
+  ELECTRA_USER_CHECK(counts.size() == static_cast<size_t>(config_.discriminator.vocab_size),
+                     "unigram counts: ", counts.size(), " tokens for a vocabulary of ",
+                     config_.discriminator.vocab_size);
+  upload_to(ctx, parts_->unigram_cdf, unigram_cdf(counts));
+  unigram_counts_ = counts;
 }
 
 void ElectraPretrainer::init_weights(Context& ctx, uint64_t seed) {
@@ -300,6 +330,11 @@ Tensor ElectraPretrainer::generator_loss(Context& ctx, const Corruption& c) {
   Parts& p = *parts_;
   const int64_t bn = options_.batch * slots_;
   normalise(ctx, c);
+  if (!p.generator) {  // generator: unigram (no loss; the same Philox purpose as Gumbel-max)
+    ELECTRA_CHECK(!unigram_counts_.empty(), "pretrain: generator: unigram without counts");
+    unigram_sample(ctx, p.unigram_cdf, rng(ctx, RngPurpose::kGumbel), p.samples);
+    return c.samples.data != nullptr ? c.samples : p.samples;
+  }
   SoftmaxXentParams xent;
   xent.vocab = config_.discriminator.vocab_size;
   xent.temperature = options_.temperature;
@@ -379,7 +414,7 @@ ForwardContext ElectraPretrainer::forward(Context& ctx, const Corruption& c) {
   saved.pass = Pass{rng(ctx, RngPurpose::kDropout), true};
   const ObjectiveWiring& w = parts_->wiring;
   if (w.generator) {
-    generator_forward(ctx, c, saved.pass);
+    if (parts_->generator) generator_forward(ctx, c, saved.pass);
     saved.samples = generator_loss(ctx, c);
   } else {
     normalise(ctx, c);
@@ -413,14 +448,16 @@ void ElectraPretrainer::backward(Context& ctx, const ForwardContext& saved,
                                  const GradientsReady& ready) {
   parts_->discriminator->backward(ctx, saved.pass, ready);
   if (parts_->generator) parts_->generator->backward(ctx, saved.pass, ready);
+  if (ready && parts_->generator_tables) ready(ctx, generator_tables_span_);
   report_tables(ctx, ready);
 }
 
 void ElectraPretrainer::accumulate_metrics(Context& ctx, const Corruption& c, const Tensor& acc) {
   const Parts& p = *parts_;
   const int64_t bt = options_.batch * options_.seq_len, bn = options_.batch * slots_;
-  // Without a generator (mlm) its rows are empty: its loss and accuracy count 0.
-  const int64_t gen_rows = p.wiring.generator ? bn : 0;
+  // Without an MLM generator (mlm, generator: unigram) its rows are empty: its loss and accuracy
+  // count 0.
+  const int64_t gen_rows = p.generator ? bn : 0;
   accumulate_pretrain_metrics(ctx, p.gen_loss.rows(0, gen_rows), p.argmax.rows(0, gen_rows),
                               c.original.reshape({bn}).rows(0, gen_rows),
                               c.weights.reshape({bn}).rows(0, gen_rows), p.counts,

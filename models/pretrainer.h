@@ -28,9 +28,11 @@
 // memory, so the micro-step can be replayed from a CUDA graph.
 //
 // Gradients ready (data-parallel training, models/grad_sync.h): parameters are declared shared
-// tables, generator (projection, layers, head), discriminator (projection, layers, head). The
+// tables, [the generator's own tables: sharing: none], generator (projection, layers, head),
+// discriminator (projection, layers, head). The
 // backward runs discriminator head, layers L-1..0, projection, then generator head, layers,
-// projection, and last the shared tables (both models add into them); each part reports its
+// projection, [its own tables], and last the shared tables (both models add into them); each part
+// reports its
 // parameter span when done, so the spans arrive from the end of the buffer towards 0.
 #pragma once
 
@@ -60,6 +62,12 @@ struct PretrainOptions {
   float mask_token_prob = 0.85f;   // a chosen position becomes [MASK], else keeps its token
   float random_token_prob = 0.0f;  // ... or a random token (BERT's 0.1; kernels/masking.h)
   Objective objective = Objective::kElectra;
+  // kUnigram: the replacements are drawn from set_unigram_counts' distribution
+  // (kernels/unigram_sample.h) and no generator is built (needs an objective with a generator).
+  GeneratorKind generator = GeneratorKind::kMlm;
+  // kNone: the generator reads embedding tables of its own (declared right after the shared
+  // ones; its backward reports them after its projection).
+  Sharing sharing = Sharing::kEmbeddings;
   float temperature = 1.0f;   // of the Gumbel-max sampling
   float disc_weight = 50.0f;  // lambda
   SpecialTokens tokens;
@@ -169,6 +177,11 @@ class ElectraPretrainer {
   void set_mask_prob(float p);
   float mask_prob() const { return mask_prob_; }
 
+  // --- generator: unigram. The token counts the replacements are drawn from ([V], counted over
+  // the training data once per run and saved with its checkpoints); set before the first forward.
+  void set_unigram_counts(Context& ctx, const std::vector<uint64_t>& counts);
+  const std::vector<uint64_t>& unigram_counts() const { return unigram_counts_; }
+
   // --- The pipeline (see the top of this file); the block's loss_scale multiplies the gradients
   // (1 / accumulation steps when accumulating); the metrics stay unscaled.
   Corruption corrupt(Context& ctx);
@@ -224,7 +237,9 @@ class ElectraPretrainer {
   std::unique_ptr<Parts> parts_;
   Tensor input_;                      // i32 [4, B, T]
   ParamSpan tables_span_;             // the shared embedding tables
+  ParamSpan generator_tables_span_;   // sharing: none: the generator's own (empty otherwise)
   std::vector<int32_t> step_planes_;  // step()'s host staging
+  std::vector<uint64_t> unigram_counts_;
   Corruption last_corruption_;
   ForwardContext last_forward_;
 };

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 
+#include "data/unigram_counts.h"
 #include "engine/timer.h"
 #include "kernels/step_scalars.h"
 #include "kernels/train_metrics.h"
@@ -18,6 +19,8 @@ PretrainOptions pretrain_options(const apps::PretrainConfig& config, const Speci
   o.mask_prob = static_cast<float>(config.masking.max_mask_prob());
   o.mask_token_prob = static_cast<float>(config.masking.mask_token_prob);
   o.objective = config.objective;
+  o.generator = config.generator;
+  o.sharing = config.sharing;
   if (objective_wiring(config.objective).bert_corruption) {  // BERT: 80% [MASK], 10% random
     o.mask_token_prob = 0.8f;
     o.random_token_prob = 0.1f;
@@ -73,6 +76,12 @@ Trainer::~Trainer() {
 }
 
 void Trainer::init_weights(const WeightLoader& load) {
+  // generator: unigram: counted once per run (identically on every rank); a resume reads the
+  // checkpoint's counts instead (load).
+  if (model_.options().generator == GeneratorKind::kUnigram) {
+    model_.set_unigram_counts(
+        ctx_, data::unigram_counts(batches_.shards(), config_.model.discriminator.vocab_size));
+  }
   if (load) {
     load(ctx_, model_);
   } else {

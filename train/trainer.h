@@ -76,11 +76,12 @@ class Trainer {
   // Writes the initial weights of a new run into the model (continued pre-training: --init).
   using WeightLoader = std::function<void(Context&, ElectraPretrainer&)>;
   // The initial weights of a new run: `load`'s, or without one the official initialisation from
-  // train.seed; identical on every rank (broadcast from rank 0).
+  // train.seed; identical on every rank (broadcast from rank 0). With generator: unigram it also
+  // counts the tokens of the shards (the distribution the replacements are drawn from).
   void init_weights(const WeightLoader& load = nullptr);
   // Resumes from a checkpoint directory: weights, optimizer moments and the update counter,
   // data cursor, elapsed time and last metrics from `saved` (read_trainer_state of it; the
-  // caller has checked that it belongs to this configuration).
+  // caller has checked that it belongs to this configuration), and a unigram generator's counts.
   void load(const std::string& checkpoint, const apps::TrainerState& saved);
 
   // One optimizer update (see the top of this file). Adds its host time to the elapsed time and

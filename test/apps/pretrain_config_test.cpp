@@ -346,3 +346,33 @@ TEST_CASE("objective and masking-rate schedule keys", "[pretrain_config]") {
   CHECK(config_hash(mlm) != config_hash(plain));
   CHECK(config_hash(linear) != config_hash(read_pretrain_config(small, {"masking.mask_prob=0.3"})));
 }
+
+TEST_CASE("generator key", "[pretrain_config]") {
+  const std::string small = config_path("small");
+  const PretrainConfig plain = read_pretrain_config(small, {});
+  CHECK(plain.generator == GeneratorKind::kMlm);
+  const PretrainConfig unigram = read_pretrain_config(small, {"generator=unigram"});
+  CHECK(unigram.generator == GeneratorKind::kUnigram);
+  CHECK(describe(unigram, "cpu", Precision::F32, false).find("generator: unigram") !=
+        std::string::npos);
+  CHECK_THROWS_WITH(read_pretrain_config(small, {"generator=gan"}),
+                    Catch::Contains("generator: 'gan' is not one of"));
+  CHECK_THROWS_WITH(read_pretrain_config(small, {"generator=unigram", "objective=mlm"}),
+                    Catch::Contains("generator: unigram needs an objective with replacements"));
+  // The default leaves the hash of earlier runs unchanged; unigram changes it.
+  CHECK(canonical_text(plain).find("generator=") == std::string::npos);
+  CHECK(config_hash(unigram) != config_hash(plain));
+}
+
+TEST_CASE("sharing key", "[pretrain_config]") {
+  const std::string small = config_path("small");
+  const PretrainConfig plain = read_pretrain_config(small, {});
+  CHECK(plain.sharing == Sharing::kEmbeddings);
+  const PretrainConfig none = read_pretrain_config(small, {"sharing=none"});
+  CHECK(none.sharing == Sharing::kNone);
+  CHECK(describe(none, "cpu", Precision::F32, false).find("sharing: none") != std::string::npos);
+  CHECK_THROWS_WITH(read_pretrain_config(small, {"sharing=some"}),
+                    Catch::Contains("sharing: 'some' is not one of"));
+  CHECK(canonical_text(plain).find("sharing=") == std::string::npos);
+  CHECK(config_hash(none) != config_hash(plain));
+}

@@ -137,6 +137,51 @@ TEST_CASE("the backward reports gradients final from the end of the buffer", "[g
   CHECK(ranges.size() == 9);
 }
 
+// Every generator variant reports its spans in order too: contiguous from the end of the buffer
+// to 0, each final when reported.
+TEST_CASE("the generator variants report gradients final from the end of the buffer",
+          "[grad_sync]") {
+  Context ctx = Context::cpu(3);
+  for (const auto& [generator, sharing] : {std::pair{GeneratorKind::kUnigram, Sharing::kEmbeddings},
+                                           std::pair{GeneratorKind::kMlm, Sharing::kNone}}) {
+    INFO(generator_kind_name(generator) << ", sharing " << sharing_name(sharing));
+    PretrainOptions o = test::tiny_options();
+    o.generator = generator;
+    o.sharing = sharing;
+    ElectraPretrainer model(ctx, test::tiny_electra_config(0.1f), o);
+    model.init_weights(ctx, 5);
+    if (generator == GeneratorKind::kUnigram)
+      model.set_unigram_counts(ctx, std::vector<uint64_t>(97, 1));
+    const HostBatch batch = test::tiny_batch();
+    const int64_t total = model.store().flat_grads().numel();
+    const std::vector<ParamInfo>& params = model.store().params();
+    auto offset = [&](size_t i) { return i < params.size() ? params[i].offset : total; };
+    std::vector<std::pair<int64_t, int64_t>> ranges;
+    std::vector<std::vector<float>> snapshots;
+    const GradientsReady record = [&](Context&, ParamSpan span) {
+      ranges.emplace_back(offset(span.first), offset(span.end));
+      const std::vector<float> all = grads_of(model);
+      snapshots.emplace_back(all.begin() + ranges.back().first, all.end());
+    };
+    model.zero_grads(ctx);
+    model.step(ctx, batch, 8, 1.0f, record);
+    const std::vector<float> final_grads = grads_of(model);
+    REQUIRE(!ranges.empty());
+    CHECK(ranges.front().second == total);
+    CHECK(ranges.back().first == 0);
+    int64_t frontier = total;
+    for (size_t i = 0; i < ranges.size(); ++i) {
+      const auto [begin, end] = ranges[i];
+      if (begin == end) continue;
+      INFO("report " << i << " [" << begin << ", " << end << ")");
+      CHECK(end == frontier);
+      frontier = begin;
+      CHECK(std::equal(snapshots[i].begin(), snapshots[i].end(), final_grads.begin() + begin));
+    }
+    CHECK(frontier == 0);
+  }
+}
+
 TEST_CASE("each bucket is reduced once, final, on the last micro-batch, during the backward",
           "[grad_sync]") {
   Context ctx = Context::cpu(3);

@@ -13,13 +13,24 @@ using namespace electra;
 
 namespace {
 
-// Checks up to `per_tensor` evenly spaced coordinates of every parameter tensor.
-void check_step_gradients(Objective objective, int64_t per_tensor) {
+// Checks up to `per_tensor` evenly spaced coordinates of every parameter tensor. With
+// generator: unigram the update runs whole (masking, the unigram op's samples, forward, backward)
+// rather than from the fixed corruption.
+void check_step_gradients(Objective objective, int64_t per_tensor,
+                          GeneratorKind generator = GeneratorKind::kMlm,
+                          Sharing sharing = Sharing::kEmbeddings) {
   Context ctx = Context::cpu(17, Precision::F64);
   PretrainOptions options = test::tiny_options();
   options.objective = objective;
+  options.generator = generator;
+  options.sharing = sharing;
   ElectraPretrainer model(ctx, test::tiny_electra_config(), options);
   model.init_weights(ctx, 3);
+  if (generator == GeneratorKind::kUnigram) {
+    std::vector<uint64_t> counts(97);
+    for (size_t v = 4; v < counts.size(); ++v) counts[v] = 1 + v % 5;
+    model.set_unigram_counts(ctx, counts);
+  }
   // Larger random biases and LayerNorm parameters than the init, so that no gradient vanishes
   // by symmetry (zero biases, unit gammas).
   const ParameterStore& store = model.store();
@@ -37,8 +48,16 @@ void check_step_gradients(Objective objective, int64_t per_tensor) {
   const HostBatch batch = test::tiny_batch();
   test::FixedStep fixed(ctx, model, batch, test::tiny_corruption(batch));
 
+  const bool whole = generator == GeneratorKind::kUnigram;
+  auto run = [&]() {
+    if (whole) {
+      model.step(ctx, batch, 0);
+    } else {
+      fixed.run(ctx, 0);
+    }
+  };
   model.zero_grads(ctx);
-  fixed.run(ctx, 0);
+  run();
   const StepMetrics base = model.metrics(ctx);
   REQUIRE(std::isfinite(base.total_loss));
   const ObjectiveWiring wiring = objective_wiring(objective);
@@ -48,7 +67,7 @@ void check_step_gradients(Objective objective, int64_t per_tensor) {
                                      store.flat_grads().ptr<double>() + store.total_elements());
 
   auto loss = [&]() {
-    fixed.run(ctx, 0);
+    run();
     return model.metrics(ctx).total_loss;
   };
   const double h = 1e-5;
@@ -106,4 +125,16 @@ TEST_CASE("replace-mlm step gradients equal central differences", "[gradcheck]")
 
 TEST_CASE("all-tokens-mlm step gradients equal central differences", "[gradcheck]") {
   check_step_gradients(Objective::kAllTokensMlm, 24);
+}
+
+// generator: unigram: no generator parameters, the discriminator's BCE on the unigram op's
+// replacements (its loss is the whole loss: gen_loss is 0).
+TEST_CASE("unigram-generator step gradients equal central differences", "[gradcheck]") {
+  check_step_gradients(Objective::kElectra, 48, GeneratorKind::kUnigram);
+}
+
+// sharing: none: the generator's own tables get the generator's loss only, the discriminator's
+// tables the discriminator's.
+TEST_CASE("sharing: none step gradients equal central differences", "[gradcheck]") {
+  check_step_gradients(Objective::kElectra, 24, GeneratorKind::kMlm, Sharing::kNone);
 }
