@@ -279,7 +279,7 @@ int pretrain(PretrainConfig config, std::unique_ptr<Communicator>& comm, const s
     progress.sequences_per_step = static_cast<double>(train.batch_size);
     progress.tokens_per_step = static_cast<double>(train.batch_size * train.seq_len);
     progress.flops_per_step = step_flops(config.model, train.batch_size, train.seq_len,
-                                         static_cast<double>(trainer.model().slots()))
+                                         static_cast<double>(trainer.model().slots()), config.objective)
                                   .total();
     // MFU against the peak of all the job's GPUs.
     progress.mlm = objective_wiring(config.objective).mlm_head;
