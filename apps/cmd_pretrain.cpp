@@ -15,6 +15,7 @@
 // error and aborts the job (MPI_Abort), so the others never wait in a collective.
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cmath>
@@ -36,6 +37,7 @@
 #include "data/vocab.h"
 #include "engine/communicator.h"
 #include "engine/device.h"
+#include "kernels/masking.h"
 #include "models/flops.h"
 #include "train/trainer.h"
 
@@ -63,7 +65,8 @@ constexpr const char* kUsage =
     "                parameters, gradients, optimizer state, activations and workspace and "
     "whether\n"
     "                they fit the device's free memory, and exit (no data is read; planning for\n"
-    "                train.device: cuda works without a GPU)\n"
+    "                train.device: cuda works without a GPU); it prints the FLOPs of one update\n"
+    "                of the config's objective too (models/flops.h)\n"
     "  --gpu-memory  with --dry-run and no GPU here: the GPU memory (GiB) to compare with\n"
     "  --threads     CPU threads (overrides train.threads; 0: all cores this process may use;\n"
     "                the results are bit-identical at any count, so a run may resume with "
@@ -278,9 +281,10 @@ int pretrain(PretrainConfig config, std::unique_ptr<Communicator>& comm, const s
     progress.every = config.log_every;
     progress.sequences_per_step = static_cast<double>(train.batch_size);
     progress.tokens_per_step = static_cast<double>(train.batch_size * train.seq_len);
-    progress.flops_per_step = step_flops(config.model, train.batch_size, train.seq_len,
-                                         static_cast<double>(trainer.model().slots()))
-                                  .total();
+    progress.flops_per_step =
+        step_flops(config.model, train.batch_size, train.seq_len,
+                   static_cast<double>(trainer.model().slots()), config.objective)
+            .total();
     // MFU against the peak of all the job's GPUs.
     progress.mlm = objective_wiring(config.objective).mlm_head;
     progress.peak_flops =
@@ -364,6 +368,14 @@ int dry_run(PretrainConfig config, int ranks, double gpu_memory_gib) {
       cuda ? "cuda" : "cpu", precision_name(precision),
       static_cast<long long>(train.micro_batch_size), static_cast<long long>(train.seq_len),
       count(train.local_accumulation(ranks), "micro-batch").c_str());
+  // The FLOP counter's update (what a run reports; bench/ablation.sh sizes its runs by it), all
+  // digits: the masked slots as the pretrainer sizes them.
+  const int64_t slots =
+      std::max(max_predictions(options.mask_prob, static_cast<int>(train.seq_len)), 1);
+  std::printf("  FLOPs per update (%s): %.17g\n", objective_name(config.objective),
+              step_flops(config.model, train.batch_size, train.seq_len, static_cast<double>(slots),
+                         config.objective)
+                  .total());
   std::printf("  parameters   %14zu bytes (%.2f GiB; %lld parameters)\n", m.parameters,
               gib(m.parameters), static_cast<long long>(m.parameter_count));
   std::printf("  gradients    %14zu bytes (%.2f GiB)\n", m.gradients, gib(m.gradients));

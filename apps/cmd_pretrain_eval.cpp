@@ -175,6 +175,9 @@ int cmd_pretrain_eval(const std::vector<std::string>& args) {
   ELECTRA_USER_CHECK(a.top > 0, "--top must be positive");
 
   const InitSource source = find_init_source(a.checkpoint, "");
+  ELECTRA_USER_CHECK(!source.generator_dir.empty(), a.checkpoint,
+                     ": an mlm pre-training has no generator and no replaced-token detector for "
+                     "pretrain-eval to measure");
   const data::ModelTokenizer tok = checkpoint_tokenizer(a.vocab, source.discriminator_dir);
   const data::Vocab& vocab = tok.vocab;
   ELECTRA_USER_CHECK(static_cast<int64_t>(vocab.size()) == source.model.discriminator.vocab_size,

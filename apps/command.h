@@ -28,5 +28,6 @@ int cmd_predict(const std::vector<std::string>& args);
 int cmd_encode(const std::vector<std::string>& args);
 int cmd_score(const std::vector<std::string>& args);
 int cmd_pretrain_eval(const std::vector<std::string>& args);
+int cmd_mlm_eval(const std::vector<std::string>& args);
 
 }  // namespace electra::apps

@@ -23,6 +23,10 @@ const std::vector<Command>& commands() {
        "replaced-token detection and masked-word prediction of a pre-training checkpoint on "
        "held-out text",
        cmd_pretrain_eval},
+      {"mlm-eval",
+       "masked-token accuracy of the generator, the discriminator (Appendix G) and an mlm "
+       "checkpoint on held-out text",
+       cmd_mlm_eval},
   };
   return kCommands;
 }

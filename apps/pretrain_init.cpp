@@ -1,8 +1,10 @@
 // Continued pre-training from existing weights (contract in apps/pretrain_init.h).
 #include "apps/pretrain_init.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <utility>
 
 #include "apps/trainer_checkpoint.h"
@@ -110,11 +112,32 @@ InitSource pair_source(const fs::path& discriminator_dir, const fs::path& genera
   return source;
 }
 
+// An `objective: mlm` checkpoint or export: discriminator/ is an ElectraForMaskedLM and there is
+// no generator/.
+bool holds_mlm_model(const fs::path& dir) {
+  return has_file(dir / "discriminator", "config.json") &&
+         !fs::exists(dir / "generator" / "config.json") &&
+         read_hf_architecture((dir / "discriminator" / "config.json").string()) == kMaskedLm;
+}
+
+InitSource mlm_source(const fs::path& dir, const std::string& description) {
+  const fs::path model_dir = dir / "discriminator";
+  ELECTRA_USER_CHECK(has_file(model_dir, "model.safetensors"), model_dir.string(),
+                     ": no model.safetensors");
+  InitSource source;
+  source.discriminator_dir = model_dir.string();
+  source.description = str_cat(description, ", an mlm pre-training (no generator)");
+  source.model.discriminator = read_hf_config((model_dir / "config.json").string());
+  return source;
+}
+
 InitSource checkpoint_source(const std::string& checkpoint) {
   const fs::path dir(checkpoint);
   const TrainerState state = read_trainer_state(checkpoint);
-  InitSource source = pair_source(dir / "discriminator", dir / "generator",
-                                  str_cat("checkpoint ", checkpoint, " (step ", state.step, ")"));
+  const std::string description = str_cat("checkpoint ", checkpoint, " (step ", state.step, ")");
+  InitSource source = holds_mlm_model(dir)
+                          ? mlm_source(dir, description)
+                          : pair_source(dir / "discriminator", dir / "generator", description);
   source.run_dir = dir.parent_path().string();
   return source;
 }
@@ -177,6 +200,50 @@ void same_size(const char* config_key, double in_config, const char* json_key, d
                      " (leave the model section out of the config to take the checkpoint's sizes)");
 }
 
+constexpr const char* kBinaryHead = "discriminator_predictions.";
+bool is_mlm_head(const std::string& hf_name) {
+  return hf_name.starts_with("generator_predictions.") || hf_name.starts_with("generator_lm_head.");
+}
+
+bool store_has(const ParameterStore& store, const std::function<bool(const std::string&)>& is) {
+  return std::any_of(store.params().begin(), store.params().end(),
+                     [&](const ParamInfo& p) { return is(p.name); });
+}
+
+// The discriminator-sized encoder (and its MLM head when the source has one and the model too)
+// from one HF model directory; the heads of the directory the model does not take are skipped.
+void load_encoder(Context& ctx, const ElectraPretrainer& model, const std::string& dir,
+                  bool mlm_head_in_source) {
+  const ParameterStore& store = model.store();
+  HfModelLayout layout = discriminator_layout(store, model.config().discriminator);
+  std::erase_if(layout.tensors, [&](const auto& tensor) {
+    return tensor.first.starts_with(kBinaryHead) ||
+           (is_mlm_head(tensor.first) && !mlm_head_in_source);
+  });
+  layout.ignored_prefixes = {kBinaryHead, "generator_predictions.", "generator_lm_head."};
+  load_hf_model(ctx, store, layout, dir);
+}
+
+// "the generator and the binary head", for the message of an encoder-only load.
+std::string fresh_parts(const ParameterStore& store, bool mlm_head_in_source) {
+  const std::string d = "discriminator/";
+  std::vector<std::string> parts;
+  if (has_generator(store)) parts.emplace_back("the generator");
+  if (store_has(store, [&](const std::string& n) { return n.starts_with(d + kBinaryHead); })) {
+    parts.emplace_back("the binary head");
+  }
+  if (!mlm_head_in_source && store_has(store, [&](const std::string& n) {
+        return n.starts_with(d) && is_mlm_head(n.substr(d.size()));
+      })) {
+    parts.emplace_back("the MLM head");
+  }
+  std::string text;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    text += (i == 0 ? "" : i + 1 == parts.size() ? " and " : ", ") + parts[i];
+  }
+  return text;
+}
+
 }  // namespace
 
 InitSource find_init_source(const std::string& init, const std::string& init_generator) {
@@ -193,6 +260,7 @@ InitSource find_init_source(const std::string& init, const std::string& init_gen
   if (holds_pair(dir)) {
     return pair_source(dir / "discriminator", dir / "generator", str_cat("HF models in ", init));
   }
+  if (holds_mlm_model(dir)) return mlm_source(dir, str_cat("HF model in ", init));
   if (has_file(dir, "config.json")) single_model_error(dir);
   throw UserError(str_cat("--init ", init,
                           ": no checkpoint (trainer_state.json), run directory (checkpoint-*), "
@@ -203,8 +271,12 @@ void adopt_init_source(PretrainConfig& config, const InitSource& source) {
   const std::string disc_json = (fs::path(source.discriminator_dir) / "config.json").string();
   const std::string gen_json = (fs::path(source.generator_dir) / "config.json").string();
   const EncoderConfig& want = source.model.discriminator;
+  const bool has_generator = !source.generator_dir.empty();
   if (!config.model_given) {
+    // Without a generator in the source, the run's generator multiplier stays the config's.
+    const double multiplier = config.model.generator_multiplier;
     config.model = source.model;
+    if (!has_generator) config.model.generator_multiplier = multiplier;
     ELECTRA_USER_CHECK(config.train.seq_len <= want.max_positions, config.path,
                        ": train.seq_len is ", config.train.seq_len,
                        " but the model of --init has max_position_embeddings ", want.max_positions,
@@ -226,13 +298,13 @@ void adopt_init_source(PretrainConfig& config, const InitSource& source) {
               disc_json, path);
     same_size("layer_norm_eps", have.layer_norm_eps, "layer_norm_eps", want.layer_norm_eps,
               disc_json, path);
-    ELECTRA_USER_CHECK(config.model.generator().hidden == source.model.generator().hidden,
-                       "--init: model.generator_multiplier ", config.model.generator_multiplier,
-                       " in ", path, " gives a generator of hidden size ",
-                       config.model.generator().hidden, " but hidden_size is ",
-                       source.model.generator().hidden, " in ", gen_json,
-                       " (set model.generator_multiplier to ", source.model.generator_multiplier,
-                       " or leave the model section out to take the checkpoint's sizes)");
+    ELECTRA_USER_CHECK(
+        !has_generator || config.model.generator().hidden == source.model.generator().hidden,
+        "--init: model.generator_multiplier ", config.model.generator_multiplier, " in ", path,
+        " gives a generator of hidden size ", config.model.generator().hidden,
+        " but hidden_size is ", source.model.generator().hidden, " in ", gen_json,
+        " (set model.generator_multiplier to ", source.model.generator_multiplier,
+        " or leave the model section out to take the checkpoint's sizes)");
   }
 
   const data::Vocab vocab = data::Vocab::load(config.vocab);
@@ -240,6 +312,7 @@ void adopt_init_source(PretrainConfig& config, const InitSource& source) {
                      config.vocab, " has ", vocab.size(), " tokens but the checkpoint has ",
                      want.vocab_size, " (vocab_size in ", disc_json, ")");
   for (const std::string& dir : {source.discriminator_dir, source.generator_dir}) {
+    if (dir.empty()) continue;
     const fs::path own = fs::path(dir) / "vocab.txt";
     if (!fs::is_regular_file(own)) continue;
     const uint64_t hash = data::Vocab::load(own.string()).hash();
@@ -307,11 +380,30 @@ std::optional<InitSource> resolve_start(PretrainConfig& config, const std::strin
   }
   InitSource source = find_init_source(init, init_generator);
   adopt_init_source(config, source);
+  source.fresh_seed = config.train.seed;
   return source;
 }
 
 void load_init_weights(Context& ctx, ElectraPretrainer& model, const InitSource& source,
                        bool report) {
+  if (source.generator_dir.empty() || !has_generator(model.store())) {
+    // One model in the source or one in the run: the encoder, and the MLM head when both have it.
+    const bool mlm_head_in_source = source.generator_dir.empty();
+    model.init_weights(ctx, source.fresh_seed);
+    load_encoder(ctx, model, source.discriminator_dir, mlm_head_in_source);
+    model.weights().refresh_compute(ctx);
+    if (!report) return;
+    const std::string fresh = fresh_parts(model.store(), mlm_head_in_source);
+    const std::string message = str_cat(
+        "pretrain: weights from ", source.description,
+        fresh.empty()
+            ? ""
+            : str_cat(": ", fresh, " start from fresh weights (seed ", source.fresh_seed, ")"),
+        mlm_head_in_source ? "" : "; the checkpoint's generator is not used",
+        "; optimizer state, learning-rate schedule and data start at step 0\n");
+    std::fputs(message.c_str(), stderr);
+    return;
+  }
   const std::vector<SharedTableDifference> differences =
       load_pretrainer_pair(ctx, model, source.discriminator_dir, source.generator_dir);
   if (!report) return;

@@ -14,6 +14,17 @@
 // directories hold different copies (models not trained together), the discriminator's is used,
 // and the run says so.
 //
+//
+// An `objective: mlm` checkpoint (or export) has discriminator/ alone, an ElectraForMaskedLM of the
+// discriminator's size, and no generator. --init takes it as follows (docs/OBJECTIVES.md):
+//   - objective mlm: everything (encoder and MLM head), as from any checkpoint;
+//   - replace-mlm, all-tokens-mlm: the encoder and the MLM head; the generator (and
+//     all-tokens-mlm's copy head) start from fresh weights (init_weights with train.seed);
+//   - electra, electra-15: the encoder becomes the discriminator's; the generator and the binary
+//     head start fresh.
+// The run says which parts start fresh. Conversely `objective: mlm` from an ELECTRA checkpoint
+// takes the discriminator's encoder; its MLM head starts fresh and the generator is dropped.
+//
 // `--resume` stays what it is: the same run continued bit-exactly (same config, optimizer state,
 // step and data position). Both options reject a directory of the wrong kind with a message that
 // says what it is and what was probably meant (a generator alone given to --init, an HF model
@@ -32,10 +43,13 @@ namespace electra::apps {
 // Where a new run's weights come from.
 struct InitSource {
   std::string discriminator_dir;  // HF ElectraForPreTraining: config.json, model.safetensors
-  std::string generator_dir;      // HF ElectraForMaskedLM
+  std::string generator_dir;      // HF ElectraForMaskedLM; empty for an mlm checkpoint
   std::string description;        // for messages: "checkpoint X (step N)", "HF models X and Y"
   std::string run_dir;            // the run directory of a checkpoint of ours; empty otherwise
   ElectraConfig model;            // the sizes of the two config.json files
+  // adopt_init_source sets the run's train.seed: the parts the source lacks start from
+  // init_weights(fresh_seed).
+  uint64_t fresh_seed = 0;
 };
 
 // --init DIR [--init-generator GEN_DIR] (see the top of this file). UserError saying what DIR is
@@ -64,8 +78,9 @@ std::optional<InitSource> resolve_start(PretrainConfig& config, const std::strin
                                         const std::string& resume);
 
 // Loads the source's weights into `model` (everything validated first) and refreshes the compute
-// copy; with `report`, prints where they came from and, when the two models' copies of the shared
-// embedding tables differ, which copy is used.
+// copy; with `report`, prints where they came from, which parts start fresh (an mlm checkpoint,
+// or objective mlm from an ELECTRA one: see the top of this file) and, when the two models' copies
+// of the shared embedding tables differ, which copy is used.
 void load_init_weights(Context& ctx, ElectraPretrainer& model, const InitSource& source,
                        bool report);
 

@@ -8,6 +8,8 @@ constexpr double kDropout = 4;    // random number, >=, mask multiply, 1 / (1 - 
 constexpr double kLayerNorm = 5;  // mean, variance (square and sum), bias, scale
 constexpr double kGelu = 8;
 constexpr double kSoftmax = 5;  // max/subtract, exp, sum, divide
+constexpr double kSigmoid = 4;  // negate, exp, add 1, divide
+constexpr double kCopyMix = 3;  // 1 - D, (1 - D) p(x), + D [v = x]
 
 }  // namespace
 
@@ -50,22 +52,37 @@ double disc_head_flops(const EncoderConfig& enc, int64_t seq_len) {
   return (2 * h * h + h + kGelu * h + 2 * h) * static_cast<double>(seq_len);
 }
 
+double copy_flops(int64_t seq_len) {
+  return (kSigmoid + kCopyMix) * static_cast<double>(seq_len);
+}
+
 StepFlops step_flops(const ElectraConfig& cfg, int64_t batch, int64_t seq_len,
-                     double masked_per_seq) {
+                     double masked_per_seq, Objective objective) {
+  const ObjectiveWiring wiring = objective_wiring(objective);
   const EncoderConfig& d = cfg.discriminator;
   const EncoderConfig g = cfg.generator();
   const double b = static_cast<double>(batch);
   StepFlops f;
-  f.generator_forward = b * (g.layers * encoder_block_flops(g, seq_len) +
-                             embedding_flops(g, seq_len) + mlm_head_flops(g, masked_per_seq));
-  f.discriminator_forward = b * (d.layers * encoder_block_flops(d, seq_len) +
-                                 embedding_flops(d, seq_len) + disc_head_flops(d, seq_len));
+  if (wiring.generator) {
+    f.generator_forward = b * (g.layers * encoder_block_flops(g, seq_len) +
+                               embedding_flops(g, seq_len) + mlm_head_flops(g, masked_per_seq));
+  }
+  double heads = 0;
+  if (wiring.mlm_head) {
+    heads += wiring.all_tokens
+                 ? mlm_head_flops(d, static_cast<double>(seq_len)) + copy_flops(seq_len)
+                 : mlm_head_flops(d, masked_per_seq);
+  }
+  if (wiring.binary_head) heads += disc_head_flops(d, seq_len);
+  f.discriminator_forward =
+      b * (d.layers * encoder_block_flops(d, seq_len) + embedding_flops(d, seq_len) + heads);
   return f;
 }
 
-double train_flops(const ElectraConfig& cfg, int64_t batch, int64_t seq_len, int64_t steps) {
+double train_flops(const ElectraConfig& cfg, int64_t batch, int64_t seq_len, int64_t steps,
+                   Objective objective) {
   const double masked = kOfficialOutputFrac * static_cast<double>(seq_len);
-  return static_cast<double>(steps) * step_flops(cfg, batch, seq_len, masked).total();
+  return static_cast<double>(steps) * step_flops(cfg, batch, seq_len, masked, objective).total();
 }
 
 }  // namespace electra

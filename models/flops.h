@@ -15,6 +15,18 @@
 //   disc head  = s * (2h^2 + h + 8h + 2h)
 // The generator is the encoder of ElectraConfig::generator() (same E: tied embeddings) with the
 // MLM head; the discriminator has the binary head. Both encoders run their own embeddings.
+// Per objective (models/objective.h), what the update runs:
+//   electra, electra-15  generator + discriminator with the binary head (electra-15 changes only
+//                        which tokens the loss weights, not what is computed)
+//   mlm                  no generator; the discriminator-sized encoder with the MLM head at the
+//                        m masked positions
+//   replace-mlm          generator + the discriminator-sized encoder with the MLM head at m
+//   all-tokens-mlm       generator + the discriminator-sized encoder with the MLM head at all s
+//                        tokens, the binary head (the copy logit) at all s tokens, and the copy
+//                        mechanism at all s tokens:
+//   copy       = s * (4 + 3)   sigmoid of the copy logit (negate, exp, add 1, divide) and the
+//                              mixture D [v = x] + (1 - D) p(x) at the target (1 - D, multiply,
+//                              add)
 // The official script puts the MLM head at output_frac x s positions with output_frac = 0.15625
 // whatever the masking rate (kOfficialOutputFrac); train_flops() uses it.
 #pragma once
@@ -22,6 +34,7 @@
 #include <cstdint>
 
 #include "models/electra_config.h"
+#include "models/objective.h"
 
 namespace electra {
 
@@ -32,11 +45,12 @@ double encoder_block_flops(const EncoderConfig& enc, int64_t seq_len);
 double embedding_flops(const EncoderConfig& enc, int64_t seq_len);
 double mlm_head_flops(const EncoderConfig& enc, double masked_per_seq);
 double disc_head_flops(const EncoderConfig& enc, int64_t seq_len);
+double copy_flops(int64_t seq_len);  // all-tokens-mlm's copy mechanism
 
 // FLOPs of one training step (one optimizer update over `batch` sequences).
 struct StepFlops {
-  double generator_forward = 0;
-  double discriminator_forward = 0;
+  double generator_forward = 0;      // 0 for mlm (no generator)
+  double discriminator_forward = 0;  // the discriminator-sized model with its objective's heads
 
   double forward() const { return generator_forward + discriminator_forward; }
   double backward() const { return forward(); }  // the official convention
@@ -46,12 +60,14 @@ struct StepFlops {
 };
 
 // masked_per_seq: positions per sequence that go through the generator's MLM head (the official
-// script: kOfficialOutputFrac * seq_len; our masking: the number of masked slots).
+// script: kOfficialOutputFrac * seq_len; our masking: the number of masked slots); the MLM head of
+// mlm and replace-mlm runs at as many.
 StepFlops step_flops(const ElectraConfig& cfg, int64_t batch, int64_t seq_len,
-                     double masked_per_seq);
+                     double masked_per_seq, Objective objective = Objective::kElectra);
 
 // Total pre-training FLOPs with the official script's conventions (output_frac 0.15625):
-// steps x step_flops(cfg, batch, seq_len, 0.15625 * seq_len).total().
-double train_flops(const ElectraConfig& cfg, int64_t batch, int64_t seq_len, int64_t steps);
+// steps x step_flops(cfg, batch, seq_len, 0.15625 * seq_len, objective).total().
+double train_flops(const ElectraConfig& cfg, int64_t batch, int64_t seq_len, int64_t steps,
+                   Objective objective = Objective::kElectra);
 
 }  // namespace electra

@@ -54,4 +54,18 @@ else
   fail "cpu: $out"
 fi
 
+# The FLOPs of one update, per objective (models/flops.h; bench/ablation.sh reads this line): mlm
+# has no generator and costs least, all-tokens-mlm adds the MLM head at every token and costs most.
+flops() {
+  "$electra" pretrain --config "$src/configs/electra-tiny.yaml" --set train.device=cpu \
+    --set objective="$1" --dry-run 2>&1 | sed -n "s/^  FLOPs per update ($1): \([0-9]*\)$/\1/p"
+}
+electra_flops=$(flops electra) mlm_flops=$(flops mlm) all_flops=$(flops all-tokens-mlm)
+if [[ -n "$electra_flops" && -n "$mlm_flops" && -n "$all_flops" ]] &&
+  ((mlm_flops < electra_flops && electra_flops < all_flops)); then
+  pass "FLOPs per update by objective: mlm $mlm_flops < electra $electra_flops < all-tokens-mlm $all_flops"
+else
+  fail "FLOPs per update: '$electra_flops' '$mlm_flops' '$all_flops'"
+fi
+
 [[ $failures -eq 0 ]]

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -117,17 +118,25 @@ void expect_weights_of(const ParameterStore& store, const std::string& discrimin
   CHECK(compared == static_cast<int>(store.params().size()));
 }
 
+PretrainOptions options_of(Objective objective) {
+  PretrainOptions options = test::tiny_options();
+  options.objective = objective;
+  return options;
+}
+
 struct Run {
   Context ctx = Context::cpu(0, Precision::F32);
   ElectraPretrainer model;
-  explicit Run(const ElectraConfig& config) : model(ctx, config, test::tiny_options()) {
+  explicit Run(const ElectraConfig& config, Objective objective = Objective::kElectra)
+      : model(ctx, config, options_of(objective)) {
     model.init_weights(ctx, 7);  // random weights that the load must replace
   }
 };
 
 // A checkpoint of ours, step 5, in dir/run (with the vocabulary beside the models).
-std::string write_checkpoint(const fs::path& dir, const std::string& vocab_path) {
-  Run run(test::tiny_electra_config());
+std::string write_checkpoint(const fs::path& dir, const std::string& vocab_path,
+                             Objective objective = Objective::kElectra) {
+  Run run(test::tiny_electra_config(), objective);
   Arena arena("optimizer", Device::CPU,
               Optimizer::state_bytes(run.model.store(), OptimizerKind::kAdamW));
   Optimizer optimizer(run.ctx, run.model.store(), OptimizerConfig{}, arena);
@@ -347,4 +356,74 @@ TEST_CASE("shared embedding tables that differ between the two models: the discr
   expect_weights_of(target.model.store(), (dir / "disc").string(), (dir / "gen").string());
   CHECK(values(target.model.store(), "discriminator/electra.embeddings.word_embeddings.weight") ==
         values(store, "discriminator/electra.embeddings.word_embeddings.weight"));
+}
+
+TEST_CASE("init from an mlm checkpoint (no generator), and mlm from an electra checkpoint",
+          "[unit]") {
+  const fs::path dir = temp_dir("mlm");
+  const std::string vocab = write_vocab(dir / "vocab.txt", 97);
+  const std::string checkpoint = write_checkpoint(dir, vocab, Objective::kMlm);
+  const std::string disc = checkpoint + "/discriminator";
+  REQUIRE_FALSE(fs::exists(checkpoint + "/generator"));
+  PretrainConfig config = run_config(dir, "", vocab);
+  const double multiplier = config.model.generator_multiplier;
+  const std::optional<InitSource> source = resolve_start(config, checkpoint, "", "");
+  REQUIRE(source);
+  CHECK_THAT(source->description, Contains("an mlm pre-training (no generator)"));
+  CHECK(source->generator_dir.empty());
+  CHECK(source->fresh_seed == config.train.seed);
+  // The discriminator's sizes come from config.json; the generator's multiplier stays the run's.
+  CHECK(config.model.discriminator.hidden == test::tiny_electra_config().discriminator.hidden);
+  CHECK(config.model.generator_multiplier == multiplier);
+
+  // What a fresh model of the run's seed holds, for the parts the checkpoint lacks.
+  auto fresh = [&](Objective objective) {
+    auto run = std::make_unique<Run>(config.model, objective);
+    run->model.init_weights(run->ctx, source->fresh_seed);
+    return run;
+  };
+  for (const Objective objective :
+       {Objective::kMlm, Objective::kElectra, Objective::kReplaceMlm, Objective::kAllTokensMlm}) {
+    INFO(objective_name(objective));
+    Run run(config.model, objective);
+    load_init_weights(run.ctx, run.model, *source, false);
+    const auto reference = fresh(objective);
+    int from_file = 0, from_fresh = 0;
+    for (const ParamInfo& p : run.model.store().params()) {
+      INFO(p.name);
+      const std::string d = "discriminator/";
+      const bool encoder = p.name.starts_with(d + "electra.");
+      const bool mlm_head = p.name.starts_with(d + "generator_");
+      if (encoder || mlm_head) {
+        CHECK(values(run.model.store(), p.name) == file_values(disc, p.name.substr(d.size())));
+        ++from_file;
+      } else {  // the generator, the binary head
+        CHECK(values(run.model.store(), p.name) == values(reference->model.store(), p.name));
+        ++from_fresh;
+      }
+    }
+    CHECK(from_file > 0);
+    CHECK((from_fresh == 0) == (objective == Objective::kMlm));
+  }
+
+  // objective mlm from an ELECTRA checkpoint: the discriminator's encoder; a fresh MLM head.
+  const fs::path electra_dir = dir / "electra";
+  fs::create_directories(electra_dir);
+  const std::string electra = write_checkpoint(electra_dir, vocab);
+  PretrainConfig mlm_config = run_config(electra_dir, "", vocab);
+  const std::optional<InitSource> pair = resolve_start(mlm_config, electra, "", "");
+  REQUIRE(pair);
+  Run run(mlm_config.model, Objective::kMlm);
+  load_init_weights(run.ctx, run.model, *pair, false);
+  const auto reference = fresh(Objective::kMlm);
+  for (const ParamInfo& p : run.model.store().params()) {
+    INFO(p.name);
+    const std::string d = "discriminator/";
+    if (p.name.starts_with(d + "electra.")) {
+      CHECK(values(run.model.store(), p.name) ==
+            file_values(electra + "/discriminator", p.name.substr(d.size())));
+    } else {
+      CHECK(values(run.model.store(), p.name) == values(reference->model.store(), p.name));
+    }
+  }
 }

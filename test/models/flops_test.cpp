@@ -86,3 +86,41 @@ TEST_CASE("FLOPs of a one-layer model counted by hand", "[flops]") {
   // train_flops puts the MLM head at 0.15625 * 4 = 0.625 positions per sequence.
   CHECK(train_flops(cfg, 3, 4, 5) == Approx(5 * step_flops(cfg, 3, 4, 0.625).total()));
 }
+
+TEST_CASE("FLOPs per objective counted by hand", "[flops]") {
+  // The one-layer model above: discriminator V 10, E 4, H 8, FFN 32, 2 heads; generator H 4.
+  // Sequences of 4 tokens, 2 masked, 3 sequences per step. Per sequence (above): discriminator
+  // blocks 8788, embeddings 976, binary head 864; generator 4032 (blocks, embeddings, MLM head).
+  ElectraConfig cfg = electra_preset("tiny");
+  EncoderConfig& d = cfg.discriminator;
+  d.vocab_size = 10, d.embedding_size = 4, d.hidden = 8, d.ffn = 32, d.heads = 2, d.layers = 1;
+  cfg.generator_multiplier = 0.5;
+  // The MLM head on the discriminator-sized encoder, per position: logits 2*4*10 = 80, dense
+  // H -> E 2*8*4 = 64, bias 4, GELU 32, layernorm 20, softmax 50, target word 20 = 270.
+  CHECK(mlm_head_flops(d, 1) == 270);
+  CHECK(copy_flops(4) == 7 * 4);
+
+  const StepFlops electra = step_flops(cfg, 3, 4, 2, Objective::kElectra);
+  CHECK(electra.generator_forward == 3 * 4032);
+  CHECK(electra.discriminator_forward == 3 * 10628);
+  // electra-15 computes what electra computes; only the loss weights differ.
+  const StepFlops electra15 = step_flops(cfg, 3, 4, 2, Objective::kElectra15);
+  CHECK(electra15.total() == electra.total());
+  // mlm: no generator; blocks + embeddings + MLM head at 2 positions = 8788 + 976 + 540.
+  const StepFlops mlm = step_flops(cfg, 3, 4, 2, Objective::kMlm);
+  CHECK(mlm.generator_forward == 0);
+  CHECK(mlm.discriminator_forward == 3 * 10304);
+  CHECK(mlm.total() == 2 * 3 * 10304);
+  // replace-mlm: the generator, and the MLM head instead of the binary head.
+  const StepFlops replace = step_flops(cfg, 3, 4, 2, Objective::kReplaceMlm);
+  CHECK(replace.generator_forward == 3 * 4032);
+  CHECK(replace.discriminator_forward == 3 * 10304);
+  // all-tokens-mlm: MLM head at all 4 tokens (1080), binary head (864), copy (28).
+  const StepFlops all = step_flops(cfg, 3, 4, 2, Objective::kAllTokensMlm);
+  CHECK(all.generator_forward == 3 * 4032);
+  CHECK(all.discriminator_forward == 3 * (8788 + 976 + 1080 + 864 + 28));
+  CHECK(all.total() == 2 * 3 * (4032 + 11736));
+  // train_flops passes the objective through.
+  CHECK(train_flops(cfg, 3, 4, 5, Objective::kMlm) ==
+        Approx(5 * step_flops(cfg, 3, 4, 0.625, Objective::kMlm).total()));
+}
