@@ -263,7 +263,8 @@ std::string describe(const PretrainConfig& c, const std::string& device, Precisi
   const OptimizerConfig& o = c.optimizer;
   // Masked slots per sequence as the masking op counts them: int((p + 0.005) * seq_len).
   const auto masked = static_cast<int64_t>((c.masking.mask_prob + 0.005) * t.seq_len);
-  const StepFlops flops = step_flops(c.model, t.batch_size, t.seq_len, static_cast<double>(masked), c.objective);
+  const StepFlops flops = step_flops(c.model, t.batch_size, t.seq_len, static_cast<double>(masked),
+                                     c.objective, c.generator);
   std::string shards;
   for (const std::string& s : c.shards) shards += (shards.empty() ? "" : ", ") + s;
   char flops_text[96];

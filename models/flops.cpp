@@ -57,13 +57,13 @@ double copy_flops(int64_t seq_len) {
 }
 
 StepFlops step_flops(const ElectraConfig& cfg, int64_t batch, int64_t seq_len,
-                     double masked_per_seq, Objective objective) {
+                     double masked_per_seq, Objective objective, GeneratorKind generator) {
   const ObjectiveWiring wiring = objective_wiring(objective);
   const EncoderConfig& d = cfg.discriminator;
   const EncoderConfig g = cfg.generator();
   const double b = static_cast<double>(batch);
   StepFlops f;
-  if (wiring.generator) {
+  if (wiring.generator && generator == GeneratorKind::kMlm) {
     f.generator_forward = b * (g.layers * encoder_block_flops(g, seq_len) +
                                embedding_flops(g, seq_len) + mlm_head_flops(g, masked_per_seq));
   }

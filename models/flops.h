@@ -27,6 +27,9 @@
 //   copy       = s * (4 + 3)   sigmoid of the copy logit (negate, exp, add 1, divide) and the
 //                              mixture D [v = x] + (1 - D) p(x) at the target (1 - D, multiply,
 //                              add)
+// With `generator: unigram` (GeneratorKind::kUnigram) no generator runs: its forward is 0 (the
+// draw from the counts is not a model and is not counted). `sharing:` changes nothing here: both
+// encoders run their own embeddings in every variant.
 // The official script puts the MLM head at output_frac x s positions with output_frac = 0.15625
 // whatever the masking rate (kOfficialOutputFrac); train_flops() uses it.
 #pragma once
@@ -63,7 +66,8 @@ struct StepFlops {
 // script: kOfficialOutputFrac * seq_len; our masking: the number of masked slots); the MLM head of
 // mlm and replace-mlm runs at as many.
 StepFlops step_flops(const ElectraConfig& cfg, int64_t batch, int64_t seq_len,
-                     double masked_per_seq, Objective objective = Objective::kElectra);
+                     double masked_per_seq, Objective objective = Objective::kElectra,
+                     GeneratorKind generator = GeneratorKind::kMlm);
 
 // Total pre-training FLOPs with the official script's conventions (output_frac 0.15625):
 // steps x step_flops(cfg, batch, seq_len, 0.15625 * seq_len, objective).total().

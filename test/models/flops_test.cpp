@@ -106,6 +106,10 @@ TEST_CASE("FLOPs per objective counted by hand", "[flops]") {
   // electra-15 computes what electra computes; only the loss weights differ.
   const StepFlops electra15 = step_flops(cfg, 3, 4, 2, Objective::kElectra15);
   CHECK(electra15.total() == electra.total());
+  // generator: unigram: the discriminator's FLOPs only.
+  const StepFlops unigram = step_flops(cfg, 3, 4, 2, Objective::kElectra, GeneratorKind::kUnigram);
+  CHECK(unigram.generator_forward == 0);
+  CHECK(unigram.discriminator_forward == electra.discriminator_forward);
   // mlm: no generator; blocks + embeddings + MLM head at 2 positions = 8788 + 976 + 540.
   const StepFlops mlm = step_flops(cfg, 3, 4, 2, Objective::kMlm);
   CHECK(mlm.generator_forward == 0);
