@@ -166,7 +166,7 @@ TEST_CASE("build-vocab merges the most frequent pairs first, so frequent words b
   CHECK(index("and") < index("18"));
 }
 
-TEST_CASE("counting words on 1, 2 and 3 threads gives the counts of counting line by line",
+TEST_CASE("counting words on 1 to 3 threads gives the counts of counting line by line",
           "[vocab][trainer]") {
   TempDir dir("vocab-threads");
   // Over one counting block (WordCounter::kBlockBytes), so that blocks, pieces and shards all

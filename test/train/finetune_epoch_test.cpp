@@ -72,7 +72,7 @@ struct Tiny {
 
 }  // namespace
 
-TEST_CASE("a fine-tuning update transfers only its batch; a progress line adds one download",
+TEST_CASE("a fine-tuning update transfers only its batch and a progress line one download",
           "[finetune_epoch]") {
   Context ctx = make_context();
   Tiny ours(ctx), reference(ctx);
@@ -123,10 +123,8 @@ TEST_CASE("a fine-tuning update transfers only its batch; a progress line adds o
   CHECK(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
 }
 
-TEST_CASE(
-    "a NaN in fine-tuning is the one-line error naming the task and the update; the "
-    "updates were skipped",
-    "[finetune_epoch]") {
+TEST_CASE("a NaN in fine-tuning is the one-line error naming the task and the update",
+          "[finetune_epoch]") {
   Context ctx = make_context();
   Tiny tiny(ctx);
   apps::FinetuneEpoch epoch(ctx, "tiny", 0, 1, kUpdates, kUpdates, 2);
