@@ -63,9 +63,9 @@ int cmd_build_vocab(const std::vector<std::string>& args) {
   data::WordCounter counter(options.lowercase);
   counter.add_files(files, options.progress, pool);
   std::fprintf(stderr,
-               "build-vocab: %zu files, %zu distinct words (counted on %d threads); "
+               "build-vocab: %zu files, %zu distinct words (counted on %d threads in %.1f s); "
                "training...\n",
-               files.size(), counter.counts().size(), pool.threads());
+               files.size(), counter.counts().size(), pool.threads(), clock.seconds());
   const auto tokens = data::train_wordpiece_vocab(counter.counts(), options);
   const data::Vocab vocab = data::Vocab::from_tokens(tokens, output);
   vocab.save(output);

@@ -6,7 +6,6 @@
 #include "engine/timer.h"
 #include "kernels/step_scalars.h"
 #include "kernels/train_metrics.h"
-#include "models/host_transfer.h"
 
 namespace electra {
 
