@@ -1,12 +1,12 @@
 #include "apps/finetune_common.h"
 
 #include <algorithm>
-#include <cmath>
 #include <cstdio>
 #include <filesystem>
 
 #include "apps/train_progress.h"
 #include "apps/trainer_checkpoint.h"
+#include "kernels/train_metrics.h"
 #include "models/hf_checkpoint.h"
 #include "optim/layerwise_lr.h"
 
@@ -68,36 +68,44 @@ FinetuneOptimizer::FinetuneOptimizer(Context& ctx, const ElectraFinetuner& model
                                           layerwise_lr_multiplier(layerwise));
 }
 
-FinetuneEpoch::FinetuneEpoch(std::string task, int64_t epoch, int64_t epochs,
+FinetuneEpoch::FinetuneEpoch(Context& ctx, std::string task, int64_t epoch, int64_t epochs,
                              int64_t steps_per_epoch, int64_t total_steps, int64_t log_every)
     : task_(std::move(task)),
       epoch_(epoch),
       epochs_(epochs),
       steps_per_epoch_(steps_per_epoch),
       total_steps_(total_steps),
-      log_every_(log_every) {}
+      log_every_(log_every),
+      metrics_(ctx) {}
 
-void FinetuneEpoch::update(Context& ctx, ElectraFinetuner& model, FinetuneOptimizer& opt,
-                           const FinetuneBatch& batch, int64_t i, int64_t step) {
+std::optional<double> FinetuneEpoch::update(Context& ctx, ElectraFinetuner& model,
+                                            FinetuneOptimizer& opt, const FinetuneBatch& batch,
+                                            int64_t i, int64_t step) {
   model.zero_grads(ctx);
   model.step(ctx, batch, static_cast<uint32_t>(step));
-  const FinetuneMetrics m = model.metrics(ctx);
-  ELECTRA_USER_CHECK(std::isfinite(m.loss), "finetune ", task_, ": update ", step + 1,
-                     ": the loss is not finite; lower finetune.lr?");
-  loss_sum_ += m.loss;
-  ++loss_count_;
-  opt.optimizer->step(ctx, step);
-  if ((i + 1) % log_every_ != 0 && i + 1 != steps_per_epoch_) return;
+  model.accumulate_loss(ctx, metrics_.values());
+  metrics_.optimizer_step(ctx, *opt.optimizer);
+  ++updates_since_line_;
+  if ((i + 1) % log_every_ != 0 && i + 1 != steps_per_epoch_) return std::nullopt;
+  const std::vector<double> acc = metrics_.read(ctx);
+  metrics_.restart(ctx);
+  if (const int64_t non_finite = non_finite_count(acc); non_finite > 0) {
+    throw UserError(str_cat("finetune ", task_, ": update ", step + 1, ": the loss is not finite (",
+                            non_finite, " non-finite losses or gradient norms since update ",
+                            step + 1 - updates_since_line_,
+                            ", whose updates were skipped); lower finetune.lr?"));
+  }
+  const double loss = acc[kMetricTotalLoss] / static_cast<double>(updates_since_line_);
+  updates_since_line_ = 0;
   const double per_step = clock_.seconds() / static_cast<double>(i + 1);
   std::fprintf(
       stderr, "  epoch %lld/%lld update %lld/%lld | loss %.4f | lr %.3e | ETA %s\n",
       static_cast<long long>(epoch_ + 1), static_cast<long long>(epochs_),
-      static_cast<long long>(i + 1), static_cast<long long>(steps_per_epoch_),
-      loss_sum_ / static_cast<double>(loss_count_), opt.optimizer->lr_at(step),
+      static_cast<long long>(i + 1), static_cast<long long>(steps_per_epoch_), loss,
+      opt.optimizer->lr_at(step),
       ProgressReporter::format_duration(per_step * static_cast<double>(total_steps_ - step - 1))
           .c_str());
-  loss_sum_ = 0;
-  loss_count_ = 0;
+  return loss;
 }
 
 double median(std::vector<double> values) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "apps/finetune_checkpoint.h"
@@ -12,6 +13,7 @@
 #include "engine/timer.h"
 #include "models/finetune_model.h"
 #include "optim/optimizer.h"
+#include "train/device_metrics.h"
 
 namespace electra::apps {
 
@@ -41,21 +43,26 @@ struct FinetuneOptimizer {
 };
 
 // One epoch of fine-tuning updates and its progress lines (every `log_every` updates and at the
-// end of the epoch: the mean loss since the previous line, the lr, the ETA of the run).
+// end of the epoch: the mean loss since the previous line, the lr, the ETA of the run). The losses
+// and gradient norms accumulate on the device (DeviceMetrics, shared with the pre-training
+// Trainer) and are read back only for a progress line, so an update with no line due transfers
+// its batch and nothing else; the guard runs at that read.
 class FinetuneEpoch {
  public:
-  FinetuneEpoch(std::string task, int64_t epoch, int64_t epochs, int64_t steps_per_epoch,
-                int64_t total_steps, int64_t log_every);
-  // Update i of this epoch (global update `step`) on `batch`: gradients, the NaN guard (a
-  // UserError naming the task and the update), the optimizer step.
-  void update(Context& ctx, ElectraFinetuner& model, FinetuneOptimizer& opt,
-              const FinetuneBatch& batch, int64_t i, int64_t step);
+  FinetuneEpoch(Context& ctx, std::string task, int64_t epoch, int64_t epochs,
+                int64_t steps_per_epoch, int64_t total_steps, int64_t log_every);
+  // Update i of this epoch (global update `step`, which the optimizer's device counter names) on
+  // `batch`: gradients, the optimizer step (skipped by its kernels when the gradient norm is not
+  // finite), and when a line is due the NaN guard (a UserError naming the task and the update)
+  // and the line. Returns the line's mean loss, or nothing when no line was due.
+  std::optional<double> update(Context& ctx, ElectraFinetuner& model, FinetuneOptimizer& opt,
+                               const FinetuneBatch& batch, int64_t i, int64_t step);
 
  private:
   std::string task_;
   int64_t epoch_, epochs_, steps_per_epoch_, total_steps_, log_every_;
-  double loss_sum_ = 0;
-  int64_t loss_count_ = 0;
+  DeviceMetrics metrics_;
+  int64_t updates_since_line_ = 0;
   Stopwatch clock_;
 };
 

@@ -285,7 +285,7 @@ GlueRunResult run_glue(const GlueRunOptions& opts) {
   for (int64_t epoch = 0; epoch < s.epochs; ++epoch) {
     const std::vector<uint32_t>& perm = order.permutation(static_cast<uint64_t>(epoch));
     epoch_order.assign(perm.begin(), perm.end());
-    FinetuneEpoch progress(info.name, epoch, s.epochs, steps_per_epoch, total, log_every);
+    FinetuneEpoch progress(ctx, info.name, epoch, s.epochs, steps_per_epoch, total, log_every);
     for (int64_t i = 0; i < steps_per_epoch; ++i, ++step) {
       const size_t first = static_cast<size_t>(i * b);
       const size_t count = std::min(static_cast<size_t>(b), features.size() - first);

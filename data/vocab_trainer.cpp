@@ -26,23 +26,71 @@ void WordCounter::add(std::string_view text) {
   }
 }
 
-void WordCounter::add_files(const std::vector<std::string>& files, bool progress) {
+void WordCounter::count_block(ThreadPool& pool) {
+  // Piece p: lines [n p / P, n (p + 1) / P) of the block; its words go to table [p][shard].
+  struct Piece {
+    WordList words;
+    std::vector<Counts> tables = std::vector<Counts>(kShards);
+  };
+  std::vector<Piece> pieces(kPieces);
+  const int64_t lines = static_cast<int64_t>(line_ends_.size());
+  pool.parallel_for(kPieces, [&](int64_t p) {
+    const BasicTokenizer basic(lowercase_);
+    Piece& piece = pieces[static_cast<size_t>(p)];
+    const std::string_view block(block_);
+    for (int64_t l = lines * p / kPieces; l < lines * (p + 1) / kPieces; ++l) {
+      const size_t begin = l == 0 ? 0 : line_ends_[static_cast<size_t>(l - 1)];
+      piece.words.clear();
+      basic.split(block.substr(begin, line_ends_[static_cast<size_t>(l)] - begin), piece.words);
+      for (size_t i = 0; i < piece.words.size(); ++i) {
+        const std::string_view w = piece.words[i];
+        ++piece.tables[std::hash<std::string_view>{}(w) % kShards][std::string(w)];
+      }
+    }
+  });
+  pool.parallel_for(kShards, [&](int64_t s) {
+    Counts& shard = shards_[static_cast<size_t>(s)];
+    for (Piece& piece : pieces) {
+      for (const auto& [word, count] : piece.tables[static_cast<size_t>(s)]) shard[word] += count;
+    }
+  });
+  block_.clear();
+  line_ends_.clear();
+}
+
+void WordCounter::add_files(const std::vector<std::string>& files, bool progress,
+                            ThreadPool& pool) {
   Stopwatch clock;
   double last = 0;
   uint64_t bytes = 0;
+  shards_.assign(kShards, Counts());
+  auto report = [&](uint64_t read) {
+    if (!progress || clock.seconds() - last < 2.0) return;
+    last = clock.seconds();
+    size_t distinct = counts_.size();
+    for (const Counts& shard : shards_) distinct += shard.size();
+    std::fprintf(stderr, "build-vocab: counting words: %.1f MB read, %zu distinct words\n",
+                 static_cast<double>(read) / 1e6, distinct);
+  };
   for (const auto& file : files) {
     LineReader reader(file);
     std::string_view line;
     while (reader.next(line)) {
-      add(line);
-      if (progress && clock.seconds() - last >= 2.0) {
-        last = clock.seconds();
-        std::fprintf(stderr, "build-vocab: counting words: %.1f MB read, %zu distinct words\n",
-                     static_cast<double>(bytes + reader.text_bytes_read()) / 1e6, counts_.size());
-      }
+      block_.append(line);
+      line_ends_.push_back(block_.size());
+      if (block_.size() < kBlockBytes) continue;
+      count_block(pool);
+      report(bytes + reader.text_bytes_read());
     }
     bytes += reader.text_bytes_read();
   }
+  if (!line_ends_.empty()) count_block(pool);
+  // The shards hold disjoint words; merge() moves those counts_ lacks (all but words add() saw).
+  for (Counts& shard : shards_) {
+    counts_.merge(shard);
+    for (const auto& [word, count] : shard) counts_[word] += count;
+  }
+  shards_.clear();
 }
 
 namespace {

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "data/basic_tokenizer.h"
+#include "engine/thread_pool.h"
 
 namespace electra::data {
 
@@ -35,16 +36,32 @@ struct VocabTrainerOptions {
 // Word frequencies of basic-tokenized text.
 class WordCounter {
  public:
-  explicit WordCounter(bool lowercase) : basic_(lowercase) {}
+  explicit WordCounter(bool lowercase) : lowercase_(lowercase), basic_(lowercase) {}
   void add(std::string_view text);
-  // Reads every line of every file (expand_text_inputs order).
-  void add_files(const std::vector<std::string>& files, bool progress);
+  // Reads every line of every file (expand_text_inputs order) on `pool`'s threads. The reading
+  // (and decompressing) is the calling thread's; the lines are gathered into blocks of
+  // kBlockBytes, each block cut into kPieces contiguous line ranges that tasks normalise, split
+  // and count into per-piece tables by word hash shard, then kShards tasks add the pieces' tables
+  // into the counts in piece order. The partition depends on the text only, and the counts are
+  // sums of integers: they are the same at any thread count.
+  void add_files(const std::vector<std::string>& files, bool progress, ThreadPool& pool);
   const std::unordered_map<std::string, uint64_t>& counts() const { return counts_; }
 
+  static constexpr size_t kBlockBytes = size_t{4} << 20;
+  static constexpr int64_t kPieces = 32, kShards = 32;
+
  private:
+  using Counts = std::unordered_map<std::string, uint64_t>;
+  // Counts the lines of block_ (their ends in line_ends_) into shards_.
+  void count_block(ThreadPool& pool);
+
+  bool lowercase_;
   BasicTokenizer basic_;
   WordList words_;
-  std::unordered_map<std::string, uint64_t> counts_;
+  Counts counts_;
+  std::string block_;
+  std::vector<size_t> line_ends_;
+  std::vector<Counts> shards_;  // [kShards] of add_files, added into counts_ at its end
 };
 
 // Throws UserError unless vocab_size holds the special tokens (unused_tokens of them included) and

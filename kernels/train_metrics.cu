@@ -75,6 +75,23 @@ __global__ void record_grad_norm_kernel(const float* norm, double* a) {
   a[kMetricNonFinite] += !isfinite(*norm);
 }
 
+__global__ void accumulate_loss_kernel(const float* loss, int64_t m, double weight, double count,
+                                       double* a) {
+  __shared__ double sums[kThreads];
+  double s = 0;
+  for (int64_t i = threadIdx.x; i < m; i += kThreads) s += loss[i];
+  sums[threadIdx.x] = s;
+  __syncthreads();
+  for (int stride = kThreads / 2; stride > 0; stride /= 2) {
+    if (threadIdx.x < stride) sums[threadIdx.x] += sums[threadIdx.x + stride];
+    __syncthreads();
+  }
+  if (threadIdx.x != 0) return;
+  const double term = weight * ratio(sums[0], count);
+  a[kMetricTotalLoss] += term;
+  a[kMetricNonFinite] += !isfinite(term);
+}
+
 }  // namespace
 
 void accumulate_pretrain_metrics(Context& ctx, const Tensor& gen_loss, const Tensor& argmax,
@@ -98,6 +115,14 @@ void accumulate_mlm_metrics(Context& ctx, const Tensor& loss, const Tensor& argm
 
 void record_grad_norm(Context& ctx, const Tensor& norm, const Tensor& acc) {
   record_grad_norm_kernel<<<1, 1, 0, ctx.stream()>>>(norm.ptr<float>(), acc.ptr<double>());
+  ELECTRA_CUDA_CHECK_LAUNCH();
+}
+
+void accumulate_loss(Context& ctx, const Tensor& loss, double weight, double count,
+                     const Tensor& acc) {
+  check_dtype(loss, DType::F32, "accumulate_loss loss (cuda)");
+  accumulate_loss_kernel<<<1, kThreads, 0, ctx.stream()>>>(loss.ptr<float>(), loss.numel(), weight,
+                                                           count, acc.ptr<double>());
   ELECTRA_CUDA_CHECK_LAUNCH();
 }
 

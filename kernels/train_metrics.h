@@ -21,8 +21,13 @@
 // record_grad_norm, once per update after the optimizer's norm:
 //     acc[kMetricGradNorm] = norm,  acc[kMetricNonFinite] += 1 when norm is not finite
 // Dividing the first ten by kMetricMicroBatches gives the means over the update's micro-batches.
+// accumulate_loss, for a loss that is a weighted sum of per-row loss means (fine-tuning), once
+// per term: with S = sum loss,
+//     acc[kMetricTotalLoss] += weight * r(S, count),  acc[kMetricNonFinite] += 1 when that term
+//     is not finite
 //
-// Dtypes: acc f64 [kTrainMetrics]; norm f32 [1]. CPU gen_loss and counts f32 or f64, CUDA f32.
+// Dtypes: acc f64 [kTrainMetrics]; norm f32 [1]. CPU gen_loss, loss and counts f32 or f64, CUDA
+// f32.
 // The sums are in f64; the CUDA kernel is one block with a fixed reduction tree (deterministic).
 #pragma once
 
@@ -57,6 +62,8 @@ void accumulate_pretrain_metrics(Context& ctx, const Tensor& gen_loss, const Ten
 void accumulate_mlm_metrics(Context& ctx, const Tensor& loss, const Tensor& argmax,
                             const Tensor& labels, const Tensor& weights, const Tensor& acc);
 void record_grad_norm(Context& ctx, const Tensor& norm, const Tensor& acc);
+void accumulate_loss(Context& ctx, const Tensor& loss, double weight, double count,
+                     const Tensor& acc);
 }  // namespace cpu
 namespace cuda {
 void accumulate_pretrain_metrics(Context& ctx, const Tensor& gen_loss, const Tensor& argmax,
@@ -65,6 +72,8 @@ void accumulate_pretrain_metrics(Context& ctx, const Tensor& gen_loss, const Ten
 void accumulate_mlm_metrics(Context& ctx, const Tensor& loss, const Tensor& argmax,
                             const Tensor& labels, const Tensor& weights, const Tensor& acc);
 void record_grad_norm(Context& ctx, const Tensor& norm, const Tensor& acc);
+void accumulate_loss(Context& ctx, const Tensor& loss, double weight, double count,
+                     const Tensor& acc);
 }  // namespace cuda
 
 inline void accumulate_pretrain_metrics(Context& ctx, const Tensor& gen_loss, const Tensor& argmax,
@@ -111,6 +120,14 @@ inline void record_grad_norm(Context& ctx, const Tensor& norm, const Tensor& acc
   check_shape(acc, {kTrainMetrics}, "record_grad_norm acc");
   check_dtype(acc, DType::F64, "record_grad_norm acc");
   ELECTRA_DISPATCH(ctx, record_grad_norm, norm, acc);
+}
+
+inline void accumulate_loss(Context& ctx, const Tensor& loss, double weight, double count,
+                            const Tensor& acc) {
+  check_devices(ctx, "accumulate_loss", {&loss, &acc});
+  check_shape(acc, {kTrainMetrics}, "accumulate_loss acc");
+  check_dtype(acc, DType::F64, "accumulate_loss acc");
+  ELECTRA_DISPATCH(ctx, accumulate_loss, loss, weight, count, acc);
 }
 
 }  // namespace electra

@@ -68,6 +68,14 @@ void accumulate_mlm(const Tensor& loss, const Tensor& argmax, const Tensor& labe
   a[kMetricNonFinite] += !std::isfinite(mlm);
 }
 
+template <class T>
+double sum(const Tensor& x) {
+  const T* v = x.ptr<T>();
+  double s = 0;
+  for (int64_t i = 0; i < x.numel(); ++i) s += static_cast<double>(v[i]);
+  return s;
+}
+
 }  // namespace
 
 void accumulate_pretrain_metrics(Context&, const Tensor& gen_loss, const Tensor& argmax,
@@ -96,6 +104,20 @@ void record_grad_norm(Context&, const Tensor& norm, const Tensor& acc) {
   double* a = acc.ptr<double>();
   a[kMetricGradNorm] = n;
   a[kMetricNonFinite] += !std::isfinite(n);
+}
+
+void accumulate_loss(Context&, const Tensor& loss, double weight, double count, const Tensor& acc) {
+  double s = 0;
+  if (loss.dtype == DType::F64) {
+    s = sum<double>(loss);
+  } else {
+    check_dtype(loss, DType::F32, "accumulate_loss loss (cpu)");
+    s = sum<float>(loss);
+  }
+  const double term = weight * ratio(s, count);
+  double* a = acc.ptr<double>();
+  a[kMetricTotalLoss] += term;
+  a[kMetricNonFinite] += !std::isfinite(term);
 }
 
 }  // namespace electra::cpu

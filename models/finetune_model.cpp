@@ -13,6 +13,7 @@
 #include "kernels/gelu.h"
 #include "kernels/mse_loss.h"
 #include "kernels/softmax_xent.h"
+#include "kernels/train_metrics.h"
 
 namespace electra {
 
@@ -548,6 +549,22 @@ FinetuneMetrics ElectraFinetuner::metrics(Context& ctx) const {
     }
   }
   return m;
+}
+
+void ElectraFinetuner::accumulate_loss(Context& ctx, const Tensor& acc) const {
+  ELECTRA_CHECK(has_loss_, "finetune: accumulate_loss() without a step()");
+  const Parts& p = *parts_;
+  // The terms of metrics()'s loss, each a weighted mean over its rows.
+  if (head_.kind != TaskKind::kSpan) {
+    electra::accumulate_loss(ctx, p.loss, 1.0, examples_, acc);
+    return;
+  }
+  electra::accumulate_loss(ctx, p.loss, 0.5, start_count_, acc);
+  electra::accumulate_loss(ctx, p.end_loss, 0.5, end_count_, acc);
+  if (head_.answerability) {
+    electra::accumulate_loss(ctx, p.counts.rows(kDiscLoss, kDiscLoss + 1), head_.answerable_weight,
+                             examples_, acc);
+  }
 }
 
 }  // namespace electra

@@ -145,6 +145,10 @@ class ElectraFinetuner {
   // The loss and accuracy of the last step(), or of the last forward() when its batch carried
   // targets (Error when it did not). Synchronises.
   FinetuneMetrics metrics(Context& ctx) const;
+  // Adds the loss of the last step() (FinetuneMetrics::loss) to acc[kMetricTotalLoss] of a
+  // metrics accumulator (kernels/train_metrics.h), counting a non-finite term in
+  // acc[kMetricNonFinite], on the device: no transfer, no synchronisation.
+  void accumulate_loss(Context& ctx, const Tensor& acc) const;
 
  private:
   struct Parts;

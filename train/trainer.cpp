@@ -7,7 +7,6 @@
 #include "engine/timer.h"
 #include "kernels/step_scalars.h"
 #include "kernels/train_metrics.h"
-#include "models/host_transfer.h"
 
 namespace electra {
 
@@ -43,7 +42,7 @@ Trainer::Trainer(Context& ctx, Communicator& comm, const apps::PretrainConfig& c
                        Optimizer::state_bytes(model_.store(), config.optimizer.kind)),
       optimizer_(ctx, model_.store(), config.optimizer, optimizer_arena_),
       batches_(shards, config.train.seed),
-      metrics_arena_("metrics", ctx.device(), Arena::kAlignment),
+      metrics_(ctx),
       graphs_(ctx.is_cuda() && config.train.cuda_graph) {
   ELECTRA_USER_CHECK(static_cast<double>(config.train.steps) * accumulation_ < 4294967296.0,
                      "train.steps x accumulation must stay below 2^32 micro-steps");
@@ -52,8 +51,6 @@ Trainer::Trainer(Context& ctx, Communicator& comm, const apps::PretrainConfig& c
                   static_cast<size_t>(config.distributed.bucket_mb * 1024 * 1024));
     ready_ = [this](Context& c, ParamSpan span) { sync_->gradients_ready(c, span); };
   }
-  metrics_ = metrics_arena_.alloc(DType::F64, {kTrainMetrics});
-  zero_tensor(ctx.stream(), metrics_);
   // Each rank scales its loss by 1 / A and the all-reduce sums; the micro-step counter starts at
   // micro-batch 0 of the update the optimizer's counter names.
   model_.set_step(ctx, 0, 1.0f / static_cast<float>(accumulation_));
@@ -131,11 +128,6 @@ bool Trainer::replaying() const {
   return graphs_ && updates_run_ > 0;
 }
 
-void Trainer::optimizer_step() {
-  optimizer_.step(ctx_);
-  record_grad_norm(ctx_, optimizer_.norm(), metrics_);
-}
-
 void Trainer::micro_batch(const GradientsReady& ready) {
   // Micro-batch m of update s on rank r is micro-step s A + r a + m (the top of trainer.h),
   // computed on the device from the optimizer's update counter.
@@ -148,24 +140,25 @@ void Trainer::micro_batch(const GradientsReady& ready) {
   const Corruption corruption = model_.corrupt(ctx_);
   const ForwardContext saved = model_.forward(ctx_, corruption);
   model_.backward(ctx_, saved, ready);
-  model_.accumulate_metrics(ctx_, corruption, metrics_);
+  model_.accumulate_metrics(ctx_, corruption, metrics_.values());
 }
 
 double Trainer::update() {
   Stopwatch timer;
   model_.zero_grads(ctx_);
   // The per-update metrics start from zero; the non-finite count runs until it is read.
-  zero_tensor(ctx_.stream(), metrics_.rows(0, kMetricNonFinite));
+  metrics_.restart(ctx_);
   const uint64_t micro_examples = static_cast<uint64_t>(config_.train.micro_batch_size);
   data::DataCursor cursor = state_.cursor;
   batches_.skip(static_cast<uint64_t>(comm_.rank() * local_accumulation_) * micro_examples, cursor);
   for (int64_t micro = 0; micro < local_accumulation_; ++micro) stage(micro, cursor);
   if (sync_) sync_->finish(ctx_);
   if (replaying()) {
-    if (!optimizer_graph_.captured()) optimizer_graph_.capture(ctx_, [this] { optimizer_step(); });
+    if (!optimizer_graph_.captured())
+      optimizer_graph_.capture(ctx_, [this] { metrics_.optimizer_step(ctx_, optimizer_); });
     optimizer_graph_.launch(ctx_);
   } else {
-    optimizer_step();
+    metrics_.optimizer_step(ctx_, optimizer_);
   }
   ++updates_run_;
   batches_.skip(static_cast<uint64_t>(accumulation_) * micro_examples, state_.cursor);
@@ -180,8 +173,7 @@ bool Trainer::metrics_due() const {
 }
 
 UpdateReport Trainer::metrics() {
-  std::vector<double> acc = download_as<double>(ctx_, metrics_);
-  zero_tensor(ctx_.stream(), metrics_.rows(kMetricNonFinite, kTrainMetrics));
+  std::vector<double> acc = metrics_.read(ctx_);
   if (comm_.size() > 1) {
     std::array<double, kTrainMetrics> values{};
     std::copy(acc.begin(), acc.end(), values.begin());
@@ -196,13 +188,12 @@ UpdateReport Trainer::metrics() {
   r.lr = optimizer_.lr_at(std::max<int64_t>(state_.step - 1, 0));
   const int64_t since = last_read_step_;
   last_read_step_ = state_.step;
-  if (acc[kMetricNonFinite] > 0) {
+  if (const int64_t non_finite = non_finite_count(acc); non_finite > 0) {
     throw NonFiniteUpdate(
         str_cat("update ", state_.step, ": the loss or the gradient norm is not finite (generator ",
                 r.metrics.gen_loss, ", discriminator ", r.metrics.disc_loss, ", gradient norm ",
-                r.grad_norm, "; ", static_cast<int64_t>(acc[kMetricNonFinite]),
-                " non-finite micro-batches or updates since update ", since,
-                "; updates with a non-finite gradient norm were skipped)"));
+                r.grad_norm, "; ", non_finite, " non-finite micro-batches or updates since update ",
+                since, "; updates with a non-finite gradient norm were skipped)"));
   }
   state_.metrics = r.metrics;
   state_.grad_norm = r.grad_norm;

@@ -1,7 +1,8 @@
 // Trainer: ELECTRA pre-training as a sequence of optimizer updates. It owns the model
 // (ElectraPretrainer), the optimizer and its state, the data-parallel gradient all-reduce
 // (GradSync), the data cursor, the trainer state (step, cursor, elapsed time, last metrics), the
-// non-finite guard and the metrics accumulator. `electra pretrain` (apps/cmd_pretrain.cpp) keeps
+// non-finite guard and the metrics accumulator (DeviceMetrics, train/device_metrics.h, which
+// fine-tuning shares). `electra pretrain` (apps/cmd_pretrain.cpp) keeps
 // the command line, logging, signals and when to checkpoint.
 //
 // One update (docs/ARCHITECTURE.md, "One pre-training update"): for each of the rank's
@@ -40,6 +41,7 @@
 #include "models/grad_sync.h"
 #include "models/pretrainer.h"
 #include "optim/optimizer.h"
+#include "train/device_metrics.h"
 
 namespace electra {
 
@@ -112,7 +114,6 @@ class Trainer {
   // The device work of one micro-batch whose input is uploaded: reads no host value, so it can
   // be captured (with ready = nullptr: no collective inside a graph).
   void micro_batch(const GradientsReady& ready);
-  void optimizer_step();
   // Whether this update replays the graphs: train.cuda_graph on a CUDA context, after one eager
   // update (which builds the cuBLASLt plans and the like before anything is captured).
   bool replaying() const;
@@ -128,8 +129,7 @@ class Trainer {
   GradientsReady ready_;
   data::PretrainBatches batches_;
   apps::TrainerState state_;
-  Arena metrics_arena_;
-  Tensor metrics_;  // f64 [kTrainMetrics], kernels/train_metrics.h
+  DeviceMetrics metrics_;  // and the non-finite guard, shared with fine-tuning
   // Double-buffered host staging of the model's input (pinned on CUDA).
   HostBatch host_batch_;
   PinnedBuffer staging_[2];

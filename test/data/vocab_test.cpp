@@ -165,3 +165,39 @@ TEST_CASE("build-vocab merges the most frequent pairs first, so frequent words b
   CHECK(index("the") < index("and"));
   CHECK(index("and") < index("18"));
 }
+
+TEST_CASE("counting words on 1 to 3 threads gives the counts of counting line by line",
+          "[vocab][trainer]") {
+  TempDir dir("vocab-threads");
+  // Over one counting block (WordCounter::kBlockBytes), so that blocks, pieces and shards all
+  // have several members; a second file continues the last block.
+  std::string corpus;
+  for (uint64_t seed = 0; corpus.size() <= WordCounter::kBlockBytes; ++seed) {
+    corpus += test::synthetic_corpus(50, 20, seed) + "Été " + std::to_string(seed) + " 中文\n";
+  }
+  const std::string first = (dir.path() / "a.txt").string();
+  const std::string second = (dir.path() / "b.txt").string();
+  write_file(first, corpus);
+  write_file(second, corpus.substr(0, 100000));
+  WordCounter reference(true);
+  for (const std::string& text : {corpus, corpus.substr(0, 100000)}) {
+    size_t start = 0;
+    while (start < text.size()) {
+      const size_t end = std::min(text.find('\n', start), text.size());
+      reference.add(std::string_view(text).substr(start, end - start));
+      start = end + 1;
+    }
+  }
+  for (int threads : {1, 2, 3}) {
+    INFO(threads << " threads");
+    ThreadPool pool(threads);
+    WordCounter counter(true);
+    counter.add_files({first, second}, false, pool);
+    CHECK(counter.counts() == reference.counts());
+  }
+  uint64_t words = 0;
+  for (const auto& [word, count] : reference.counts()) words += count;
+  CHECK(words > WordCounter::kBlockBytes / 8);
+  CHECK(reference.counts().at("ete") > 0);
+  CHECK(reference.counts().at("中") > 0);
+}
