@@ -3,7 +3,9 @@
 # ("...] "), the sense number ("3. "), "Note: " and the subject labels ("(Bot.) ") are taken off,
 # and a paragraph is kept when it has at least 12 words and at most one semicolon per 10 words
 # (the others are headword glosses and lists of synonyms, where a replaced word is often another
-# synonym). docs/QUALITY.md (issue 22) measures what it changes.
+# synonym); a paragraph met before is dropped (GCIDE repeats glosses under several headwords, and
+# a repeat would put the same text in training and held-out lines). docs/QUALITY.md (issue 22)
+# measures what it changes.
 # Usage: awk -f scripts/gcide_prose.awk gcide.txt > prose.txt
 /^$/ { print; next }
 {
@@ -14,5 +16,5 @@
   while (match(line, /^\([A-Z][A-Za-z. &]*\) */)) line = substr(line, RLENGTH + 1)
   words = split(line, w, " ")
   semicolons = gsub(/;/, ";", line)
-  if (words >= 12 && semicolons * 10 <= words) print line
+  if (words >= 12 && semicolons * 10 <= words && !seen[line]++) print line
 }
