@@ -4,10 +4,13 @@
 // discriminator's replaced-token detection is counted over all text tokens ([CLS], [SEP] and
 // padding excluded) against the trivial "everything is original" prediction. --examples K prints,
 // for the first K lines, the generator's top predictions at the masked positions and the
-// discriminator's per-token probabilities with the real replacements marked.
+// discriminator's per-token probabilities with the real replacements marked. Beyond p > 0.5: a
+// precision/recall table over thresholds and an operating point (apps/detection_threshold.h) chosen
+// on the odd-numbered lines (validation) and measured on the even-numbered ones (test).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -15,6 +18,7 @@
 
 #include "apps/args.h"
 #include "apps/command.h"
+#include "apps/detection_threshold.h"
 #include "apps/finetune_checkpoint.h"
 #include "apps/pretrain_init.h"
 #include "apps/run_device.h"
@@ -29,7 +33,8 @@ namespace fs = std::filesystem;
 constexpr const char* kUsage =
     "usage: electra pretrain-eval --checkpoint DIR --input FILE [--examples K] [--top K]\n"
     "                             [--json FILE] [--vocab vocab.txt] [--batch-size 32]\n"
-    "                             [--max-seq-len 128] [--seed 1] [--device auto|cpu|cuda]\n"
+    "                             [--max-seq-len 128] [--seed 1] [--min-precision 0.5]\n"
+    "                             [--device auto|cpu|cuda]\n"
     "  replaced-token detection of a pre-training checkpoint on held-out text (one sequence per\n"
     "  line of FILE), with the corruption the run trained with (its masking and sampling\n"
     "  temperature, from the checkpoint's trainer_state.json; the generator's samples)\n"
@@ -39,13 +44,20 @@ constexpr const char* kUsage =
     "  --examples    print the first K lines: the generator's --top predictions for each masked\n"
     "                word, and the discriminator's per-token 'replaced' probability\n"
     "  --json        also write the figures as one JSON object to FILE\n"
-    "  --seed        of the masking and sampling (the same seed gives the same corruption)\n";
+    "  --seed        of the masking and sampling (the same seed gives the same corruption)\n"
+    "  --min-precision  the operating point: the threshold with the most recall at this\n"
+    "                precision, chosen on lines 1, 3, 5, ... (validation) and measured on\n"
+    "                lines 2, 4, 6, ... (test)\n";
 
 struct Args {
   std::string checkpoint, input, json, vocab;
   std::string device = "auto";
   uint64_t batch_size = 32, max_seq_len = 128, seed = 1, examples = 0, top = 3;
+  double min_precision = 0.5;
 };
+
+// The thresholds of the precision/recall table.
+constexpr double kTableThresholds[] = {0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9};
 
 // Pooled over every text token of every line.
 struct Counts {
@@ -167,7 +179,14 @@ int cmd_pretrain_eval(const std::vector<std::string>& args) {
       .count("--max-seq-len", [&](uint64_t n) { a.max_seq_len = n; })
       .count("--seed", [&](uint64_t n) { a.seed = n; })
       .count("--examples", [&](uint64_t n) { a.examples = n; })
-      .count("--top", [&](uint64_t n) { a.top = n; });
+      .count("--top", [&](uint64_t n) { a.top = n; })
+      .value("--min-precision", [&](const std::string& v) {
+        char* end = nullptr;
+        a.min_precision = std::strtod(v.c_str(), &end);
+        ELECTRA_USER_CHECK(
+            !v.empty() && *end == '\0' && a.min_precision > 0 && a.min_precision <= 1,
+            "--min-precision ", v, ": not a number in (0, 1]");
+      });
   if (!parser.parse(args)) return 0;
   parser.require(!a.checkpoint.empty(), "--checkpoint");
   parser.require(!a.input.empty(), "--input");
@@ -225,6 +244,7 @@ int cmd_pretrain_eval(const std::vector<std::string>& args) {
   const size_t bt = static_cast<size_t>(b * t);
   std::vector<int32_t> planes(static_cast<size_t>(model.input().numel()));
   Counts c;
+  std::vector<ScoredToken> validation, test;  // odd- and even-numbered lines (1-based)
   std::string examples;
   for (size_t first = 0, step = 0; first < lines.size(); first += static_cast<size_t>(b), ++step) {
     const size_t rows = std::min(static_cast<size_t>(b), lines.size() - first);
@@ -273,6 +293,8 @@ int cmd_pretrain_eval(const std::vector<std::string>& args) {
         c.true_positive += replaced && flagged;
         c.correct += replaced == flagged;
         c.bce += softplus(replaced ? -r.disc_logits[at] : r.disc_logits[at]);
+        ((first + row) % 2 == 0 ? validation : test)
+            .push_back({sigmoid(r.disc_logits[at]), replaced});
       }
       for (int64_t s = 0; s < n; ++s) {
         const size_t slot = row * static_cast<size_t>(n) + static_cast<size_t>(s);
@@ -304,21 +326,64 @@ int cmd_pretrain_eval(const std::vector<std::string>& args) {
       "  generator: masked-word accuracy %.4f (argmax = original, %.0f masked)\n",
       c.tokens, lines.size(), c.replaced, f, recall, precision, c.flagged, accuracy, 1 - f, bce,
       constant, c.generator_correct / std::max(1.0, c.masked), c.masked);
+  // The table is descriptive (nothing is chosen from it); the operating point is chosen on the
+  // validation lines only and its figures are those of the test lines.
+  std::printf(
+      "  precision / recall over thresholds (flagged: p > threshold)\n"
+      "    threshold   validation: precision recall   test: precision recall\n");
+  nlohmann::json table = nlohmann::json::array();
+  for (const double threshold : kTableThresholds) {
+    const DetectionAt v = detection_at(validation, threshold), e = detection_at(test, threshold);
+    std::printf("    %9.2f   %21.4f %6.4f   %15.4f %6.4f\n", threshold, v.precision, v.recall,
+                e.precision, e.recall);
+    table.push_back({{"threshold", threshold},
+                     {"validation_precision", v.precision},
+                     {"validation_recall", v.recall},
+                     {"test_precision", e.precision},
+                     {"test_recall", e.recall}});
+  }
+  const std::optional<double> chosen = choose_threshold(validation, a.min_precision);
+  nlohmann::json point = {{"min_precision", a.min_precision},
+                          {"validation_tokens", validation.size()},
+                          {"validation_replaced", detection_at(validation, 1).replaced},
+                          {"test_tokens", test.size()},
+                          {"test_replaced", detection_at(test, 1).replaced},
+                          {"threshold", nullptr}};
+  if (chosen) {
+    const DetectionAt v = detection_at(validation, *chosen), e = detection_at(test, *chosen);
+    std::printf(
+        "  operating point: threshold %.4f, the most recall at precision >= %g on the validation\n"
+        "  lines (1, 3, 5, ...: %zu tokens; there recall %.4f, precision %.4f), measured on the\n"
+        "  test lines (2, 4, 6, ...: %zu tokens, %zu replaced):\n"
+        "    test recall %.4f   test precision %.4f   (%zu tokens flagged)\n",
+        *chosen, a.min_precision, v.tokens, v.recall, v.precision, e.tokens, e.replaced, e.recall,
+        e.precision, e.flagged);
+    point.update({{"threshold", *chosen},
+                  {"validation_recall", v.recall},
+                  {"validation_precision", v.precision},
+                  {"test_recall", e.recall},
+                  {"test_precision", e.precision},
+                  {"test_flagged", e.flagged}});
+  } else {
+    std::printf("  operating point: no threshold reaches precision %g on the validation lines\n",
+                a.min_precision);
+  }
   if (!examples.empty()) std::printf("examples:\n%s", examples.c_str());
   if (!a.json.empty()) {
-    const nlohmann::json j = {
-        {"lines", lines.size()},
-        {"tokens", c.tokens},
-        {"replaced", c.replaced},
-        {"replaced_frac", f},
-        {"recall", recall},
-        {"precision", precision},
-        {"accuracy", accuracy},
-        {"constant_accuracy", 1 - f},
-        {"bce", bce},
-        {"constant_bce", constant},
-        {"flagged", c.flagged},
-        {"generator_accuracy", c.generator_correct / std::max(1.0, c.masked)}};
+    const nlohmann::json j = {{"lines", lines.size()},
+                              {"tokens", c.tokens},
+                              {"replaced", c.replaced},
+                              {"replaced_frac", f},
+                              {"recall", recall},
+                              {"precision", precision},
+                              {"accuracy", accuracy},
+                              {"constant_accuracy", 1 - f},
+                              {"bce", bce},
+                              {"constant_bce", constant},
+                              {"flagged", c.flagged},
+                              {"generator_accuracy", c.generator_correct / std::max(1.0, c.masked)},
+                              {"thresholds", table},
+                              {"operating_point", point}};
     write_file_atomic(a.json, j.dump() + "\n");
   }
   return 0;

@@ -4,21 +4,25 @@
 #   1. runs scripts/setup.sh if a build tool, the text or python3's matplotlib is missing (without
 #      the HF packages: ELECTRA_SETUP_HF=0), builds the engine if needed
 #   2. English prose (scripts/english_corpus.sh): ../shared/data/corpus when present, else the
-#      GCIDE dictionary that setup installs from Debian's dict-gcide; every 50th paragraph is held
-#      out (never trained on)                              -> runs/demo/{train,heldout}.txt
+#      prose-like paragraphs (scripts/gcide_prose.awk) of the GCIDE dictionary that setup installs
+#      from Debian's dict-gcide; every 50th paragraph is held out (never trained on)
+#                                                          -> runs/demo/{train,heldout}.txt
 #   3. an 8000-token WordPiece vocabulary and pre-training shards of the training text
 #                                                          -> runs/demo/{vocab.txt,shards}
 #   4. pre-trains configs/demo.yaml on the CPU (about 5 minutes on 2 cores), or on a GPU
 #      ELECTRA-Small's architecture with this vocabulary  -> runs/demo/checkpoints, metrics.png
 #   5. `electra pretrain-eval` on held-out lines: replaced-token recall, precision, accuracy and
-#      loss against the trivial "everything is original", then a few held-out sentences in words:
+#      loss against the trivial "everything is original", precision and recall over thresholds,
+#      and the operating point (the threshold with the most recall at precision >= 0.5, chosen on
+#      half of the held-out lines and measured on the other half), then held-out sentences in words:
 #      the generator's top predictions for the masked words and the discriminator's probability
 #      that each token was replaced (R: really replaced); last `electra score` on a held-out
-#      sentence with words planted from other sentences (marked PLANTED)
+#      sentence with words planted from other sentences (marked PLANTED); last a summary
 # Usage: scripts/demo.sh [extra `electra pretrain` options, e.g. --set train.steps=100]
 # Environment (for tests): ELECTRA_BIN (a built `electra`: no build step), DEMO_OUT (default
-# runs/demo), DEMO_CORPUS_MB (keep only the first N MB of text; default all), DEMO_EVAL_LINES
-# (held-out lines evaluated; default 2000).
+# runs/demo), DEMO_CORPUS_MB (keep only the first N MB of text; default all), DEMO_SOURCE (the
+# text: auto, shared or gcide, as scripts/english_corpus.sh), DEMO_EVAL_LINES (held-out lines
+# evaluated; default 2000).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
@@ -48,7 +52,17 @@ fi
 
 mkdir -p "$out"
 if [[ ! -s "$out/train.txt" ]]; then
-  scripts/english_corpus.sh "$out/corpus.txt" "${DEMO_CORPUS_MB:-0}"
+  status=0
+  scripts/english_corpus.sh "$out/corpus.txt" "${DEMO_CORPUS_MB:-0}" "${DEMO_SOURCE:-auto}" \
+    2>"$out/corpus_source.txt" || status=$?
+  cat "$out/corpus_source.txt" >&2
+  ((status == 0)) || exit "$status"
+  if grep -q "dict-gcide" "$out/corpus_source.txt"; then
+    # Its prose-like paragraphs: detection becomes visible sooner there (docs/QUALITY.md).
+    awk -f scripts/gcide_prose.awk "$out/corpus.txt" >"$out/prose.txt"
+    mv "$out/prose.txt" "$out/corpus.txt"
+    echo "demo: kept the $(grep -c . "$out/corpus.txt") prose-like paragraphs (scripts/gcide_prose.awk)"
+  fi
   # Every 50th paragraph (line) goes to the held-out file; the blank lines (document ends) stay.
   awk -v train="$out/train.txt" -v heldout="$out/heldout.txt" '
     /^$/ { print > train; next }
@@ -130,3 +144,26 @@ for token, p in zip(row["tokens"], row["replaced"]):
     flag = "*" if p > 0.5 else " "
     print(f"  {p:6.4f} {flag} {token}" + ("   <- PLANTED" if planted else ""))
 ' "$out/planted.txt.marks"
+
+# The summary: what the issue asks of the demo (replaced-token recall >= 0.2 at precision >= 0.5 on
+# held-out text), at p > 0.5 and at the operating point chosen on other held-out lines.
+python3 - "$out/heldout.json" "$plot" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+p = j["operating_point"]
+print()
+print("demo: summary on held-out text (%d tokens, %.1f%% replaced)" % (j["tokens"], 100 * j["replaced_frac"]))
+print("  loss (BCE)  %.4f   vs %.4f for the best constant prediction" % (j["bce"], j["constant_bce"]))
+print("  accuracy    %.4f   vs %.4f for 'everything is original'" % (j["accuracy"], j["constant_accuracy"]))
+print("  at p > 0.5: recall %.4f, precision %.4f" % (j["recall"], j["precision"]))
+reached = j["recall"] >= 0.2 and j["precision"] >= 0.5
+if p["threshold"] is None:
+    print("  operating point: no threshold reaches precision %g on the validation lines" % p["min_precision"])
+else:
+    print("  operating point p > %.4f (chosen on the validation lines): test recall %.4f, test precision %.4f"
+          % (p["threshold"], p["test_recall"], p["test_precision"]))
+    reached = reached or (p["test_recall"] >= 0.2 and p["test_precision"] >= 0.5)
+print("  target recall >= 0.2 at precision >= 0.5:", "reached" if reached else
+      "not reached at this budget (docs/QUALITY.md: what reaches it)")
+print("  plot:", sys.argv[2])
+PY

@@ -3,7 +3,9 @@
 # are consistent (fractions in [0, 1], the constant baseline is 1 - the replaced fraction, about
 # 15% of the tokens masked), the same seed gives the same corruption and another seed another,
 # the examples show the generator's top predictions at [MASK] and mark real replacements with an
-# original that differs from what the discriminator saw; bad options are refused with one line.
+# original that differs from what the discriminator saw; the precision/recall table and the
+# operating point (chosen on the odd lines, measured on the even ones) are consistent; bad options
+# are refused with one line.
 # Usage: pretrain_eval_e2e.sh ELECTRA_BINARY SOURCE_DIR
 set -uo pipefail
 electra="$1"
@@ -33,9 +35,38 @@ assert abs(j["constant_accuracy"] - (1 - j["replaced_frac"])) < 1e-12
 assert abs(j["replaced"] - j["replaced_frac"] * j["tokens"]) < 1e-6
 assert 0.05 < j["replaced_frac"] < 0.16, "15% masked, most of them replaced"
 assert j["bce"] > 0 and j["constant_bce"] > 0
+# The precision/recall table and the operating point: the validation (odd) and test (even) lines
+# split the tokens; the threshold is chosen on validation at the precision asked for.
+rows = j["thresholds"]
+assert len(rows) == 9 and all(abs(row["threshold"] - 0.1 * k) < 1e-12 for k, row in enumerate(rows, 1))
+for row in rows:
+    for key in ("validation_precision", "validation_recall", "test_precision", "test_recall"):
+        assert 0 <= row[key] <= 1, (row, key)
+assert all(a["validation_recall"] >= b["validation_recall"] for a, b in zip(rows, rows[1:]))
+p = j["operating_point"]
+assert p["min_precision"] == 0.5
+assert p["validation_tokens"] + p["test_tokens"] == j["tokens"]
+assert p["validation_replaced"] + p["test_replaced"] == j["replaced"]
+assert abs(p["validation_tokens"] - p["test_tokens"]) < 0.2 * j["tokens"], "about half each"
+if p["threshold"] is not None:
+    assert 0 <= p["threshold"] < 1
+    assert p["validation_precision"] >= 0.5
+    for key in ("validation_recall", "test_recall", "test_precision"):
+        assert 0 <= p[key] <= 1, key
 PY
 grep -qE "replaced-token recall +[0-9.]+ +vs 0 for 'everything is original'" "$work/a.txt" &&
   pass "reports recall against the all-original baseline" || fail "report: $(cat "$work/a.txt")"
+grep -qE "^  operating point: (threshold [0-9.]+, the most recall at precision >= 0.5|no threshold)" \
+  "$work/a.txt" && pass "reports the operating point" || fail "report: $(cat "$work/a.txt")"
+grep -qE "^ +0.50 +[0-9.]+ [0-9.]+ +[0-9.]+ [0-9.]+$" "$work/a.txt" &&
+  pass "reports the precision/recall table" || fail "table: $(cat "$work/a.txt")"
+# At a minimum precision of 1 the chosen threshold flags only validation tokens that were replaced.
+"$electra" pretrain-eval --checkpoint "$work/pre" --input "$work/lines.txt" --max-seq-len 64 \
+  --batch-size 16 --min-precision 1 --json "$work/e.json" >/dev/null 2>&1 &&
+  python3 -c 'import json, sys
+p = json.load(open(sys.argv[1]))["operating_point"]
+sys.exit(not (p["min_precision"] == 1 and (p["threshold"] is None or p["validation_precision"] == 1)))' \
+    "$work/e.json" && pass "--min-precision 1" || fail "--min-precision 1: $(cat "$work/e.json")"
 grep -qE "^    [^ ]+ \[MASK\] -> generator: [^ ]+ [0-9.]+ [^ ]+ [0-9.]+; sampled [^ ]+$" \
   "$work/a.txt" && pass "--top 2 predictions at [MASK]" || fail "examples: $(cat "$work/a.txt")"
 [[ $(grep -c "^  line [12]: " "$work/a.txt") == 2 ]] && pass "--examples 2" || fail "example lines"
@@ -63,6 +94,10 @@ one_error "needs --checkpoint" "--checkpoint" --input "$work/lines.txt"
 one_error "--top 0" "--top must be positive" --checkpoint "$work/pre" --input "$work/lines.txt" \
   --top 0
 : >"$work/empty.txt"
+one_error "--min-precision above 1" "--min-precision 1.5: not a number in (0, 1]" \
+  --checkpoint "$work/pre" --input "$work/lines.txt" --min-precision 1.5
+one_error "--min-precision not a number" "--min-precision half" --checkpoint "$work/pre" \
+  --input "$work/lines.txt" --min-precision half
 one_error "empty input" "no line with text" --checkpoint "$work/pre" --input "$work/empty.txt"
 one_error "no such input" "cannot open" --checkpoint "$work/pre" --input "$work/none.txt"
 one_error "--max-seq-len beyond the model" "max-seq-len" --checkpoint "$work/pre" \
