@@ -100,7 +100,7 @@ print("spearman per epoch:", values)
 sys.exit(0 if len(values) == 10 and max(values) >= 0.5 and max(values) > values[0] else 1)
 PY
 
-# 4. SQuAD through the command line (the learning itself: finetune_squad_tests).
+# 4. SQuAD through the command line (the learning itself: finetune_squad_test).
 mkdir -p "$work/squad"
 python3 - "$src/test/fixtures/squad/tiny-v1.1.json" "$work/squad/train-v1.1.json" <<'PY'
 import json, sys

@@ -12,7 +12,7 @@
 #   - --init from the HF pair of test/fixtures/hf_tiny (make_hf_fixtures.py: transformers'
 #     ElectraForPreTraining and ElectraForMaskedLM) with a config that has no model section: the
 #     run takes the sizes from config.json and trains; the weights it starts from are the HF ones
-#     bit for bit (checked by pretrain_init_tests, which compares every parameter).
+#     bit for bit (checked by pretrain_init_test, which compares every parameter).
 # Usage: pretrain_init_e2e.sh ELECTRA_BINARY SOURCE_DIR
 set -uo pipefail
 electra="$1"

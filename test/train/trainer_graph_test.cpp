@@ -1,8 +1,8 @@
 // Updates replayed from CUDA graphs (train.cuda_graph) compute what eager updates compute. On a GPU
-// (trainer_graph_gpu_tests, label gpu): 20 updates with graphs equal 20 eager updates bit for bit
+// (trainer_graph_gpu_test, label gpu): 20 updates with graphs equal 20 eager updates bit for bit
 // in f32 and within bf16 tolerance in bf16, with dropout and 2 micro-batches per update, so the
 // replayed graph must draw fresh random numbers per micro-batch from the device micro-step
-// counter. On the CPU (trainer_graph_tests, unit) the key has no effect, and the device
+// counter. On the CPU (trainer_graph_test, unit) the key has no effect, and the device
 // micro-step counter (kernels/step_scalars.h) follows the optimizer's update counter.
 #include <catch2/catch.hpp>
 #include <cstring>
