@@ -1,9 +1,10 @@
 // CPU reference of matmul: Eigen maps of the row-major matrices (with their leading dimensions).
 // C is cut into tiles whose sizes depend only on the shape (M, N), never on the thread count; the
-// tiles run in the context's thread pool, each one single-threaded Eigen product into a buffer on
-// the stack followed by the epilogue. Every element of C is thus computed by the same code in the
-// same order at any thread count (Eigen's own multithreaded GEMM picks its blocking from the
-// thread count, so its sums would change with it). K is never split: one tile owns its sums.
+// tiles run in the context's thread pool, each one single-threaded Eigen product written in place
+// into its block of C, followed by the epilogue. Every element of C is thus computed by the same
+// code in the same order at any thread count (Eigen's own multithreaded GEMM picks its blocking
+// from the thread count, so its sums would change with it). K is never split: one tile owns its
+// sums.
 #include <Eigen/Dense>
 #include <algorithm>
 #include <cmath>
@@ -20,10 +21,9 @@ using ConstMap = Eigen::Map<const RowMajor<T>, Eigen::Unaligned, Eigen::OuterStr
 template <class T>
 using Map = Eigen::Map<RowMajor<T>, Eigen::Unaligned, Eigen::OuterStride<>>;
 
-// Tiles: at most kMaxTileRows x kMaxTileCols (the product buffer's size), at least
-// kMinTileRows x kMinTileCols. Multiples of Eigen's register blocks (rows: 3 packets of 16 floats
-// on AVX-512, 24 on AVX2; columns: 4 or 8), so that only the matrix's own edges take Eigen's
-// remainder paths.
+// Tiles: at most kMaxTileRows x kMaxTileCols, at least kMinTileRows x kMinTileCols. Multiples of
+// Eigen's register blocks (rows: 3 packets of 16 floats on AVX-512, 24 on AVX2; columns: 4 or 8),
+// so that only the matrix's own edges take Eigen's remainder paths.
 constexpr int64_t kMaxTileRows = 192, kMaxTileCols = 256;
 constexpr int64_t kMinTileRows = 96, kMinTileCols = 64;
 // The tiles are halved (the larger side first) until C has this many, so that small outputs
@@ -67,31 +67,34 @@ T gelu(T x) {
 }
 
 // Rows [r0, r0 + rows) x columns [c0, c0 + cols) of C_i = alpha op(A_i) op(B_i) + beta C_i, then
-// the epilogue on those elements.
+// the epilogue on those elements. Eigen's GEMM writes the tile of C in place: with beta = 0 it
+// zeroes it first (C is never read: it may hold NaN, and 0 * NaN is NaN), else it adds
+// alpha op(A) op(B) to beta C.
 template <class T>
 void gemm_tile(const GemmArgs& g, const MatrixBatch& out, int64_t i, int64_t r0, int64_t rows,
                int64_t c0, int64_t cols) {
   const ConstMap<T> a = const_matrix<T>(g.a, i);
   const ConstMap<T> b = const_matrix<T>(g.b, i);
-  alignas(64) T buffer[kMaxTileRows * kMaxTileCols];
-  Eigen::Map<RowMajor<T>, Eigen::Aligned64> product(buffer, rows, cols);
-  if (g.trans_a && g.trans_b) {
-    product.noalias() = a.middleCols(r0, rows).transpose() * b.middleRows(c0, cols).transpose();
-  } else if (g.trans_a) {
-    product.noalias() = a.middleCols(r0, rows).transpose() * b.middleCols(c0, cols);
-  } else if (g.trans_b) {
-    product.noalias() = a.middleRows(r0, rows) * b.middleRows(c0, cols).transpose();
-  } else {
-    product.noalias() = a.middleRows(r0, rows) * b.middleCols(c0, cols);
-  }
   Map<T> c_all(out.storage.ptr<T>() + out.offset + i * out.stride, out.rows, out.cols,
                Eigen::OuterStride<>(out.ld));
   auto c = c_all.block(r0, c0, rows, cols);
-  // beta == 0 must not read C (it may hold NaN): 0 * NaN is NaN.
-  if (g.beta == 0) {
-    c = T(g.alpha) * product;
+  const T alpha = T(g.alpha);
+  if (g.beta != 0 && g.beta != 1) c *= T(g.beta);
+  const auto write = [&](const auto& lhs, const auto& rhs) {
+    if (g.beta == 0) {
+      c.noalias() = alpha * (lhs * rhs);
+    } else {
+      c.noalias() += alpha * (lhs * rhs);
+    }
+  };
+  if (g.trans_a && g.trans_b) {
+    write(a.middleCols(r0, rows).transpose(), b.middleRows(c0, cols).transpose());
+  } else if (g.trans_a) {
+    write(a.middleCols(r0, rows).transpose(), b.middleCols(c0, cols));
+  } else if (g.trans_b) {
+    write(a.middleRows(r0, rows), b.middleRows(c0, cols).transpose());
   } else {
-    c = T(g.alpha) * product + T(g.beta) * c;
+    write(a.middleRows(r0, rows), b.middleCols(c0, cols));
   }
   const MatmulEpilogue& e = g.epilogue;
   if (e.bias != nullptr) {
