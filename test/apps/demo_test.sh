@@ -51,12 +51,12 @@ echo "operating point: threshold $(point threshold) test recall $(point test_rec
   "test precision $(point test_precision)"
 check "reports the precision/recall table" grep -qE "^ +0.50 +[0-9.]+ [0-9.]+ +[0-9.]+ [0-9.]+$" \
   "$work/log"
-check "an operating point at precision >= 0.5 on the validation lines" \
+check "an operating point at precision >= 0.55 on the validation lines" \
   python3 -c "import sys; sys.exit('$(point threshold)' == 'None')"
-# The threshold is the lowest that keeps precision >= 0.5 on the validation lines, so the test
-# lines' precision scatters around 0.5, more so on this test's ~200 test lines (measured 0.468 on
-# GCIDE, 0.473 on the shared corpus; 0.476-0.506 on 2,000 lines: docs/QUALITY.md).
-check "its test precision about 0.5 (above 0.42)" above "$(point test_precision)" 0.42
+# The threshold is the lowest that keeps precision >= 0.55 on the validation lines (demo.sh), so
+# the test lines' precision scatters around 0.55, more so on this test's ~200 test lines (asked
+# 0.5, it measured 0.468 on GCIDE and 0.473 on the shared corpus here; docs/QUALITY.md).
+check "its test precision about 0.55 (above 0.45)" above "$(point test_precision)" 0.45
 # The demo's detection threshold (recall >= 0.2 at precision >= 0.5) where this budget reaches
 # it: on the shared corpus's prose (measured: recall 0.31 at precision 0.67 at p > 0.5); GCIDE's
 # definitions are harder (docs/QUALITY.md).
