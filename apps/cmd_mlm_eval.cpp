@@ -14,7 +14,6 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "apps/args.h"
 #include "apps/command.h"
@@ -22,6 +21,7 @@
 #include "apps/pretrain_init.h"
 #include "apps/run_device.h"
 #include "apps/train_progress.h"
+#include "apps/trainer_checkpoint.h"
 #include "data/shard.h"
 #include "data/shard_reader.h"
 #include "data/tokenizer.h"
@@ -69,24 +69,15 @@ struct Args {
 // The objective the checkpoint was trained with: trainer_state.json's config ("objective=..."
 // when not electra); without it (an export), what the model directories hold.
 Objective checkpoint_objective(const InitSource& source) {
-  const fs::path state = fs::path(source.discriminator_dir).parent_path() / "trainer_state.json";
-  if (fs::is_regular_file(state)) {
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(std::ifstream(state));
-    } catch (const nlohmann::json::exception& e) {
-      throw UserError(str_cat(state.string(), ": not JSON (", e.what(), ")"));
-    }
-    ELECTRA_USER_CHECK(j.contains("config") && j["config"].is_string(), state.string(),
-                       ": no \"config\" string");
-    std::istringstream lines(j["config"].get<std::string>());
-    for (std::string line; std::getline(lines, line);) {
-      if (!line.starts_with("objective=")) continue;
-      Objective o;
-      ELECTRA_USER_CHECK(parse_objective(line.substr(10), o), state.string(), ": unknown ", line);
-      return o;
-    }
-    return Objective::kElectra;
+  if (const auto config = read_run_config(source.discriminator_dir)) {
+    const auto it = config->find("objective");
+    if (it == config->end()) return Objective::kElectra;
+    Objective o;
+    ELECTRA_USER_CHECK(
+        parse_objective(it->second, o),
+        (fs::path(source.discriminator_dir).parent_path() / "trainer_state.json").string(),
+        ": unknown objective=", it->second);
+    return o;
   }
   if (source.generator_dir.empty()) return Objective::kMlm;
   const std::string config = (fs::path(source.discriminator_dir) / "config.json").string();

@@ -14,7 +14,6 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "apps/args.h"
 #include "apps/command.h"
@@ -22,6 +21,7 @@
 #include "apps/finetune_checkpoint.h"
 #include "apps/pretrain_init.h"
 #include "apps/run_device.h"
+#include "apps/trainer_checkpoint.h"
 #include "data/tokenizer.h"
 #include "engine/safetensors.h"
 #include "models/host_transfer.h"
@@ -70,29 +70,17 @@ struct Counts {
 // corruption is the one the discriminator was trained against; the defaults without it.
 void read_masking(const std::string& discriminator_dir, PretrainOptions& options,
                   std::string& from) {
-  const fs::path state = fs::path(discriminator_dir).parent_path() / "trainer_state.json";
-  if (!fs::is_regular_file(state)) {
+  const auto config = read_run_config(discriminator_dir);
+  if (!config) {
     from = "the defaults (no trainer_state.json beside the models)";
     return;
   }
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(std::ifstream(state));
-  } catch (const nlohmann::json::exception& e) {
-    throw UserError(str_cat(state.string(), ": not JSON (", e.what(), ")"));
-  }
-  ELECTRA_USER_CHECK(j.contains("config") && j["config"].is_string(), state.string(),
-                     ": no \"config\" string");
-  std::istringstream lines(j["config"].get<std::string>());
-  for (std::string line; std::getline(lines, line);) {
-    const size_t eq = line.find('=');
-    if (eq == std::string::npos) continue;
-    const std::string key = line.substr(0, eq), value = line.substr(eq + 1);
+  for (const auto& [key, value] : *config) {
     if (key == "masking.mask_prob") options.mask_prob = std::stof(value);
     if (key == "masking.mask_token_prob") options.mask_token_prob = std::stof(value);
     if (key == "masking.temperature") options.temperature = std::stof(value);
   }
-  from = state.string();
+  from = (fs::path(discriminator_dir).parent_path() / "trainer_state.json").string();
 }
 
 double sigmoid(double x) {

@@ -191,6 +191,27 @@ std::string resolve_checkpoint(const std::string& path) {
   return all.back().string();
 }
 
+std::optional<std::map<std::string, std::string>> read_run_config(
+    const std::string& discriminator_dir) {
+  const fs::path state = fs::path(discriminator_dir).parent_path() / kStateJson;
+  if (!fs::is_regular_file(state)) return std::nullopt;
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(std::ifstream(state));
+  } catch (const nlohmann::json::exception& e) {
+    throw UserError(str_cat(state.string(), ": not JSON (", e.what(), ")"));
+  }
+  ELECTRA_USER_CHECK(j.contains("config") && j["config"].is_string(), state.string(),
+                     ": no \"config\" string");
+  std::map<std::string, std::string> config;
+  std::istringstream lines(j["config"].get<std::string>());
+  for (std::string line; std::getline(lines, line);) {
+    const size_t eq = line.find('=');
+    if (eq != std::string::npos) config[line.substr(0, eq)] = line.substr(eq + 1);
+  }
+  return config;
+}
+
 TrainerState read_trainer_state(const std::string& checkpoint_dir) {
   const std::string path = (fs::path(checkpoint_dir) / kStateJson).string();
   require_regular_file(path, "trainer state file");

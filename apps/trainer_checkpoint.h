@@ -19,6 +19,8 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <optional>
 #include <string>
 
 #include "data/example_order.h"
@@ -74,6 +76,13 @@ std::string resolve_checkpoint(const std::string& path);
 // Reads the trainer state of a checkpoint (trainer_state.json only). Counters must be integers
 // below 2^32 (a step of 1e15 is refused, not rounded).
 TrainerState read_trainer_state(const std::string& checkpoint_dir);
+
+// The configuration the run of a checkpoint's models was started with: the `key=value` lines of
+// "config" in the trainer_state.json beside `discriminator_dir` (masking.mask_prob=0.15, ...;
+// keys at their defaults may be absent). nullopt when there is no trainer_state.json (an
+// export); UserError naming the file when it is not JSON or has no "config" string.
+std::optional<std::map<std::string, std::string>> read_run_config(
+    const std::string& discriminator_dir);
 
 // Refuses (UserError naming the checkpoint) a resume on data other than the saved run's: a shard
 // added, removed or changed (what changed is named).
