@@ -70,8 +70,9 @@ class HostEvent {
   void wait();
 
  private:
-  cudaEvent_t event_ = nullptr;
-  bool recorded_ = false;
+  // Used by the CUDA build only (a CPU-only build's record and wait do nothing).
+  [[maybe_unused]] cudaEvent_t event_ = nullptr;
+  [[maybe_unused]] bool recorded_ = false;
 };
 
 // Page-locked host memory (plain host memory on a CPU-only build or for a CPU context): the

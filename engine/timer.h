@@ -33,9 +33,10 @@ class CudaEventTimer {
   float milliseconds() const;
 
  private:
-  cudaStream_t stream_;
-  cudaEvent_t start_ = nullptr;
-  cudaEvent_t stop_ = nullptr;
+  // Used by the CUDA build only.
+  [[maybe_unused]] cudaStream_t stream_;
+  [[maybe_unused]] cudaEvent_t start_ = nullptr;
+  [[maybe_unused]] cudaEvent_t stop_ = nullptr;
 };
 
 }  // namespace electra
