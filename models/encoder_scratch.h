@@ -41,8 +41,8 @@ struct EncoderScratch {
         {layernorm_backward_workspace_floats(rows, h), layernorm_backward_workspace_floats(rows, e),
          bias_gelu_backward_workspace_floats(rows, f), int64_t{1}});
     reduce = builder.activation(DType::F32, {reduce_floats});
-    attention = attention_state_tensor(builder,
-                                       encoder_attention_state(builder, config, batch, seq_len));
+    attention =
+        attention_state_tensor(builder, encoder_attention_state(builder, config, batch, seq_len));
     residual = builder.activation({batch, seq_len, h});
     residual_mid = builder.activation({batch, seq_len, h});
     a = builder.activation({batch, seq_len, h});

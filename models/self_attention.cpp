@@ -17,8 +17,8 @@ SelfAttention::SelfAttention(ModelBuilder& builder, const std::string& prefix,
   beta_ = builder.param(prefix + "output.LayerNorm.bias", {h}, ParamKind::kLayerNormBeta);
   qkv_out_ = builder.activation({batch, seq_len, 3 * h});
   // The flash kernels save only the row logsumexp L; version 1 and the CPU save P (attention.h).
-  probs_ = attention_state_tensor(builder,
-                                  encoder_attention_state(builder, config, batch, seq_len));
+  probs_ =
+      attention_state_tensor(builder, encoder_attention_state(builder, config, batch, seq_len));
   context_ = builder.activation({batch, seq_len, h});
   sum_ = builder.activation({rows, h});
   mean_ = builder.activation(builder.dtypes().statistic, {rows});

@@ -48,17 +48,7 @@ e = header["unigram.counts"]
 assert e["dtype"] == "F64" and e["shape"] == [8000], e
 PY
   # Stopped at 50 and resumed: bit-identical to the uninterrupted run.
-  "$electra" pretrain "${small[@]}" --set generator=unigram --set checkpoint.dir="$work/uni-b" \
-    --stop-after 50 >/dev/null 2>&1 &&
-    "$electra" pretrain "${small[@]}" --set generator=unigram --set checkpoint.dir="$work/uni-b" \
-      --resume "$work/uni-b" >"$work/uni-b.log" 2>&1 ||
-    fail "unigram: stop and resume: $(tail -2 "$work/uni-b.log")"
-  if cmp -s "$ckpt/discriminator/model.safetensors" \
-    "$work/uni-b/checkpoint-00000100/discriminator/model.safetensors"; then
-    pass "unigram: a resumed run equals the uninterrupted one"
-  else
-    fail "unigram: the resumed run differs"
-  fi
+  expect_resume_identical unigram "$ckpt" discriminator "${small[@]}" --set generator=unigram
 else
   fail "unigram: pretrain exited: $(tail -3 "$dir.log")"
 fi
@@ -90,17 +80,7 @@ PY
   else
     fail "none: the tables are equal or the generator loss does not fall"
   fi
-  "$electra" pretrain "${small[@]}" --set sharing=none --set checkpoint.dir="$work/none-b" \
-    --stop-after 50 >/dev/null 2>&1 &&
-    "$electra" pretrain "${small[@]}" --set sharing=none --set checkpoint.dir="$work/none-b" \
-      --resume "$work/none-b" >"$work/none-b.log" 2>&1 ||
-    fail "none: stop and resume: $(tail -2 "$work/none-b.log")"
-  for part in discriminator generator; do
-    cmp -s "$ckpt/$part/model.safetensors" \
-      "$work/none-b/checkpoint-00000100/$part/model.safetensors" ||
-      fail "none: the resumed run's $part differs"
-  done
-  pass "none: resume checked"
+  expect_resume_identical none "$ckpt" "discriminator generator" "${small[@]}" --set sharing=none
 else
   fail "none: pretrain exited: $(tail -3 "$dir.log")"
 fi

@@ -262,8 +262,7 @@ TEST_CASE("init refuses sizes, vocabularies and sequence lengths that differ", "
   }
 }
 
-TEST_CASE("a directory of the wrong kind is named and the probable intent given",
-          "[unit]") {
+TEST_CASE("a directory of the wrong kind is named and the probable intent given", "[unit]") {
   const fs::path dir = temp_dir("wrong_kind");
   const std::string vocab = write_vocab(dir / "vocab.txt", 97);
   const std::string disc = kFixture + "/discriminator", gen = kFixture + "/generator";

@@ -12,13 +12,6 @@ using namespace electra;
 
 namespace {
 
-bool has_param(const ParameterStore& store, const std::string& prefix) {
-  for (const ParamInfo& p : store.params()) {
-    if (p.name.rfind(prefix, 0) == 0) return true;
-  }
-  return false;
-}
-
 PretrainOptions unigram_options(Objective objective = Objective::kElectra) {
   PretrainOptions o = test::tiny_options();
   o.objective = objective;
@@ -31,8 +24,8 @@ PretrainOptions unigram_options(Objective objective = Objective::kElectra) {
 TEST_CASE("generator: unigram replaces masked tokens with draws of its counts", "[unigram]") {
   Context ctx = Context::cpu(1, Precision::F64);
   ElectraPretrainer model(ctx, test::tiny_electra_config(), unigram_options());
-  CHECK_FALSE(has_param(model.store(), "generator/"));
-  CHECK(has_param(model.store(), "discriminator/discriminator_predictions."));
+  CHECK_FALSE(test::has_param(model.store(), "generator/"));
+  CHECK(test::has_param(model.store(), "discriminator/discriminator_predictions."));
   model.init_weights(ctx, 5);
   // Only tokens 50..59 were "seen": every replacement is one of them.
   std::vector<uint64_t> counts(97, 0);
@@ -83,8 +76,8 @@ TEST_CASE("sharing: none gives the generator embedding tables of its own", "[sha
   for (const char* table : {"word_embeddings.weight", "position_embeddings.weight",
                             "token_type_embeddings.weight", "LayerNorm.weight"}) {
     INFO(table);
-    CHECK(has_param(store, std::string("generator/electra.embeddings.") + table));
-    CHECK(has_param(store, std::string("discriminator/electra.embeddings.") + table));
+    CHECK(test::has_param(store, std::string("generator/electra.embeddings.") + table));
+    CHECK(test::has_param(store, std::string("discriminator/electra.embeddings.") + table));
   }
   model.init_weights(ctx, 5);
   const HostBatch batch = test::tiny_batch();

@@ -13,13 +13,6 @@ using namespace electra;
 
 namespace {
 
-bool has_param(const ParameterStore& store, const std::string& prefix) {
-  for (const ParamInfo& p : store.params()) {
-    if (p.name.rfind(prefix, 0) == 0) return true;
-  }
-  return false;
-}
-
 PretrainOptions options_for(Objective objective) {
   PretrainOptions o = test::tiny_options();
   o.objective = objective;
@@ -52,11 +45,11 @@ TEST_CASE("each objective builds the parts it trains", "[objective]") {
     INFO(objective_name(e.objective));
     ElectraPretrainer model(ctx, test::tiny_electra_config(), options_for(e.objective));
     const ParameterStore& store = model.store();
-    CHECK(has_param(store, "generator/") == e.generator);
-    CHECK(has_param(store, "discriminator/discriminator_predictions.") == e.binary);
-    CHECK(has_param(store, "discriminator/generator_predictions.") == e.mlm);
-    CHECK(has_param(store, "discriminator/generator_lm_head.bias") == e.mlm);
-    CHECK(has_param(store, "discriminator/electra.encoder.layer.1."));
+    CHECK(test::has_param(store, "generator/") == e.generator);
+    CHECK(test::has_param(store, "discriminator/discriminator_predictions.") == e.binary);
+    CHECK(test::has_param(store, "discriminator/generator_predictions.") == e.mlm);
+    CHECK(test::has_param(store, "discriminator/generator_lm_head.bias") == e.mlm);
+    CHECK(test::has_param(store, "discriminator/electra.encoder.layer.1."));
   }
 }
 

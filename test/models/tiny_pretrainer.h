@@ -4,6 +4,7 @@
 // with one sample equal to its original) for the test entry.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "models/host_transfer.h"
@@ -84,6 +85,14 @@ inline FixedCorruption download_corruption(Context& ctx, const ElectraPretrainer
   f.weights = download_as<float>(ctx, c.weights);
   f.samples = download_as<int32_t>(ctx, model.last_forward().samples);
   return f;
+}
+
+// Whether the store holds a parameter whose name starts with `prefix` ("generator/", ...).
+inline bool has_param(const ParameterStore& store, const std::string& prefix) {
+  for (const ParamInfo& p : store.params()) {
+    if (p.name.rfind(prefix, 0) == 0) return true;
+  }
+  return false;
 }
 
 inline ElectraConfig tiny_electra_config(float dropout = 0.0f) {
