@@ -1,15 +1,17 @@
-// CPU reference of matmul: Eigen maps of the row-major matrices (with their leading dimensions).
-// C is cut into tiles whose sizes depend only on the shape (M, N), never on the thread count; the
-// tiles run in the context's thread pool, each one single-threaded Eigen product written in place
-// into its block of C, followed by the epilogue. Every element of C is thus computed by the same
-// code in the same order at any thread count (Eigen's own multithreaded GEMM picks its blocking
-// from the thread count, so its sums would change with it). K is never split: one tile owns its
-// sums.
+// CPU reference of matmul. f32 (every training run): the packed GEMM of packed_gemm_cpu.h, whose
+// every element of C is one FMA chain in k order, so C has the same bits at any thread count and
+// any tiling. f64 (gradient checks): Eigen maps of the row-major matrices, C cut into tiles whose
+// sizes depend only on the shape (M, N), never on the thread count; each tile is one
+// single-threaded Eigen product written in place into its block of C (Eigen's own multithreaded
+// GEMM picks its blocking from the thread count, so its sums would change with it). K is never
+// split across tasks. Both run their blocks in the context's thread pool, then the epilogue.
 #include <Eigen/Dense>
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 #include "kernels/matmul.h"
+#include "kernels/packed_gemm_cpu.h"
 
 namespace electra::cpu {
 namespace {
@@ -66,13 +68,34 @@ T gelu(T x) {
   return T(0.5) * x * (T(1) + std::erf(x * T(M_SQRT1_2)));
 }
 
-// Rows [r0, r0 + rows) x columns [c0, c0 + cols) of C_i = alpha op(A_i) op(B_i) + beta C_i, then
-// the epilogue on those elements. Eigen's GEMM writes the tile of C in place: with beta = 0 it
-// zeroes it first (C is never read: it may hold NaN, and 0 * NaN is NaN), else it adds
-// alpha op(A) op(B) to beta C.
+// The epilogue on rows [r0, r0 + rows) x columns [c0, c0 + cols) of the product in `out`.
 template <class T>
-void gemm_tile(const GemmArgs& g, const MatrixBatch& out, int64_t i, int64_t r0, int64_t rows,
-               int64_t c0, int64_t cols) {
+void epilogue_block(const GemmArgs& g, const MatrixBatch& out, int64_t r0, int64_t rows, int64_t c0,
+                    int64_t cols) {
+  const MatmulEpilogue& e = g.epilogue;
+  T* c = out.storage.ptr<T>() + out.offset;  // epilogues have one contiguous C (check_gemm)
+  if (e.bias != nullptr) {
+    const T* bias = e.bias->ptr<T>();
+    for (int64_t r = r0; r < r0 + rows; ++r) {
+      for (int64_t col = c0; col < c0 + cols; ++col) c[r * out.ld + col] += bias[col];
+    }
+  }
+  if (e.gelu_pre != nullptr) {
+    T* y = g.c.storage.ptr<T>();
+    for (int64_t r = r0; r < r0 + rows; ++r) {
+      for (int64_t col = c0; col < c0 + cols; ++col) {
+        y[r * out.cols + col] = gelu(c[r * out.cols + col]);
+      }
+    }
+  }
+}
+
+// f64 (gradient checks): rows [r0, r0 + rows) x columns [c0, c0 + cols) of C_i = alpha op(A_i)
+// op(B_i) + beta C_i as one single-threaded Eigen product written in place (with beta = 0 Eigen
+// zeroes the tile first: C is never read, it may hold NaN), then the epilogue.
+template <class T>
+void eigen_tile(const GemmArgs& g, const MatrixBatch& out, int64_t i, int64_t r0, int64_t rows,
+                int64_t c0, int64_t cols) {
   const ConstMap<T> a = const_matrix<T>(g.a, i);
   const ConstMap<T> b = const_matrix<T>(g.b, i);
   Map<T> c_all(out.storage.ptr<T>() + out.offset + i * out.stride, out.rows, out.cols,
@@ -96,37 +119,40 @@ void gemm_tile(const GemmArgs& g, const MatrixBatch& out, int64_t i, int64_t r0,
   } else {
     write(a.middleRows(r0, rows), b.middleCols(c0, cols));
   }
-  const MatmulEpilogue& e = g.epilogue;
-  if (e.bias != nullptr) {
-    const T* bias = e.bias->ptr<T>() + c0;
-    for (int64_t r = 0; r < rows; ++r) {
-      for (int64_t col = 0; col < cols; ++col) c(r, col) += bias[col];
-    }
-  }
-  if (e.gelu_pre != nullptr) {  // epilogues have one contiguous C (check_gemm)
-    const T* pre = e.gelu_pre->ptr<T>();
-    T* y = g.c.storage.ptr<T>();
-    for (int64_t r = r0; r < r0 + rows; ++r) {
-      for (int64_t col = c0; col < c0 + cols; ++col) {
-        y[r * out.cols + col] = gelu(pre[r * out.cols + col]);
-      }
-    }
-  }
+  epilogue_block<T>(g, out, r0, rows, c0, cols);
 }
 
-template <class T>
-void gemm_typed(Context& ctx, const GemmArgs& g) {
-  // With the GELU epilogue the product goes to gelu_pre first, then C = gelu(pre).
-  const MatrixBatch out =
-      g.epilogue.gelu_pre != nullptr
-          ? MatrixBatch{*g.epilogue.gelu_pre, 0, g.c.rows, g.c.cols, g.c.ld, g.c.stride}
-          : g.c;
+// The matrix the product goes to: C, or with the GELU epilogue gelu_pre (then C = gelu(pre)).
+MatrixBatch product_target(const GemmArgs& g) {
+  return g.epilogue.gelu_pre != nullptr
+             ? MatrixBatch{*g.epilogue.gelu_pre, 0, g.c.rows, g.c.cols, g.c.ld, g.c.stride}
+             : g.c;
+}
+
+void gemm_f32(Context& ctx, const GemmArgs& g) {
+  const MatrixBatch out = product_target(g);
+  struct State {
+    const GemmArgs* g;
+    const MatrixBatch* out;
+  } state{&g, &out};
+  const bool has_epilogue = g.epilogue.bias != nullptr || g.epilogue.gelu_pre != nullptr;
+  const GemmBlockDone done{
+      [](const void* p, int64_t, int64_t r0, int64_t rows, int64_t c0, int64_t cols) {
+        const State& s = *static_cast<const State*>(p);
+        epilogue_block<float>(*s.g, *s.out, r0, rows, c0, cols);
+      },
+      &state};
+  packed_gemm_f32(ctx, g, out, has_epilogue ? done : GemmBlockDone{nullptr, nullptr});
+}
+
+void gemm_f64(Context& ctx, const GemmArgs& g) {
+  const MatrixBatch out = product_target(g);
   const int64_t m = g.m(), n = g.n();
   const Tiling t = tiling_for(m, n);
   ctx.parallel_for(g.batch * t.count(), [&](int64_t task) {
     const int64_t i = task / t.count(), tile = task % t.count();
     const int64_t r0 = tile / t.col_tiles * t.rows, c0 = tile % t.col_tiles * t.cols;
-    gemm_tile<T>(g, out, i, r0, std::min(t.rows, m - r0), c0, std::min(t.cols, n - c0));
+    eigen_tile<double>(g, out, i, r0, std::min(t.rows, m - r0), c0, std::min(t.cols, n - c0));
   });
 }
 
@@ -149,8 +175,11 @@ void bias_grad_typed(Context& ctx, const Tensor& dy, const Tensor& db) {
 
 void gemm(Context& ctx, const GemmArgs& args) {
   dispatch_cpu_float(args.c.storage.dtype, "matmul", [&](auto zero) {
-    using T = decltype(zero);
-    gemm_typed<T>(ctx, args);
+    if constexpr (std::is_same_v<decltype(zero), float>) {
+      gemm_f32(ctx, args);
+    } else {
+      gemm_f64(ctx, args);
+    }
   });
 }
 

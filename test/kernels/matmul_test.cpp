@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "kernels/matmul.h"
@@ -130,6 +131,53 @@ TEST_CASE("matmul_batched honours offsets, leading dimensions and strides", "[ma
   const auto expect = naive(a, ma, false, b, mb, true, c, mc, batch, 0.5, 2.0);
   matmul_batched(ctx, ma, false, mb, true, mc, batch, 0.5f, 2.0f);
   CHECK(test::max_relative_error(c, expect) < 1e-14);
+}
+
+// The f32 CPU GEMM's contract (kernels/packed_gemm_cpu.h): every element is
+// c = (beta == 0 ? 0 : beta * c_old), then c = fma(alpha * a_ik, b_kj, c) for k in order, then
+// + bias. The shapes cross the register tile, the task blocks and the blocks of K (256) with
+// partial edges; the bits must be those of that scalar loop at 1 and 3 threads.
+TEST_CASE("f32 matmul is one FMA chain in k order per element at any thread count", "[matmul]") {
+  struct Case {
+    int64_t m, n, k;
+    bool ta, tb;
+    float alpha, beta;
+    bool bias;
+  };
+  const std::vector<Case> cases = {
+      {37, 70, 600, false, false, 1, 0, false}, {200, 300, 90, false, true, 1, 0, true},
+      {130, 45, 513, true, false, 1, 1, false}, {29, 260, 257, true, true, 1.5f, -0.5f, false},
+      {1, 1, 1, false, false, 1, 1, false},     {300, 33, 40, false, true, 0.5f, 1, true}};
+  for (const Case& t : cases) {
+    std::vector<float> a = test::random_vector<float>(t.m * t.k, 41);
+    std::vector<float> b = test::random_vector<float>(t.k * t.n, 42);
+    std::vector<float> bias = test::random_vector<float>(t.n, 43);
+    const std::vector<float> c0 = test::random_vector<float>(t.m * t.n, 44);
+    std::vector<float> expect(c0);
+    for (int64_t r = 0; r < t.m; ++r) {
+      for (int64_t col = 0; col < t.n; ++col) {
+        float acc = t.beta == 0 ? 0.0f : t.beta * c0[r * t.n + col];
+        for (int64_t i = 0; i < t.k; ++i) {
+          const float x = t.ta ? a[i * t.m + r] : a[r * t.k + i];
+          const float y = t.tb ? b[col * t.k + i] : b[i * t.n + col];
+          acc = std::fma(t.alpha * x, y, acc);
+        }
+        expect[r * t.n + col] = t.bias ? acc + bias[col] : acc;
+      }
+    }
+    Tensor a_t = t.ta ? test::view(a, {t.k, t.m}) : test::view(a, {t.m, t.k});
+    Tensor b_t = t.tb ? test::view(b, {t.n, t.k}) : test::view(b, {t.k, t.n});
+    Tensor bias_t = test::view(bias, {t.n});
+    for (int threads : {1, 3}) {
+      Context ctx = Context::cpu(0, Precision::F32, threads);
+      std::vector<float> c(c0);
+      matmul(ctx, a_t, t.ta, b_t, t.tb, test::view(c, {t.m, t.n}), t.alpha, t.beta,
+             MatmulEpilogue{t.bias ? &bias_t : nullptr, nullptr});
+      INFO(t.m << "x" << t.n << "x" << t.k << " ta " << t.ta << " tb " << t.tb << " threads "
+               << threads);
+      CHECK(std::memcmp(c.data(), expect.data(), c.size() * sizeof(float)) == 0);
+    }
+  }
 }
 
 TEST_CASE("bias_grad accumulates column sums", "[matmul]") {

@@ -1,0 +1,288 @@
+// Packed f32 GEMM (see packed_gemm_cpu.h for the order of the sums). Loops, outer to inner:
+//   matrix i of the batch
+//     pack op(B_i) [K, N] into panels of kNR columns, k-major inside a panel (tasks of panels)
+//     tasks: blocks of C_i, mc rows x nc columns (sizes from M and N only)
+//       for each block of kKc values of k: pack alpha op(A) rows x kc into panels of kMR rows
+//         for each kMR-row panel (its A panel stays in L1), for each kNR-column panel:
+//           micro-kernel: kMR x kNR accumulators in registers, kc FMAs each, in k order
+//       the epilogue on the block
+#include "kernels/packed_gemm_cpu.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <memory>
+
+namespace electra::cpu {
+namespace {
+
+// One SIMD register of f32 lanes and the four operations the micro-kernel needs.
+#if defined(__AVX512F__)
+struct Vec {
+  static constexpr int kLanes = 16;
+  __m512 v;
+  static Vec zero() { return {_mm512_setzero_ps()}; }
+  static Vec load(const float* p) { return {_mm512_loadu_ps(p)}; }
+  static Vec broadcast(float x) { return {_mm512_set1_ps(x)}; }
+  void store(float* p) const { _mm512_storeu_ps(p, v); }
+  Vec operator*(Vec o) const { return {_mm512_mul_ps(v, o.v)}; }
+  static Vec fma(Vec a, Vec b, Vec c) { return {_mm512_fmadd_ps(a.v, b.v, c.v)}; }
+};
+// 12 x 32: 24 accumulators + 2 B vectors + 1 broadcast of the 32 zmm registers.
+constexpr int kMR = 12, kVecsPerRow = 2;
+#elif defined(__AVX2__) && defined(__FMA__)
+struct Vec {
+  static constexpr int kLanes = 8;
+  __m256 v;
+  static Vec zero() { return {_mm256_setzero_ps()}; }
+  static Vec load(const float* p) { return {_mm256_loadu_ps(p)}; }
+  static Vec broadcast(float x) { return {_mm256_set1_ps(x)}; }
+  void store(float* p) const { _mm256_storeu_ps(p, v); }
+  Vec operator*(Vec o) const { return {_mm256_mul_ps(v, o.v)}; }
+  static Vec fma(Vec a, Vec b, Vec c) { return {_mm256_fmadd_ps(a.v, b.v, c.v)}; }
+};
+// 6 x 16: 12 accumulators + 2 B vectors + 1 broadcast of the 16 ymm registers.
+constexpr int kMR = 6, kVecsPerRow = 2;
+#else
+struct Vec {
+  static constexpr int kLanes = 1;
+  float v;
+  static Vec zero() { return {0.0f}; }
+  static Vec load(const float* p) { return {*p}; }
+  static Vec broadcast(float x) { return {x}; }
+  void store(float* p) const { *p = v; }
+  Vec operator*(Vec o) const { return {v * o.v}; }
+  static Vec fma(Vec a, Vec b, Vec c) { return {std::fma(a.v, b.v, c.v)}; }
+};
+constexpr int kMR = 4, kVecsPerRow = 4;
+#endif
+constexpr int64_t kNR = int64_t{kVecsPerRow} * Vec::kLanes;
+
+// K is cut into blocks of at most kKc so that a kMR x kc panel of A (12 KiB) stays in L1 and the
+// task's kc x nc of packed B in L2. Task blocks: at most kMaxRows x kMaxCols of C, halved (down to
+// 2 panels a side) until C has kWantedTasks of them, so that small outputs still spread.
+constexpr int64_t kKc = 256;
+constexpr int64_t kMaxRows = 8 * kMR, kMaxCols = 16 * kNR;
+constexpr int64_t kWantedTasks = 8;
+constexpr int64_t kPanelsPerPackTask = 8;
+
+int64_t ceil_div(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
+int64_t round_up(int64_t a, int64_t b) {
+  return ceil_div(a, b) * b;
+}
+
+// How C starts before the first block of K: 0 (beta == 0, C never read), or beta * C.
+enum class Start { kZero, kScaledC, kC };
+
+// c[r, 0 .. kNR) for r < kMR (leading dimension ldc) after kc more FMAs from the packed panels
+// a (kc x kMR) and b (kc x kNR).
+void micro_kernel(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, Start start,
+                  float beta) {
+  Vec acc[kMR][kVecsPerRow];
+  const Vec scale = Vec::broadcast(beta);
+#pragma GCC unroll 16
+  for (int r = 0; r < kMR; ++r) {
+#pragma GCC unroll 4
+    for (int v = 0; v < kVecsPerRow; ++v) {
+      const float* p = c + r * ldc + v * Vec::kLanes;
+      acc[r][v] = start == Start::kZero      ? Vec::zero()
+                  : start == Start::kScaledC ? Vec::load(p) * scale
+                                             : Vec::load(p);
+    }
+  }
+  for (int64_t k = 0; k < kc; ++k) {
+    Vec bv[kVecsPerRow];
+#pragma GCC unroll 4
+    for (int v = 0; v < kVecsPerRow; ++v) bv[v] = Vec::load(b + v * Vec::kLanes);
+#pragma GCC unroll 16
+    for (int r = 0; r < kMR; ++r) {
+      const Vec av = Vec::broadcast(a[r]);
+#pragma GCC unroll 4
+      for (int v = 0; v < kVecsPerRow; ++v) acc[r][v] = Vec::fma(av, bv[v], acc[r][v]);
+    }
+    a += kMR;
+    b += kNR;
+  }
+#pragma GCC unroll 16
+  for (int r = 0; r < kMR; ++r) {
+#pragma GCC unroll 4
+    for (int v = 0; v < kVecsPerRow; ++v) acc[r][v].store(c + r * ldc + v * Vec::kLanes);
+  }
+}
+
+// The micro-kernel on a partial tile (rows < kMR or cols < kNR) through a full tile on the stack;
+// the packed panels' padding is zero, so the extra lanes compute zeros that are dropped.
+void edge_kernel(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int64_t rows,
+                 int64_t cols, Start start, float beta) {
+  alignas(64) float tile[kMR * kNR];
+  if (start != Start::kZero) {
+    for (int64_t r = 0; r < rows; ++r) std::memcpy(tile + r * kNR, c + r * ldc, cols * 4);
+  }
+  micro_kernel(kc, a, b, tile, kNR, start, beta);
+  for (int64_t r = 0; r < rows; ++r) std::memcpy(c + r * ldc, tile + r * kNR, cols * 4);
+}
+
+// A strided f32 matrix: element (r, c) is p[r * rs + c * cs].
+struct Strided {
+  const float* p;
+  int64_t rs, cs;
+  float at(int64_t r, int64_t c) const { return p[r * rs + c * cs]; }
+};
+
+Strided op_view(const MatrixBatch& x, int64_t i, bool trans) {
+  const float* p = x.storage.ptr<float>() + x.offset + i * x.stride;
+  return trans ? Strided{p, 1, x.ld} : Strided{p, x.ld, 1};
+}
+
+// A buffer of f32 that grows to the largest request and is then reused (64-byte aligned).
+class Buffer {
+ public:
+  float* get(int64_t count) {
+    if (count > capacity_) {
+      data_.reset(
+          static_cast<float*>(::operator new[](count * sizeof(float), std::align_val_t(64))));
+      capacity_ = count;
+    }
+    return data_.get();
+  }
+
+ private:
+  struct Free {
+    void operator()(float* p) const { ::operator delete[](p, std::align_val_t(64)); }
+  };
+  std::unique_ptr<float[], Free> data_;
+  int64_t capacity_ = 0;
+};
+
+// Packed op(B) of the GEMM this thread runs; packed rows of op(A) of the task this thread runs.
+thread_local Buffer tls_packed_b, tls_packed_a;
+
+// Panel jp of op(B) [K, N]: for k < K, the kNR values op(B)[k, jp * kNR + j] (0 past N).
+void pack_b_panel(const Strided& b, int64_t k_dim, int64_t n, int64_t jp, float* out) {
+  const int64_t c0 = jp * kNR, cols = std::min(kNR, n - c0);
+  if (b.cs == 1) {  // rows of op(B) contiguous
+    for (int64_t k = 0; k < k_dim; ++k) {
+      const float* src = b.p + k * b.rs + c0;
+      float* dst = out + k * kNR;
+      std::memcpy(dst, src, cols * 4);
+      std::fill(dst + cols, dst + kNR, 0.0f);
+    }
+    return;
+  }
+  for (int64_t j = 0; j < kNR; ++j) {  // columns of op(B) contiguous (B stored transposed)
+    if (j < cols) {
+      const float* src = b.p + (c0 + j) * b.cs;
+      for (int64_t k = 0; k < k_dim; ++k) out[k * kNR + j] = src[k * b.rs];
+    } else {
+      for (int64_t k = 0; k < k_dim; ++k) out[k * kNR + j] = 0.0f;
+    }
+  }
+}
+
+// Rows [r0, r0 + rows) x k [k0, k0 + kc) of alpha op(A) as panels of kMR rows (kc x kMR each,
+// rows past the block zero). Reads follow A's memory order: along k for a row-major A, along the
+// rows for a transposed one (a stride of ld per k would miss the TLB on every element).
+void pack_a_block(const Strided& a, float alpha, int64_t r0, int64_t rows, int64_t k0, int64_t kc,
+                  float* out) {
+  for (int64_t p0 = 0; p0 < rows; p0 += kMR) {
+    const int64_t panel_rows = std::min<int64_t>(kMR, rows - p0);
+    float* panel = out + p0 * kc;
+    const float* src = a.p + (r0 + p0) * a.rs + k0 * a.cs;
+    if (a.rs == 1) {
+      for (int64_t k = 0; k < kc; ++k) {
+        const float* col = src + k * a.cs;
+        float* dst = panel + k * kMR;
+        for (int64_t r = 0; r < panel_rows; ++r) dst[r] = alpha * col[r];
+        for (int64_t r = panel_rows; r < kMR; ++r) dst[r] = 0.0f;
+      }
+      continue;
+    }
+    for (int64_t r = 0; r < kMR; ++r) {
+      const float* row = src + r * a.rs;
+      if (r < panel_rows) {
+        for (int64_t k = 0; k < kc; ++k) panel[k * kMR + r] = alpha * row[k];
+      } else {
+        for (int64_t k = 0; k < kc; ++k) panel[k * kMR + r] = 0.0f;
+      }
+    }
+  }
+}
+
+struct Blocking {
+  int64_t rows, cols;  // task block of C, multiples of kMR and kNR
+  int64_t row_blocks, col_blocks;
+  int64_t count() const { return row_blocks * col_blocks; }
+};
+
+Blocking blocking_for(int64_t m, int64_t n) {
+  int64_t rows = kMaxRows, cols = kMaxCols;
+  const auto count = [&] { return ceil_div(m, rows) * ceil_div(n, cols); };
+  // Halving past the size of C itself would not add tasks.
+  while (rows > 2 * kMR && rows / 2 >= m) rows /= 2;
+  while (cols > 2 * kNR && cols / 2 >= n) cols /= 2;
+  while (count() < kWantedTasks && (rows > 2 * kMR || cols > 2 * kNR)) {
+    const bool halve_rows =
+        rows > 2 * kMR && (cols == 2 * kNR || ceil_div(m, rows) <= ceil_div(n, cols));
+    if (halve_rows) {
+      rows = round_up(rows / 2, kMR);
+    } else {
+      cols = round_up(cols / 2, kNR);
+    }
+  }
+  return Blocking{rows, cols, ceil_div(m, rows), ceil_div(n, cols)};
+}
+
+// Block (r0, c0, rows, cols) of C (row-major, ldc) from the packed op(B) (whole K) and op(A).
+void compute_block(const Strided& a, float alpha, const float* packed_b, int64_t k_dim, float* c,
+                   int64_t ldc, int64_t r0, int64_t rows, int64_t c0, int64_t cols, float beta) {
+  float* packed_a = tls_packed_a.get(round_up(rows, kMR) * std::min(k_dim, kKc));
+  const int64_t k_blocks = ceil_div(k_dim, kKc);
+  for (int64_t kb = 0; kb < k_blocks; ++kb) {
+    const int64_t k0 = kb * kKc, kc = std::min(kKc, k_dim - k0);
+    const Start start = kb > 0 ? Start::kC : beta == 0 ? Start::kZero : Start::kScaledC;
+    pack_a_block(a, alpha, r0, rows, k0, kc, packed_a);
+    for (int64_t ir = 0; ir < rows; ir += kMR) {
+      const float* ap = packed_a + ir * kc;
+      const int64_t tile_rows = std::min<int64_t>(kMR, rows - ir);
+      for (int64_t jr = 0; jr < cols; jr += kNR) {
+        const float* bp = packed_b + (c0 + jr) * k_dim + k0 * kNR;
+        float* ct = c + (r0 + ir) * ldc + c0 + jr;
+        const int64_t tile_cols = std::min(kNR, cols - jr);
+        if (tile_rows == kMR && tile_cols == kNR) {
+          micro_kernel(kc, ap, bp, ct, ldc, start, beta);
+        } else {
+          edge_kernel(kc, ap, bp, ct, ldc, tile_rows, tile_cols, start, beta);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void packed_gemm_f32(Context& ctx, const GemmArgs& g, const MatrixBatch& out, GemmBlockDone done) {
+  const int64_t m = g.m(), n = g.n(), k_dim = g.k();
+  const int64_t panels = ceil_div(n, kNR);
+  float* packed_b = tls_packed_b.get(panels * kNR * k_dim);
+  const Blocking t = blocking_for(m, n);
+  for (int64_t i = 0; i < g.batch; ++i) {
+    const Strided a = op_view(g.a, i, g.trans_a), b = op_view(g.b, i, g.trans_b);
+    ctx.parallel_ranges(panels, kPanelsPerPackTask, [&](int64_t p0, int64_t p1) {
+      for (int64_t jp = p0; jp < p1; ++jp)
+        pack_b_panel(b, k_dim, n, jp, packed_b + jp * kNR * k_dim);
+    });
+    float* c = out.storage.ptr<float>() + out.offset + i * out.stride;
+    ctx.parallel_for(t.count(), [&](int64_t task) {
+      const int64_t r0 = task / t.col_blocks * t.rows, c0 = task % t.col_blocks * t.cols;
+      const int64_t rows = std::min(t.rows, m - r0), cols = std::min(t.cols, n - c0);
+      compute_block(a, g.alpha, packed_b, k_dim, c, out.ld, r0, rows, c0, cols, g.beta);
+      if (done.fn != nullptr) done.fn(done.state, i, r0, rows, c0, cols);
+    });
+  }
+}
+
+}  // namespace electra::cpu
