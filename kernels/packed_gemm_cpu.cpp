@@ -201,6 +201,13 @@ void pack_a_block(const Strided& a, float alpha, int64_t r0, int64_t rows, int64
       }
       continue;
     }
+    if (panel_rows == kMR) {  // k outer: 12 contiguous stores per k, 12 rows read in step
+      for (int64_t k = 0; k < kc; ++k) {
+#pragma GCC unroll 16
+        for (int r = 0; r < kMR; ++r) panel[k * kMR + r] = alpha * src[r * a.rs + k];
+      }
+      continue;
+    }
     for (int64_t r = 0; r < kMR; ++r) {
       const float* row = src + r * a.rs;
       if (r < panel_rows) {
