@@ -39,12 +39,17 @@ ConstView<T> part(const T* qkv, const Dims& n, int64_t b, int64_t h, int part) {
                       Eigen::OuterStride<>(n.ld()));
 }
 
-// m(i, j) *= keep_ij / (1 - p) with the mask of the (b, h) block: Pd from P, or dP from dPd.
+// y(i, j) = x(i, j) keep_ij / (1 - p) with the mask of the (b, h) block (x may be y): Pd from P,
+// or dP from dPd.
 template <class T>
-void apply_dropout(T* m, const Dims& n, int64_t b, int64_t h, const AttentionArgs& args) {
-  if (args.dropout_p == 0) return;
+void apply_dropout(const T* x, T* y, const Dims& n, int64_t b, int64_t h,
+                   const AttentionArgs& args) {
+  if (args.dropout_p == 0) {
+    if (x != y) std::copy(x, x + n.t * n.t, y);
+    return;
+  }
   const uint64_t first = dropout_site_offset(args.site) + static_cast<uint64_t>(n.block(b, h));
-  apply_dropout_mask(args.rng, first, args.dropout_p, m, m, n.t * n.t);
+  apply_dropout_mask(args.rng, first, args.dropout_p, x, y, n.t * n.t);
 }
 
 template <class T>
@@ -77,8 +82,7 @@ void forward_typed(Context& ctx, const Tensor& qkv_t, const Tensor& mask_t,
       }
     }
     T* pd = scratch_t.ptr<T>() + n.block(b, h);
-    std::copy(p, p + n.t * n.t, pd);
-    apply_dropout(pd, n, b, h, args);
+    apply_dropout(p, pd, n, b, h, args);
     View<T> out(out_t.ptr<T>() + b * n.t * n.h + h * n.d, n.t, n.d, Eigen::OuterStride<>(n.h));
     out.noalias() = Eigen::Map<const Matrix<T>>(pd, n.t, n.t) * part(qkv, n, b, h, 2);
   });
@@ -104,12 +108,11 @@ void backward_typed(Context& ctx, const Tensor& qkv_t, const AttentionArgs& args
                      Eigen::OuterStride<>(n.ld()));
     };
     // dV = Pd^T dout
-    std::copy(p, p + n.t * n.t, s);
-    apply_dropout(s, n, b, h, args);
+    apply_dropout(p, s, n, b, h, args);
     dpart(2).noalias() = work.transpose() * dout;
     // dP = (dout V^T) * keep / (1 - p);  dS_ij = P_ij (dP_ij - sum_k P_ik dP_ik)
     work.noalias() = dout * part(qkv, n, b, h, 2).transpose();
-    apply_dropout(s, n, b, h, args);
+    apply_dropout(s, s, n, b, h, args);
     for (int64_t i = 0; i < n.t; ++i) {
       T* row = s + i * n.t;
       const T* prow = p + i * n.t;
