@@ -8,54 +8,24 @@
 //       the epilogue on the block
 #include "kernels/packed_gemm_cpu.h"
 
-#include <immintrin.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <memory>
 
+#include "kernels/simd_cpu.h"
+
 namespace electra::cpu {
 namespace {
 
-// One SIMD register of f32 lanes and the four operations the micro-kernel needs.
+// Register tile of the micro-kernel: kMR rows x kVecsPerRow vectors of C.
 #if defined(__AVX512F__)
-struct Vec {
-  static constexpr int kLanes = 16;
-  __m512 v;
-  static Vec zero() { return {_mm512_setzero_ps()}; }
-  static Vec load(const float* p) { return {_mm512_loadu_ps(p)}; }
-  static Vec broadcast(float x) { return {_mm512_set1_ps(x)}; }
-  void store(float* p) const { _mm512_storeu_ps(p, v); }
-  Vec operator*(Vec o) const { return {_mm512_mul_ps(v, o.v)}; }
-  static Vec fma(Vec a, Vec b, Vec c) { return {_mm512_fmadd_ps(a.v, b.v, c.v)}; }
-};
 // 12 x 32: 24 accumulators + 2 B vectors + 1 broadcast of the 32 zmm registers.
 constexpr int kMR = 12, kVecsPerRow = 2;
 #elif defined(__AVX2__) && defined(__FMA__)
-struct Vec {
-  static constexpr int kLanes = 8;
-  __m256 v;
-  static Vec zero() { return {_mm256_setzero_ps()}; }
-  static Vec load(const float* p) { return {_mm256_loadu_ps(p)}; }
-  static Vec broadcast(float x) { return {_mm256_set1_ps(x)}; }
-  void store(float* p) const { _mm256_storeu_ps(p, v); }
-  Vec operator*(Vec o) const { return {_mm256_mul_ps(v, o.v)}; }
-  static Vec fma(Vec a, Vec b, Vec c) { return {_mm256_fmadd_ps(a.v, b.v, c.v)}; }
-};
 // 6 x 16: 12 accumulators + 2 B vectors + 1 broadcast of the 16 ymm registers.
 constexpr int kMR = 6, kVecsPerRow = 2;
 #else
-struct Vec {
-  static constexpr int kLanes = 1;
-  float v;
-  static Vec zero() { return {0.0f}; }
-  static Vec load(const float* p) { return {*p}; }
-  static Vec broadcast(float x) { return {x}; }
-  void store(float* p) const { *p = v; }
-  Vec operator*(Vec o) const { return {v * o.v}; }
-  static Vec fma(Vec a, Vec b, Vec c) { return {std::fma(a.v, b.v, c.v)}; }
-};
 constexpr int kMR = 4, kVecsPerRow = 4;
 #endif
 constexpr int64_t kNR = int64_t{kVecsPerRow} * Vec::kLanes;

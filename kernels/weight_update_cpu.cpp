@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "engine/device.h"
+#include "kernels/simd_cpu.h"
 #include "kernels/weight_update.h"
 
 namespace electra {
@@ -122,6 +123,31 @@ double sum_squares(const float* x, int64_t n) {
 // thread count, and those of one thread).
 constexpr int64_t kNormSegmentsPerRound = 256;
 
+// p[i] -= step * adam_update(...) for i in [begin, end): whole vectors of lanes, then the rest
+// one by one. Each lane performs adam_update's operations in its order without fusing (the vector
+// ops are the IEEE ones, correctly rounded), so every element has the bits of the scalar formula.
+void adamw_range(const AdamCoeffs& c, float step, bool decay, float* p, const float* g, float* m,
+                 float* v, int64_t begin, int64_t end) {
+  const Vec clip = Vec::broadcast(c.clip), beta1 = Vec::broadcast(c.beta1),
+            beta2 = Vec::broadcast(c.beta2), one_minus_beta1 = Vec::broadcast(1.0f - c.beta1),
+            one_minus_beta2 = Vec::broadcast(1.0f - c.beta2), m_scale = Vec::broadcast(c.m_scale),
+            v_scale = Vec::broadcast(c.v_scale), eps = Vec::broadcast(c.eps),
+            weight_decay = Vec::broadcast(c.weight_decay), lr = Vec::broadcast(step);
+  int64_t i = begin;
+  for (; i + Vec::kLanes <= end; i += Vec::kLanes) {
+    const Vec gc = clip * Vec::load(g + i);
+    const Vec mi = beta1 * Vec::load(m + i) + one_minus_beta1 * gc;
+    const Vec vi = beta2 * Vec::load(v + i) + one_minus_beta2 * gc * gc;
+    const Vec pi = Vec::load(p + i);
+    Vec update = (mi * m_scale) / (Vec::sqrt(vi * v_scale) + eps);
+    if (decay) update = update + weight_decay * pi;
+    mi.store(m + i);
+    vi.store(v + i);
+    (pi - lr * update).store(p + i);
+  }
+  for (; i < end; ++i) p[i] -= step * adam_update(c, p[i], g[i], m[i], v[i], decay);
+}
+
 }  // namespace
 
 void grad_norm(Context& ctx, const Tensor& grads, const SegmentTable& table, const Tensor&,
@@ -158,9 +184,7 @@ void adamw_step(Context& ctx, const Tensor& params, const Tensor& grads, const T
     const float step = c.lr * seg.lr_mult;
     const int64_t begin = seg.offset + blocks[2 * block + 1];
     const int64_t end = std::min(begin + kOptimChunk, seg.offset + seg.size);
-    for (int64_t i = begin; i < end; ++i) {
-      p[i] -= step * adam_update(c, p[i], g[i], pm[i], pv[i], seg.decay);
-    }
+    adamw_range(c, step, seg.decay, p, g, pm, pv, begin, end);
   });
 }
 

@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "kernels/weight_update.h"
@@ -124,6 +125,43 @@ TEST_CASE("adamw first step on one element by hand", "[weight_update]") {
     const double update = bias_correction ? 0.5 / (0.5 + 1e-6) : m1 / (std::sqrt(v1) + 1e-6);
     CHECK(p[0] == Approx(1.0 - 0.1 * (update + 0.01)).epsilon(1e-6));
     CHECK(g[0] == 0.5f);
+  }
+}
+
+// The CPU adamw_step runs whole SIMD vectors then a scalar tail; every element must have the bits
+// of the shared scalar formula adam_update (the CUDA kernel's), whatever its lane.
+TEST_CASE("adamw gives the bits of the scalar adam_update on every element", "[weight_update]") {
+  Context ctx = Context::cpu();
+  const std::vector<ParamSegment> segs = {{0, 37, true, 1.0f}, {40, 50, false, 0.5f}};
+  const int64_t n = 90;
+  Arena arena("table", Device::CPU, segment_table_bytes(segs));
+  const SegmentTable table = make_segment_table(ctx, arena, segs, n);
+  OptimHyperValues h;
+  h.lr = 0.05f;
+  h.step = 3;
+  h.max_norm = 1;
+  std::array<float, kNumHyper> hyper = h.packed();
+  for (bool bias_correction : {false, true}) {
+    std::vector<float> p = test::random_vector<float>(n, 71, -1, 1);
+    std::vector<float> m = test::random_vector<float>(n, 72, -0.1, 0.1);
+    std::vector<float> v = test::random_vector<float>(n, 73, 0.001, 0.01);
+    const std::vector<float> g = test::random_vector<float>(n, 74, -3, 3);
+    std::vector<float> norm = {4.0f};  // > max_norm: the gradient is clipped
+    std::vector<float> ep = p, em = m, ev = v;
+    const AdamCoeffs c = adam_coeffs(hyper.data(), norm[0], bias_correction);
+    for (const ParamSegment& seg : segs) {
+      for (int64_t i = seg.offset; i < seg.offset + seg.size; ++i) {
+        ep[i] -= c.lr * seg.lr_mult * adam_update(c, ep[i], g[i], em[i], ev[i], seg.decay);
+      }
+    }
+    std::vector<float> g_in = g;
+    adamw_step(ctx, test::view(p), test::view(g_in), test::view(m), test::view(v), table,
+               Tensor::view_of(hyper.data(), Device::CPU, {kNumHyper}), test::view(norm),
+               bias_correction);
+    INFO("bias_correction " << bias_correction);
+    CHECK(std::memcmp(p.data(), ep.data(), n * sizeof(float)) == 0);
+    CHECK(std::memcmp(m.data(), em.data(), n * sizeof(float)) == 0);
+    CHECK(std::memcmp(v.data(), ev.data(), n * sizeof(float)) == 0);
   }
 }
 
