@@ -1,6 +1,8 @@
 #include <cmath>
+#include <type_traits>
 
 #include "kernels/layernorm.h"
+#include "kernels/simd_cpu.h"
 
 namespace electra::cpu {
 namespace {
@@ -8,6 +10,26 @@ namespace {
 // Rows are independent (tasks of kRowBlock rows); the parameter gradients are sums over rows,
 // computed per block of kColBlock columns, each adding the rows in order.
 constexpr int64_t kRowBlock = 32, kColBlock = 64;
+
+// sum_j term(j) over j < h, a row's reduction. f64 (gradient checks): in j order. f32: Vec::kLanes
+// running sums (lane l adds the terms j = l mod kLanes, in j order), then the lanes in order, then
+// the tail: a fixed order (the same at any thread count) that does not wait on one add per term.
+// vec_term(j) gives terms j .. j + kLanes - 1 as a Vec, term(j) one term, with the same operations
+// (vec_term is generic, so that an f64 instantiation never compiles its f32 loads).
+template <class T, class VecTerm, class Term>
+T row_sum(int64_t h, VecTerm vec_term, Term term) {
+  T sum = 0;
+  int64_t j = 0;
+  if constexpr (std::is_same_v<T, float>) {
+    Vec acc = Vec::zero();
+    for (; j + Vec::kLanes <= h; j += Vec::kLanes) acc = acc + vec_term(j);
+    float lanes[Vec::kLanes];
+    acc.store(lanes);
+    for (float lane : lanes) sum += lane;
+  }
+  for (; j < h; ++j) sum += term(j);
+  return sum;
+}
 
 template <class T>
 void forward(Context& ctx, const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps,
@@ -22,11 +44,17 @@ void forward(Context& ctx, const Tensor& x, const Tensor& gamma, const Tensor& b
   ctx.parallel_ranges(n, kRowBlock, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
       const T* row = in + r * h;
-      T sum = 0;
-      for (int64_t j = 0; j < h; ++j) sum += row[j];
+      const T sum = row_sum<T>(
+          h, [&](auto j) { return Vec::load(row + j); }, [&](int64_t j) { return row[j]; });
       const T mu = sum / static_cast<T>(h);
-      T sq = 0;
-      for (int64_t j = 0; j < h; ++j) sq += (row[j] - mu) * (row[j] - mu);
+      const Vec mu_v = Vec::broadcast(static_cast<float>(mu));
+      const T sq = row_sum<T>(
+          h,
+          [&](auto j) {
+            const Vec c = Vec::load(row + j) - mu_v;
+            return c * c;
+          },
+          [&](int64_t j) { return (row[j] - mu) * (row[j] - mu); });
       const T rs = T{1} / std::sqrt(sq / static_cast<T>(h) + static_cast<T>(eps));
       for (int64_t j = 0; j < h; ++j) out[r * h + j] = (row[j] - mu) * rs * g[j] + b[j];
       mu_out[r] = mu;
@@ -50,12 +78,19 @@ void backward(Context& ctx, const Tensor& dy, const Tensor& x, const Tensor& gam
   T* db = dbeta.ptr<T>();
   ctx.parallel_ranges(n, kRowBlock, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
-      T sum_g = 0, sum_gx = 0;
-      for (int64_t j = 0; j < h; ++j) {
-        const T xhat = (in[r * h + j] - mu[r]) * rs[r];
-        sum_g += d[r * h + j] * g[j];
-        sum_gx += d[r * h + j] * g[j] * xhat;
-      }
+      const T* dr = d + r * h;
+      const T* xr = in + r * h;
+      const Vec mu_v = Vec::broadcast(static_cast<float>(mu[r]));
+      const Vec rs_v = Vec::broadcast(static_cast<float>(rs[r]));
+      const T sum_g = row_sum<T>(
+          h, [&](auto j) { return Vec::load(dr + j) * Vec::load(g + j); },
+          [&](int64_t j) { return dr[j] * g[j]; });
+      const T sum_gx = row_sum<T>(
+          h,
+          [&](auto j) {
+            return Vec::load(dr + j) * Vec::load(g + j) * ((Vec::load(xr + j) - mu_v) * rs_v);
+          },
+          [&](int64_t j) { return dr[j] * g[j] * ((xr[j] - mu[r]) * rs[r]); });
       const T mean_g = sum_g / static_cast<T>(h), mean_gx = sum_gx / static_cast<T>(h);
       for (int64_t j = 0; j < h; ++j) {
         const T xhat = (in[r * h + j] - mu[r]) * rs[r];
