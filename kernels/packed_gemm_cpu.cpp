@@ -31,12 +31,14 @@ constexpr int kMR = 4, kVecsPerRow = 4;
 constexpr int64_t kNR = int64_t{kVecsPerRow} * Vec::kLanes;
 
 // K is cut into blocks of at most kKc so that a kMR x kc panel of A (12 KiB) stays in L1 and the
-// task's kc x nc of packed B in L2. Task blocks: at most kMaxRows x kMaxCols of C, halved (down to
-// 2 panels a side) until C has kWantedTasks of them, so that small outputs still spread.
+// task's kc x nc of packed B in L2. Task blocks of C: at most kMaxRowPanels x kMaxColPanels
+// panels, cut finer until there are kTasksPerThread per thread (blocks of at least 2 panels a
+// side) and a multiple of the thread count, in near-equal panel counts. The bits of C do not depend
+// on the blocking, so it may follow the thread count: that keeps both cores busy to the end.
 constexpr int64_t kKc = 256;
-constexpr int64_t kMaxRows = 8 * kMR, kMaxCols = 16 * kNR;
-constexpr int64_t kWantedTasks = 8;
-constexpr int64_t kPanelsPerPackTask = 8;
+constexpr int64_t kMaxRowPanels = 8, kMaxColPanels = 16;
+constexpr int64_t kTasksPerThread = 4;
+constexpr int64_t kPanelsPerPackTask = 2;
 
 int64_t ceil_div(int64_t a, int64_t b) {
   return (a + b - 1) / b;
@@ -189,28 +191,34 @@ void pack_a_block(const Strided& a, float alpha, int64_t r0, int64_t rows, int64
   }
 }
 
-struct Blocking {
-  int64_t rows, cols;  // task block of C, multiples of kMR and kNR
-  int64_t row_blocks, col_blocks;
-  int64_t count() const { return row_blocks * col_blocks; }
+// `panels` panels of `size` elements (`extent` in all) cut into `blocks` blocks of near-equal
+// panel counts: block b is [begin(b), end(b)).
+struct Split {
+  int64_t panels, blocks, size, extent;
+  int64_t begin(int64_t b) const { return std::min(extent, b * panels / blocks * size); }
+  int64_t end(int64_t b) const { return begin(b + 1); }
 };
 
-Blocking blocking_for(int64_t m, int64_t n) {
-  int64_t rows = kMaxRows, cols = kMaxCols;
-  const auto count = [&] { return ceil_div(m, rows) * ceil_div(n, cols); };
-  // Halving past the size of C itself would not add tasks.
-  while (rows > 2 * kMR && rows / 2 >= m) rows /= 2;
-  while (cols > 2 * kNR && cols / 2 >= n) cols /= 2;
-  while (count() < kWantedTasks && (rows > 2 * kMR || cols > 2 * kNR)) {
-    const bool halve_rows =
-        rows > 2 * kMR && (cols == 2 * kNR || ceil_div(m, rows) <= ceil_div(n, cols));
-    if (halve_rows) {
-      rows = round_up(rows / 2, kMR);
-    } else {
-      cols = round_up(cols / 2, kNR);
+struct Blocking {
+  Split rows, cols;
+  int64_t count() const { return rows.blocks * cols.blocks; }
+};
+
+Blocking blocking_for(int64_t m, int64_t n, int threads) {
+  const int64_t row_panels = ceil_div(m, kMR), col_panels = ceil_div(n, kNR);
+  int64_t row_blocks = ceil_div(row_panels, kMaxRowPanels);
+  int64_t col_blocks = ceil_div(col_panels, kMaxColPanels);
+  const auto can_split_rows = [&] { return row_panels >= 2 * (row_blocks + 1); };
+  const auto can_split_cols = [&] { return col_panels >= 2 * (col_blocks + 1); };
+  if (threads > 1) {
+    const int64_t wanted = kTasksPerThread * threads;
+    while (row_blocks * col_blocks < wanted && (can_split_rows() || can_split_cols())) {
+      // Rows first: each column block packs its rows of A again.
+      (can_split_rows() ? row_blocks : col_blocks) += 1;
     }
+    while ((row_blocks * col_blocks) % threads != 0 && can_split_rows()) ++row_blocks;
   }
-  return Blocking{rows, cols, ceil_div(m, rows), ceil_div(n, cols)};
+  return Blocking{Split{row_panels, row_blocks, kMR, m}, Split{col_panels, col_blocks, kNR, n}};
 }
 
 // Block (r0, c0, rows, cols) of C (row-major, ldc) from the packed op(B) (whole K) and op(A).
@@ -245,7 +253,7 @@ void packed_gemm_f32(Context& ctx, const GemmArgs& g, const MatrixBatch& out, Ge
   const int64_t m = g.m(), n = g.n(), k_dim = g.k();
   const int64_t panels = ceil_div(n, kNR);
   float* packed_b = tls_packed_b.get(panels * kNR * k_dim);
-  const Blocking t = blocking_for(m, n);
+  const Blocking t = blocking_for(m, n, ctx.threads());
   for (int64_t i = 0; i < g.batch; ++i) {
     const Strided a = op_view(g.a, i, g.trans_a), b = op_view(g.b, i, g.trans_b);
     ctx.parallel_ranges(panels, kPanelsPerPackTask, [&](int64_t p0, int64_t p1) {
@@ -254,8 +262,9 @@ void packed_gemm_f32(Context& ctx, const GemmArgs& g, const MatrixBatch& out, Ge
     });
     float* c = out.storage.ptr<float>() + out.offset + i * out.stride;
     ctx.parallel_for(t.count(), [&](int64_t task) {
-      const int64_t r0 = task / t.col_blocks * t.rows, c0 = task % t.col_blocks * t.cols;
-      const int64_t rows = std::min(t.rows, m - r0), cols = std::min(t.cols, n - c0);
+      const int64_t rb = task / t.cols.blocks, cb = task % t.cols.blocks;
+      const int64_t r0 = t.rows.begin(rb), rows = t.rows.end(rb) - r0;
+      const int64_t c0 = t.cols.begin(cb), cols = t.cols.end(cb) - c0;
       compute_block(a, g.alpha, packed_b, k_dim, c, out.ld, r0, rows, c0, cols, g.beta);
       if (done.fn != nullptr) done.fn(done.state, i, r0, rows, c0, cols);
     });
