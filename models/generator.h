@@ -14,6 +14,9 @@ namespace electra {
 class ElectraGenerator {
  public:
   static constexpr const char* kPrefix = "generator/";
+  // generator_training: adversarial's baseline, kPrefix + this (models/pretrainer.h); saved with
+  // the generator.
+  static constexpr const char* kAdversarialBaseline = "adversarial_baseline.";
 
   // Slots: N masked positions per sequence. The padded vocabulary is the row count of
   // tables.word_padded.

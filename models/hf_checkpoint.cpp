@@ -240,7 +240,22 @@ HfModelLayout generator_layout(const ParameterStore& store, const EncoderConfig&
   const bool own_tables = std::any_of(
       store.params().begin(), store.params().end(),
       [](const ParamInfo& p) { return starts_with(p.name, kGeneratorPrefix + kSharedEmbeddings); });
-  return layout_of(store, "ElectraForMaskedLM", generator_config, kGeneratorPrefix, !own_tables);
+  HfModelLayout layout =
+      layout_of(store, "ElectraForMaskedLM", generator_config, kGeneratorPrefix, !own_tables);
+  // generator_training: adversarial saves its REINFORCE baseline beside the generator
+  // (adversarial_baseline.*, docs/OBJECTIVES.md); a model without one (an mle run, the evaluation
+  // commands) reads such a directory without it.
+  const std::string baseline = ElectraGenerator::kAdversarialBaseline;
+  if (std::none_of(layout.tensors.begin(), layout.tensors.end(),
+                   [&](const auto& t) { return starts_with(t.first, baseline); })) {
+    layout.ignored_prefixes.push_back(baseline);
+  } else {
+    layout.note =
+        "adversarial_baseline.* is the REINFORCE baseline of generator_training: adversarial "
+        "(b = -log sigmoid(w . h + c) on the encoder's output at a masked position); "
+        "ElectraForMaskedLM does not use it";
+  }
+  return layout;
 }
 
 EncoderConfig read_hf_config(const std::string& config_json_path) {

@@ -49,7 +49,8 @@ struct ElectraPretrainer::Parts {
       generator.emplace(b, config.generator(), *own, o.batch, o.seq_len, slots);
       if (adversarial) {  // b = -log sigmoid(w . h_G + c) per masked slot (kernels/reinforce.h)
         const auto first = b.declared();
-        baseline = Linear(b, str_cat(ElectraGenerator::kPrefix, "adversarial_baseline."),
+        baseline = Linear(b,
+                          str_cat(ElectraGenerator::kPrefix, ElectraGenerator::kAdversarialBaseline),
                           config.generator().hidden, 1);
         baseline_span = ParamSpan{first, b.declared()};
         baseline_logit = b.activation({bn, 1});

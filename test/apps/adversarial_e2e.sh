@@ -2,7 +2,7 @@
 # End-to-end pre-training with generator_training: adversarial (docs/OBJECTIVES.md "Adversarial
 # generator training") on the CPU, tiny: 100 updates on English text with a falling
 # discriminator loss and the reward and baseline loss in the metrics; the checkpoint's generator/
-# holds the baseline, `finetune --init` accepts the checkpoint, and a run stopped at 50 and
+# holds the baseline, `finetune --init` and `mlm-eval` accept the checkpoint, and a run stopped at 50 and
 # resumed equals the uninterrupted one bit for bit (both models, the baseline included). Bad
 # values are one error line naming the key.
 # Usage: adversarial_e2e.sh ELECTRA_BINARY SOURCE_DIR
@@ -58,6 +58,14 @@ PY
     pass "finetune --init accepts the checkpoint"
   else
     fail "finetune --init: $(tail -3 "$work/ft.log")"
+  fi
+  # The evaluation commands build a model without a baseline: they read generator/ without it.
+  awk 'NF >= 8' "$work/corpus.txt" | head -n 20 >"$work/lines.txt"
+  if "$electra" mlm-eval --checkpoint "$dir" --input "$work/lines.txt" --max-seq-len 64 \
+    --top-k 3 >"$work/mlm-eval.txt" 2>"$work/mlm-eval.err"; then
+    pass "mlm-eval reads the checkpoint"
+  else
+    fail "mlm-eval: $(tail -2 "$work/mlm-eval.err")"
   fi
   expect_resume_identical adversarial "$ckpt" "discriminator generator" "${small[@]}"
 else
