@@ -2,7 +2,8 @@
 # End-to-end pre-training with generator_training: adversarial (docs/OBJECTIVES.md "Adversarial
 # generator training") on the CPU, tiny: 100 updates on English text with a falling
 # discriminator loss and the reward and baseline loss in the metrics; the checkpoint's generator/
-# holds the baseline, `finetune --init` and `mlm-eval` accept the checkpoint, and a run stopped at 50 and
+# holds the baseline, `finetune --init`, `mlm-eval` and an mle `pretrain --init` accept the
+# checkpoint (and an adversarial --init from an mle run starts a fresh baseline), and a run stopped at 50 and
 # resumed equals the uninterrupted one bit for bit (both models, the baseline included). Bad
 # values are one error line naming the key.
 # Usage: adversarial_e2e.sh ELECTRA_BINARY SOURCE_DIR
@@ -68,6 +69,17 @@ PY
     fail "mlm-eval: $(tail -2 "$work/mlm-eval.err")"
   fi
   expect_resume_identical adversarial "$ckpt" "discriminator generator" "${small[@]}"
+  # --init across the two trainings: an mle run from this checkpoint drops the baseline; an
+  # adversarial run from that mle run starts a fresh baseline and says so.
+  if "$electra" pretrain "${small[@]}" --set generator_training=mle --set train.steps=3 \
+    --set checkpoint.dir="$work/mle" --init "$dir" >"$work/mle.log" 2>&1 &&
+    "$electra" pretrain "${small[@]}" --set train.steps=3 --set checkpoint.dir="$work/again" \
+      --init "$work/mle" >"$work/again.log" 2>&1 &&
+    grep -q "the adversarial baseline starts from fresh weights" "$work/again.log"; then
+    pass "--init between mle and adversarial runs"
+  else
+    fail "--init: $(tail -2 "$work/mle.log" "$work/again.log")"
+  fi
 else
   fail "pretrain exited: $(tail -3 "$dir.log")"
 fi
