@@ -132,8 +132,7 @@ void ProgressReporter::record(int64_t step, const StepMetrics& m, double lr, dou
                "ETA %s\n",
                static_cast<long long>(step), static_cast<long long>(config_.total_steps),
                m.gen_loss, m.gen_accuracy, reward, m.disc_loss, m.disc_accuracy, mlm,
-               m.replaced_fraction,
-               lr, grad_norm, seq_per_s, tok_per_s, flops_per_s / 1e12, mfu,
+               m.replaced_fraction, lr, grad_norm, seq_per_s, tok_per_s, flops_per_s / 1e12, mfu,
                format_duration(eta).c_str());
   std::fprintf(metrics_,
                "{\"step\": %lld, \"gen_loss\": %.6g, \"gen_acc\": %.6g, \"disc_loss\": %.6g, "

@@ -41,7 +41,7 @@
 namespace electra {
 
 struct ReinforceParams {
-  int64_t vocab = 0;               // V: valid columns of each row
+  int64_t vocab = 0;                 // V: valid columns of each row
   DeviceScalar<float> scale = 1.0f;  // e.g. loss_scale / masked slots; a value or device memory
 };
 
@@ -79,8 +79,8 @@ inline void reinforce(Context& ctx, const Tensor& dlogits, const Tensor& labels,
                 positions.str(), " for ", m, " rows");
   check_dtype(positions, DType::I32, "reinforce positions");
   const int64_t batch = positions.dim(0);
-  ELECTRA_CHECK(token_loss.numel() > 0 && token_loss.numel() % batch == 0,
-                "reinforce: token_loss ", token_loss.str(), " for a batch of ", batch);
+  ELECTRA_CHECK(token_loss.numel() > 0 && token_loss.numel() % batch == 0, "reinforce: token_loss ",
+                token_loss.str(), " for a batch of ", batch);
   for (const Tensor* t : {&labels, &samples}) {
     check_shape(*t, {m}, "reinforce labels/samples");
     check_dtype(*t, DType::I32, "reinforce labels/samples");

@@ -26,9 +26,9 @@
 //     mean is not finite
 // record_grad_norm, once per update after the optimizer's norm:
 //     acc[kMetricGradNorm] = norm,  acc[kMetricNonFinite] += 1 when norm is not finite
-// Dividing the first ten and kMetricReward, kMetricBaselineLoss by kMetricMicroBatches gives the means over the update's micro-batches.
-// accumulate_loss, for a loss that is a weighted sum of per-row loss means (fine-tuning), once
-// per term: with S = sum loss,
+// Dividing the first ten and kMetricReward, kMetricBaselineLoss by kMetricMicroBatches gives the
+// means over the update's micro-batches. accumulate_loss, for a loss that is a weighted sum of
+// per-row loss means (fine-tuning), once per term: with S = sum loss,
 //     acc[kMetricTotalLoss] += weight * r(S, count),  acc[kMetricNonFinite] += 1 when that term
 //     is not finite
 //
@@ -131,10 +131,10 @@ inline void accumulate_reinforce_metrics(Context& ctx, const Tensor& reward,
   check_devices(ctx, "accumulate_reinforce_metrics", {&reward, &baseline_loss, &weights, &acc});
   const int64_t m = reward.numel();
   check_dtype(weights, DType::F32, "accumulate_reinforce_metrics weights");
-  ELECTRA_CHECK(baseline_loss.numel() == m && weights.numel() == m &&
-                    baseline_loss.dtype == reward.dtype,
-                "accumulate_reinforce_metrics: ", reward.str(), ", ", baseline_loss.str(), ", ",
-                weights.str(), " must have one element per slot");
+  ELECTRA_CHECK(
+      baseline_loss.numel() == m && weights.numel() == m && baseline_loss.dtype == reward.dtype,
+      "accumulate_reinforce_metrics: ", reward.str(), ", ", baseline_loss.str(), ", ",
+      weights.str(), " must have one element per slot");
   check_shape(acc, {kTrainMetrics}, "accumulate_reinforce_metrics acc");
   check_dtype(acc, DType::F64, "accumulate_reinforce_metrics acc");
   ELECTRA_DISPATCH(ctx, accumulate_reinforce_metrics, reward, baseline_loss, weights, acc);

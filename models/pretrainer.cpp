@@ -49,14 +49,14 @@ struct ElectraPretrainer::Parts {
       generator.emplace(b, config.generator(), *own, o.batch, o.seq_len, slots);
       if (adversarial) {  // b = -log sigmoid(w . h_G + c) per masked slot (kernels/reinforce.h)
         const auto first = b.declared();
-        baseline = Linear(b,
-                          str_cat(ElectraGenerator::kPrefix, ElectraGenerator::kAdversarialBaseline),
-                          config.generator().hidden, 1);
+        baseline =
+            Linear(b, str_cat(ElectraGenerator::kPrefix, ElectraGenerator::kAdversarialBaseline),
+                   config.generator().hidden, 1);
         baseline_span = ParamSpan{first, b.declared()};
         baseline_logit = b.activation({bn, 1});
         const DType stat = b.dtypes().statistic;
         reinforce_slots = ReinforceSlots{b.activation(stat, {bn}), b.activation(stat, {bn}),
-                                     b.activation(stat, {bn}), b.activation(stat, {bn})};
+                                         b.activation(stat, {bn}), b.activation(stat, {bn})};
       }
     }
     const int64_t mlm_rows = !wiring.mlm_head ? 0 : wiring.all_tokens ? bt : bn;
@@ -175,12 +175,13 @@ ElectraPretrainer::ElectraPretrainer(Context& ctx, const ElectraConfig& config,
       options.generator == GeneratorKind::kMlm || objective_wiring(options.objective).generator,
       "generator: unigram: objective ", objective_name(options.objective),
       " has no generator whose samples it could replace");
-  ELECTRA_USER_CHECK(options.generator_training == GeneratorTraining::kMle ||
-                         adversarial_applies(options.objective, options.generator),
-                     "generator_training: adversarial needs the MLM generator and the binary "
-                     "discriminator (objective electra or electra-15, generator mlm), not objective ",
-                     objective_name(options.objective), " with generator ",
-                     generator_kind_name(options.generator));
+  ELECTRA_USER_CHECK(
+      options.generator_training == GeneratorTraining::kMle ||
+          adversarial_applies(options.objective, options.generator),
+      "generator_training: adversarial needs the MLM generator and the binary "
+      "discriminator (objective electra or electra-15, generator mlm), not objective ",
+      objective_name(options.objective), " with generator ",
+      generator_kind_name(options.generator));
   ELECTRA_USER_CHECK(
       options.generator_training == GeneratorTraining::kMle || options.temperature == 1.0f,
       "generator_training: adversarial needs masking.temperature 1 (REINFORCE differentiates the "
@@ -377,8 +378,8 @@ Tensor ElectraPretrainer::generator_loss(Context& ctx, const Corruption& c) {
   xent.vocab = config_.discriminator.vocab_size;
   xent.temperature = options_.temperature;
   // Adversarial: the unscaled w (p - e_y) that adversarial_loss turns into the policy gradient.
-  xent.scale = p.adversarial ? DeviceScalar<float>(1.0f)
-                             : DeviceScalar<float>::in(gen_scale_at(p.scalars));
+  xent.scale =
+      p.adversarial ? DeviceScalar<float>(1.0f) : DeviceScalar<float>::in(gen_scale_at(p.scalars));
   xent.stream = rng(ctx, RngPurpose::kGumbel);
   softmax_xent(ctx, p.generator->logits(), c.original.reshape({bn}), c.weights.reshape({bn}), xent,
                p.gen_loss, p.samples, p.argmax);

@@ -126,8 +126,8 @@ struct StepMetrics {
   // gen_loss + disc_weight * disc_loss + mlm_loss + baseline_loss (adversarial: gen_loss is
   // still the generator's MLM loss, reported, not trained)
   double total_loss = 0;
-  double masked = 0;             // masked slots in the batch
-  double tokens = 0;             // non-pad tokens in the batch
+  double masked = 0;  // masked slots in the batch
+  double tokens = 0;  // non-pad tokens in the batch
 };
 
 // The means over the micro-steps accumulated in `acc` (kTrainMetrics values read back from the

@@ -111,9 +111,9 @@ TEST_CASE("reinforce: dlogits and baseline_grad are the surrogate's derivatives"
       std::vector<double> zp = c.z, zm = c.z;
       zp[i * kStride + j] += h;
       zm[i * kStride + j] -= h;
-      const double num = c.scale * -r.advantage[i] *
-                         (log_softmax_at(zp, i, c.samples[i]) - log_softmax_at(zm, i, c.samples[i])) /
-                         (2 * h);
+      const double num =
+          c.scale * -r.advantage[i] *
+          (log_softmax_at(zp, i, c.samples[i]) - log_softmax_at(zm, i, c.samples[i])) / (2 * h);
       INFO("row " << i << " column " << j);
       CHECK(r.dlogits[i * kStride + j] == Approx(num).margin(1e-9));
     }
@@ -145,6 +145,7 @@ TEST_CASE("reinforce: the baseline's gradient vanishes where it predicts the rew
   for (int64_t i = 0; i < kRows; ++i) {
     CHECK(r.du[i] == Approx(0).margin(1e-12));
     CHECK(r.advantage[i] == Approx(0).margin(1e-12));
-    for (int64_t j = 0; j < kStride; ++j) CHECK(r.dlogits[i * kStride + j] == Approx(0).margin(1e-12));
+    for (int64_t j = 0; j < kStride; ++j)
+      CHECK(r.dlogits[i * kStride + j] == Approx(0).margin(1e-12));
   }
 }

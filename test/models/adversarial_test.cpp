@@ -30,8 +30,9 @@ bool is_baseline(const ParamInfo& p) {
 class Stages {
  public:
   Stages(Context& ctx, ElectraPretrainer& model)
-      : model_(model), batch_(test::tiny_batch()), fixed_(ctx, model, batch_,
-                                                          test::tiny_corruption(batch_)) {}
+      : model_(model),
+        batch_(test::tiny_batch()),
+        fixed_(ctx, model, batch_, test::tiny_corruption(batch_)) {}
 
   void run(Context& ctx, const double* reward = nullptr) {
     model_.zero_grads(ctx);
@@ -199,8 +200,8 @@ TEST_CASE("adversarial: the baseline learns the reward on a fixed input", "[adve
   }
   double e1 = 0, b1 = 0, r1 = 0;
   errors(e1, b1, r1);
-  INFO("mean |b - R| " << e0 << " -> " << e1 << "; mean b " << b0 << " -> " << b1
-                       << ", mean R " << r1);
+  INFO("mean |b - R| " << e0 << " -> " << e1 << "; mean b " << b0 << " -> " << b1 << ", mean R "
+                       << r1);
   CHECK(r1 == Approx(r0).epsilon(1e-12));  // the rewards did not move
   CHECK(e1 < 0.05 * e0);
   CHECK(b1 == Approx(r1).epsilon(0.02));
