@@ -95,7 +95,7 @@ double sample_log_prob(Context& ctx, const ElectraPretrainer& model) {
 
 }  // namespace
 
-TEST_CASE("adversarial: the baseline is a generator parameter; mle has none", "[adversarial]") {
+TEST_CASE("adversarial: the baseline is a generator parameter, mle has none", "[adversarial]") {
   Context ctx = Context::cpu(1, Precision::F64);
   ElectraPretrainer adversarial(ctx, test::tiny_electra_config(), adversarial_options());
   CHECK(test::has_param(adversarial.store(), kBaseline));
