@@ -283,10 +283,12 @@ int pretrain(PretrainConfig config, std::unique_ptr<Communicator>& comm, const s
     progress.tokens_per_step = static_cast<double>(train.batch_size * train.seq_len);
     progress.flops_per_step =
         step_flops(config.model, train.batch_size, train.seq_len,
-                   static_cast<double>(trainer.model().slots()), config.objective, config.generator)
+                   static_cast<double>(trainer.model().slots()), config.objective, config.generator,
+                   config.generator_training)
             .total();
     // MFU against the peak of all the job's GPUs.
     progress.mlm = objective_wiring(config.objective).mlm_head;
+    progress.adversarial = config.generator_training == GeneratorTraining::kAdversarial;
     progress.peak_flops =
         on_gpu && ctx.precision() == Precision::BF16 ? ranks * bf16_peak_flops(device) : 0;
     reporter.emplace(progress, metrics_path, state.step);
@@ -374,7 +376,7 @@ int dry_run(PretrainConfig config, int ranks, double gpu_memory_gib) {
       std::max(max_predictions(options.mask_prob, static_cast<int>(train.seq_len)), 1);
   std::printf("  FLOPs per update (%s): %.17g\n", objective_name(config.objective),
               step_flops(config.model, train.batch_size, train.seq_len, static_cast<double>(slots),
-                         config.objective, config.generator)
+                         config.objective, config.generator, config.generator_training)
                   .total());
   std::printf("  parameters   %14zu bytes (%.2f GiB; %lld parameters)\n", m.parameters,
               gib(m.parameters), static_cast<long long>(m.parameter_count));

@@ -119,6 +119,14 @@ PretrainConfig read_pretrain_config(const std::string& path,
   }
   if (root.choice("sharing", "embeddings", {"embeddings", "none"}) == "none")
     c.sharing = Sharing::kNone;
+  if (root.choice("generator_training", "mle", {"mle", "adversarial"}) == "adversarial") {
+    c.generator_training = GeneratorTraining::kAdversarial;
+    ELECTRA_USER_CHECK(adversarial_applies(c.objective, c.generator), path,
+                       ": generator_training: adversarial needs the MLM generator and the binary "
+                       "discriminator (objective electra or electra-15, generator mlm), not "
+                       "objective ",
+                       objective, " with generator ", generator_kind_name(c.generator));
+  }
   c.model_given = root.has("model");
   c.model = read_electra_config(root.section("model"));
 
@@ -141,6 +149,10 @@ PretrainConfig read_pretrain_config(const std::string& path,
   m.mask_prob_end = in_range(path, end, end > 0 && end < 1, "masking.mask_prob_end", "in (0, 1)");
   const double temperature = masking.get<double>("temperature", m.temperature);
   m.temperature = in_range(path, temperature, temperature > 0, "masking.temperature", "positive");
+  ELECTRA_USER_CHECK(c.generator_training == GeneratorTraining::kMle || m.temperature == 1.0, path,
+                     ": masking.temperature ", m.temperature,
+                     " with generator_training: adversarial (REINFORCE needs the samples' own "
+                     "distribution: temperature 1)");
 
   ConfigNode train = root.section("train");
   TrainConfig& t = c.train;
@@ -214,6 +226,8 @@ std::string canonical_text(const PretrainConfig& c) {
   if (c.generator != GeneratorKind::kMlm)
     out << "generator=" << generator_kind_name(c.generator) << "\n";
   if (c.sharing != Sharing::kEmbeddings) out << "sharing=" << sharing_name(c.sharing) << "\n";
+  if (c.generator_training != GeneratorTraining::kMle)
+    out << "generator_training=" << generator_training_name(c.generator_training) << "\n";
   encoder_lines(out, "discriminator", c.model.discriminator);
   out << "generator_multiplier=" << exact(c.model.generator_multiplier) << "\n";
   for (const std::string& s : c.shards) out << "data.shard=" << s << "\n";
@@ -264,7 +278,7 @@ std::string describe(const PretrainConfig& c, const std::string& device, Precisi
   // Masked slots per sequence as the masking op counts them: int((p + 0.005) * seq_len).
   const auto masked = static_cast<int64_t>((c.masking.mask_prob + 0.005) * t.seq_len);
   const StepFlops flops = step_flops(c.model, t.batch_size, t.seq_len, static_cast<double>(masked),
-                                     c.objective, c.generator);
+                                     c.objective, c.generator, c.generator_training);
   std::string shards;
   for (const std::string& s : c.shards) shards += (shards.empty() ? "" : ", ") + s;
   char flops_text[96];
@@ -284,6 +298,12 @@ std::string describe(const PretrainConfig& c, const std::string& device, Precisi
               ? "unigram (replacements drawn from the token counts of data.shards; no "
                 "generator model, no generator loss)"
               : "mlm (trained alongside, its samples replace the masked tokens)")
+      << "\n"
+      << "generator_training: " << generator_training_name(c.generator_training)
+      << (c.generator_training == GeneratorTraining::kAdversarial
+              ? " (REINFORCE on the discriminator's loss at the samples, learned baseline; the "
+                "generator's MLM loss is reported, not trained)"
+              : "")
       << "\n"
       << "sharing: " << sharing_name(c.sharing)
       << (!objective_wiring(c.objective).generator || c.generator == GeneratorKind::kUnigram

@@ -12,6 +12,11 @@
 //   sharing:     embeddings (default: the generator and the discriminator share the token,
 //                position and segment tables and the embedding LayerNorm) | none (the generator
 //                has tables of its own); paper section 3.2
+//   generator_training: mle (default: the generator maximises the likelihood of the original
+//                tokens) | adversarial (REINFORCE: the generator maximises the discriminator's
+//                loss on its samples, with a learned baseline; paper Appendix F,
+//                docs/OBJECTIVES.md); adversarial needs objective electra or electra-15, generator
+//                mlm and masking.temperature 1
 //   model:       preset (tiny|small|base|large) then field overrides (models/electra_config.h)
 //   data:        shards: a shard file or a directory of *.bin shards (`electra build-data`),
 //                        several separated by commas;  vocab: the vocab.txt they were built with
@@ -115,6 +120,7 @@ struct PretrainConfig {
   Objective objective = Objective::kElectra;
   GeneratorKind generator = GeneratorKind::kMlm;
   Sharing sharing = Sharing::kEmbeddings;
+  GeneratorTraining generator_training = GeneratorTraining::kMle;
   ElectraConfig model;
   // False when the file has no model section: `electra pretrain --init` (or --resume) then takes
   // the sizes from the checkpoint (apps/pretrain_init.h); otherwise model holds the defaults.

@@ -9,6 +9,7 @@
 
 #include "apps/trainer_checkpoint.h"
 #include "data/vocab.h"
+#include "engine/safetensors.h"
 #include "models/hf_checkpoint.h"
 
 namespace electra::apps {
@@ -404,13 +405,25 @@ void load_init_weights(Context& ctx, ElectraPretrainer& model, const InitSource&
     std::fputs(message.c_str(), stderr);
     return;
   }
+  // generator_training: adversarial from a generator without a baseline (an mle run's): the
+  // baseline starts fresh (the pair's load leaves it as init_weights set it).
+  const std::string baseline = ElectraGenerator::kAdversarialBaseline;
+  const bool fresh_baseline =
+      store_has(model.store(),
+                [&](const std::string& n) {
+                  return n.starts_with(ElectraGenerator::kPrefix + baseline);
+                }) &&
+      SafetensorsFile::read((fs::path(source.generator_dir) / "model.safetensors").string())
+              .find(baseline + "weight") == nullptr;
+  if (fresh_baseline) model.init_weights(ctx, source.fresh_seed);
   const std::vector<SharedTableDifference> differences =
       load_pretrainer_pair(ctx, model, source.discriminator_dir, source.generator_dir);
   if (!report) return;
   std::fprintf(stderr,
-               "pretrain: weights from %s; optimizer state, learning-rate schedule and data start "
-               "at step 0\n",
-               source.description.c_str());
+               "pretrain: weights from %s%s; optimizer state, learning-rate schedule and data "
+               "start at step 0\n",
+               source.description.c_str(),
+               fresh_baseline ? " (the adversarial baseline starts from fresh weights)" : "");
   if (differences.empty()) return;
   const SharedTableDifference* largest = &differences.front();
   for (const SharedTableDifference& d : differences) {

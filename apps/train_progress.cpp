@@ -118,24 +118,32 @@ void ProgressReporter::record(int64_t step, const StepMetrics& m, double lr, dou
   if (config_.mlm) {
     std::snprintf(mlm, sizeof mlm, " | mlm loss %.4f acc %.3f", m.mlm_loss, m.mlm_accuracy);
   }
+  // generator_training: adversarial: the mean reward of the samples and the baseline's loss.
+  char reward[64] = "", reward_json[80] = "";
+  if (config_.adversarial) {
+    std::snprintf(reward, sizeof reward, " | reward %.4f baseline loss %.4f", m.reward,
+                  m.baseline_loss);
+    std::snprintf(reward_json, sizeof reward_json, "\"reward\": %.6g, \"baseline_loss\": %.6g, ",
+                  m.reward, m.baseline_loss);
+  }
   std::fprintf(stderr,
-               "step %lld/%lld | gen loss %.4f acc %.3f | disc loss %.4f acc %.3f%s | replaced "
+               "step %lld/%lld | gen loss %.4f acc %.3f%s | disc loss %.4f acc %.3f%s | replaced "
                "%.3f | lr %.3e | grad norm %.3f | %.1f seq/s %.0f tok/s | %.2f TFLOP/s%s | "
                "ETA %s\n",
                static_cast<long long>(step), static_cast<long long>(config_.total_steps),
-               m.gen_loss, m.gen_accuracy, m.disc_loss, m.disc_accuracy, mlm, m.replaced_fraction,
-               lr, grad_norm, seq_per_s, tok_per_s, flops_per_s / 1e12, mfu,
+               m.gen_loss, m.gen_accuracy, reward, m.disc_loss, m.disc_accuracy, mlm,
+               m.replaced_fraction, lr, grad_norm, seq_per_s, tok_per_s, flops_per_s / 1e12, mfu,
                format_duration(eta).c_str());
   std::fprintf(metrics_,
                "{\"step\": %lld, \"gen_loss\": %.6g, \"gen_acc\": %.6g, \"disc_loss\": %.6g, "
                "\"disc_acc\": %.6g, \"disc_precision\": %.6g, \"disc_recall\": %.6g, "
                "\"replaced_frac\": %.6g, \"mlm_loss\": %.6g, \"mlm_acc\": %.6g, "
-               "\"total_loss\": %.6g, \"lr\": %.6g, \"grad_norm\": "
+               "%s\"total_loss\": %.6g, \"lr\": %.6g, \"grad_norm\": "
                "%.6g, \"seq_per_s\": %.6g, \"tokens_per_s\": %.6g, \"tflops\": %.6g, "
                "\"step_seconds\": %.6g}\n",
                static_cast<long long>(step), m.gen_loss, m.gen_accuracy, m.disc_loss,
                m.disc_accuracy, m.disc_precision, m.disc_recall, m.replaced_fraction, m.mlm_loss,
-               m.mlm_accuracy, m.total_loss, lr, grad_norm, seq_per_s, tok_per_s,
+               m.mlm_accuracy, reward_json, m.total_loss, lr, grad_norm, seq_per_s, tok_per_s,
                flops_per_s / 1e12, per_step);
   ELECTRA_USER_CHECK(std::fflush(metrics_) == 0, metrics_path_, ": write failed (disk full?)");
   window_seconds_ = 0;

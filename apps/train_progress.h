@@ -30,6 +30,7 @@ struct ProgressConfig {
   double flops_per_step = 0;   // official conventions (models/flops.h)
   double peak_flops = 0;       // the device's bf16 peak for MFU; 0 = not known
   bool mlm = false;            // the objective trains a discriminator-sized MLM: show its loss
+  bool adversarial = false;    // generator_training: adversarial: show the reward and baseline
 };
 
 // Moves the lines of metrics_path that record updates after start_step to

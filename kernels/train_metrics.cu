@@ -70,6 +70,34 @@ __global__ void accumulate_mlm_kernel(const float* loss, const int32_t* predicte
   a[kMetricNonFinite] += !isfinite(mlm);
 }
 
+__global__ void accumulate_reinforce_kernel(const float* reward, const float* baseline_loss,
+                                            const float* w, double* a, int64_t m) {
+  __shared__ double sums[3][kThreads];
+  double r = 0, l = 0, weight = 0;
+  for (int64_t i = threadIdx.x; i < m; i += kThreads) {
+    r += reward[i];
+    l += baseline_loss[i];
+    weight += w[i];
+  }
+  sums[0][threadIdx.x] = r;
+  sums[1][threadIdx.x] = l;
+  sums[2][threadIdx.x] = weight;
+  __syncthreads();
+  for (int stride = kThreads / 2; stride > 0; stride /= 2) {
+    if (threadIdx.x < stride) {
+      for (int k = 0; k < 3; ++k) sums[k][threadIdx.x] += sums[k][threadIdx.x + stride];
+    }
+    __syncthreads();
+  }
+  if (threadIdx.x != 0) return;
+  const double mean_reward = ratio(sums[0][0], sums[2][0]);
+  const double baseline = ratio(sums[1][0], sums[2][0]);
+  a[kMetricReward] += mean_reward;
+  a[kMetricBaselineLoss] += baseline;
+  a[kMetricTotalLoss] += baseline;
+  a[kMetricNonFinite] += !isfinite(mean_reward) || !isfinite(baseline);
+}
+
 __global__ void record_grad_norm_kernel(const float* norm, double* a) {
   a[kMetricGradNorm] = *norm;
   a[kMetricNonFinite] += !isfinite(*norm);
@@ -110,6 +138,15 @@ void accumulate_mlm_metrics(Context& ctx, const Tensor& loss, const Tensor& argm
   accumulate_mlm_kernel<<<1, kThreads, 0, ctx.stream()>>>(
       loss.ptr<float>(), argmax.ptr<int32_t>(), labels.ptr<int32_t>(), weights.ptr<float>(),
       acc.ptr<double>(), loss.numel());
+  ELECTRA_CUDA_CHECK_LAUNCH();
+}
+
+void accumulate_reinforce_metrics(Context& ctx, const Tensor& reward, const Tensor& baseline_loss,
+                                  const Tensor& weights, const Tensor& acc) {
+  check_dtype(reward, DType::F32, "accumulate_reinforce_metrics reward (cuda)");
+  accumulate_reinforce_kernel<<<1, kThreads, 0, ctx.stream()>>>(
+      reward.ptr<float>(), baseline_loss.ptr<float>(), weights.ptr<float>(), acc.ptr<double>(),
+      reward.numel());
   ELECTRA_CUDA_CHECK_LAUNCH();
 }
 

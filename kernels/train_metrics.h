@@ -18,11 +18,17 @@
 // definitions of L, W, C over its rows:
 //     acc[kMetricMlmLoss] += r(L, W)   acc[kMetricMlmAccuracy] += r(C, W)
 //     acc[kMetricTotalLoss] += r(L, W),  acc[kMetricNonFinite] += 1 when r(L, W) is not finite
+// accumulate_reinforce_metrics, after it when the generator is trained adversarially
+// (kernels/reinforce.h), from reward [M], baseline_loss [M] and the slot weights [M], with
+// W = sum weights:
+//     acc[kMetricReward] += r(sum reward, W)   acc[kMetricBaselineLoss] += r(sum baseline_loss, W)
+//     acc[kMetricTotalLoss] += r(sum baseline_loss, W),  acc[kMetricNonFinite] += 1 when either
+//     mean is not finite
 // record_grad_norm, once per update after the optimizer's norm:
 //     acc[kMetricGradNorm] = norm,  acc[kMetricNonFinite] += 1 when norm is not finite
-// Dividing the first ten by kMetricMicroBatches gives the means over the update's micro-batches.
-// accumulate_loss, for a loss that is a weighted sum of per-row loss means (fine-tuning), once
-// per term: with S = sum loss,
+// Dividing the first ten and kMetricReward, kMetricBaselineLoss by kMetricMicroBatches gives the
+// means over the update's micro-batches. accumulate_loss, for a loss that is a weighted sum of
+// per-row loss means (fine-tuning), once per term: with S = sum loss,
 //     acc[kMetricTotalLoss] += weight * r(S, count),  acc[kMetricNonFinite] += 1 when that term
 //     is not finite
 //
@@ -50,9 +56,11 @@ enum TrainMetric : int {
   kMetricMasked = 10,
   kMetricTokens = 11,
   kMetricMicroBatches = 12,
-  kMetricGradNorm = 13,
-  kMetricNonFinite = 14,  // micro-batches with a non-finite loss + updates with a non-finite norm
-  kTrainMetrics = 15,
+  kMetricReward = 13,        // generator_training: adversarial: the mean reward of the samples
+  kMetricBaselineLoss = 14,  // ... and the mean loss of its baseline
+  kMetricGradNorm = 15,
+  kMetricNonFinite = 16,  // micro-batches with a non-finite loss + updates with a non-finite norm
+  kTrainMetrics = 17,
 };
 
 namespace cpu {
@@ -61,6 +69,8 @@ void accumulate_pretrain_metrics(Context& ctx, const Tensor& gen_loss, const Ten
                                  const Tensor& counts, float disc_weight, const Tensor& acc);
 void accumulate_mlm_metrics(Context& ctx, const Tensor& loss, const Tensor& argmax,
                             const Tensor& labels, const Tensor& weights, const Tensor& acc);
+void accumulate_reinforce_metrics(Context& ctx, const Tensor& reward, const Tensor& baseline_loss,
+                                  const Tensor& weights, const Tensor& acc);
 void record_grad_norm(Context& ctx, const Tensor& norm, const Tensor& acc);
 void accumulate_loss(Context& ctx, const Tensor& loss, double weight, double count,
                      const Tensor& acc);
@@ -71,6 +81,8 @@ void accumulate_pretrain_metrics(Context& ctx, const Tensor& gen_loss, const Ten
                                  const Tensor& counts, float disc_weight, const Tensor& acc);
 void accumulate_mlm_metrics(Context& ctx, const Tensor& loss, const Tensor& argmax,
                             const Tensor& labels, const Tensor& weights, const Tensor& acc);
+void accumulate_reinforce_metrics(Context& ctx, const Tensor& reward, const Tensor& baseline_loss,
+                                  const Tensor& weights, const Tensor& acc);
 void record_grad_norm(Context& ctx, const Tensor& norm, const Tensor& acc);
 void accumulate_loss(Context& ctx, const Tensor& loss, double weight, double count,
                      const Tensor& acc);
@@ -111,6 +123,21 @@ inline void accumulate_mlm_metrics(Context& ctx, const Tensor& loss, const Tenso
   check_shape(acc, {kTrainMetrics}, "accumulate_mlm_metrics acc");
   check_dtype(acc, DType::F64, "accumulate_mlm_metrics acc");
   ELECTRA_DISPATCH(ctx, accumulate_mlm_metrics, loss, argmax, labels, weights, acc);
+}
+
+inline void accumulate_reinforce_metrics(Context& ctx, const Tensor& reward,
+                                         const Tensor& baseline_loss, const Tensor& weights,
+                                         const Tensor& acc) {
+  check_devices(ctx, "accumulate_reinforce_metrics", {&reward, &baseline_loss, &weights, &acc});
+  const int64_t m = reward.numel();
+  check_dtype(weights, DType::F32, "accumulate_reinforce_metrics weights");
+  ELECTRA_CHECK(
+      baseline_loss.numel() == m && weights.numel() == m && baseline_loss.dtype == reward.dtype,
+      "accumulate_reinforce_metrics: ", reward.str(), ", ", baseline_loss.str(), ", ",
+      weights.str(), " must have one element per slot");
+  check_shape(acc, {kTrainMetrics}, "accumulate_reinforce_metrics acc");
+  check_dtype(acc, DType::F64, "accumulate_reinforce_metrics acc");
+  ELECTRA_DISPATCH(ctx, accumulate_reinforce_metrics, reward, baseline_loss, weights, acc);
 }
 
 inline void record_grad_norm(Context& ctx, const Tensor& norm, const Tensor& acc) {

@@ -69,6 +69,26 @@ void accumulate_mlm(const Tensor& loss, const Tensor& argmax, const Tensor& labe
 }
 
 template <class T>
+void accumulate_reinforce(const Tensor& reward, const Tensor& baseline_loss, const Tensor& weights,
+                          const Tensor& acc) {
+  const T* r = reward.ptr<T>();
+  const T* l = baseline_loss.ptr<T>();
+  const float* w = weights.ptr<float>();
+  double reward_sum = 0, loss_sum = 0, weight = 0;
+  for (int64_t i = 0; i < reward.numel(); ++i) {
+    reward_sum += static_cast<double>(r[i]);
+    loss_sum += static_cast<double>(l[i]);
+    weight += w[i];
+  }
+  double* a = acc.ptr<double>();
+  const double mean_reward = ratio(reward_sum, weight), baseline = ratio(loss_sum, weight);
+  a[kMetricReward] += mean_reward;
+  a[kMetricBaselineLoss] += baseline;
+  a[kMetricTotalLoss] += baseline;
+  a[kMetricNonFinite] += !std::isfinite(mean_reward) || !std::isfinite(baseline);
+}
+
+template <class T>
 double sum(const Tensor& x) {
   const T* v = x.ptr<T>();
   double s = 0;
@@ -97,6 +117,13 @@ void accumulate_mlm_metrics(Context&, const Tensor& loss, const Tensor& argmax,
     check_dtype(loss, DType::F32, "accumulate_mlm_metrics loss (cpu)");
     accumulate_mlm<float>(loss, argmax, labels, weights, acc);
   }
+}
+
+void accumulate_reinforce_metrics(Context&, const Tensor& reward, const Tensor& baseline_loss,
+                                  const Tensor& weights, const Tensor& acc) {
+  dispatch_cpu_float(reward.dtype, "accumulate_reinforce_metrics", [&](auto zero) {
+    accumulate_reinforce<decltype(zero)>(reward, baseline_loss, weights, acc);
+  });
 }
 
 void record_grad_norm(Context&, const Tensor& norm, const Tensor& acc) {

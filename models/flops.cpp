@@ -56,8 +56,14 @@ double copy_flops(int64_t seq_len) {
   return (kSigmoid + kCopyMix) * static_cast<double>(seq_len);
 }
 
+double adversarial_flops(const EncoderConfig& enc, double masked_per_seq) {
+  const double h = enc.hidden, v = enc.vocab_size;
+  return (2 * h + 1 + kSigmoid + 2 * v) * masked_per_seq;
+}
+
 StepFlops step_flops(const ElectraConfig& cfg, int64_t batch, int64_t seq_len,
-                     double masked_per_seq, Objective objective, GeneratorKind generator) {
+                     double masked_per_seq, Objective objective, GeneratorKind generator,
+                     GeneratorTraining training) {
   const ObjectiveWiring wiring = objective_wiring(objective);
   const EncoderConfig& d = cfg.discriminator;
   const EncoderConfig g = cfg.generator();
@@ -66,6 +72,9 @@ StepFlops step_flops(const ElectraConfig& cfg, int64_t batch, int64_t seq_len,
   if (wiring.generator && generator == GeneratorKind::kMlm) {
     f.generator_forward = b * (g.layers * encoder_block_flops(g, seq_len) +
                                embedding_flops(g, seq_len) + mlm_head_flops(g, masked_per_seq));
+    if (training == GeneratorTraining::kAdversarial) {
+      f.generator_forward += b * adversarial_flops(g, masked_per_seq);
+    }
   }
   double heads = 0;
   if (wiring.mlm_head) {

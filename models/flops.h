@@ -27,6 +27,11 @@
 //   copy       = s * (4 + 3)   sigmoid of the copy logit (negate, exp, add 1, divide) and the
 //                              mixture D [v = x] + (1 - D) p(x) at the target (1 - D, multiply,
 //                              add)
+// generator_training: adversarial adds, per masked position, the baseline's probe w . h_G + c
+// (2h + 1), its sigmoid (4) and the policy gradient's rewrite of the generator's V logits (a
+// multiply and an add each: 2V):
+//   adversarial = m * (2h + 1 + 4 + 2V)    (generator sizes; counted in the generator's forward,
+//                                           so the convention doubles it like the rest)
 // With `generator: unigram` (GeneratorKind::kUnigram) no generator runs: its forward is 0 (the
 // draw from the counts is not a model and is not counted). `sharing:` changes nothing here: both
 // encoders run their own embeddings in every variant.
@@ -49,6 +54,7 @@ double embedding_flops(const EncoderConfig& enc, int64_t seq_len);
 double mlm_head_flops(const EncoderConfig& enc, double masked_per_seq);
 double disc_head_flops(const EncoderConfig& enc, int64_t seq_len);
 double copy_flops(int64_t seq_len);  // all-tokens-mlm's copy mechanism
+double adversarial_flops(const EncoderConfig& enc, double masked_per_seq);  // at m positions
 
 // FLOPs of one training step (one optimizer update over `batch` sequences).
 struct StepFlops {
@@ -67,7 +73,8 @@ struct StepFlops {
 // mlm and replace-mlm runs at as many.
 StepFlops step_flops(const ElectraConfig& cfg, int64_t batch, int64_t seq_len,
                      double masked_per_seq, Objective objective = Objective::kElectra,
-                     GeneratorKind generator = GeneratorKind::kMlm);
+                     GeneratorKind generator = GeneratorKind::kMlm,
+                     GeneratorTraining training = GeneratorTraining::kMle);
 
 // Total pre-training FLOPs with the official script's conventions (output_frac 0.15625):
 // steps x step_flops(cfg, batch, seq_len, 0.15625 * seq_len, objective).total().

@@ -14,6 +14,9 @@ namespace electra {
 class ElectraGenerator {
  public:
   static constexpr const char* kPrefix = "generator/";
+  // generator_training: adversarial's baseline, kPrefix + this (models/pretrainer.h); saved with
+  // the generator.
+  static constexpr const char* kAdversarialBaseline = "adversarial_baseline.";
 
   // Slots: N masked positions per sequence. The padded vocabulary is the row count of
   // tables.word_padded.
@@ -24,6 +27,8 @@ class ElectraGenerator {
   void forward(Context& ctx, const Pass& pass, const Tensor& ids, const Tensor& segment_ids,
                const Tensor& mask, const Tensor& positions);
   const Tensor& logits() const { return head_.logits(); }  // [B * N, Vp]; dz before backward()
+  // h_G at the masked positions [B * N, H] (from the last forward).
+  const Tensor& masked_hidden() const { return head_.gathered(); }
   // `ready` (optional) receives the head's parameter span when its gradients are final, then the
   // encoder's spans (models/encoder.h).
   void backward(Context& ctx, const Pass& pass, const GradientsReady& ready = {});

@@ -155,6 +155,11 @@ PreparedModel prepare(const ParameterStore& store, const HfModelLayout& layout,
     expected.insert(name);
     const std::vector<int64_t>& shape = store.info(store_name).shape;
     const SafetensorsEntry* entry = file.find(name);
+    if (entry == nullptr &&
+        std::any_of(layout.optional_prefixes.begin(), layout.optional_prefixes.end(),
+                    [&](const std::string& prefix) { return starts_with(name, prefix); })) {
+      continue;
+    }
     ELECTRA_USER_CHECK(entry != nullptr, file.path(), ": tensor '", name,
                        "' is missing (the model needs ", shape_str(shape), ")");
     ELECTRA_USER_CHECK(entry->shape == shape, file.path(), ": tensor '", name, "' has shape ",
@@ -240,7 +245,22 @@ HfModelLayout generator_layout(const ParameterStore& store, const EncoderConfig&
   const bool own_tables = std::any_of(
       store.params().begin(), store.params().end(),
       [](const ParamInfo& p) { return starts_with(p.name, kGeneratorPrefix + kSharedEmbeddings); });
-  return layout_of(store, "ElectraForMaskedLM", generator_config, kGeneratorPrefix, !own_tables);
+  HfModelLayout layout =
+      layout_of(store, "ElectraForMaskedLM", generator_config, kGeneratorPrefix, !own_tables);
+  // generator_training: adversarial saves its REINFORCE baseline beside the generator
+  // (adversarial_baseline.*, docs/OBJECTIVES.md); a model without one (an mle run, the evaluation
+  // commands) reads such a directory without it.
+  const std::string baseline = ElectraGenerator::kAdversarialBaseline;
+  if (std::none_of(layout.tensors.begin(), layout.tensors.end(),
+                   [&](const auto& t) { return starts_with(t.first, baseline); })) {
+    layout.ignored_prefixes.push_back(baseline);
+  } else {
+    layout.note =
+        "adversarial_baseline.* is the REINFORCE baseline of generator_training: adversarial "
+        "(b = -log sigmoid(w . h + c) on the encoder's output at a masked position); "
+        "ElectraForMaskedLM does not use it";
+  }
+  return layout;
 }
 
 EncoderConfig read_hf_config(const std::string& config_json_path) {
@@ -393,13 +413,16 @@ struct PreparedPair {
   PreparedModel discriminator, generator;
 };
 
+// baseline_optional: the generator directory may lack the adversarial baseline (--init).
 PreparedPair prepare_pair(const ElectraPretrainer& pretrainer, const std::string& discriminator_dir,
-                          const std::string& generator_dir) {
+                          const std::string& generator_dir, bool baseline_optional = false) {
   const ParameterStore& store = pretrainer.store();
   const ElectraConfig& config = pretrainer.config();
+  HfModelLayout generator = generator_layout(store, config.generator());
+  if (baseline_optional) generator.optional_prefixes = {ElectraGenerator::kAdversarialBaseline};
   return PreparedPair{
       prepare(store, discriminator_layout(store, config.discriminator), discriminator_dir),
-      prepare(store, generator_layout(store, config.generator()), generator_dir)};
+      prepare(store, generator, generator_dir)};
 }
 
 // The shared tables whose generator copy differs from the discriminator's.
@@ -457,7 +480,7 @@ void load_pretrainer_models(Context& ctx, ElectraPretrainer& pretrainer, const s
 std::vector<SharedTableDifference> load_pretrainer_pair(Context& ctx, ElectraPretrainer& pretrainer,
                                                         const std::string& discriminator_dir,
                                                         const std::string& generator_dir) {
-  const PreparedPair pair = prepare_pair(pretrainer, discriminator_dir, generator_dir);
+  const PreparedPair pair = prepare_pair(pretrainer, discriminator_dir, generator_dir, true);
   std::vector<SharedTableDifference> differences = shared_differences(pair);
   apply_pair(ctx, pretrainer, pair);
   return differences;

@@ -35,6 +35,9 @@ struct HfModelLayout {
   // Checkpoint tensors under these prefixes are accepted and not loaded (fine-tuning from a
   // pre-training checkpoint skips its "discriminator_predictions." head).
   std::vector<std::string> ignored_prefixes;
+  // Model tensors under these prefixes may be absent from the checkpoint; they then keep their
+  // values (an adversarial run initialised from an mle generator keeps its fresh baseline).
+  std::vector<std::string> optional_prefixes;
   // Sequence classification checkpoints (ElectraForSequenceClassification): num_labels > 0
   // writes id2label / label2id, and problem_type ("regression" for STS-B) when not empty.
   int num_labels = 0;
@@ -107,7 +110,8 @@ struct SharedTableDifference {
 // directories, as the released HF checkpoints come. Validates both before writing anything; the
 // shared tables are taken from the discriminator's copy (they may differ when the two were not
 // trained together: the differences are returned for the caller to report); then refreshes the
-// compute copy of the weights.
+// compute copy of the weights. A generator directory without the adversarial baseline
+// (generator_training: mle) leaves the model's baseline as it was.
 std::vector<SharedTableDifference> load_pretrainer_pair(Context& ctx, ElectraPretrainer& pretrainer,
                                                         const std::string& discriminator_dir,
                                                         const std::string& generator_dir);

@@ -34,6 +34,8 @@ class MlmHead {
   // hidden [B, T, H] (the encoder's output); positions i32 [B, N] (views kept for the backward).
   void forward(Context& ctx, const Tensor& hidden, const Tensor& positions);
   const Tensor& logits() const { return logits_; }  // [B * N, Vp]; holds dz before backward()
+  // x, the encoder's output at the positions [B * N, H] (the adversarial baseline's input).
+  const Tensor& gathered() const { return gathered_; }
   // Adds the gradient of the hidden states to grad_hidden [B, T, H] (+=); the parameter
   // gradients are final afterwards.
   void backward(Context& ctx, const Tensor& grad_hidden);

@@ -73,4 +73,13 @@ const char* sharing_name(Sharing sharing) {
   return sharing == Sharing::kNone ? "none" : "embeddings";
 }
 
+const char* generator_training_name(GeneratorTraining training) {
+  return training == GeneratorTraining::kAdversarial ? "adversarial" : "mle";
+}
+
+bool adversarial_applies(Objective objective, GeneratorKind generator) {
+  const ObjectiveWiring w = objective_wiring(objective);
+  return generator == GeneratorKind::kMlm && w.generator && w.binary_head && !w.all_tokens;
+}
+
 }  // namespace electra

@@ -49,4 +49,15 @@ const char* generator_kind_name(GeneratorKind kind);  // "mlm" | "unigram"
 enum class Sharing : uint8_t { kEmbeddings, kNone };
 const char* sharing_name(Sharing sharing);  // "embeddings" | "none"
 
+// How the MLM generator learns (`generator_training:`, docs/OBJECTIVES.md): kMle, maximum
+// likelihood of the original tokens (the default; the paper's main setting), or kAdversarial,
+// REINFORCE on the discriminator's loss at its samples with a learned baseline (Clark et al.
+// 2020, Appendix F). Adversarial needs the MLM generator and the binary discriminator (electra,
+// electra-15).
+enum class GeneratorTraining : uint8_t { kMle, kAdversarial };
+const char* generator_training_name(GeneratorTraining training);  // "mle" | "adversarial"
+// Whether `objective` with `generator` can be trained adversarially (an MLM generator whose
+// samples a binary discriminator judges).
+bool adversarial_applies(Objective objective, GeneratorKind generator);
+
 }  // namespace electra

@@ -31,6 +31,7 @@ int64_t padded_vocab(int64_t vocab, int64_t multiple) {
 struct ElectraPretrainer::Parts {
   Parts(ModelBuilder& b, const ElectraConfig& config, const PretrainOptions& o, int64_t slots)
       : wiring(objective_wiring(o.objective)),
+        adversarial(o.generator_training == GeneratorTraining::kAdversarial),
         tables(b, str_cat(ElectraDiscriminator::kPrefix, "electra."), config.discriminator,
                padded_vocab(config.discriminator.vocab_size, o.vocab_multiple)),
         tables_span{0, b.declared()} {
@@ -46,6 +47,17 @@ struct ElectraPretrainer::Parts {
         own = &*generator_tables;
       }
       generator.emplace(b, config.generator(), *own, o.batch, o.seq_len, slots);
+      if (adversarial) {  // b = -log sigmoid(w . h_G + c) per masked slot (kernels/reinforce.h)
+        const auto first = b.declared();
+        baseline =
+            Linear(b, str_cat(ElectraGenerator::kPrefix, ElectraGenerator::kAdversarialBaseline),
+                   config.generator().hidden, 1);
+        baseline_span = ParamSpan{first, b.declared()};
+        baseline_logit = b.activation({bn, 1});
+        const DType stat = b.dtypes().statistic;
+        reinforce_slots = ReinforceSlots{b.activation(stat, {bn}), b.activation(stat, {bn}),
+                                         b.activation(stat, {bn}), b.activation(stat, {bn})};
+      }
     }
     const int64_t mlm_rows = !wiring.mlm_head ? 0 : wiring.all_tokens ? bt : bn;
     discriminator.emplace(b, config.discriminator, tables, o.batch, o.seq_len,
@@ -88,6 +100,7 @@ struct ElectraPretrainer::Parts {
   static constexpr int kInputPlanes = 4;  // ids, segment ids, mask, token weights
 
   ObjectiveWiring wiring;
+  bool adversarial;  // generator_training: adversarial
   EmbeddingTables tables;
   ParamSpan tables_span;  // declared first: the parameters [0, end of the shared tables)
   std::optional<EmbeddingTables> generator_tables;    // sharing: none
@@ -104,6 +117,10 @@ struct ElectraPretrainer::Parts {
   Tensor masked_weights;                     // electra-15: f32 [B, T, 1], 1 at the masked positions
   Tensor all_positions;                      // all-tokens-mlm: i32 [B, T], 0..T-1 in every row
   Tensor unigram_cdf;                        // generator: unigram: f64 [V] cumulative counts
+  Linear baseline;                           // adversarial: generator/adversarial_baseline.*
+  ParamSpan baseline_span;                   // declared right after the generator
+  Tensor baseline_logit;                     // [B * N, 1]: u, then du (reinforce, in place)
+  ReinforceSlots reinforce_slots;            // reward, advantage, log_prob, baseline_loss [B * N]
 };
 
 namespace {
@@ -158,6 +175,18 @@ ElectraPretrainer::ElectraPretrainer(Context& ctx, const ElectraConfig& config,
       options.generator == GeneratorKind::kMlm || objective_wiring(options.objective).generator,
       "generator: unigram: objective ", objective_name(options.objective),
       " has no generator whose samples it could replace");
+  ELECTRA_USER_CHECK(
+      options.generator_training == GeneratorTraining::kMle ||
+          adversarial_applies(options.objective, options.generator),
+      "generator_training: adversarial needs the MLM generator and the binary "
+      "discriminator (objective electra or electra-15, generator mlm), not objective ",
+      objective_name(options.objective), " with generator ",
+      generator_kind_name(options.generator));
+  ELECTRA_USER_CHECK(
+      options.generator_training == GeneratorTraining::kMle || options.temperature == 1.0f,
+      "generator_training: adversarial needs masking.temperature 1 (REINFORCE differentiates the "
+      "log-probability of the distribution that was sampled), got ",
+      options.temperature);
   ELECTRA_CHECK(options.vocab_multiple > 0, "pretrain: vocab_multiple ", options.vocab_multiple);
   slots_ = std::max<int64_t>(slots_, 1);
   const ModelDTypes dtypes = ModelDTypes::for_precision(ctx.precision());
@@ -204,9 +233,19 @@ StepMetrics step_metrics(const std::vector<double>& acc) {
   m.total_loss = acc[kMetricTotalLoss] / n;
   m.mlm_loss = acc[kMetricMlmLoss] / n;
   m.mlm_accuracy = acc[kMetricMlmAccuracy] / n;
+  m.reward = acc[kMetricReward] / n;
+  m.baseline_loss = acc[kMetricBaselineLoss] / n;
   m.masked = acc[kMetricMasked];  // totals over the micro-steps
   m.tokens = acc[kMetricTokens];
   return m;
+}
+
+const ReinforceSlots& ElectraPretrainer::adversarial_slots() const {
+  return parts_->reinforce_slots;
+}
+
+const Tensor& ElectraPretrainer::discriminator_token_loss() const {
+  return parts_->disc_loss;
 }
 
 const Tensor& ElectraPretrainer::labels() const {
@@ -338,7 +377,9 @@ Tensor ElectraPretrainer::generator_loss(Context& ctx, const Corruption& c) {
   SoftmaxXentParams xent;
   xent.vocab = config_.discriminator.vocab_size;
   xent.temperature = options_.temperature;
-  xent.scale = DeviceScalar<float>::in(gen_scale_at(p.scalars));
+  // Adversarial: the unscaled w (p - e_y) that adversarial_loss turns into the policy gradient.
+  xent.scale =
+      p.adversarial ? DeviceScalar<float>(1.0f) : DeviceScalar<float>::in(gen_scale_at(p.scalars));
   xent.stream = rng(ctx, RngPurpose::kGumbel);
   softmax_xent(ctx, p.generator->logits(), c.original.reshape({bn}), c.weights.reshape({bn}), xent,
                p.gen_loss, p.samples, p.argmax);
@@ -397,6 +438,19 @@ void ElectraPretrainer::mlm_loss(Context& ctx, const Corruption& c) {
   }
 }
 
+void ElectraPretrainer::adversarial_loss(Context& ctx, const Corruption& c, const Tensor& samples) {
+  Parts& p = *parts_;
+  const int64_t bn = options_.batch * slots_;
+  const Tensor& hidden = p.generator->masked_hidden();
+  p.baseline.forward(ctx, hidden, p.baseline_logit);
+  ReinforceParams params;
+  params.vocab = config_.discriminator.vocab_size;
+  params.scale = DeviceScalar<float>::in(gen_scale_at(p.scalars));
+  const Tensor u = p.baseline_logit.reshape({bn});
+  reinforce(ctx, p.generator->logits(), c.original.reshape({bn}), samples, c.weights.reshape({bn}),
+            p.disc_loss, c.positions, u, params, u, p.reinforce_slots);
+}
+
 ForwardContext ElectraPretrainer::forward(Context& ctx, const Corruption& c, uint32_t micro_step,
                                           float loss_scale) {
   set_step(ctx, micro_step, loss_scale);
@@ -428,6 +482,7 @@ ForwardContext ElectraPretrainer::forward(Context& ctx, const Corruption& c) {
     zero_tensor(ctx.stream(), parts_->counts);
   }
   if (w.mlm_head) mlm_loss(ctx, c);
+  if (parts_->adversarial) adversarial_loss(ctx, c, saved.samples);
   saved.labels = parts_->labels;
   last_corruption_ = c;
   last_forward_ = saved;
@@ -447,6 +502,11 @@ void ElectraPretrainer::report_tables(Context& ctx, const GradientsReady& ready)
 void ElectraPretrainer::backward(Context& ctx, const ForwardContext& saved,
                                  const GradientsReady& ready) {
   parts_->discriminator->backward(ctx, saved.pass, ready);
+  if (parts_->adversarial) {  // no gradient into the generator's encoder (stop-gradient)
+    parts_->baseline.backward(ctx, parts_->generator->masked_hidden(), parts_->baseline_logit,
+                              Tensor{});
+    if (ready) ready(ctx, parts_->baseline_span);
+  }
   if (parts_->generator) parts_->generator->backward(ctx, saved.pass, ready);
   if (ready && parts_->generator_tables) ready(ctx, generator_tables_span_);
   report_tables(ctx, ready);
@@ -462,6 +522,10 @@ void ElectraPretrainer::accumulate_metrics(Context& ctx, const Corruption& c, co
                               c.original.reshape({bn}).rows(0, gen_rows),
                               c.weights.reshape({bn}).rows(0, gen_rows), p.counts,
                               options_.disc_weight, acc);
+  if (p.adversarial) {
+    accumulate_reinforce_metrics(ctx, p.reinforce_slots.reward, p.reinforce_slots.baseline_loss,
+                                 c.weights.reshape({bn}), acc);
+  }
   if (!p.wiring.mlm_head) return;
   if (p.wiring.all_tokens) {
     accumulate_mlm_metrics(ctx, p.mlm_loss, p.mlm_argmax, p.ids.reshape({bt}), p.token_weights,

@@ -22,6 +22,11 @@
 // discriminator-sized encoder (mlm), or that head fed with the generator's samples
 // (replace-mlm) or predicting every token with the copy mechanism (all-tokens-mlm); the stages
 // below then run where the objective has them, and mlm_loss() adds the kept model's MLM loss.
+// options.generator_training = kAdversarial (Appendix F) rearranges the same stages: the MLM loss
+// op only samples and keeps its gradient unscaled, and after discriminator_loss the stage
+// adversarial_loss turns it into the REINFORCE gradient from the discriminator's per-token loss
+// at the samples and a linear baseline on the generator's hidden states (kernels/reinforce.h);
+// the backward then also runs the baseline's (between the two models).
 // Every random draw is keyed by (seed, purpose, micro_step, rank), so a step is reproducible on
 // CPU and GPU and after a resume. No kernel of the pipeline takes a per-step value from the host:
 // the micro-step, the masking rate and the loss scales are read from the step scalars in device
@@ -29,8 +34,9 @@
 //
 // Gradients ready (data-parallel training, models/grad_sync.h): parameters are declared shared
 // tables, [the generator's own tables: sharing: none], generator (projection, layers, head),
-// discriminator (projection, layers, head). The
-// backward runs discriminator head, layers L-1..0, projection, then generator head, layers,
+// [the adversarial baseline], discriminator (projection, layers, head). The
+// backward runs discriminator head, layers L-1..0, projection, [baseline], then generator head,
+// layers,
 // projection, [its own tables], and last the shared tables (both models add into them); each part
 // reports its
 // parameter span when done, so the spans arrive from the end of the buffer towards 0.
@@ -41,6 +47,7 @@
 #include <utility>
 #include <vector>
 
+#include "kernels/reinforce.h"
 #include "models/discriminator.h"
 #include "models/generator.h"
 #include "models/objective.h"
@@ -68,6 +75,9 @@ struct PretrainOptions {
   // kNone: the generator reads embedding tables of its own (declared right after the shared
   // ones; its backward reports them after its projection).
   Sharing sharing = Sharing::kEmbeddings;
+  // kAdversarial: REINFORCE instead of maximum likelihood (needs an MLM generator, a binary
+  // discriminator and temperature 1: the gradient is that of log softmax at T = 1).
+  GeneratorTraining generator_training = GeneratorTraining::kMle;
   float temperature = 1.0f;   // of the Gumbel-max sampling
   float disc_weight = 50.0f;  // lambda
   SpecialTokens tokens;
@@ -111,9 +121,13 @@ struct StepMetrics {
   double replaced_fraction = 0;  // non-pad tokens whose sample differs from the original
   double mlm_loss = 0;           // the discriminator-sized model's MLM loss (the MLM objectives)
   double mlm_accuracy = 0;       // its prediction == original, over the same positions
-  double total_loss = 0;         // gen_loss + disc_weight * disc_loss + mlm_loss
-  double masked = 0;             // masked slots in the batch
-  double tokens = 0;             // non-pad tokens in the batch
+  double reward = 0;             // adversarial: mean reward of the samples (kernels/reinforce.h)
+  double baseline_loss = 0;      // adversarial: mean cross-entropy loss of the baseline
+  // gen_loss + disc_weight * disc_loss + mlm_loss + baseline_loss (adversarial: gen_loss is
+  // still the generator's MLM loss, reported, not trained)
+  double total_loss = 0;
+  double masked = 0;  // masked slots in the batch
+  double tokens = 0;  // non-pad tokens in the batch
 };
 
 // The means over the micro-steps accumulated in `acc` (kTrainMetrics values read back from the
@@ -205,6 +219,14 @@ class ElectraPretrainer {
   // The MLM objectives: the discriminator-sized model's MLM loss (at the masked positions, or at
   // every token with the copy mechanism), dlogits in place.
   void mlm_loss(Context& ctx, const Corruption& corruption);
+  // generator_training: adversarial, after discriminator_loss: the baseline's forward and the
+  // reinforce op on `samples` (those the discriminator saw); the generator's dlogits become the
+  // policy gradient in place.
+  void adversarial_loss(Context& ctx, const Corruption& corruption, const Tensor& samples);
+  // Its per-slot outputs [B * N] (reward, advantage, log p of the sample, baseline loss).
+  const ReinforceSlots& adversarial_slots() const;
+  // The discriminator's per-token loss [B * T] from discriminator_loss (the rewards' source).
+  const Tensor& discriminator_token_loss() const;
   const Tensor& labels() const;
 
   // --- Conveniences for tests and tools (each synchronises).

@@ -20,6 +20,7 @@ PretrainOptions pretrain_options(const apps::PretrainConfig& config, const Speci
   o.objective = config.objective;
   o.generator = config.generator;
   o.sharing = config.sharing;
+  o.generator_training = config.generator_training;
   if (objective_wiring(config.objective).bert_corruption) {  // BERT: 80% [MASK], 10% random
     o.mask_token_prob = 0.8f;
     o.random_token_prob = 0.1f;

@@ -376,3 +376,32 @@ TEST_CASE("sharing key", "[pretrain_config]") {
   CHECK(canonical_text(plain).find("sharing=") == std::string::npos);
   CHECK(config_hash(none) != config_hash(plain));
 }
+
+TEST_CASE("generator_training key", "[pretrain_config]") {
+  const std::string small = config_path("small");
+  const PretrainConfig plain = read_pretrain_config(small, {});
+  CHECK(plain.generator_training == GeneratorTraining::kMle);
+  const PretrainConfig adversarial =
+      read_pretrain_config(small, {"generator_training=adversarial"});
+  CHECK(adversarial.generator_training == GeneratorTraining::kAdversarial);
+  CHECK(describe(adversarial, "cpu", Precision::F32, false)
+            .find("generator_training: adversarial (REINFORCE") != std::string::npos);
+  CHECK(read_pretrain_config(small, {"generator_training=adversarial", "objective=electra-15"})
+            .generator_training == GeneratorTraining::kAdversarial);
+  CHECK_THROWS_WITH(read_pretrain_config(small, {"generator_training=gan"}),
+                    Catch::Contains("generator_training: 'gan' is not one of"));
+  for (const char* objective : {"objective=mlm", "objective=replace-mlm",
+                                "objective=all-tokens-mlm", "generator=unigram"}) {
+    INFO(objective);
+    CHECK_THROWS_WITH(
+        read_pretrain_config(small, {"generator_training=adversarial", objective}),
+        Catch::Contains("generator_training: adversarial needs the MLM generator and the binary "
+                        "discriminator"));
+  }
+  CHECK_THROWS_WITH(
+      read_pretrain_config(small, {"generator_training=adversarial", "masking.temperature=0.5"}),
+      Catch::Contains("masking.temperature 0.5 with generator_training: adversarial"));
+  // The default leaves the hash of earlier runs unchanged; adversarial changes it.
+  CHECK(canonical_text(plain).find("generator_training") == std::string::npos);
+  CHECK(config_hash(adversarial) != config_hash(plain));
+}

@@ -19,6 +19,25 @@ make_tiny_data() {
 
 # make_tiny_cased_checkpoint STEPS: $work/corpus.txt (1 MB), a CASED 3000-token vocab.txt, seq-64
 # shards/ and $work/pre, a 2-layer 64-wide ELECTRA pre-trained for STEPS updates on the CPU.
+# make_tiny_cls_data: $work/cls/{train,dev}.tsv, a tiny SST-2-shaped task (64 and 32 sentences
+# whose last word gives the label) for `finetune --init` checks.
+make_tiny_cls_data() {
+  python3 - "$work" <<'PY'
+import os, random, sys
+work = sys.argv[1]
+random.seed(3)
+fill = "the man woman house river city king ship sea night day road horse letter friend door".split()
+os.makedirs(f"{work}/cls", exist_ok=True)
+for split, n in (("train", 64), ("dev", 32)):
+    with open(f"{work}/cls/{split}.tsv", "w") as f:
+        f.write("sentence\tlabel\n")
+        for _ in range(n):
+            label = random.randint(0, 1)
+            words = random.sample(fill, 6) + ["happy" if label else "sad"]
+            f.write(" ".join(words) + " \t" + str(label) + "\n")
+PY
+}
+
 make_tiny_cased_checkpoint() {
   "$src/scripts/english_corpus.sh" "$work/corpus.txt" 1 || exit 1
   "$electra" build-vocab --input "$work/corpus.txt" --vocab-size 3000 --no-lowercase \

@@ -138,16 +138,26 @@ TEST_CASE("the backward reports gradients final from the end of the buffer", "[g
 }
 
 // Every generator variant reports its spans in order too: contiguous from the end of the buffer
-// to 0, each final when reported.
+// to 0, each final when reported (generator_training: adversarial: the baseline between the two
+// models).
 TEST_CASE("the generator variants report gradients final from the end of the buffer",
           "[grad_sync]") {
   Context ctx = Context::cpu(3);
-  for (const auto& [generator, sharing] : {std::pair{GeneratorKind::kUnigram, Sharing::kEmbeddings},
-                                           std::pair{GeneratorKind::kMlm, Sharing::kNone}}) {
-    INFO(generator_kind_name(generator) << ", sharing " << sharing_name(sharing));
+  struct Variant {
+    GeneratorKind generator;
+    Sharing sharing;
+    GeneratorTraining training;
+  };
+  for (const auto& [generator, sharing, training] :
+       {Variant{GeneratorKind::kUnigram, Sharing::kEmbeddings, GeneratorTraining::kMle},
+        Variant{GeneratorKind::kMlm, Sharing::kNone, GeneratorTraining::kMle},
+        Variant{GeneratorKind::kMlm, Sharing::kEmbeddings, GeneratorTraining::kAdversarial}}) {
+    INFO(generator_kind_name(generator)
+         << ", sharing " << sharing_name(sharing) << ", " << generator_training_name(training));
     PretrainOptions o = test::tiny_options();
     o.generator = generator;
     o.sharing = sharing;
+    o.generator_training = training;
     ElectraPretrainer model(ctx, test::tiny_electra_config(0.1f), o);
     model.init_weights(ctx, 5);
     if (generator == GeneratorKind::kUnigram)

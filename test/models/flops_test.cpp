@@ -124,6 +124,12 @@ TEST_CASE("FLOPs per objective counted by hand", "[flops]") {
   CHECK(all.generator_forward == 3 * 4032);
   CHECK(all.discriminator_forward == 3 * (8788 + 976 + 1080 + 864 + 28));
   CHECK(all.total() == 2 * 3 * (4032 + 11736));
+  // generator_training: adversarial: per masked position the baseline's probe 2*4 + 1, its
+  // sigmoid 4 and the policy gradient's rewrite of the 10 logits 2*10 = 33; 2 positions.
+  const StepFlops adversarial = step_flops(cfg, 3, 4, 2, Objective::kElectra, GeneratorKind::kMlm,
+                                           GeneratorTraining::kAdversarial);
+  CHECK(adversarial.generator_forward == 3 * (4032 + 66));
+  CHECK(adversarial.discriminator_forward == electra.discriminator_forward);
   // train_flops passes the objective through.
   CHECK(train_flops(cfg, 3, 4, 5, Objective::kMlm) ==
         Approx(5 * step_flops(cfg, 3, 4, 0.625, Objective::kMlm).total()));

@@ -41,14 +41,13 @@ void check_metrics(const StepMetrics& got, const StepMetrics& want, double toler
   CHECK(got.tokens == want.tokens);
 }
 
-}  // namespace
-
-TEST_CASE("the f32 pre-training step on the GPU equals the CPU step", "[pretrainer][gpu]") {
+// Three micro-steps of `options` in f32 on both devices from the same weights.
+void check_f32_steps(const PretrainOptions& options) {
   Context cpu = Context::cpu(21, Precision::F32);
   Context gpu = Context::cuda(0, 21, Precision::F32);
   const ElectraConfig config = test::tiny_electra_config(0.1f);
-  ElectraPretrainer c(cpu, config, test::tiny_options());
-  ElectraPretrainer g(gpu, config, test::tiny_options());
+  ElectraPretrainer c(cpu, config, options);
+  ElectraPretrainer g(gpu, config, options);
   c.init_weights(cpu, 4);
   copy_weights(gpu, g, c);
   const HostBatch batch = test::tiny_batch();
@@ -66,10 +65,26 @@ TEST_CASE("the f32 pre-training step on the GPU equals the CPU step", "[pretrain
     CHECK(got.weights == want.weights);
     CHECK(got.samples == want.samples);
     CHECK(test::download<int32_t>(gpu, g.labels()) == test::download<int32_t>(cpu, c.labels()));
-    check_metrics(g.metrics(gpu), c.metrics(cpu), 1e-5);
+    const StepMetrics got_metrics = g.metrics(gpu), want_metrics = c.metrics(cpu);
+    check_metrics(got_metrics, want_metrics, 1e-5);
+    CHECK(got_metrics.reward == Approx(want_metrics.reward).epsilon(1e-5));
+    CHECK(got_metrics.baseline_loss == Approx(want_metrics.baseline_loss).epsilon(1e-5));
     check_grads(gpu, g, cpu, c, 1e-5);
   }
   CHECK(host_params(gpu, g) == host_params(cpu, c));  // the step never writes the weights
+}
+
+}  // namespace
+
+TEST_CASE("the f32 pre-training step on the GPU equals the CPU step", "[pretrainer][gpu]") {
+  check_f32_steps(test::tiny_options());
+}
+
+// generator_training: adversarial: the reinforce stage and the baseline on both devices.
+TEST_CASE("the f32 adversarial step on the GPU equals the CPU step", "[pretrainer][gpu]") {
+  PretrainOptions options = test::tiny_options();
+  options.generator_training = GeneratorTraining::kAdversarial;
+  check_f32_steps(options);
 }
 
 TEST_CASE("the bf16 pre-training step on the GPU is within 2e-2 of the f32 CPU step",

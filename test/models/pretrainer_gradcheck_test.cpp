@@ -138,3 +138,86 @@ TEST_CASE("unigram-generator step gradients equal central differences", "[gradch
 TEST_CASE("sharing: none step gradients equal central differences", "[gradcheck]") {
   check_step_gradients(Objective::kElectra, 24, GeneratorKind::kMlm, Sharing::kNone);
 }
+
+// generator_training: adversarial: the update's gradient is that of the surrogate
+//   disc_weight BCE + (1 / M) sum_t (-sg(A_t) log p_G(x^_t) + baseline_loss_t(sg(h_G), sg(R)))
+// (kernels/reinforce.h). The central differences take the BCE from the metrics, log p_G(x^_t)
+// from the op's per-slot output with the advantages frozen at the unperturbed run's, and the
+// baseline's loss only for the baseline's own parameters (its input and its target are
+// stop-gradients for every other parameter).
+TEST_CASE("adversarial step gradients equal central differences of the REINFORCE surrogate",
+          "[gradcheck]") {
+  Context ctx = Context::cpu(17, Precision::F64);
+  PretrainOptions options = test::tiny_options();
+  options.generator_training = GeneratorTraining::kAdversarial;
+  ElectraPretrainer model(ctx, test::tiny_electra_config(), options);
+  model.init_weights(ctx, 3);
+  const ParameterStore& store = model.store();
+  double* flat = store.flat_params().ptr<double>();
+  const std::vector<double> noise =
+      test::random_vector<double>(static_cast<size_t>(store.total_elements()), 11, -0.2, 0.2);
+  for (const ParamInfo& p : store.params()) {
+    const bool small = p.kind != ParamKind::kWeight && p.kind != ParamKind::kEmbedding;
+    for (int64_t j = 0; j < p.numel; ++j) {
+      flat[p.offset + j] += small ? noise[p.offset + j] : 2 * noise[p.offset + j];
+    }
+  }
+  const HostBatch batch = test::tiny_batch();
+  test::FixedStep fixed(ctx, model, batch, test::tiny_corruption(batch));
+  const ReinforceSlots& slots = model.adversarial_slots();
+  model.zero_grads(ctx);
+  fixed.run(ctx, 0);
+  const std::vector<double> advantage = download_as<double>(ctx, slots.advantage);
+  const std::vector<float> weights = download_as<float>(ctx, model.last_corruption().weights);
+  double masked = 0;
+  for (float w : weights) masked += w;
+  const std::vector<double> analytic(store.flat_grads().ptr<double>(),
+                                     store.flat_grads().ptr<double>() + store.total_elements());
+  {
+    const StepMetrics base = model.metrics(ctx);
+    REQUIRE(std::isfinite(base.total_loss));
+    CHECK(base.reward > 0);
+    CHECK(base.baseline_loss > 0);
+    double spread = 0;  // the advantages are not all equal (nothing cancels by symmetry)
+    for (size_t i = 1; i < advantage.size(); ++i) {
+      if (weights[i] != 0) spread = std::max(spread, std::abs(advantage[i] - advantage[0]));
+    }
+    CHECK(spread > 1e-3);
+  }
+  auto surrogate = [&](bool with_baseline) {
+    fixed.run(ctx, 0);
+    const std::vector<double> log_prob = download_as<double>(ctx, slots.log_prob);
+    const std::vector<double> baseline_loss = download_as<double>(ctx, slots.baseline_loss);
+    double s = options.disc_weight * model.metrics(ctx).disc_loss;
+    for (size_t i = 0; i < log_prob.size(); ++i) {
+      s += (-advantage[i] * log_prob[i] + (with_baseline ? baseline_loss[i] : 0.0)) / masked;
+    }
+    return s;
+  };
+  const double h = 1e-5;
+  for (const ParamInfo& p : store.params()) {
+    const bool baseline = p.name.rfind("generator/adversarial_baseline.", 0) == 0;
+    const int64_t stride = std::max<int64_t>(1, p.numel / 24);
+    double worst = 0, scale = 0;
+    for (int64_t j = 0; j < p.numel; j += stride) {
+      double& x = flat[p.offset + j];
+      const double saved = x;
+      x = saved + h;
+      const double up = surrogate(baseline);
+      x = saved - h;
+      const double down = surrogate(baseline);
+      x = saved;
+      const double num = (up - down) / (2 * h);
+      worst = std::max(worst, std::abs(analytic[p.offset + j] - num));
+      scale = std::max(scale, std::abs(num));
+    }
+    INFO(p.name << ": max |analytic - numeric| " << worst << ", max |numeric| " << scale);
+    if (p.name.find("key.bias") != std::string::npos) {
+      CHECK(worst <= 1e-8);
+      CHECK(scale <= 1e-8);
+    } else {
+      CHECK(scale > 0);
+      CHECK(worst <= 1e-6 * scale);
+    }
+  }
+}
