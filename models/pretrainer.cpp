@@ -27,29 +27,78 @@ int64_t padded_vocab(int64_t vocab, int64_t multiple) {
 
 }  // namespace
 
+std::string sharing_problem(const ElectraConfig& config, Sharing sharing, Objective objective,
+                            GeneratorKind generator) {
+  if (sharing != Sharing::kAll && sharing != Sharing::kGdes) return "";
+  const std::string what = str_cat("sharing: ", sharing_name(sharing));
+  if (!objective_wiring(objective).generator) {
+    return str_cat(what, " ties the generator to the discriminator, but objective: ",
+                   objective_name(objective), " has no generator");
+  }
+  if (generator == GeneratorKind::kUnigram) {
+    return str_cat(what,
+                   " ties the generator to the discriminator, but generator: unigram builds no "
+                   "generator model");
+  }
+  if (sharing == Sharing::kGdes) return "";
+  const EncoderConfig& d = config.discriminator;
+  const EncoderConfig g = config.generator();
+  const std::string need = str_cat(what, " needs a generator of the discriminator's size: ");
+  if (g.hidden != d.hidden) {
+    return str_cat(need, "model.generator_multiplier ", config.generator_multiplier,
+                   " gives the generator hidden size ", g.hidden, ", the discriminator's is ",
+                   d.hidden, " (set model.generator_multiplier: 1)");
+  }
+  if (g.heads != d.heads) {
+    return str_cat(need, "model.heads is ", d.heads, " but the generator of hidden size ", g.hidden,
+                   " has hidden / 64 = ", g.heads, " heads");
+  }
+  if (g.ffn != d.ffn) {
+    return str_cat(need, "model.ffn is ", d.ffn, " but the generator's FFN is 4 x hidden = ", g.ffn);
+  }
+  return "";
+}
+
 // The models and every per-step buffer, built by one ModelBuilder pass.
 struct ElectraPretrainer::Parts {
   Parts(ModelBuilder& b, const ElectraConfig& config, const PretrainOptions& o, int64_t slots)
-      : wiring(objective_wiring(o.objective)),
-        tables(b, str_cat(ElectraDiscriminator::kPrefix, "electra."), config.discriminator,
-               padded_vocab(config.discriminator.vocab_size, o.vocab_multiple)),
-        tables_span{0, b.declared()} {
+      : wiring(objective_wiring(o.objective)) {
     const int64_t bt = o.batch * o.seq_len, bn = o.batch * slots;
-    if (wiring.generator && o.generator == GeneratorKind::kMlm) {
-      const EmbeddingTables* own = &tables;
-      if (o.sharing == Sharing::kNone) {
-        const auto first = b.declared();
-        generator_tables.emplace(b, str_cat(ElectraGenerator::kPrefix, "electra."),
-                                 config.generator(),
-                                 padded_vocab(config.discriminator.vocab_size, o.vocab_multiple));
-        generator_tables_span = ParamSpan{first, b.declared()};
-        own = &*generator_tables;
+    const int64_t vocab_rows = padded_vocab(config.discriminator.vocab_size, o.vocab_multiple);
+    const std::string disc_prefix = str_cat(ElectraDiscriminator::kPrefix, "electra.");
+    const std::string gen_prefix = str_cat(ElectraGenerator::kPrefix, "electra.");
+    const bool mlm_generator = wiring.generator && o.generator == GeneratorKind::kMlm;
+    if (mlm_generator && o.sharing == Sharing::kGdes) {
+      // The generator's tables first, then the discriminator's residuals and LayerNorm.
+      generator_tables.emplace(b, gen_prefix, config.generator(), vocab_rows);
+      generator_tables_span = ParamSpan{0, b.declared()};
+      gdes.emplace(b, disc_prefix, config.discriminator, vocab_rows, *generator_tables);
+      tables = gdes->tables();
+      tables_span = ParamSpan{generator_tables_span.end, b.declared()};
+    } else {
+      tables = EmbeddingTables(b, disc_prefix, config.discriminator, vocab_rows);
+      tables_span = ParamSpan{0, b.declared()};
+      if (mlm_generator && o.sharing == Sharing::kNone) {
+        generator_tables.emplace(b, gen_prefix, config.generator(), vocab_rows);
+        generator_tables_span = ParamSpan{tables_span.end, b.declared()};
       }
-      generator.emplace(b, config.generator(), *own, o.batch, o.seq_len, slots);
+    }
+    const bool tie_all = mlm_generator && o.sharing == Sharing::kAll;
+    if (mlm_generator && !tie_all) {
+      generator.emplace(b, config.generator(), generator_tables ? *generator_tables : tables,
+                        o.batch, o.seq_len, slots);
     }
     const int64_t mlm_rows = !wiring.mlm_head ? 0 : wiring.all_tokens ? bt : bn;
     discriminator.emplace(b, config.discriminator, tables, o.batch, o.seq_len,
                           DiscriminatorHeads{wiring.binary_head, mlm_rows});
+    if (tie_all) {
+      // sharing: all: the generator's encoder is the discriminator's (declared just above); only
+      // its head is declared here, after the discriminator's.
+      b.set_reusing(true);
+      generator.emplace(b, config.generator(), tables, o.batch, o.seq_len, slots,
+                        ElectraDiscriminator::kPrefix);
+      b.set_reusing(false);
+    }
     const DType stat = b.dtypes().statistic;
     input = b.activation(DType::I32, {kInputPlanes, o.batch, o.seq_len});
     auto plane = [&](int k, DType dtype) {  // planning: a view without memory
@@ -88,10 +137,14 @@ struct ElectraPretrainer::Parts {
   static constexpr int kInputPlanes = 4;  // ids, segment ids, mask, token weights
 
   ObjectiveWiring wiring;
+  // The discriminator's tables (shared with the generator but for sharing: none and gdes) and
+  // their parameters: declared first, or right after the generator's tables with gdes.
   EmbeddingTables tables;
-  ParamSpan tables_span;  // declared first: the parameters [0, end of the shared tables)
-  std::optional<EmbeddingTables> generator_tables;    // sharing: none
-  ParamSpan generator_tables_span;                    // declared right after tables_span
+  ParamSpan tables_span;
+  std::optional<EmbeddingTables> generator_tables;  // sharing: none (declared right after
+                                                    // tables_span) and gdes (declared first)
+  ParamSpan generator_tables_span;
+  std::optional<GdesTables> gdes;                     // sharing: gdes: tables are its sums
   std::optional<ElectraGenerator> generator;          // not for mlm nor generator: unigram
   std::optional<ElectraDiscriminator> discriminator;  // always: "the" model
   Tensor input, ids, segment_ids, mask, token_weights;
@@ -158,6 +211,9 @@ ElectraPretrainer::ElectraPretrainer(Context& ctx, const ElectraConfig& config,
       options.generator == GeneratorKind::kMlm || objective_wiring(options.objective).generator,
       "generator: unigram: objective ", objective_name(options.objective),
       " has no generator whose samples it could replace");
+  const std::string sharing =
+      sharing_problem(config, options.sharing, options.objective, options.generator);
+  ELECTRA_USER_CHECK(sharing.empty(), "pretrain: ", sharing);
   ELECTRA_CHECK(options.vocab_multiple > 0, "pretrain: vocab_multiple ", options.vocab_multiple);
   slots_ = std::max<int64_t>(slots_, 1);
   const ModelDTypes dtypes = ModelDTypes::for_precision(ctx.precision());
@@ -230,6 +286,10 @@ void ElectraPretrainer::set_unigram_counts(Context& ctx, const std::vector<uint6
 
 void ElectraPretrainer::init_weights(Context& ctx, uint64_t seed) {
   init_electra_weights(ctx, weights_, seed);
+  // sharing: gdes: the discriminator's residual tables start at 0 (E_D = E_G at the start).
+  for (const ParamInfo& p : weights_.store.params()) {
+    if (is_gdes_residual(p.name)) zero_tensor(ctx.stream(), weights_.store.param(p.name));
+  }
 }
 
 void ElectraPretrainer::zero_grads(Context& ctx) {
@@ -348,6 +408,7 @@ Tensor ElectraPretrainer::generator_loss(Context& ctx, const Corruption& c) {
 Tensor ElectraPretrainer::discriminator_forward(Context& ctx, const Corruption& c,
                                                 const Tensor& samples, const Pass& pass) {
   Parts& p = *parts_;
+  if (p.gdes) p.gdes->refresh(ctx);  // E_D = sg(E_G) + E_delta with this update's weights
   // Without a generator (mlm) the model reads the masking op's output directly.
   const Tensor* ids = &c.generator_ids;
   if (p.wiring.generator) {
@@ -441,14 +502,29 @@ void ElectraPretrainer::normalise(Context& ctx, const Corruption& c) {
 }
 
 void ElectraPretrainer::report_tables(Context& ctx, const GradientsReady& ready) const {
-  if (ready) ready(ctx, tables_span_);
+  if (!ready) return;
+  // The tables come first in the buffer: the later-declared span is reported first (gdes declares
+  // the generator's tables before the discriminator's, none after).
+  const bool generator_first = generator_tables_span_.first < tables_span_.first;
+  const ParamSpan& later = generator_first ? tables_span_ : generator_tables_span_;
+  const ParamSpan& earlier = generator_first ? generator_tables_span_ : tables_span_;
+  if (!later.empty()) ready(ctx, later);
+  ready(ctx, earlier);
 }
 
 void ElectraPretrainer::backward(Context& ctx, const ForwardContext& saved,
                                  const GradientsReady& ready) {
-  parts_->discriminator->backward(ctx, saved.pass, ready);
-  if (parts_->generator) parts_->generator->backward(ctx, saved.pass, ready);
-  if (ready && parts_->generator_tables) ready(ctx, generator_tables_span_);
+  Parts& p = *parts_;
+  if (options_.sharing == Sharing::kAll && p.generator) {
+    // sharing: all: the generator's head is declared last and reported first; its backward adds
+    // into the tied encoder's gradients, which the discriminator's backward then completes and
+    // reports, layer by layer.
+    p.generator->backward(ctx, saved.pass, ready);
+    p.discriminator->backward(ctx, saved.pass, ready);
+  } else {
+    p.discriminator->backward(ctx, saved.pass, ready);
+    if (p.generator) p.generator->backward(ctx, saved.pass, ready);
+  }
   report_tables(ctx, ready);
 }
 

@@ -38,6 +38,7 @@
 
 #include <functional>
 #include <memory>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -66,7 +67,9 @@ struct PretrainOptions {
   // (kernels/unigram_sample.h) and no generator is built (needs an objective with a generator).
   GeneratorKind generator = GeneratorKind::kMlm;
   // kNone: the generator reads embedding tables of its own (declared right after the shared
-  // ones; its backward reports them after its projection).
+  // ones; its backward reports them after its projection). kAll: the generator's encoder is the
+  // discriminator's (one size; only its head is its own). kGdes: the generator's tables are its
+  // own, the discriminator reads them with a stop-gradient plus residuals (models/embeddings.h).
   Sharing sharing = Sharing::kEmbeddings;
   float temperature = 1.0f;   // of the Gumbel-max sampling
   float disc_weight = 50.0f;  // lambda
@@ -76,6 +79,13 @@ struct PretrainOptions {
   // padding off (tests compare both).
   int64_t vocab_multiple = 128;
 };
+
+// Why `sharing` cannot be built for this model and objective, or "" when it can (the pretrainer
+// and the config refuse with it): all and gdes need a generator model (not objective: mlm nor
+// generator: unigram), all a generator of the discriminator's size (hidden, heads, FFN; the
+// message names the model key and the two sizes).
+std::string sharing_problem(const ElectraConfig& config, Sharing sharing, Objective objective,
+                            GeneratorKind generator);
 
 // One micro-batch on the host: token and segment ids, [B * T] each, padding = tokens.pad.
 struct HostBatch {
