@@ -28,9 +28,8 @@ GdesTables::GdesTables(ModelBuilder& builder, const std::string& prefix,
                        const EmbeddingTables& base) {
   const ModelDTypes dtypes = builder.dtypes();
   const std::string word = prefix + "embeddings.word_embeddings" + kGdesResidualSuffix;
-  const Param word_delta =
-      builder.param(word, {config.vocab_size, config.embedding_size}, ParamKind::kEmbedding,
-                    vocab_rows);
+  const Param word_delta = builder.param(word, {config.vocab_size, config.embedding_size},
+                                         ParamKind::kEmbedding, vocab_rows);
   const Param word_padded = builder.padded(word);
   const Param position =
       builder.param(prefix + "embeddings.position_embeddings" + kGdesResidualSuffix,

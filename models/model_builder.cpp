@@ -81,9 +81,9 @@ Param ModelBuilder::packed(const std::vector<std::string>& names,
   if (declared_before(names[0])) {
     for (const std::string& name : names) {
       const ParamInfo& info = store.info(name);
-      ELECTRA_CHECK(declared_before(name) && info.kind == kind &&
-                        info.shape == std::vector<int64_t>(shape),
-                    "ModelBuilder: tied parameter '", name, "' is declared with another shape");
+      ELECTRA_CHECK(
+          declared_before(name) && info.kind == kind && info.shape == std::vector<int64_t>(shape),
+          "ModelBuilder: tied parameter '", name, "' is declared with another shape");
     }
     return view(index_of(names[0]), dims);
   }

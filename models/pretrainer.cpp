@@ -54,7 +54,8 @@ std::string sharing_problem(const ElectraConfig& config, Sharing sharing, Object
                    " has hidden / 64 = ", g.heads, " heads");
   }
   if (g.ffn != d.ffn) {
-    return str_cat(need, "model.ffn is ", d.ffn, " but the generator's FFN is 4 x hidden = ", g.ffn);
+    return str_cat(need, "model.ffn is ", d.ffn,
+                   " but the generator's FFN is 4 x hidden = ", g.ffn);
   }
   return "";
 }
