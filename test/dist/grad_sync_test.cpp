@@ -143,12 +143,19 @@ TEST_CASE("the generator variants report gradients final from the end of the buf
           "[grad_sync]") {
   Context ctx = Context::cpu(3);
   for (const auto& [generator, sharing] : {std::pair{GeneratorKind::kUnigram, Sharing::kEmbeddings},
-                                           std::pair{GeneratorKind::kMlm, Sharing::kNone}}) {
+                                           std::pair{GeneratorKind::kMlm, Sharing::kNone},
+                                           std::pair{GeneratorKind::kMlm, Sharing::kAll},
+                                           std::pair{GeneratorKind::kMlm, Sharing::kGdes}}) {
     INFO(generator_kind_name(generator) << ", sharing " << sharing_name(sharing));
     PretrainOptions o = test::tiny_options();
     o.generator = generator;
     o.sharing = sharing;
-    ElectraPretrainer model(ctx, test::tiny_electra_config(0.1f), o);
+    // sharing: all: a tied encoder's spans are reported once, after both backwards added into
+    // them (each report is checked final below).
+    ElectraPretrainer model(ctx,
+                            sharing == Sharing::kAll ? test::tiny_tied_config(0.1f)
+                                                     : test::tiny_electra_config(0.1f),
+                            o);
     model.init_weights(ctx, 5);
     if (generator == GeneratorKind::kUnigram)
       model.set_unigram_counts(ctx, std::vector<uint64_t>(97, 1));
