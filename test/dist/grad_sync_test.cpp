@@ -152,10 +152,10 @@ TEST_CASE("the generator variants report gradients final from the end of the buf
     o.sharing = sharing;
     // sharing: all: a tied encoder's spans are reported once, after both backwards added into
     // them (each report is checked final below).
-    ElectraPretrainer model(ctx,
-                            sharing == Sharing::kAll ? test::tiny_tied_config(0.1f)
-                                                     : test::tiny_electra_config(0.1f),
-                            o);
+    ElectraPretrainer model(
+        ctx,
+        sharing == Sharing::kAll ? test::tiny_tied_config(0.1f) : test::tiny_electra_config(0.1f),
+        o);
     model.init_weights(ctx, 5);
     if (generator == GeneratorKind::kUnigram)
       model.set_unigram_counts(ctx, std::vector<uint64_t>(97, 1));
