@@ -29,11 +29,15 @@
 //
 // Gradients ready (data-parallel training, models/grad_sync.h): parameters are declared shared
 // tables, [the generator's own tables: sharing: none], generator (projection, layers, head),
-// discriminator (projection, layers, head). The
-// backward runs discriminator head, layers L-1..0, projection, then generator head, layers,
-// projection, [its own tables], and last the shared tables (both models add into them); each part
-// reports its
-// parameter span when done, so the spans arrive from the end of the buffer towards 0.
+// discriminator (projection, layers, head). The backward runs discriminator head, layers
+// L-1..0, projection, then generator head, layers, projection, [its own tables], and last the
+// shared tables (both models add into them); each part reports its parameter span when done, so
+// the spans arrive from the end of the buffer towards 0. sharing: gdes declares the generator's
+// tables first, then the discriminator's residuals and LayerNorm (reported before the
+// generator's tables); sharing: all declares the tables, the discriminator (its encoder is the
+// generator's too) and last the generator's head, and runs the generator's backward first
+// (reporting its head only), so each tied layer is reported once, by the discriminator, after
+// both models added into it.
 #pragma once
 
 #include <functional>
