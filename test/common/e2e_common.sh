@@ -1,6 +1,6 @@
 # Set-up shared by the end-to-end scripts; source it after setting `electra` (the binary) and `src`
 # (the source tree): a scratch directory $work removed on exit, pass/fail with a failure count,
-# expect_error, make_tiny_data and make_tiny_cased_checkpoint.
+# expect_error, make_tiny_data, make_tiny_sst2 and make_tiny_cased_checkpoint.
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 failures=0
@@ -15,6 +15,25 @@ make_tiny_data() {
     --output "$work/vocab.txt" >/dev/null 2>&1 || { echo "build-vocab failed"; exit 1; }
   "$electra" build-data --input "$work/corpus.txt" --vocab "$work/vocab.txt" \
     --output "$work/shards" --seq-len 64 >/dev/null 2>&1 || { echo "build-data failed"; exit 1; }
+}
+
+# $work/cls/{train,dev}.tsv: a tiny SST-2 (64 and 32 sentences whose last word gives the label)
+# for `finetune --task sst-2 --data-dir "$work/cls"`.
+make_tiny_sst2() {
+  python3 - "$work" <<'PY'
+import os, random, sys
+work = sys.argv[1]
+random.seed(3)
+fill = "the man woman house river city king ship sea night day road horse letter friend door".split()
+os.makedirs(f"{work}/cls", exist_ok=True)
+for split, n in (("train", 64), ("dev", 32)):
+    with open(f"{work}/cls/{split}.tsv", "w") as f:
+        f.write("sentence\tlabel\n")
+        for _ in range(n):
+            label = random.randint(0, 1)
+            words = random.sample(fill, 6) + ["happy" if label else "sad"]
+            f.write(" ".join(words) + " \t" + str(label) + "\n")
+PY
 }
 
 # make_tiny_cased_checkpoint STEPS: $work/corpus.txt (1 MB), a CASED 3000-token vocab.txt, seq-64
