@@ -7,6 +7,7 @@
 #include "data/fnv.h"
 #include "kernels/step_scalars.h"
 #include "models/flops.h"
+#include "models/pretrainer.h"
 
 namespace electra::apps {
 namespace {
@@ -117,8 +118,11 @@ PretrainConfig read_pretrain_config(const std::string& path,
                        ": generator: unigram needs an objective with replacements (objective: ",
                        objective, " has none)");
   }
-  if (root.choice("sharing", "embeddings", {"embeddings", "none"}) == "none")
-    c.sharing = Sharing::kNone;
+  const std::string sharing =
+      root.choice("sharing", "embeddings", {"embeddings", "none", "all", "gdes"});
+  for (Sharing s : {Sharing::kEmbeddings, Sharing::kNone, Sharing::kAll, Sharing::kGdes}) {
+    if (sharing == sharing_name(s)) c.sharing = s;
+  }
   if (root.choice("generator_training", "mle", {"mle", "adversarial"}) == "adversarial") {
     c.generator_training = GeneratorTraining::kAdversarial;
     ELECTRA_USER_CHECK(adversarial_applies(c.objective, c.generator), path,
@@ -129,6 +133,11 @@ PretrainConfig read_pretrain_config(const std::string& path,
   }
   c.model_given = root.has("model");
   c.model = read_electra_config(root.section("model"));
+  // Without a model section the sizes come from --init or --resume's checkpoint: the pretrainer
+  // checks them then, with the same message.
+  const std::string problem =
+      c.model_given ? sharing_problem(c.model, c.sharing, c.objective, c.generator) : "";
+  ELECTRA_USER_CHECK(problem.empty(), path, ": ", problem);
 
   ConfigNode data = root.section("data");
   c.shards = split_paths(data.require<std::string>("shards"), path);
@@ -309,7 +318,13 @@ std::string describe(const PretrainConfig& c, const std::string& device, Precisi
       << (!objective_wiring(c.objective).generator || c.generator == GeneratorKind::kUnigram
               ? " (unused: there is no generator model)"
           : c.sharing == Sharing::kNone ? " (the generator has embedding tables of its own)"
-                                        : " (token, position and segment tables tied)")
+          : c.sharing == Sharing::kAll
+              ? " (every encoder weight tied: embeddings, projection and layers; each model its "
+                "own head)"
+          : c.sharing == Sharing::kGdes
+              ? " (the discriminator's token, position and segment tables are sg(the generator's) "
+                "+ residuals of its own; its LayerNorm its own)"
+              : " (token, position and segment tables and the embedding LayerNorm tied)")
       << "\n"
       << "model: discriminator " << d.layers << " layers, hidden " << d.hidden << ", " << d.heads
       << " heads, FFN " << d.ffn << ", embedding " << d.embedding_size << ", vocab " << d.vocab_size

@@ -11,7 +11,11 @@
 //                mlm, which has no replacements)
 //   sharing:     embeddings (default: the generator and the discriminator share the token,
 //                position and segment tables and the embedding LayerNorm) | none (the generator
-//                has tables of its own); paper section 3.2
+//                has tables of its own) | all (every encoder weight tied; the generator must be
+//                the discriminator's size: model.generator_multiplier 1) | gdes (DeBERTaV3: the
+//                discriminator reads sg(generator's tables) + residuals of its own); paper
+//                section 3.2; all and gdes need a generator model (not objective: mlm nor
+//                generator: unigram)
 //   generator_training: mle (default: the generator maximises the likelihood of the original
 //                tokens) | adversarial (REINFORCE: the generator maximises the discriminator's
 //                loss on its samples, with a learned baseline; paper Appendix F,

@@ -430,9 +430,11 @@ void load_init_weights(Context& ctx, ElectraPretrainer& model, const InitSource&
     if (d.largest > largest->largest) largest = &d;
   }
   std::fprintf(stderr,
-               "pretrain: the generator's copy of the shared embedding tables differs from the "
+               "pretrain: the generator's copy of the shared %s differs from the "
                "discriminator's in %zu tensors (largest difference %.3g, %s); the "
                "discriminator's (%s) is used for both models\n",
+               model.options().sharing == Sharing::kAll ? "encoder weights (sharing: all)"
+                                                        : "embedding tables",
                differences.size(), largest->largest, largest->name.c_str(),
                source.discriminator_dir.c_str());
 }

@@ -10,9 +10,10 @@
 // The model sizes are the two config.json files': when the run's YAML has no model section they
 // become the run's model, otherwise they must equal it. The vocabulary (data.vocab, whose hash the
 // shards carry) must have the checkpoint's vocab_size, and the hash of a vocab.txt found with the
-// checkpoint. The generator and the discriminator share the embedding tables: when the two
-// directories hold different copies (models not trained together), the discriminator's is used,
-// and the run says so.
+// checkpoint. The generator and the discriminator share the embedding tables (with sharing: all,
+// the whole encoder): when the two directories hold different copies (models not trained
+// together), the discriminator's is used, and the run says so. With sharing: gdes the
+// discriminator's residual tables become its tables minus the generator's (docs/OBJECTIVES.md).
 //
 //
 // An `objective: mlm` checkpoint (or export) has discriminator/ alone, an ElectraForMaskedLM of the

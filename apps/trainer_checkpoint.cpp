@@ -13,6 +13,7 @@
 #include "engine/input_file.h"
 #include "engine/safetensors.h"
 #include "kernels/unigram_sample.h"
+#include "models/embeddings.h"
 #include "models/hf_checkpoint.h"
 
 namespace electra::apps {
@@ -140,6 +141,14 @@ std::string save_checkpoint(Context& ctx, const ElectraPretrainer& model,
     if (!unigram.empty()) {
       tensors.push_back({kUnigramCounts, Tensor::view_of(unigram.data(), Device::CPU,
                                                          {static_cast<int64_t>(unigram.size())})});
+    }
+    // sharing: gdes: the residual tables exactly (discriminator/ holds E_G + E_delta, from which
+    // E_delta comes back only up to a rounding).
+    std::vector<std::vector<float>> residuals;
+    for (const ParamInfo& p : store.params()) {
+      if (!is_gdes_residual(p.name)) continue;
+      residuals.push_back(to_host(ctx, store.param(p.name)));
+      tensors.push_back({p.name, Tensor::view_of(residuals.back().data(), Device::CPU, {p.numel})});
     }
     write_safetensors((tmp_dir / kStateTensors).string(), tensors, {{"format", "electra-engine"}});
     nlohmann::json j;
@@ -329,9 +338,24 @@ void load_checkpoint(Context& ctx, ElectraPretrainer& model, Optimizer& optimize
       unigram ? read_unigram_counts(file, model.config().discriminator.vocab_size)
               : std::vector<uint64_t>{};
   if (unigram) unigram_cdf(counts);  // validates (non-empty) before anything is written
+  // sharing: gdes: the exact residual tables, validated before anything is written.
+  std::vector<std::pair<std::string, std::vector<float>>> residuals;
+  for (const ParamInfo& p : store.params()) {
+    if (!is_gdes_residual(p.name)) continue;
+    const SafetensorsEntry* e = file.find(p.name);
+    ELECTRA_USER_CHECK(e != nullptr, path, ": missing tensor '", p.name,
+                       "' (a checkpoint of a run without sharing: gdes?)");
+    ELECTRA_USER_CHECK(e->numel() == p.numel, path, ": tensor '", p.name, "' has ", e->numel(),
+                       " values, the model's has ", p.numel);
+    std::vector<float> values(static_cast<size_t>(p.numel));
+    file.read_f32(*e, values.data());
+    require_finite(path, p.name, values.data(), p.numel);
+    residuals.emplace_back(p.name, std::move(values));
+  }
   // The models validate both directories before writing; the moments go in only afterwards.
   load_pretrainer_models(ctx, model, checkpoint_dir);
   if (unigram) model.set_unigram_counts(ctx, counts);
+  for (const auto& [name, values] : residuals) load_host_values(ctx, store, name, values);
   model.weights().refresh_compute(ctx);
   m = with_padding(store, m);
   v = with_padding(store, v);

@@ -3,7 +3,10 @@
 //     discriminator/{model.safetensors, config.json}   HF ElectraForPreTraining
 //     generator/{model.safetensors, config.json}       HF ElectraForMaskedLM
 //     trainer_state.safetensors                        optimizer moments m, v (f32, the flat
-//                                                      layout without padding rows)
+//                                                      layout without padding rows); with
+//                                                      generator: unigram its counts, with
+//                                                      sharing: gdes the exact residual tables
+//                                                      (discriminator/ holds E_G + E_delta)
 //     trainer_state.json                               step, data cursor, seed, config hash and
 //                                                      text, the ranks x micro-batches that wrote
 //                                                      it, the last update's losses, the shards

@@ -1,6 +1,8 @@
 #include "models/embeddings.h"
 
+#include "kernels/cast.h"
 #include "kernels/dropout.h"
+#include "kernels/elementwise_add.h"
 #include "kernels/embedding.h"
 
 namespace electra {
@@ -20,6 +22,51 @@ EmbeddingTables::EmbeddingTables(ModelBuilder& builder, const std::string& prefi
                                ParamKind::kLayerNormGamma)),
       norm_beta(builder.param(prefix + "embeddings.LayerNorm.bias", {config.embedding_size},
                               ParamKind::kLayerNormBeta)) {}
+
+GdesTables::GdesTables(ModelBuilder& builder, const std::string& prefix,
+                       const EncoderConfig& config, int64_t vocab_rows,
+                       const EmbeddingTables& base) {
+  const ModelDTypes dtypes = builder.dtypes();
+  const std::string word = prefix + "embeddings.word_embeddings" + kGdesResidualSuffix;
+  const Param word_delta = builder.param(word, {config.vocab_size, config.embedding_size},
+                                         ParamKind::kEmbedding, vocab_rows);
+  const Param word_padded = builder.padded(word);
+  const Param position =
+      builder.param(prefix + "embeddings.position_embeddings" + kGdesResidualSuffix,
+                    {config.max_positions, config.embedding_size}, ParamKind::kEmbedding);
+  const Param segment =
+      builder.param(prefix + "embeddings.token_type_embeddings" + kGdesResidualSuffix,
+                    {config.type_vocab_size, config.embedding_size}, ParamKind::kEmbedding);
+  auto summed = [&](const Param& base_table, const Param& delta) {
+    const Tensor& b = base_table.value;
+    const Tensor sum = builder.activation(dtypes.master, {b.dim(0), b.dim(1)});
+    return Summed{b, delta.value, sum};
+  };
+  word_ = summed(base.word_padded, word_padded);
+  position_ = summed(base.position, position);
+  segment_ = summed(base.segment, segment);
+  const Tensor& sum = word_.sum;
+  word_compute_ = dtypes.activation == dtypes.master
+                      ? sum
+                      : builder.activation(dtypes.activation, {sum.dim(0), sum.dim(1)});
+  // The unpadded word table is the first V rows of the padded one.
+  tables_.word_padded = Param{word_.sum, word_padded.grad, word_compute_};
+  tables_.word = Param{word_.sum.rows(0, config.vocab_size), word_delta.grad,
+                       word_compute_.rows(0, config.vocab_size)};
+  tables_.position = Param{position_.sum, position.grad, position_.sum};
+  tables_.segment = Param{segment_.sum, segment.grad, segment_.sum};
+  tables_.norm_gamma = builder.param(prefix + "embeddings.LayerNorm.weight",
+                                     {config.embedding_size}, ParamKind::kLayerNormGamma);
+  tables_.norm_beta = builder.param(prefix + "embeddings.LayerNorm.bias", {config.embedding_size},
+                                    ParamKind::kLayerNormBeta);
+}
+
+void GdesTables::refresh(Context& ctx) const {
+  for (const Summed* s : {&word_, &position_, &segment_}) {
+    elementwise_add(ctx, s->base, s->delta, s->sum);
+  }
+  if (word_compute_.data != word_.sum.data) cast(ctx, word_.sum, word_compute_);
+}
 
 Embeddings::Embeddings(ModelBuilder& builder, const EmbeddingTables& tables,
                        const std::string& prefix, const EncoderConfig& config, int64_t batch,

@@ -32,6 +32,42 @@ struct EmbeddingTables {
   Param word, word_padded, position, segment, norm_gamma, norm_beta;
 };
 
+// sharing: gdes (DeBERTaV3's gradient-disentangled embedding sharing, docs/OBJECTIVES.md): the
+// discriminator's word, position and segment tables are
+//   E_D = sg(E_G) + E_delta
+// with E_G the generator's tables (`base`) and E_delta residuals of the discriminator's own,
+// `prefix`embeddings.{word,position,token_type}_embeddings.delta (same shapes and padding rows;
+// zero at the start of a run: ElectraPretrainer::init_weights). `tables` is what the
+// discriminator reads: those three have value = compute = E_D, a planned buffer refresh() writes
+// (once per micro-step, before the discriminator's forward), and grad = E_delta's gradient, so the
+// lookup's backward reaches E_delta and never E_G (the stop-gradient). The embedding LayerNorm is
+// the discriminator's own (`prefix`embeddings.LayerNorm.*).
+// The residual tables' names end so: "discriminator/electra.embeddings.word_embeddings.delta".
+inline constexpr const char* kGdesResidualSuffix = ".delta";
+inline bool is_gdes_residual(const std::string& name) {
+  return name.ends_with(kGdesResidualSuffix);
+}
+
+class GdesTables {
+ public:
+  GdesTables() = default;
+  GdesTables(ModelBuilder& builder, const std::string& prefix, const EncoderConfig& config,
+             int64_t vocab_rows, const EmbeddingTables& base);
+
+  // E_D = E_G + E_delta for the three tables (kernels/elementwise_add.h), and the compute copy
+  // of the word table when matmuls read another dtype (bf16: an MLM head on the discriminator).
+  void refresh(Context& ctx) const;
+  const EmbeddingTables& tables() const { return tables_; }
+
+ private:
+  struct Summed {
+    Tensor base, delta, sum;  // the padded word table, [Vp, E], or a plain table
+  };
+  EmbeddingTables tables_;
+  Summed word_, position_, segment_;
+  Tensor word_compute_;  // [Vp, E] in the activation dtype when it is not the master's
+};
+
 class Embeddings {
  public:
   Embeddings() = default;

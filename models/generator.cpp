@@ -4,9 +4,10 @@ namespace electra {
 
 ElectraGenerator::ElectraGenerator(ModelBuilder& builder, const EncoderConfig& config,
                                    const EmbeddingTables& tables, int64_t batch, int64_t seq_len,
-                                   int64_t slots)
-    : encoder_(builder, str_cat(kPrefix, "electra."), config, tables, batch, seq_len,
-               DropoutSites{0}),
+                                   int64_t slots, const char* tied_to)
+    : tied_(tied_to != nullptr),
+      encoder_(builder, str_cat(tied_ ? tied_to : kPrefix, "electra."), config, tables, batch,
+               seq_len, DropoutSites{0}),
       head_(builder, kPrefix, config, tables, batch * slots) {}
 
 void ElectraGenerator::forward(Context& ctx, const Pass& pass, const Tensor& ids,
@@ -20,7 +21,7 @@ void ElectraGenerator::backward(Context& ctx, const Pass& pass, const GradientsR
   zero_tensor(ctx.stream(), encoder_.grad_output());
   head_.backward(ctx, encoder_.grad_output());
   if (ready) ready(ctx, head_.span());
-  encoder_.backward(ctx, pass, ready);
+  encoder_.backward(ctx, pass, tied_ ? GradientsReady{} : ready);
 }
 
 }  // namespace electra

@@ -19,9 +19,12 @@ class ElectraGenerator {
   static constexpr const char* kAdversarialBaseline = "adversarial_baseline.";
 
   // Slots: N masked positions per sequence. The padded vocabulary is the row count of
-  // tables.word_padded.
+  // tables.word_padded. With `tied_to` (sharing: all) the encoder's parameters are those of
+  // another model's encoder, "<tied_to>electra.*", declared before and found by a reusing builder
+  // (ModelBuilder::set_reusing); the head stays the generator's own.
   ElectraGenerator(ModelBuilder& builder, const EncoderConfig& config,
-                   const EmbeddingTables& tables, int64_t batch, int64_t seq_len, int64_t slots);
+                   const EmbeddingTables& tables, int64_t batch, int64_t seq_len, int64_t slots,
+                   const char* tied_to = nullptr);
 
   // ids, segment_ids, mask i32 [B, T]; positions i32 [B, N] (views kept for the backward).
   void forward(Context& ctx, const Pass& pass, const Tensor& ids, const Tensor& segment_ids,
@@ -30,13 +33,15 @@ class ElectraGenerator {
   // h_G at the masked positions [B * N, H] (from the last forward).
   const Tensor& masked_hidden() const { return head_.gathered(); }
   // `ready` (optional) receives the head's parameter span when its gradients are final, then the
-  // encoder's spans (models/encoder.h).
+  // encoder's spans (models/encoder.h); not those of a tied encoder, whose gradients the other
+  // model's backward completes (and reports).
   void backward(Context& ctx, const Pass& pass, const GradientsReady& ready = {});
 
   const Encoder& encoder() const { return encoder_; }
   Encoder& encoder() { return encoder_; }
 
  private:
+  bool tied_ = false;
   Encoder encoder_;
   MlmHead head_;
 };

@@ -5,6 +5,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -13,6 +14,7 @@
 #include "engine/device.h"
 #include "engine/input_file.h"
 #include "engine/safetensors.h"
+#include "models/embeddings.h"
 #include "models/pretrainer.h"
 
 namespace electra {
@@ -117,7 +119,24 @@ nlohmann::json read_json(const std::string& path) {
 struct PreparedModel {
   SafetensorsFile file;
   std::vector<std::pair<std::string, std::string>> copies;
+  std::vector<HfModelLayout::Sum> sums;
 };
+
+// A store parameter on the host in f64 (exact for an f32 store too).
+std::vector<double> host_values(Context& ctx, const ParameterStore& store,
+                                const std::string& store_name) {
+  const ParamInfo& info = store.info(store_name);
+  const Tensor src = store.param(store_name).reshape({info.numel});
+  std::vector<double> wide(static_cast<size_t>(info.numel));
+  if (src.dtype == DType::F64) {
+    copy_tensor(ctx.stream(), Tensor::view_of(wide.data(), Device::CPU, {info.numel}), src);
+  } else {
+    std::vector<float> narrow(wide.size());
+    copy_tensor(ctx.stream(), Tensor::view_of(narrow.data(), Device::CPU, {info.numel}), src);
+    std::copy(narrow.begin(), narrow.end(), wide.begin());
+  }
+  return wide;
+}
 
 void check_config(const std::string& path, const EncoderConfig& file, const EncoderConfig& model) {
   auto same = [&](const char* key, auto in_file, auto in_model) {
@@ -151,7 +170,10 @@ PreparedModel prepare(const ParameterStore& store, const HfModelLayout& layout,
   const SafetensorsFile& file = prepared.file;
   std::set<std::string> expected;
   std::vector<float> values;
-  for (const auto& [name, store_name] : layout.tensors) {
+  std::vector<std::pair<std::string, std::string>> checked = layout.tensors;
+  for (const HfModelLayout::Sum& sum : layout.sums) checked.emplace_back(sum.name, sum.residual);
+  prepared.sums = layout.sums;
+  for (const auto& [name, store_name] : checked) {
     expected.insert(name);
     const std::vector<int64_t>& shape = store.info(store_name).shape;
     const SafetensorsEntry* entry = file.find(name);
@@ -170,7 +192,7 @@ PreparedModel prepare(const ParameterStore& store, const HfModelLayout& layout,
     values.resize(static_cast<size_t>(entry->numel()));
     file.read_f32(*entry, values.data());
     require_finite(file.path(), name, values.data(), entry->numel());
-    prepared.copies.emplace_back(name, store_name);
+    if (!is_gdes_residual(store_name)) prepared.copies.emplace_back(name, store_name);
   }
   for (const SafetensorsEntry& entry : file.entries()) {
     const bool skipped =
@@ -192,19 +214,38 @@ void apply(Context& ctx, const ParameterStore& store, const PreparedModel& prepa
     prepared.file.read_f32(entry, values.data());
     load_host_values(ctx, store, store_name, values);
   }
+  for (const HfModelLayout::Sum& sum : prepared.sums) {
+    const SafetensorsEntry& entry = *prepared.file.find(sum.name);
+    values.resize(static_cast<size_t>(entry.numel()));
+    prepared.file.read_f32(entry, values.data());
+    const std::vector<double> base = host_values(ctx, store, sum.base);
+    for (size_t i = 0; i < values.size(); ++i) {
+      values[i] = static_cast<float>(static_cast<double>(values[i]) - base[i]);
+    }
+    load_host_values(ctx, store, sum.residual, values);
+  }
 }
 
+// The store's "<prefix>..." tensors, plus the discriminator's tensors under `shared` (a prefix of
+// their HF names; "" for none) as this model's own.
 HfModelLayout layout_of(const ParameterStore& store, const std::string& architecture,
                         const EncoderConfig& config, const std::string& prefix,
-                        bool with_shared_embeddings) {
+                        const std::string& shared) {
   HfModelLayout layout;
   layout.architecture = architecture;
   layout.config = config;
   for (const ParamInfo& p : store.params()) {
     if (starts_with(p.name, prefix)) {
-      layout.tensors.emplace_back(p.name.substr(prefix.size()), p.name);
-    } else if (with_shared_embeddings &&
-               starts_with(p.name, kDiscriminatorPrefix + kSharedEmbeddings)) {
+      const std::string name = p.name.substr(prefix.size());
+      if (!is_gdes_residual(name)) {
+        layout.tensors.emplace_back(name, p.name);
+        continue;
+      }
+      // sharing: gdes: E_D = E_G + E_delta under the table's HF name.
+      const std::string table = name.substr(0, name.size() - std::strlen(kGdesResidualSuffix));
+      layout.sums.push_back(
+          HfModelLayout::Sum{table + ".weight", p.name, kGeneratorPrefix + table + ".weight"});
+    } else if (!shared.empty() && starts_with(p.name, kDiscriminatorPrefix + shared)) {
       layout.tensors.emplace_back(p.name.substr(kDiscriminatorPrefix.size()), p.name);
     }
   }
@@ -216,7 +257,7 @@ HfModelLayout layout_of(const ParameterStore& store, const std::string& architec
 
 HfModelLayout discriminator_layout(const ParameterStore& store, const EncoderConfig& config) {
   HfModelLayout layout =
-      layout_of(store, "ElectraForPreTraining", config, kDiscriminatorPrefix, false);
+      layout_of(store, "ElectraForPreTraining", config, kDiscriminatorPrefix, "");
   // The MLM objectives (models/objective.h) give the discriminator-sized model an MLM head.
   auto has = [&](const char* prefix) {
     return std::any_of(layout.tensors.begin(), layout.tensors.end(),
@@ -241,12 +282,16 @@ bool has_generator(const ParameterStore& store) {
 }
 
 HfModelLayout generator_layout(const ParameterStore& store, const EncoderConfig& generator_config) {
-  // sharing: none: the generator's own tables, not the discriminator's.
-  const bool own_tables = std::any_of(
-      store.params().begin(), store.params().end(),
-      [](const ParamInfo& p) { return starts_with(p.name, kGeneratorPrefix + kSharedEmbeddings); });
+  auto has = [&](const std::string& prefix) {
+    return std::any_of(store.params().begin(), store.params().end(),
+                       [&](const ParamInfo& p) { return starts_with(p.name, prefix); });
+  };
+  // sharing: none and gdes: the generator's own tables; all: no encoder of its own.
+  const std::string shared = has(kGeneratorPrefix + kSharedEmbeddings) ? ""
+                             : has(kGeneratorPrefix + "electra.")      ? kSharedEmbeddings
+                                                                       : "electra.";
   HfModelLayout layout =
-      layout_of(store, "ElectraForMaskedLM", generator_config, kGeneratorPrefix, !own_tables);
+      layout_of(store, "ElectraForMaskedLM", generator_config, kGeneratorPrefix, shared);
   // generator_training: adversarial saves its REINFORCE baseline beside the generator
   // (adversarial_baseline.*, docs/OBJECTIVES.md); a model without one (an mle run, the evaluation
   // commands) reads such a directory without it.
@@ -327,19 +372,27 @@ std::vector<HostTensor> hf_host_tensors(Context& ctx, const ParameterStore& stor
                                         const HfModelLayout& layout) {
   ELECTRA_CHECK(store.allocated(), "save_hf_model: the parameter store is not allocated");
   std::vector<HostTensor> out;
-  std::vector<double> wide;
-  for (const auto& [name, store_name] : layout.tensors) {
-    const ParamInfo& info = store.info(store_name);
-    const Tensor src = store.param(store_name).reshape({info.numel});
-    HostTensor t{name, info.shape, std::vector<float>(static_cast<size_t>(info.numel))};
-    if (src.dtype == DType::F64) {
-      wide.resize(static_cast<size_t>(info.numel));
-      copy_tensor(ctx.stream(), Tensor::view_of(wide.data(), Device::CPU, {info.numel}), src);
-      for (int64_t i = 0; i < info.numel; ++i) t.values[i] = static_cast<float>(wide[i]);
-    } else {
-      copy_tensor(ctx.stream(), Tensor::view_of(t.values.data(), Device::CPU, {info.numel}), src);
-    }
+  auto host = [&](const std::string& name, const std::string& store_name,
+                  const std::vector<double>& values) {
+    HostTensor t{name, store.info(store_name).shape, std::vector<float>(values.size())};
+    std::transform(values.begin(), values.end(), t.values.begin(),
+                   [](double x) { return static_cast<float>(x); });
     out.push_back(std::move(t));
+  };
+  for (const auto& [name, store_name] : layout.tensors) {
+    host(name, store_name, host_values(ctx, store, store_name));
+  }
+  // gdes: E_G + E_delta rounded once in the store's dtype, as elementwise_add computed it.
+  const bool narrow = store.flat_params().dtype == DType::F32;
+  for (const HfModelLayout::Sum& sum : layout.sums) {
+    std::vector<double> values = host_values(ctx, store, sum.residual);
+    const std::vector<double> base = host_values(ctx, store, sum.base);
+    for (size_t i = 0; i < values.size(); ++i) {
+      values[i] =
+          narrow ? static_cast<double>(static_cast<float>(base[i]) + static_cast<float>(values[i]))
+                 : base[i] + values[i];
+    }
+    host(sum.name, sum.residual, values);
   }
   return out;
 }
@@ -430,8 +483,8 @@ std::vector<SharedTableDifference> shared_differences(const PreparedPair& pair) 
   std::vector<SharedTableDifference> out;
   std::vector<float> a, b;
   for (const auto& [name, store_name] : pair.generator.copies) {
-    // Only the tables the store shares (not the generator's own: sharing: none).
-    if (!starts_with(store_name, kDiscriminatorPrefix + kSharedEmbeddings)) continue;
+    // Only the tensors the store shares (not the generator's own: sharing: none, gdes).
+    if (!starts_with(store_name, kDiscriminatorPrefix)) continue;
     const SafetensorsEntry& ge = *pair.generator.file.find(name);
     const SafetensorsEntry& de = *pair.discriminator.file.find(name);
     a.resize(static_cast<size_t>(ge.numel()));

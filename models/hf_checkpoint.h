@@ -6,7 +6,11 @@
 // Names: the store holds "<model>/<HF name>" (models/pretrainer.h); a checkpoint holds the HF
 // name. The shared embedding tables exist once, as "discriminator/electra.embeddings.*", and appear
 // in BOTH directories (HF's generator owns a copy). HF's generator_lm_head.weight is tied to the
-// word table and is not written (HF re-ties it on load).
+// word table and is not written (HF re-ties it on load). By `sharing:` (models/objective.h):
+// none: the generator's own tables are "generator/electra.embeddings.*"; all: the generator has
+// its head only and its directory holds the discriminator's encoder ("discriminator/electra.*")
+// as its own; gdes: the discriminator's directory holds E_G + E_delta as its word, position and
+// segment tables (HfModelLayout::sums), a plain ElectraForPreTraining.
 //
 // Loading validates everything first (config.json keys and every tensor's presence, shape and
 // dtype) and throws UserError naming the file and the key or tensor; only then does it write into
@@ -32,6 +36,16 @@ struct HfModelLayout {
   std::string architecture;  // "ElectraForPreTraining" / "ElectraForMaskedLM"
   EncoderConfig config;      // written to / checked against config.json
   std::vector<std::pair<std::string, std::string>> tensors;  // (checkpoint name, store name)
+  // sharing: gdes: checkpoint tensors that are the sum of two store tensors, the discriminator's
+  // tables E_D = E_G + E_delta (models/embeddings.h). Saved as base + residual (one rounding in the
+  // store's dtype: the bits the discriminator read); loaded as residual = file - base, the base
+  // being loaded first (load_pretrainer_models then restores the exact residual).
+  struct Sum {
+    std::string name;      // in the checkpoint
+    std::string residual;  // store name of E_delta
+    std::string base;      // store name of E_G
+  };
+  std::vector<Sum> sums;
   // Checkpoint tensors under these prefixes are accepted and not loaded (fine-tuning from a
   // pre-training checkpoint skips its "discriminator_predictions." head).
   std::vector<std::string> ignored_prefixes;
@@ -59,8 +73,9 @@ struct HostTensor {
 HfModelLayout discriminator_layout(const ParameterStore& store, const EncoderConfig& config);
 // Whether the store has a generator (every objective but mlm).
 bool has_generator(const ParameterStore& store);
-// The generator's own "generator/..." tensors, plus electra.embeddings.* mapped to the shared
-// "discriminator/electra.embeddings.*".
+// The generator's own "generator/..." tensors, plus what it shares mapped to the
+// discriminator's: electra.embeddings.* (sharing: embeddings), electra.* (all) or nothing (its
+// own tables: none, gdes).
 HfModelLayout generator_layout(const ParameterStore& store, const EncoderConfig& generator_config);
 
 // Writes dir/model.safetensors and dir/config.json (each atomically); creates dir. The store may
@@ -96,12 +111,15 @@ std::string read_hf_architecture(const std::string& config_json_path);
 // for the mlm objective).
 void save_pretrainer_models(Context& ctx, const ElectraPretrainer& pretrainer,
                             const std::string& dir);
-// Validates both directories (and that their copies of the shared embedding tables are equal)
-// before writing anything; then loads both and refreshes the compute copy of the weights.
+// Validates both directories (and that their copies of the shared tensors are equal) before
+// writing anything; then loads both and refreshes the compute copy of the weights. With
+// sharing: gdes the residuals are file - E_G, equal to the saved ones up to one rounding: a
+// resume then overwrites them with their exact values (apps/trainer_checkpoint.h).
 void load_pretrainer_models(Context& ctx, ElectraPretrainer& pretrainer, const std::string& dir);
 
-// A shared embedding table (HF name "electra.embeddings.*") whose copy in the generator's
-// directory differs from the discriminator's, and the largest absolute difference.
+// A shared tensor (HF name "electra.embeddings.*", or any "electra.*" with sharing: all) whose
+// copy in the generator's directory differs from the discriminator's, and the largest absolute
+// difference.
 struct SharedTableDifference {
   std::string name;
   double largest = 0;

@@ -49,6 +49,13 @@ ModelBuilder::ModelBuilder(ModelWeights& weights, Arena& acts, ModelDTypes dtype
 Param ModelBuilder::param(const std::string& name, std::initializer_list<int64_t> shape,
                           ParamKind kind, int64_t padded_rows) {
   ParameterStore& store = weights_.store;
+  if (declared_before(name)) {
+    const ParamInfo& info = store.info(name);
+    ELECTRA_CHECK(info.kind == kind && info.shape == std::vector<int64_t>(shape) &&
+                      info.padded_rows == std::max(padded_rows, info.shape[0]),
+                  "ModelBuilder: tied parameter '", name, "' is declared with another shape");
+    return view(index_of(name), shape);
+  }
   ++declared_;
   if (planning()) return view(store.add(name, shape, kind, true, padded_rows), shape);
   const ParamInfo& info = store.info(name);
@@ -71,6 +78,15 @@ Param ModelBuilder::packed(const std::vector<std::string>& names,
   ParameterStore& store = weights_.store;
   std::vector<int64_t> dims(shape);
   dims[0] *= static_cast<int64_t>(names.size());
+  if (declared_before(names[0])) {
+    for (const std::string& name : names) {
+      const ParamInfo& info = store.info(name);
+      ELECTRA_CHECK(
+          declared_before(name) && info.kind == kind && info.shape == std::vector<int64_t>(shape),
+          "ModelBuilder: tied parameter '", name, "' is declared with another shape");
+    }
+    return view(index_of(names[0]), dims);
+  }
   declared_ += names.size();
   if (planning()) {
     const size_t first = store.add(names[0], shape, kind);
@@ -96,6 +112,10 @@ size_t ModelBuilder::index_of(const std::string& name) const {
   size_t index = 0;
   while (params.at(index).name != name) ++index;
   return index;
+}
+
+bool ModelBuilder::declared_before(const std::string& name) const {
+  return reusing_ && weights_.store.contains(name) && index_of(name) < declared_;
 }
 
 Param ModelBuilder::view(size_t first_index, const std::vector<int64_t>& dims) const {

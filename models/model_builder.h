@@ -108,6 +108,13 @@ class ModelBuilder {
   Param packed(const std::vector<std::string>& names, std::initializer_list<int64_t> shape,
                ParamKind kind);
 
+  // Tying (sharing: all, models/pretrainer.h): while reusing, param() and packed() of a name
+  // declared earlier in this pass return that parameter's views (same shape and kind, checked)
+  // instead of declaring it again; new names are declared as usual. A model built with the other
+  // model's parameter names while reusing thus reads the other's parameters, and its backward
+  // adds into their gradients.
+  void set_reusing(bool reusing) { reusing_ = reusing; }
+
   // An activation buffer in the activation dtype, or in `dtype`.
   Tensor activation(std::initializer_list<int64_t> dims);
   Tensor activation(DType dtype, std::initializer_list<int64_t> dims);
@@ -116,12 +123,15 @@ class ModelBuilder {
   // Views of dims starting at parameter first_index.
   Param view(size_t first_index, const std::vector<int64_t>& dims) const;
   size_t index_of(const std::string& name) const;
+  // While reusing: whether `name` was declared earlier in this pass.
+  bool declared_before(const std::string& name) const;
 
   ModelWeights& weights_;
   Arena& acts_;
   ModelDTypes dtypes_;
   Device device_;
   size_t declared_ = 0;
+  bool reusing_ = false;
 };
 
 }  // namespace electra

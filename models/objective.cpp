@@ -70,7 +70,17 @@ const char* generator_kind_name(GeneratorKind kind) {
 }
 
 const char* sharing_name(Sharing sharing) {
-  return sharing == Sharing::kNone ? "none" : "embeddings";
+  switch (sharing) {
+    case Sharing::kEmbeddings:
+      return "embeddings";
+    case Sharing::kNone:
+      return "none";
+    case Sharing::kAll:
+      return "all";
+    case Sharing::kGdes:
+      return "gdes";
+  }
+  return "?";
 }
 
 const char* generator_training_name(GeneratorTraining training) {

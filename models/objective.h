@@ -43,11 +43,17 @@ const char* objective_names();
 enum class GeneratorKind : uint8_t { kMlm, kUnigram };
 const char* generator_kind_name(GeneratorKind kind);  // "mlm" | "unigram"
 
-// What the generator and the discriminator share (`sharing:`, Clark et al. 2020 section 3.2):
-// kEmbeddings, the token, position and segment tables and the embedding LayerNorm (the default);
-// kNone, nothing (the generator has tables of its own, "generator/electra.embeddings.*").
-enum class Sharing : uint8_t { kEmbeddings, kNone };
-const char* sharing_name(Sharing sharing);  // "embeddings" | "none"
+// What the generator and the discriminator share (`sharing:`, Clark et al. 2020 section 3.2;
+// docs/OBJECTIVES.md gives the gradients):
+//   kEmbeddings  the token, position and segment tables and the embedding LayerNorm (default);
+//   kNone        nothing (the generator has tables of its own, "generator/electra.embeddings.*");
+//   kAll         every encoder weight: the tables, the embedding projection and every layer (the
+//                two models must be of one size); each model keeps its head;
+//   kGdes        DeBERTaV3's gradient-disentangled embedding sharing: the generator has tables of
+//                its own; the discriminator's token, position and segment tables are
+//                sg(generator's) + a residual of its own (initialised to 0), its LayerNorm its own.
+enum class Sharing : uint8_t { kEmbeddings, kNone, kAll, kGdes };
+const char* sharing_name(Sharing sharing);  // "embeddings" | "none" | "all" | "gdes"
 
 // How the MLM generator learns (`generator_training:`, docs/OBJECTIVES.md): kMle, maximum
 // likelihood of the original tokens (the default; the paper's main setting), or kAdversarial,

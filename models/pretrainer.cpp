@@ -27,42 +27,91 @@ int64_t padded_vocab(int64_t vocab, int64_t multiple) {
 
 }  // namespace
 
+std::string sharing_problem(const ElectraConfig& config, Sharing sharing, Objective objective,
+                            GeneratorKind generator) {
+  if (sharing != Sharing::kAll && sharing != Sharing::kGdes) return "";
+  const std::string what = str_cat("sharing: ", sharing_name(sharing));
+  if (!objective_wiring(objective).generator) {
+    return str_cat(what, " ties the generator to the discriminator, but objective: ",
+                   objective_name(objective), " has no generator");
+  }
+  if (generator == GeneratorKind::kUnigram) {
+    return str_cat(what,
+                   " ties the generator to the discriminator, but generator: unigram builds no "
+                   "generator model");
+  }
+  if (sharing == Sharing::kGdes) return "";
+  const EncoderConfig& d = config.discriminator;
+  const EncoderConfig g = config.generator();
+  const std::string need = str_cat(what, " needs a generator of the discriminator's size: ");
+  if (g.hidden != d.hidden) {
+    return str_cat(need, "model.generator_multiplier ", config.generator_multiplier,
+                   " gives the generator hidden size ", g.hidden, ", the discriminator's is ",
+                   d.hidden, " (set model.generator_multiplier: 1)");
+  }
+  if (g.heads != d.heads) {
+    return str_cat(need, "model.heads is ", d.heads, " but the generator of hidden size ", g.hidden,
+                   " has hidden / 64 = ", g.heads, " heads");
+  }
+  if (g.ffn != d.ffn) {
+    return str_cat(need, "model.ffn is ", d.ffn,
+                   " but the generator's FFN is 4 x hidden = ", g.ffn);
+  }
+  return "";
+}
+
 // The models and every per-step buffer, built by one ModelBuilder pass.
 struct ElectraPretrainer::Parts {
   Parts(ModelBuilder& b, const ElectraConfig& config, const PretrainOptions& o, int64_t slots)
       : wiring(objective_wiring(o.objective)),
-        adversarial(o.generator_training == GeneratorTraining::kAdversarial),
-        tables(b, str_cat(ElectraDiscriminator::kPrefix, "electra."), config.discriminator,
-               padded_vocab(config.discriminator.vocab_size, o.vocab_multiple)),
-        tables_span{0, b.declared()} {
+        adversarial(o.generator_training == GeneratorTraining::kAdversarial) {
     const int64_t bt = o.batch * o.seq_len, bn = o.batch * slots;
-    if (wiring.generator && o.generator == GeneratorKind::kMlm) {
-      const EmbeddingTables* own = &tables;
-      if (o.sharing == Sharing::kNone) {
-        const auto first = b.declared();
-        generator_tables.emplace(b, str_cat(ElectraGenerator::kPrefix, "electra."),
-                                 config.generator(),
-                                 padded_vocab(config.discriminator.vocab_size, o.vocab_multiple));
-        generator_tables_span = ParamSpan{first, b.declared()};
-        own = &*generator_tables;
+    const int64_t vocab_rows = padded_vocab(config.discriminator.vocab_size, o.vocab_multiple);
+    const std::string disc_prefix = str_cat(ElectraDiscriminator::kPrefix, "electra.");
+    const std::string gen_prefix = str_cat(ElectraGenerator::kPrefix, "electra.");
+    const bool mlm_generator = wiring.generator && o.generator == GeneratorKind::kMlm;
+    if (mlm_generator && o.sharing == Sharing::kGdes) {
+      // The generator's tables first, then the discriminator's residuals and LayerNorm.
+      generator_tables.emplace(b, gen_prefix, config.generator(), vocab_rows);
+      generator_tables_span = ParamSpan{0, b.declared()};
+      gdes.emplace(b, disc_prefix, config.discriminator, vocab_rows, *generator_tables);
+      tables = gdes->tables();
+      tables_span = ParamSpan{generator_tables_span.end, b.declared()};
+    } else {
+      tables = EmbeddingTables(b, disc_prefix, config.discriminator, vocab_rows);
+      tables_span = ParamSpan{0, b.declared()};
+      if (mlm_generator && o.sharing == Sharing::kNone) {
+        generator_tables.emplace(b, gen_prefix, config.generator(), vocab_rows);
+        generator_tables_span = ParamSpan{tables_span.end, b.declared()};
       }
-      generator.emplace(b, config.generator(), *own, o.batch, o.seq_len, slots);
-      if (adversarial) {  // b = -log sigmoid(w . h_G + c) per masked slot (kernels/reinforce.h)
-        const auto first = b.declared();
-        baseline =
-            Linear(b, str_cat(ElectraGenerator::kPrefix, ElectraGenerator::kAdversarialBaseline),
-                   config.generator().hidden, 1);
-        baseline_span = ParamSpan{first, b.declared()};
-        baseline_logit = b.activation({bn, 1});
-        const DType stat = b.dtypes().statistic;
-        reinforce_slots = ReinforceSlots{b.activation(stat, {bn}), b.activation(stat, {bn}),
-                                         b.activation(stat, {bn}), b.activation(stat, {bn})};
-      }
+    }
+    const bool tie_all = mlm_generator && o.sharing == Sharing::kAll;
+    if (mlm_generator && !tie_all) {
+      generator.emplace(b, config.generator(), generator_tables ? *generator_tables : tables,
+                        o.batch, o.seq_len, slots);
     }
     const int64_t mlm_rows = !wiring.mlm_head ? 0 : wiring.all_tokens ? bt : bn;
     discriminator.emplace(b, config.discriminator, tables, o.batch, o.seq_len,
                           DiscriminatorHeads{wiring.binary_head, mlm_rows});
+    if (tie_all) {
+      // sharing: all: the generator's encoder is the discriminator's (declared just above); only
+      // its head is declared here, after the discriminator's.
+      b.set_reusing(true);
+      generator.emplace(b, config.generator(), tables, o.batch, o.seq_len, slots,
+                        ElectraDiscriminator::kPrefix);
+      b.set_reusing(false);
+    }
     const DType stat = b.dtypes().statistic;
+    if (adversarial) {  // b = -log sigmoid(w . h_G + c) per masked slot (kernels/reinforce.h)
+      const auto first = b.declared();
+      baseline =
+          Linear(b, str_cat(ElectraGenerator::kPrefix, ElectraGenerator::kAdversarialBaseline),
+                 config.generator().hidden, 1);
+      baseline_span = ParamSpan{first, b.declared()};
+      baseline_logit = b.activation({bn, 1});
+      reinforce_slots = ReinforceSlots{b.activation(stat, {bn}), b.activation(stat, {bn}),
+                                       b.activation(stat, {bn}), b.activation(stat, {bn})};
+    }
     input = b.activation(DType::I32, {kInputPlanes, o.batch, o.seq_len});
     auto plane = [&](int k, DType dtype) {  // planning: a view without memory
       void* data = input.data == nullptr ? nullptr : input.ptr<int32_t>() + k * bt;
@@ -101,10 +150,14 @@ struct ElectraPretrainer::Parts {
 
   ObjectiveWiring wiring;
   bool adversarial;  // generator_training: adversarial
+  // The discriminator's tables (shared with the generator but for sharing: none and gdes) and
+  // their parameters: declared first, or right after the generator's tables with gdes.
   EmbeddingTables tables;
-  ParamSpan tables_span;  // declared first: the parameters [0, end of the shared tables)
-  std::optional<EmbeddingTables> generator_tables;    // sharing: none
-  ParamSpan generator_tables_span;                    // declared right after tables_span
+  ParamSpan tables_span;
+  std::optional<EmbeddingTables> generator_tables;  // sharing: none (declared right after
+                                                    // tables_span) and gdes (declared first)
+  ParamSpan generator_tables_span;
+  std::optional<GdesTables> gdes;                     // sharing: gdes: tables are its sums
   std::optional<ElectraGenerator> generator;          // not for mlm nor generator: unigram
   std::optional<ElectraDiscriminator> discriminator;  // always: "the" model
   Tensor input, ids, segment_ids, mask, token_weights;
@@ -187,6 +240,9 @@ ElectraPretrainer::ElectraPretrainer(Context& ctx, const ElectraConfig& config,
       "generator_training: adversarial needs masking.temperature 1 (REINFORCE differentiates the "
       "log-probability of the distribution that was sampled), got ",
       options.temperature);
+  const std::string sharing =
+      sharing_problem(config, options.sharing, options.objective, options.generator);
+  ELECTRA_USER_CHECK(sharing.empty(), "pretrain: ", sharing);
   ELECTRA_CHECK(options.vocab_multiple > 0, "pretrain: vocab_multiple ", options.vocab_multiple);
   slots_ = std::max<int64_t>(slots_, 1);
   const ModelDTypes dtypes = ModelDTypes::for_precision(ctx.precision());
@@ -269,6 +325,10 @@ void ElectraPretrainer::set_unigram_counts(Context& ctx, const std::vector<uint6
 
 void ElectraPretrainer::init_weights(Context& ctx, uint64_t seed) {
   init_electra_weights(ctx, weights_, seed);
+  // sharing: gdes: the discriminator's residual tables start at 0 (E_D = E_G at the start).
+  for (const ParamInfo& p : weights_.store.params()) {
+    if (is_gdes_residual(p.name)) zero_tensor(ctx.stream(), weights_.store.param(p.name));
+  }
 }
 
 void ElectraPretrainer::zero_grads(Context& ctx) {
@@ -389,6 +449,7 @@ Tensor ElectraPretrainer::generator_loss(Context& ctx, const Corruption& c) {
 Tensor ElectraPretrainer::discriminator_forward(Context& ctx, const Corruption& c,
                                                 const Tensor& samples, const Pass& pass) {
   Parts& p = *parts_;
+  if (p.gdes) p.gdes->refresh(ctx);  // E_D = sg(E_G) + E_delta with this update's weights
   // Without a generator (mlm) the model reads the masking op's output directly.
   const Tensor* ids = &c.generator_ids;
   if (p.wiring.generator) {
@@ -496,19 +557,34 @@ void ElectraPretrainer::normalise(Context& ctx, const Corruption& c) {
 }
 
 void ElectraPretrainer::report_tables(Context& ctx, const GradientsReady& ready) const {
-  if (ready) ready(ctx, tables_span_);
+  if (!ready) return;
+  // The tables come first in the buffer: the later-declared span is reported first (gdes declares
+  // the generator's tables before the discriminator's, none after).
+  const bool generator_first = generator_tables_span_.first < tables_span_.first;
+  const ParamSpan& later = generator_first ? tables_span_ : generator_tables_span_;
+  const ParamSpan& earlier = generator_first ? generator_tables_span_ : tables_span_;
+  if (!later.empty()) ready(ctx, later);
+  ready(ctx, earlier);
 }
 
 void ElectraPretrainer::backward(Context& ctx, const ForwardContext& saved,
                                  const GradientsReady& ready) {
-  parts_->discriminator->backward(ctx, saved.pass, ready);
-  if (parts_->adversarial) {  // no gradient into the generator's encoder (stop-gradient)
-    parts_->baseline.backward(ctx, parts_->generator->masked_hidden(), parts_->baseline_logit,
-                              Tensor{});
-    if (ready) ready(ctx, parts_->baseline_span);
+  Parts& p = *parts_;
+  if (p.adversarial) {  // declared last, so reported first; no gradient into the generator's
+                        // encoder (stop-gradient)
+    p.baseline.backward(ctx, p.generator->masked_hidden(), p.baseline_logit, Tensor{});
+    if (ready) ready(ctx, p.baseline_span);
   }
-  if (parts_->generator) parts_->generator->backward(ctx, saved.pass, ready);
-  if (ready && parts_->generator_tables) ready(ctx, generator_tables_span_);
+  if (options_.sharing == Sharing::kAll && p.generator) {
+    // sharing: all: the generator's head is declared after the discriminator and reported
+    // before it; its backward adds into the tied encoder's gradients, which the
+    // discriminator's backward then completes and reports, layer by layer.
+    p.generator->backward(ctx, saved.pass, ready);
+    p.discriminator->backward(ctx, saved.pass, ready);
+  } else {
+    p.discriminator->backward(ctx, saved.pass, ready);
+    if (p.generator) p.generator->backward(ctx, saved.pass, ready);
+  }
   report_tables(ctx, ready);
 }
 

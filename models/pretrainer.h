@@ -34,16 +34,20 @@
 //
 // Gradients ready (data-parallel training, models/grad_sync.h): parameters are declared shared
 // tables, [the generator's own tables: sharing: none], generator (projection, layers, head),
-// [the adversarial baseline], discriminator (projection, layers, head). The
-// backward runs discriminator head, layers L-1..0, projection, [baseline], then generator head,
-// layers,
+// discriminator (projection, layers, head), [the adversarial baseline]. The backward runs
+// [the baseline], discriminator head, layers L-1..0, projection, then generator head, layers,
 // projection, [its own tables], and last the shared tables (both models add into them); each part
-// reports its
-// parameter span when done, so the spans arrive from the end of the buffer towards 0.
+// reports its parameter span when done, so the spans arrive from the end of the buffer towards 0.
+// sharing: gdes declares the generator's tables first, then the discriminator's residuals and
+// LayerNorm (reported before the generator's tables); sharing: all declares the tables, the
+// discriminator (its encoder is the generator's too) and then the generator's head, and runs the
+// generator's backward first (reporting its head only), so each tied layer is reported once, by
+// the discriminator, after both models added into it.
 #pragma once
 
 #include <functional>
 #include <memory>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -73,7 +77,9 @@ struct PretrainOptions {
   // (kernels/unigram_sample.h) and no generator is built (needs an objective with a generator).
   GeneratorKind generator = GeneratorKind::kMlm;
   // kNone: the generator reads embedding tables of its own (declared right after the shared
-  // ones; its backward reports them after its projection).
+  // ones; its backward reports them after its projection). kAll: the generator's encoder is the
+  // discriminator's (one size; only its head is its own). kGdes: the generator's tables are its
+  // own, the discriminator reads them with a stop-gradient plus residuals (models/embeddings.h).
   Sharing sharing = Sharing::kEmbeddings;
   // kAdversarial: REINFORCE instead of maximum likelihood (needs an MLM generator, a binary
   // discriminator and temperature 1: the gradient is that of log softmax at T = 1).
@@ -86,6 +92,13 @@ struct PretrainOptions {
   // padding off (tests compare both).
   int64_t vocab_multiple = 128;
 };
+
+// Why `sharing` cannot be built for this model and objective, or "" when it can (the pretrainer
+// and the config refuse with it): all and gdes need a generator model (not objective: mlm nor
+// generator: unigram), all a generator of the discriminator's size (hidden, heads, FFN; the
+// message names the model key and the two sizes).
+std::string sharing_problem(const ElectraConfig& config, Sharing sharing, Objective objective,
+                            GeneratorKind generator);
 
 // One micro-batch on the host: token and segment ids, [B * T] each, padding = tokens.pad.
 struct HostBatch {

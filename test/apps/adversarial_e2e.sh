@@ -13,7 +13,7 @@ src="$2"
 source "$src/test/common/e2e_common.sh"
 
 make_tiny_data
-make_tiny_cls_data
+make_tiny_sst2
 
 small=(--config "$src/configs/electra-tiny.yaml"
   --set data.shards="$work/shards" --set data.vocab="$work/vocab.txt"

@@ -375,6 +375,29 @@ TEST_CASE("sharing key", "[pretrain_config]") {
                     Catch::Contains("sharing: 'some' is not one of"));
   CHECK(canonical_text(plain).find("sharing=") == std::string::npos);
   CHECK(config_hash(none) != config_hash(plain));
+  // all: the generator must be the discriminator's size, named by key with both sizes.
+  CHECK_THROWS_WITH(read_pretrain_config(small, {"sharing=all"}),
+                    Catch::Contains("sharing: all needs a generator of the discriminator's size: "
+                                    "model.generator_multiplier 0.25 gives the generator hidden "
+                                    "size 64, the discriminator's is 256"));
+  const PretrainConfig all =
+      read_pretrain_config(small, {"sharing=all", "model.generator_multiplier=1"});
+  CHECK(all.sharing == Sharing::kAll);
+  CHECK(
+      describe(all, "cpu", Precision::F32, false).find("sharing: all (every encoder weight tied") !=
+      std::string::npos);
+  const PretrainConfig gdes = read_pretrain_config(small, {"sharing=gdes"});
+  CHECK(gdes.sharing == Sharing::kGdes);
+  CHECK(describe(gdes, "cpu", Precision::F32, false).find("sharing: gdes (the discriminator's") !=
+        std::string::npos);
+  CHECK(canonical_text(gdes).find("sharing=gdes") != std::string::npos);
+  CHECK(config_hash(gdes) != config_hash(none));
+  // Both need a generator model.
+  CHECK_THROWS_WITH(read_pretrain_config(small, {"sharing=gdes", "objective=mlm"}),
+                    Catch::Contains("sharing: gdes ties the generator to the discriminator, but "
+                                    "objective: mlm has no generator"));
+  CHECK_THROWS_WITH(read_pretrain_config(small, {"sharing=gdes", "generator=unigram"}),
+                    Catch::Contains("generator: unigram builds no generator model"));
 }
 
 TEST_CASE("generator_training key", "[pretrain_config]") {

@@ -1,6 +1,6 @@
 # Set-up shared by the end-to-end scripts; source it after setting `electra` (the binary) and `src`
 # (the source tree): a scratch directory $work removed on exit, pass/fail with a failure count,
-# expect_error, make_tiny_data and make_tiny_cased_checkpoint.
+# expect_error, make_tiny_data, make_tiny_sst2 and make_tiny_cased_checkpoint.
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 failures=0
@@ -17,11 +17,9 @@ make_tiny_data() {
     --output "$work/shards" --seq-len 64 >/dev/null 2>&1 || { echo "build-data failed"; exit 1; }
 }
 
-# make_tiny_cased_checkpoint STEPS: $work/corpus.txt (1 MB), a CASED 3000-token vocab.txt, seq-64
-# shards/ and $work/pre, a 2-layer 64-wide ELECTRA pre-trained for STEPS updates on the CPU.
-# make_tiny_cls_data: $work/cls/{train,dev}.tsv, a tiny SST-2-shaped task (64 and 32 sentences
-# whose last word gives the label) for `finetune --init` checks.
-make_tiny_cls_data() {
+# $work/cls/{train,dev}.tsv: a tiny SST-2 (64 and 32 sentences whose last word gives the label)
+# for `finetune --task sst-2 --data-dir "$work/cls"`.
+make_tiny_sst2() {
   python3 - "$work" <<'PY'
 import os, random, sys
 work = sys.argv[1]
@@ -38,6 +36,8 @@ for split, n in (("train", 64), ("dev", 32)):
 PY
 }
 
+# make_tiny_cased_checkpoint STEPS: $work/corpus.txt (1 MB), a CASED 3000-token vocab.txt, seq-64
+# shards/ and $work/pre, a 2-layer 64-wide ELECTRA pre-trained for STEPS updates on the CPU.
 make_tiny_cased_checkpoint() {
   "$src/scripts/english_corpus.sh" "$work/corpus.txt" 1 || exit 1
   "$electra" build-vocab --input "$work/corpus.txt" --vocab-size 3000 --no-lowercase \

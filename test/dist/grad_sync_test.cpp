@@ -151,14 +151,23 @@ TEST_CASE("the generator variants report gradients final from the end of the buf
   for (const auto& [generator, sharing, training] :
        {Variant{GeneratorKind::kUnigram, Sharing::kEmbeddings, GeneratorTraining::kMle},
         Variant{GeneratorKind::kMlm, Sharing::kNone, GeneratorTraining::kMle},
-        Variant{GeneratorKind::kMlm, Sharing::kEmbeddings, GeneratorTraining::kAdversarial}}) {
+        Variant{GeneratorKind::kMlm, Sharing::kAll, GeneratorTraining::kMle},
+        Variant{GeneratorKind::kMlm, Sharing::kGdes, GeneratorTraining::kMle},
+        Variant{GeneratorKind::kMlm, Sharing::kEmbeddings, GeneratorTraining::kAdversarial},
+        Variant{GeneratorKind::kMlm, Sharing::kAll, GeneratorTraining::kAdversarial},
+        Variant{GeneratorKind::kMlm, Sharing::kGdes, GeneratorTraining::kAdversarial}}) {
     INFO(generator_kind_name(generator)
          << ", sharing " << sharing_name(sharing) << ", " << generator_training_name(training));
     PretrainOptions o = test::tiny_options();
     o.generator = generator;
     o.sharing = sharing;
     o.generator_training = training;
-    ElectraPretrainer model(ctx, test::tiny_electra_config(0.1f), o);
+    // sharing: all: a tied encoder's spans are reported once, after both backwards added into
+    // them (each report is checked final below).
+    ElectraPretrainer model(
+        ctx,
+        sharing == Sharing::kAll ? test::tiny_tied_config(0.1f) : test::tiny_electra_config(0.1f),
+        o);
     model.init_weights(ctx, 5);
     if (generator == GeneratorKind::kUnigram)
       model.set_unigram_counts(ctx, std::vector<uint64_t>(97, 1));

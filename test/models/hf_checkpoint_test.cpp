@@ -45,6 +45,11 @@ std::vector<std::vector<double>> snapshot(const ParameterStore& store) {
   return out;
 }
 
+// The bytes of one tensor of a safetensors file.
+std::vector<uint8_t> file_bytes(const SafetensorsFile& file, const SafetensorsEntry& e) {
+  return std::vector<uint8_t>(file.data(e), file.data(e) + e.nbytes);
+}
+
 // The message of the UserError that `f` throws, or "" when it throws none.
 std::string user_error(const std::function<void()>& f) {
   try {
@@ -89,10 +94,11 @@ void edit_config(const std::string& dir, const std::function<void(nlohmann::json
 
 struct Models {
   Context ctx = Context::cpu(0, Precision::F32);
-  ElectraPretrainer source{ctx, test::tiny_electra_config(), test::tiny_options()};
-  ElectraPretrainer target{ctx, test::tiny_electra_config(), test::tiny_options()};
+  ElectraPretrainer source, target;
 
-  Models() {
+  explicit Models(const ElectraConfig& config = test::tiny_electra_config(),
+                  const PretrainOptions& options = test::tiny_options())
+      : source(ctx, config, options), target(ctx, config, options) {
     source.init_weights(ctx, 1);
     target.init_weights(ctx, 2);
   }
@@ -365,6 +371,82 @@ TEST_CASE("generator and discriminator checkpoints must agree on the shared tabl
       m, dir,
       {dir + "/generator/model.safetensors", "'electra.embeddings.token_type_embeddings.weight'",
        dir + "/discriminator/model.safetensors"});
+}
+
+TEST_CASE("sharing: all writes the tied encoder into both directories, loads them equal",
+          "[unit]") {
+  PretrainOptions o = test::tiny_options();
+  o.sharing = Sharing::kAll;
+  Models m(test::tiny_tied_config(), o);
+  const std::string dir = temp_dir("all");
+  save_pretrainer_models(m.ctx, m.source, dir);
+  load_pretrainer_models(m.ctx, m.target, dir);
+  CHECK(snapshot(m.source.store()) == snapshot(m.target.store()));
+  // generator/ is a whole ElectraForMaskedLM: the discriminator's encoder under its own names.
+  const SafetensorsFile disc = SafetensorsFile::read(dir + "/discriminator/model.safetensors");
+  const SafetensorsFile gen = SafetensorsFile::read(dir + "/generator/model.safetensors");
+  int tied = 0;
+  for (const SafetensorsEntry& e : disc.entries()) {
+    if (e.name.rfind("electra.", 0) != 0) continue;
+    ++tied;
+    const SafetensorsEntry* copy = gen.find(e.name);
+    REQUIRE(copy != nullptr);
+    CHECK(file_bytes(disc, e) == file_bytes(gen, *copy));
+  }
+  CHECK(tied == 5 + 2 + 2 * 16);  // tables and LayerNorm, projection, 2 layers
+  CHECK(gen.find("generator_predictions.dense.weight") != nullptr);
+  // A tied layer that differs between the directories is refused, as a shared table.
+  std::vector<std::vector<uint8_t>> storage;
+  const std::string layer = "electra.encoder.layer.1.output.dense.weight";
+  edit_weights(
+      dir + "/generator",
+      [&](std::vector<NamedTensor>& tensors) {
+        for (NamedTensor& t : tensors) {
+          if (t.name == layer) t.tensor.ptr<float>()[0] += 1;
+        }
+      },
+      storage);
+  expect_refused(m, dir, {dir + "/generator/model.safetensors", "'" + layer + "'"});
+}
+
+TEST_CASE("sharing: gdes saves E_G + E_delta as the discriminator's tables", "[unit]") {
+  PretrainOptions o = test::tiny_options();
+  o.sharing = Sharing::kGdes;
+  Models m(test::tiny_electra_config(), o);
+  const ParameterStore& store = m.source.store();
+  const std::string residual = "discriminator/electra.embeddings.word_embeddings.delta";
+  const std::string base = "generator/electra.embeddings.word_embeddings.weight";
+  float* delta = store.param(residual).ptr<float>();
+  const std::vector<float> noise = test::random_vector<float>(store.info(residual).numel, 4);
+  std::copy(noise.begin(), noise.end(), delta);
+  const std::string dir = temp_dir("gdes");
+  save_pretrainer_models(m.ctx, m.source, dir);
+  const SafetensorsFile disc = SafetensorsFile::read(dir + "/discriminator/model.safetensors");
+  for (const SafetensorsEntry& e : disc.entries()) {
+    INFO(e.name);
+    CHECK(e.name.find(".delta") == std::string::npos);  // a plain ElectraForPreTraining
+  }
+  std::vector<float> saved(static_cast<size_t>(store.info(residual).numel));
+  disc.read_f32(*disc.find("electra.embeddings.word_embeddings.weight"), saved.data());
+  const float* g = store.param(base).ptr<float>();
+  for (size_t i = 0; i < saved.size(); ++i) REQUIRE(saved[i] == g[i] + delta[i]);
+  // Loading takes E_delta = file - E_G: the same up to one rounding (a resume restores the exact
+  // values from trainer_state.safetensors).
+  load_pretrainer_models(m.ctx, m.target, dir);
+  const ParameterStore& t = m.target.store();
+  const float* loaded = t.param(residual).ptr<float>();
+  const float* loaded_base = t.param(base).ptr<float>();
+  for (size_t i = 0; i < saved.size(); ++i) {
+    REQUIRE(loaded_base[i] == g[i]);
+    REQUIRE(std::abs(loaded[i] - delta[i]) <= 1e-7f);
+  }
+  for (const std::string& name :
+       {std::string("discriminator/electra.embeddings.LayerNorm.weight"),
+        std::string("discriminator/electra.encoder.layer.0.output.dense.weight")}) {
+    CHECK(std::equal(store.param(name).ptr<float>(),
+                     store.param(name).ptr<float>() + store.info(name).numel,
+                     t.param(name).ptr<float>()));
+  }
 }
 
 TEST_CASE("read_hf_config reads an HF ELECTRA config.json", "[unit]") {

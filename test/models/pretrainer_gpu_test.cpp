@@ -110,6 +110,42 @@ TEST_CASE("the bf16 pre-training step on the GPU is within 2e-2 of the f32 CPU s
   check_grads(gpu, g, cpu, c, 2e-2);
 }
 
+// sharing: all (one encoder for both models) and gdes (the discriminator's tables summed on the
+// device by elementwise_add; with replace-mlm in bf16 also their bf16 copy, which the
+// discriminator's MLM head reads).
+TEST_CASE("sharing all and gdes: the GPU step equals the CPU step", "[pretrainer][gpu]") {
+  for (const Sharing sharing : {Sharing::kAll, Sharing::kGdes}) {
+    for (const Precision precision : {Precision::F32, Precision::BF16}) {
+      INFO(sharing_name(sharing) << ", " << precision_name(precision));
+      Context cpu = Context::cpu(21, Precision::F32);
+      Context gpu = Context::cuda(0, 21, precision);
+      const ElectraConfig config =
+          sharing == Sharing::kAll ? test::tiny_tied_config(0.1f) : test::tiny_electra_config(0.1f);
+      PretrainOptions options = test::tiny_options();
+      options.sharing = sharing;
+      if (sharing == Sharing::kGdes && precision == Precision::BF16) {
+        options.objective = Objective::kReplaceMlm;
+      }
+      ElectraPretrainer c(cpu, config, options);
+      ElectraPretrainer g(gpu, config, options);
+      c.init_weights(cpu, 4);
+      copy_weights(gpu, g, c);
+      const HostBatch batch = test::tiny_batch();
+      c.zero_grads(cpu);
+      c.step(cpu, batch, 2);
+      test::FixedStep on_cpu(cpu, c, batch, test::download_corruption(cpu, c));
+      test::FixedStep on_gpu(gpu, g, batch, test::download_corruption(cpu, c));
+      c.zero_grads(cpu);
+      on_cpu.run(cpu, 2);
+      g.zero_grads(gpu);
+      on_gpu.run(gpu, 2);
+      const double tolerance = precision == Precision::F32 ? 1e-5 : 2e-2;
+      check_metrics(g.metrics(gpu), c.metrics(cpu), tolerance);
+      check_grads(gpu, g, cpu, c, tolerance);
+    }
+  }
+}
+
 TEST_CASE("a GPU step allocates nothing", "[pretrainer][gpu]") {
   Context gpu = Context::cuda(0, 1, Precision::BF16);
   PretrainOptions options = test::tiny_options();

@@ -1,7 +1,8 @@
 // The whole pre-training step in float64 on the CPU: every parameter's gradient, the shared
 // embedding tables included (they receive both losses), against central differences of the total
 // loss gen + 50 * disc; and the same for every other objective (models/objective.h), whose total
-// loss is gen + 50 * disc + mlm over the parts it has.
+// loss is gen + 50 * disc + mlm over the parts it has, and every sharing (with gdes the generator's
+// parameters against the generator's loss: the stop-gradient).
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <string>
@@ -24,7 +25,9 @@ void check_step_gradients(Objective objective, int64_t per_tensor,
   options.objective = objective;
   options.generator = generator;
   options.sharing = sharing;
-  ElectraPretrainer model(ctx, test::tiny_electra_config(), options);
+  const ElectraConfig config =
+      sharing == Sharing::kAll ? test::tiny_tied_config() : test::tiny_electra_config();
+  ElectraPretrainer model(ctx, config, options);
   model.init_weights(ctx, 3);
   if (generator == GeneratorKind::kUnigram) {
     std::vector<uint64_t> counts(97);
@@ -66,12 +69,17 @@ void check_step_gradients(Objective objective, int64_t per_tensor,
   const std::vector<double> analytic(store.flat_grads().ptr<double>(),
                                      store.flat_grads().ptr<double>() + store.total_elements());
 
+  // sharing: gdes: the discriminator reads the generator's tables through a stop-gradient, so
+  // the update's gradient of a generator parameter is that of the generator's loss alone.
+  bool generator_loss_only = false;
   auto loss = [&]() {
     run();
-    return model.metrics(ctx).total_loss;
+    const StepMetrics m = model.metrics(ctx);
+    return generator_loss_only ? m.gen_loss : m.total_loss;
   };
   const double h = 1e-5;
   for (const ParamInfo& p : store.params()) {
+    generator_loss_only = sharing == Sharing::kGdes && p.name.rfind("generator/", 0) == 0;
     const int64_t stride = std::max<int64_t>(1, p.numel / per_tensor);
     double worst = 0, scale = 0;
     std::vector<double> ana, num;
@@ -220,4 +228,14 @@ TEST_CASE("adversarial step gradients equal central differences of the REINFORCE
       CHECK(worst <= 1e-6 * scale);
     }
   }
-}
+
+  // sharing: all: every encoder weight receives both models' gradients (equal sizes).
+  TEST_CASE("sharing: all step gradients equal central differences", "[gradcheck]") {
+    check_step_gradients(Objective::kElectra, 24, GeneratorKind::kMlm, Sharing::kAll);
+  }
+
+  // sharing: gdes: the residual tables get the discriminator's loss, the generator's tables the
+  // generator's loss only (compared with central differences of the generator's loss).
+  TEST_CASE("sharing: gdes step gradients equal central differences", "[gradcheck]") {
+    check_step_gradients(Objective::kElectra, 24, GeneratorKind::kMlm, Sharing::kGdes);
+  }

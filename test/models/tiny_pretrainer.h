@@ -4,6 +4,7 @@
 // with one sample equal to its original) for the test entry.
 #pragma once
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -109,6 +110,33 @@ inline ElectraConfig tiny_electra_config(float dropout = 0.0f) {
   d.attention_dropout = dropout;
   c.generator_multiplier = 0.5;
   return c;
+}
+
+// The tiny model with a generator of the discriminator's size (sharing: all): multiplier 1,
+// FFN 4 H = 128, H / 64 = 1 head.
+inline ElectraConfig tiny_tied_config(float dropout = 0.0f) {
+  ElectraConfig c = tiny_electra_config(dropout);
+  c.discriminator.ffn = 128;
+  c.discriminator.heads = 1;
+  c.generator_multiplier = 1.0;
+  return c;
+}
+
+// The gradient (f64 store) of parameter `name`.
+inline std::vector<double> param_grads(const ParameterStore& store, const std::string& name) {
+  const ParamInfo& p = store.info(name);
+  const double* g = store.flat_grads().ptr<double>() + p.offset;
+  return std::vector<double>(g, g + p.numel);
+}
+
+// Copies parameter `from` of store `src` into parameter `to` of `dst` (f64 stores of one shape).
+inline void copy_param(const ParameterStore& src, const std::string& from,
+                       const ParameterStore& dst, const std::string& to) {
+  const ParamInfo& a = src.info(from);
+  const ParamInfo& b = dst.info(to);
+  ELECTRA_CHECK(a.shape == b.shape, "copy_param: ", from, " -> ", to);
+  std::copy_n(src.flat_params().ptr<double>() + a.offset, a.numel,
+              dst.flat_params().ptr<double>() + b.offset);
 }
 
 inline PretrainOptions tiny_options() {

@@ -1,0 +1,23 @@
+#include "kernels/elementwise_add.h"
+
+namespace electra::cpu {
+namespace {
+
+// Element-wise: tasks of kTaskElements elements.
+constexpr int64_t kTaskElements = 65536;
+
+}  // namespace
+
+void elementwise_add(Context& ctx, const Tensor& a, const Tensor& b, const Tensor& out) {
+  dispatch_cpu_float(out.dtype, "elementwise_add", [&](auto zero) {
+    using T = decltype(zero);
+    const T* x = a.ptr<T>();
+    const T* y = b.ptr<T>();
+    T* z = out.ptr<T>();
+    ctx.parallel_ranges(out.numel(), kTaskElements, [&](int64_t i0, int64_t i1) {
+      for (int64_t i = i0; i < i1; ++i) z[i] = x[i] + y[i];
+    });
+  });
+}
+
+}  // namespace electra::cpu
