@@ -102,6 +102,39 @@ const char* train_device_name(TrainDevice device) {
   return "?";
 }
 
+// training: and two_stage: (after model, objective and train.steps are read).
+void read_two_stage(ConfigNode& root, const std::string& path, PretrainConfig& c) {
+  const bool two_stage = root.choice("training", "joint", {"joint", "two-stage"}) == "two-stage";
+  ELECTRA_USER_CHECK(two_stage || !root.has("two_stage"), path,
+                     ": two_stage.generator_steps is only used with training: two-stage");
+  if (!two_stage) return;
+  c.training = Training::kTwoStage;
+  const int64_t steps = root.section("two_stage").require<int64_t>("generator_steps");
+  c.generator_steps =
+      in_range(path, steps, steps > 0 && steps < c.train.steps, "two_stage.generator_steps",
+               str_cat("in (0, train.steps = ", c.train.steps, ")").c_str());
+  ELECTRA_USER_CHECK((c.objective == Objective::kElectra || c.objective == Objective::kElectra15) &&
+                         c.generator == GeneratorKind::kMlm,
+                     path,
+                     ": training: two-stage needs a trained MLM generator (objective electra or ",
+                     "electra-15 with generator: mlm; got objective ", objective_name(c.objective),
+                     ", generator ", generator_kind_name(c.generator), ")");
+  // Stage 2 starts the discriminator from the generator's encoder: the shapes must match.
+  const EncoderConfig& d = c.model.discriminator;
+  const EncoderConfig g = c.model.generator();
+  auto size = [](const EncoderConfig& e) {
+    return str_cat("hidden ", e.hidden, ", ", e.layers, " layers, ", e.heads, " heads, FFN ", e.ffn,
+                   ", embedding ", e.embedding_size);
+  };
+  ELECTRA_USER_CHECK(g.hidden == d.hidden && g.layers == d.layers && g.heads == d.heads &&
+                         g.ffn == d.ffn && g.embedding_size == d.embedding_size,
+                     path,
+                     ": training: two-stage needs a generator of the discriminator's size "
+                     "(model.generator_multiplier 1, heads = hidden / 64, FFN = 4 x hidden): "
+                     "generator ",
+                     size(g), "; discriminator ", size(d));
+}
+
 PretrainConfig read_pretrain_config(const std::string& path,
                                     const std::vector<std::string>& overrides) {
   ConfigNode root = ConfigNode::load(path);
@@ -174,6 +207,8 @@ PretrainConfig read_pretrain_config(const std::string& path,
   t.threads = in_range(path, threads, threads >= 0 && threads <= kMaxCpuThreads, "train.threads",
                        "in [0, 1024] (0: all cores)");
 
+  read_two_stage(root, path, c);
+
   try {
     c.optimizer = read_optimizer_config(root.section("optimizer"), root.section("schedule"), steps);
   } catch (const UserError& e) {
@@ -214,6 +249,10 @@ std::string canonical_text(const PretrainConfig& c) {
   if (c.generator != GeneratorKind::kMlm)
     out << "generator=" << generator_kind_name(c.generator) << "\n";
   if (c.sharing != Sharing::kEmbeddings) out << "sharing=" << sharing_name(c.sharing) << "\n";
+  if (c.training == Training::kTwoStage) {
+    out << "training=two-stage\n"
+        << "two_stage.generator_steps=" << c.generator_steps << "\n";
+  }
   encoder_lines(out, "discriminator", c.model.discriminator);
   out << "generator_multiplier=" << exact(c.model.generator_multiplier) << "\n";
   for (const std::string& s : c.shards) out << "data.shard=" << s << "\n";
@@ -290,6 +329,15 @@ std::string describe(const PretrainConfig& c, const std::string& device, Precisi
               ? " (unused: there is no generator model)"
           : c.sharing == Sharing::kNone ? " (the generator has embedding tables of its own)"
                                         : " (token, position and segment tables tied)")
+      << "\n"
+      << "training: "
+      << (c.training == Training::kJoint
+              ? std::string("joint (generator and discriminator trained together)")
+              : str_cat("two-stage (updates 1-", c.generator_steps,
+                        ": the generator alone with MLM; then the discriminator, initialised "
+                        "from the generator's encoder, with ",
+                        c.train.disc_weight, " x BCE for ", c.train.steps - c.generator_steps,
+                        " updates while the generator is frozen)"))
       << "\n"
       << "model: discriminator " << d.layers << " layers, hidden " << d.hidden << ", " << d.heads
       << " heads, FFN " << d.ffn << ", embedding " << d.embedding_size << ", vocab " << d.vocab_size

@@ -12,6 +12,14 @@
 //   sharing:     embeddings (default: the generator and the discriminator share the token,
 //                position and segment tables and the embedding LayerNorm) | none (the generator
 //                has tables of its own); paper section 3.2
+//   training:    joint (default: generator and discriminator trained together) | two-stage
+//                (paper Figure 3 right: the generator alone with MLM for
+//                two_stage.generator_steps updates, then the discriminator, initialised from the
+//                generator's encoder, while the generator is frozen). two-stage needs a generator
+//                of the discriminator's size (model.generator_multiplier giving the same hidden,
+//                heads and FFN) and objective electra or electra-15 with generator: mlm
+//   two_stage:   generator_steps (required with two-stage, in (0, train.steps); refused with
+//                joint)
 //   model:       preset (tiny|small|base|large) then field overrides (models/electra_config.h)
 //   data:        shards: a shard file or a directory of *.bin shards (`electra build-data`),
 //                        several separated by commas;  vocab: the vocab.txt they were built with
@@ -115,6 +123,8 @@ struct PretrainConfig {
   Objective objective = Objective::kElectra;
   GeneratorKind generator = GeneratorKind::kMlm;
   Sharing sharing = Sharing::kEmbeddings;
+  Training training = Training::kJoint;
+  int64_t generator_steps = 0;  // two_stage.generator_steps (two-stage only)
   ElectraConfig model;
   // False when the file has no model section: `electra pretrain --init` (or --resume) then takes
   // the sizes from the checkpoint (apps/pretrain_init.h); otherwise model holds the defaults.

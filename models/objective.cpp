@@ -73,4 +73,20 @@ const char* sharing_name(Sharing sharing) {
   return sharing == Sharing::kNone ? "none" : "embeddings";
 }
 
+const char* training_name(Training training) {
+  return training == Training::kTwoStage ? "two-stage" : "joint";
+}
+
+const char* stage_name(PretrainStage stage) {
+  switch (stage) {
+    case PretrainStage::kJoint:
+      return "joint";
+    case PretrainStage::kGenerator:
+      return "generator";
+    case PretrainStage::kDiscriminator:
+      return "discriminator";
+  }
+  return "?";
+}
+
 }  // namespace electra
