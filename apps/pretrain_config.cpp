@@ -105,11 +105,13 @@ const char* train_device_name(TrainDevice device) {
 // training: and two_stage: (after model, objective and train.steps are read).
 void read_two_stage(ConfigNode& root, const std::string& path, PretrainConfig& c) {
   const bool two_stage = root.choice("training", "joint", {"joint", "two-stage"}) == "two-stage";
-  ELECTRA_USER_CHECK(two_stage || !root.has("two_stage"), path,
-                     ": two_stage.generator_steps is only used with training: two-stage");
-  if (!two_stage) return;
+  ConfigNode section = root.section("two_stage");
+  if (!two_stage) {  // the shipped configs spell the key; describe() says it is unused
+    c.generator_steps = section.get<int64_t>("generator_steps", 0);
+    return;
+  }
   c.training = Training::kTwoStage;
-  const int64_t steps = root.section("two_stage").require<int64_t>("generator_steps");
+  const int64_t steps = section.require<int64_t>("generator_steps");
   c.generator_steps =
       in_range(path, steps, steps > 0 && steps < c.train.steps, "two_stage.generator_steps",
                str_cat("in (0, train.steps = ", c.train.steps, ")").c_str());
@@ -306,9 +308,18 @@ std::string describe(const PretrainConfig& c, const std::string& device, Precisi
                                      c.objective, c.generator);
   std::string shards;
   for (const std::string& s : c.shards) shards += (shards.empty() ? "" : ", ") + s;
-  char flops_text[96];
-  std::snprintf(flops_text, sizeof(flops_text), "%.3g per step, %.3g in total", flops.total(),
-                flops.total() * static_cast<double>(t.steps));
+  char flops_text[160];
+  if (c.training == Training::kTwoStage) {  // each stage counts what it runs (models/flops.h)
+    const double stage1 = stage_flops(flops, PretrainStage::kGenerator).total();
+    const double stage2 = stage_flops(flops, PretrainStage::kDiscriminator).total();
+    std::snprintf(flops_text, sizeof(flops_text),
+                  "%.3g per step in stage 1, %.3g in stage 2, %.3g in total", stage1, stage2,
+                  stage1 * static_cast<double>(c.generator_steps) +
+                      stage2 * static_cast<double>(t.steps - c.generator_steps));
+  } else {
+    std::snprintf(flops_text, sizeof(flops_text), "%.3g per step, %.3g in total", flops.total(),
+                  flops.total() * static_cast<double>(t.steps));
+  }
   std::ostringstream out;
   out << "config " << c.path << " (hash " << std::hex << config_hash(c) << std::dec << ")\n"
       << "objective: " << objective_name(c.objective)
@@ -332,7 +343,8 @@ std::string describe(const PretrainConfig& c, const std::string& device, Precisi
       << "\n"
       << "training: "
       << (c.training == Training::kJoint
-              ? std::string("joint (generator and discriminator trained together)")
+              ? str_cat("joint (generator and discriminator trained together",
+                        c.generator_steps != 0 ? "; two_stage.generator_steps unused" : "", ")")
               : str_cat("two-stage (updates 1-", c.generator_steps,
                         ": the generator alone with MLM; then the discriminator, initialised "
                         "from the generator's encoder, with ",

@@ -18,8 +18,8 @@
 //                generator's encoder, while the generator is frozen). two-stage needs a generator
 //                of the discriminator's size (model.generator_multiplier giving the same hidden,
 //                heads and FFN) and objective electra or electra-15 with generator: mlm
-//   two_stage:   generator_steps (required with two-stage, in (0, train.steps); refused with
-//                joint)
+//   two_stage:   generator_steps (required with two-stage, in (0, train.steps); unused with
+//                joint, and describe() says so)
 //   model:       preset (tiny|small|base|large) then field overrides (models/electra_config.h)
 //   data:        shards: a shard file or a directory of *.bin shards (`electra build-data`),
 //                        several separated by commas;  vocab: the vocab.txt they were built with

@@ -45,11 +45,15 @@ struct ElectraPretrainer::Parts {
         generator_tables_span = ParamSpan{first, b.declared()};
         own = &*generator_tables;
       }
+      const auto first = b.declared();
       generator.emplace(b, config.generator(), *own, o.batch, o.seq_len, slots);
+      generator_span = ParamSpan{first, b.declared()};
     }
+    const auto discriminator_first = b.declared();
     const int64_t mlm_rows = !wiring.mlm_head ? 0 : wiring.all_tokens ? bt : bn;
     discriminator.emplace(b, config.discriminator, tables, o.batch, o.seq_len,
                           DiscriminatorHeads{wiring.binary_head, mlm_rows});
+    discriminator_span = ParamSpan{discriminator_first, b.declared()};
     const DType stat = b.dtypes().statistic;
     input = b.activation(DType::I32, {kInputPlanes, o.batch, o.seq_len});
     auto plane = [&](int k, DType dtype) {  // planning: a view without memory
@@ -92,6 +96,8 @@ struct ElectraPretrainer::Parts {
   ParamSpan tables_span;  // declared first: the parameters [0, end of the shared tables)
   std::optional<EmbeddingTables> generator_tables;    // sharing: none
   ParamSpan generator_tables_span;                    // declared right after tables_span
+  ParamSpan generator_span;                           // projection, layers, head
+  ParamSpan discriminator_span;                       // projection, layers, heads
   std::optional<ElectraGenerator> generator;          // not for mlm nor generator: unigram
   std::optional<ElectraDiscriminator> discriminator;  // always: "the" model
   Tensor input, ids, segment_ids, mask, token_weights;
@@ -419,6 +425,13 @@ ForwardContext ElectraPretrainer::forward(Context& ctx, const Corruption& c) {
   } else {
     normalise(ctx, c);
   }
+  saved.labels = parts_->labels;
+  last_corruption_ = c;
+  last_forward_ = saved;
+  if (stage_ == PretrainStage::kGenerator) {  // two-stage, stage 1: no discriminator
+    zero_tensor(ctx.stream(), parts_->counts);
+    return saved;
+  }
   discriminator_forward(ctx, c, saved.samples, saved.pass);
   // The binary head is trained with the BCE unless it is the copy head (all-tokens-mlm, whose
   // gradient mlm_loss writes); without the BCE its counts stay 0 (no discriminator metrics).
@@ -428,9 +441,6 @@ ForwardContext ElectraPretrainer::forward(Context& ctx, const Corruption& c) {
     zero_tensor(ctx.stream(), parts_->counts);
   }
   if (w.mlm_head) mlm_loss(ctx, c);
-  saved.labels = parts_->labels;
-  last_corruption_ = c;
-  last_forward_ = saved;
   return saved;
 }
 
@@ -440,15 +450,75 @@ void ElectraPretrainer::normalise(Context& ctx, const Corruption& c) {
                    options_.disc_weight, p.wiring.masked_only, p.scalars);
 }
 
+void ElectraPretrainer::set_stage(PretrainStage stage) {
+  ELECTRA_CHECK(stage == PretrainStage::kJoint ||
+                    (options_.training == Training::kTwoStage && parts_->generator.has_value()),
+                "set_stage: stage ", stage_name(stage),
+                " needs two-stage training with an MLM "
+                "generator");
+  stage_ = stage;
+}
+
+bool ElectraPretrainer::frozen_in(PretrainStage stage, const ParamInfo& param) const {
+  const std::vector<ParamInfo>& params = weights_.store.params();
+  auto in = [&](ParamSpan span) {
+    if (span.empty()) return false;
+    const ParamInfo& first = params[span.first];
+    const ParamInfo& last = params[span.end - 1];
+    return param.offset >= first.offset && param.offset < last.offset + last.numel;
+  };
+  const bool own_tables = options_.sharing == Sharing::kNone;
+  switch (stage) {
+    case PretrainStage::kJoint:
+      return false;
+    case PretrainStage::kGenerator:
+      return in(parts_->discriminator_span) || (own_tables && in(tables_span_));
+    case PretrainStage::kDiscriminator:
+      return in(parts_->generator_span) || in(generator_tables_span_);
+  }
+  return false;
+}
+
+void ElectraPretrainer::init_discriminator_from_generator(Context& ctx) {
+  const ParameterStore& store = weights_.store;
+  const std::string from = str_cat(ElectraGenerator::kPrefix, "electra.");
+  const std::string to = str_cat(ElectraDiscriminator::kPrefix, "electra.");
+  int copied = 0;
+  for (const ParamInfo& p : store.params()) {
+    if (p.name.rfind(from, 0) != 0) continue;
+    const std::string target = to + p.name.substr(from.size());
+    ELECTRA_CHECK(store.contains(target), "two-stage: the discriminator has no ", target, " for ",
+                  p.name);
+    const Tensor dst = store.padded_param(target);
+    const Tensor src = store.padded_param(p.name);
+    ELECTRA_CHECK(dst.shape == src.shape, "two-stage: ", target, " ", dst.str(), " cannot take ",
+                  p.name, " ", src.str());
+    copy_tensor(ctx.stream(), dst, src);
+    ++copied;
+  }
+  ELECTRA_CHECK(copied > 0, "two-stage: no generator encoder parameter to copy");
+  weights_.refresh_compute(ctx);
+}
+
 void ElectraPretrainer::report_tables(Context& ctx, const GradientsReady& ready) const {
   if (ready) ready(ctx, tables_span_);
 }
 
 void ElectraPretrainer::backward(Context& ctx, const ForwardContext& saved,
                                  const GradientsReady& ready) {
-  parts_->discriminator->backward(ctx, saved.pass, ready);
-  if (parts_->generator) parts_->generator->backward(ctx, saved.pass, ready);
-  if (ready && parts_->generator_tables) ready(ctx, generator_tables_span_);
+  Parts& p = *parts_;
+  // A model the stage does not run reports its whole span: its gradients stay 0.
+  if (stage_ != PretrainStage::kGenerator) {
+    p.discriminator->backward(ctx, saved.pass, ready);
+  } else if (ready) {
+    ready(ctx, p.discriminator_span);
+  }
+  if (p.generator && stage_ != PretrainStage::kDiscriminator) {
+    p.generator->backward(ctx, saved.pass, ready);
+  } else if (ready && p.generator) {
+    ready(ctx, p.generator_span);
+  }
+  if (ready && p.generator_tables) ready(ctx, generator_tables_span_);
   report_tables(ctx, ready);
 }
 

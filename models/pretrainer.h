@@ -22,6 +22,11 @@
 // discriminator-sized encoder (mlm), or that head fed with the generator's samples
 // (replace-mlm) or predicting every token with the copy mechanism (all-tokens-mlm); the stages
 // below then run where the objective has them, and mlm_loss() adds the kept model's MLM loss.
+// Two-stage training (options.training, docs/OBJECTIVES.md) runs the same stages per
+// set_stage(): PretrainStage::kGenerator runs the generator's forward, loss and backward only
+// (the discriminator's forward and backward do not run, its gradients stay 0);
+// kDiscriminator runs the whole forward (the frozen generator still samples the replacements)
+// and the discriminator's backward only (the generator's gradients stay 0).
 // Every random draw is keyed by (seed, purpose, micro_step, rank), so a step is reproducible on
 // CPU and GPU and after a resume. No kernel of the pipeline takes a per-step value from the host:
 // the micro-step, the masking rate and the loss scales are read from the step scalars in device
@@ -32,8 +37,8 @@
 // discriminator (projection, layers, head). The
 // backward runs discriminator head, layers L-1..0, projection, then generator head, layers,
 // projection, [its own tables], and last the shared tables (both models add into them); each part
-// reports its
-// parameter span when done, so the spans arrive from the end of the buffer towards 0.
+// reports its parameter span when done, so the spans arrive from the end of the buffer towards 0.
+// A model that a two-stage stage does not run reports its whole span at once (zero gradients).
 #pragma once
 
 #include <functional>
@@ -68,6 +73,9 @@ struct PretrainOptions {
   // kNone: the generator reads embedding tables of its own (declared right after the shared
   // ones; its backward reports them after its projection).
   Sharing sharing = Sharing::kEmbeddings;
+  // kTwoStage: set_stage picks what an update runs (needs an MLM generator of the
+  // discriminator's size for init_discriminator_from_generator).
+  Training training = Training::kJoint;
   float temperature = 1.0f;   // of the Gumbel-max sampling
   float disc_weight = 50.0f;  // lambda
   SpecialTokens tokens;
@@ -182,6 +190,21 @@ class ElectraPretrainer {
   void set_unigram_counts(Context& ctx, const std::vector<uint64_t>& counts);
   const std::vector<uint64_t>& unigram_counts() const { return unigram_counts_; }
 
+  // --- Two-stage training (options().training == kTwoStage; docs/OBJECTIVES.md). The stage the
+  // next forward and backward run (kJoint until set; a host value read when the pipeline is
+  // enqueued: a CUDA graph captured in one stage must not be replayed in another).
+  void set_stage(PretrainStage stage);
+  PretrainStage stage() const { return stage_; }
+  // The parameters `stage` leaves untrained (Optimizer::set_frozen): the discriminator's in
+  // kGenerator (with sharing: none its embedding tables too), the generator's in kDiscriminator
+  // (with sharing: none its own tables too); none in kJoint. The shared tables train in both.
+  bool frozen_in(PretrainStage stage, const ParamInfo& param) const;
+  // The stage switch: copies every generator encoder parameter ("generator/electra.*": the
+  // embedding projection, every layer, with sharing: none the tables) over its discriminator
+  // namesake ("discriminator/electra.*"); the discriminator's head keeps its values. Error unless
+  // every such parameter has a namesake of the same shape.
+  void init_discriminator_from_generator(Context& ctx);
+
   // --- The pipeline (see the top of this file); the block's loss_scale multiplies the gradients
   // (1 / accumulation steps when accumulating); the metrics stay unscaled.
   Corruption corrupt(Context& ctx);
@@ -235,9 +258,10 @@ class ElectraPretrainer {
   Arena grads_;
   Arena acts_;
   std::unique_ptr<Parts> parts_;
-  Tensor input_;                      // i32 [4, B, T]
-  ParamSpan tables_span_;             // the shared embedding tables
-  ParamSpan generator_tables_span_;   // sharing: none: the generator's own (empty otherwise)
+  Tensor input_;                     // i32 [4, B, T]
+  ParamSpan tables_span_;            // the shared embedding tables
+  ParamSpan generator_tables_span_;  // sharing: none: the generator's own (empty otherwise)
+  PretrainStage stage_ = PretrainStage::kJoint;
   std::vector<int32_t> step_planes_;  // step()'s host staging
   std::vector<uint64_t> unigram_counts_;
   Corruption last_corruption_;
