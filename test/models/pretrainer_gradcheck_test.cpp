@@ -18,13 +18,16 @@ namespace {
 // rather than from the fixed corruption.
 void check_step_gradients(Objective objective, int64_t per_tensor,
                           GeneratorKind generator = GeneratorKind::kMlm,
-                          Sharing sharing = Sharing::kEmbeddings) {
+                          Sharing sharing = Sharing::kEmbeddings,
+                          PretrainStage stage = PretrainStage::kJoint) {
   Context ctx = Context::cpu(17, Precision::F64);
   PretrainOptions options = test::tiny_options();
   options.objective = objective;
   options.generator = generator;
   options.sharing = sharing;
+  if (stage != PretrainStage::kJoint) options.training = Training::kTwoStage;
   ElectraPretrainer model(ctx, test::tiny_electra_config(), options);
+  model.set_stage(stage);
   model.init_weights(ctx, 3);
   if (generator == GeneratorKind::kUnigram) {
     std::vector<uint64_t> counts(97);
@@ -61,14 +64,20 @@ void check_step_gradients(Objective objective, int64_t per_tensor,
   const StepMetrics base = model.metrics(ctx);
   REQUIRE(std::isfinite(base.total_loss));
   const ObjectiveWiring wiring = objective_wiring(objective);
-  if (wiring.binary_head && !wiring.all_tokens) CHECK(base.replaced_fraction > 0);
+  if (wiring.binary_head && !wiring.all_tokens && stage != PretrainStage::kGenerator)
+    CHECK(base.replaced_fraction > 0);
   if (wiring.mlm_head) CHECK(base.mlm_loss > 0);
   const std::vector<double> analytic(store.flat_grads().ptr<double>(),
                                      store.flat_grads().ptr<double>() + store.total_elements());
 
+  // The loss the update trains: two-stage's stage 1 the generator's MLM loss (the discriminator
+  // does not run: total_loss is gen_loss), stage 2 lambda x BCE (the frozen generator's loss is
+  // reported, not trained).
   auto loss = [&]() {
     run();
-    return model.metrics(ctx).total_loss;
+    const StepMetrics m = model.metrics(ctx);
+    return stage == PretrainStage::kDiscriminator ? options.disc_weight * m.disc_loss
+                                                  : m.total_loss;
   };
   const double h = 1e-5;
   for (const ParamInfo& p : store.params()) {
@@ -91,7 +100,11 @@ void check_step_gradients(Objective objective, int64_t per_tensor,
       scale = std::max(scale, std::abs(num[i]));
     }
     INFO(p.name << ": max |analytic - numeric| " << worst << ", max |numeric| " << scale);
-    if (p.name.find("key.bias") != std::string::npos) {
+    if (model.frozen_in(stage, p)) {
+      // A frozen model: the stage's loss does not depend on it and its backward does not run.
+      for (int64_t j = 0; j < p.numel; ++j) REQUIRE(analytic[p.offset + j] == 0.0);
+      CHECK(scale == 0);
+    } else if (p.name.find("key.bias") != std::string::npos) {
       // Softmax is invariant to q . b_k, the same for every key of a row: the true gradient is
       // exactly zero and both sides must be zero up to rounding.
       CHECK(worst <= 1e-8);
@@ -137,4 +150,17 @@ TEST_CASE("unigram-generator step gradients equal central differences", "[gradch
 // tables the discriminator's.
 TEST_CASE("sharing: none step gradients equal central differences", "[gradcheck]") {
   check_step_gradients(Objective::kElectra, 24, GeneratorKind::kMlm, Sharing::kNone);
+}
+
+// training: two-stage: stage 1's update (the generator's MLM loss alone; every discriminator
+// parameter's gradient exactly 0) and stage 2's (lambda x BCE; every generator parameter's
+// gradient exactly 0, the shared tables get the discriminator's gradient only).
+TEST_CASE("two-stage generator-stage gradients equal central differences", "[gradcheck]") {
+  check_step_gradients(Objective::kElectra, 24, GeneratorKind::kMlm, Sharing::kEmbeddings,
+                       PretrainStage::kGenerator);
+}
+
+TEST_CASE("two-stage discriminator-stage gradients equal central differences", "[gradcheck]") {
+  check_step_gradients(Objective::kElectra, 24, GeneratorKind::kMlm, Sharing::kEmbeddings,
+                       PretrainStage::kDiscriminator);
 }
