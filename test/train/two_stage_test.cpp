@@ -41,6 +41,12 @@ std::vector<float> read(Context& ctx, const Tensor& t) {
   return download_as<float>(ctx, t);
 }
 
+}  // namespace
+
+#ifndef ELECTRA_TRAINER_TEST_GPU
+
+namespace {
+
 // Whether every element of `param` is the same in a and b (flat parameter buffers).
 bool same(const std::vector<float>& a, const std::vector<float>& b, const ParamInfo& param) {
   return std::memcmp(a.data() + param.offset, b.data() + param.offset,
@@ -52,8 +58,6 @@ bool starts_with(const std::string& s, const char* prefix) {
 }
 
 }  // namespace
-
-#ifndef ELECTRA_TRAINER_TEST_GPU
 
 TEST_CASE("two-stage: stage 1 trains the generator alone, stage 2 the discriminator alone",
           "[two_stage]") {
