@@ -389,10 +389,17 @@ int dry_run(PretrainConfig config, int ranks, double gpu_memory_gib) {
   // digits: the masked slots as the pretrainer sizes them.
   const int64_t slots =
       std::max(max_predictions(options.mask_prob, static_cast<int>(train.seq_len)), 1);
-  std::printf("  FLOPs per update (%s): %.17g\n", objective_name(config.objective),
-              step_flops(config.model, train.batch_size, train.seq_len, static_cast<double>(slots),
-                         config.objective, config.generator)
-                  .total());
+  const StepFlops flops = step_flops(config.model, train.batch_size, train.seq_len,
+                                     static_cast<double>(slots), config.objective, config.generator);
+  if (config.training == Training::kTwoStage) {  // each stage counts what it runs
+    std::printf("  FLOPs per update (%s, two-stage): stage 1 %.17g, stage 2 %.17g\n",
+                objective_name(config.objective),
+                stage_flops(flops, PretrainStage::kGenerator).total(),
+                stage_flops(flops, PretrainStage::kDiscriminator).total());
+  } else {
+    std::printf("  FLOPs per update (%s): %.17g\n", objective_name(config.objective),
+                flops.total());
+  }
   std::printf("  parameters   %14zu bytes (%.2f GiB; %lld parameters)\n", m.parameters,
               gib(m.parameters), static_cast<long long>(m.parameter_count));
   std::printf("  gradients    %14zu bytes (%.2f GiB)\n", m.gradients, gib(m.gradients));

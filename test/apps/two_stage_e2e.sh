@@ -92,6 +92,20 @@ else
   fail "pretrain exited: $(tail -3 "$dir.log")"
 fi
 
+# --dry-run states each stage's FLOPs: stage 1 (the generator's forward and backward) below
+# stage 2 (the generator's forward and the discriminator's forward and backward).
+if "$electra" pretrain "${small[@]}" --set checkpoint.dir="$work/dry" --dry-run >"$work/dry.log" 2>&1 &&
+  python3 - "$work/dry.log" <<'PY'; then
+import re, sys
+m = re.search(r"FLOPs per update \(electra, two-stage\): stage 1 (\d+), stage 2 (\d+)",
+              open(sys.argv[1]).read())
+sys.exit(0 if m and 0 < int(m.group(1)) < int(m.group(2)) else 1)
+PY
+  pass "--dry-run gives each stage's FLOPs"
+else
+  fail "--dry-run: $(grep FLOPs "$work/dry.log")"
+fi
+
 expect_error "a smaller generator" "generator hidden 32.*discriminator hidden 64" pretrain \
   "${small[@]}" --set model.generator_multiplier=0.5 --set checkpoint.dir="$work/bad"
 expect_error "generator_steps out of range" "two_stage.generator_steps must be in" pretrain \
