@@ -389,8 +389,9 @@ int dry_run(PretrainConfig config, int ranks, double gpu_memory_gib) {
   // digits: the masked slots as the pretrainer sizes them.
   const int64_t slots =
       std::max(max_predictions(options.mask_prob, static_cast<int>(train.seq_len)), 1);
-  const StepFlops flops = step_flops(config.model, train.batch_size, train.seq_len,
-                                     static_cast<double>(slots), config.objective, config.generator);
+  const StepFlops flops =
+      step_flops(config.model, train.batch_size, train.seq_len, static_cast<double>(slots),
+                 config.objective, config.generator);
   if (config.training == Training::kTwoStage) {  // each stage counts what it runs
     std::printf("  FLOPs per update (%s, two-stage): stage 1 %.17g, stage 2 %.17g\n",
                 objective_name(config.objective),
