@@ -349,7 +349,11 @@ std::string describe(const PretrainConfig& c, const std::string& device, Precisi
                         ": the generator alone with MLM; then the discriminator, initialised "
                         "from the generator's encoder, with ",
                         c.train.disc_weight, " x BCE for ", c.train.steps - c.generator_steps,
-                        " updates while the generator is frozen)"))
+                        " updates while the generator is frozen",
+                        c.sharing == Sharing::kEmbeddings
+                            ? ", the shared embedding tables with it; sharing: none trains "
+                              "the discriminator's own)"
+                            : ")"))
       << "\n"
       << "model: discriminator " << d.layers << " layers, hidden " << d.hidden << ", " << d.heads
       << " heads, FFN " << d.ffn << ", embedding " << d.embedding_size << ", vocab " << d.vocab_size

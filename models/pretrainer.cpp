@@ -183,6 +183,13 @@ ElectraPretrainer::ElectraPretrainer(Context& ctx, const ElectraConfig& config,
   ModelBuilder builder(weights_, acts_, dtypes, device);
   parts_ = std::make_unique<Parts>(builder, config_, options_, slots_);
   tables_span_ = parts_->tables_span;
+  {
+    const std::vector<ParamInfo>& params = weights_.store.params();
+    const ParamInfo& first = params[tables_span_.first];
+    const ParamInfo& last = params[tables_span_.end - 1];
+    shared_tables_grad_ =
+        weights_.store.flat_grads().rows(first.offset, last.offset + last.padded_numel());
+  }
   generator_tables_span_ = parts_->generator_tables_span;
   input_ = parts_->input;
   if (parts_->wiring.all_tokens) {
@@ -473,8 +480,9 @@ bool ElectraPretrainer::frozen_in(PretrainStage stage, const ParamInfo& param) c
       return false;
     case PretrainStage::kGenerator:
       return in(parts_->discriminator_span) || (own_tables && in(tables_span_));
-    case PretrainStage::kDiscriminator:
-      return in(parts_->generator_span) || in(generator_tables_span_);
+    case PretrainStage::kDiscriminator:  // shared tables are the generator's too: frozen
+      return in(parts_->generator_span) || in(generator_tables_span_) ||
+             (!own_tables && in(tables_span_));
   }
   return false;
 }
@@ -510,6 +518,10 @@ void ElectraPretrainer::backward(Context& ctx, const ForwardContext& saved,
   // A model the stage does not run reports its whole span: its gradients stay 0.
   if (stage_ != PretrainStage::kGenerator) {
     p.discriminator->backward(ctx, saved.pass, ready);
+    // Stage 2 with shared tables: they are the frozen generator's; the discriminator's gradient
+    // into them is dropped (frozen gradients are 0, and they stay out of the norm).
+    if (stage_ == PretrainStage::kDiscriminator && options_.sharing == Sharing::kEmbeddings)
+      zero_tensor(ctx.stream(), shared_tables_grad_);
   } else if (ready) {
     ready(ctx, p.discriminator_span);
   }

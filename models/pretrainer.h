@@ -26,7 +26,8 @@
 // set_stage(): PretrainStage::kGenerator runs the generator's forward, loss and backward only
 // (the discriminator's forward and backward do not run, its gradients stay 0);
 // kDiscriminator runs the whole forward (the frozen generator still samples the replacements)
-// and the discriminator's backward only (the generator's gradients stay 0).
+// and the discriminator's backward only (the generator's gradients stay 0, the shared tables'
+// too: they are the frozen generator's).
 // Every random draw is keyed by (seed, purpose, micro_step, rank), so a step is reproducible on
 // CPU and GPU and after a resume. No kernel of the pipeline takes a per-step value from the host:
 // the micro-step, the masking rate and the loss scales are read from the step scalars in device
@@ -196,8 +197,9 @@ class ElectraPretrainer {
   void set_stage(PretrainStage stage);
   PretrainStage stage() const { return stage_; }
   // The parameters `stage` leaves untrained (Optimizer::set_frozen): the discriminator's in
-  // kGenerator (with sharing: none its embedding tables too), the generator's in kDiscriminator
-  // (with sharing: none its own tables too); none in kJoint. The shared tables train in both.
+  // kGenerator (with sharing: none its embedding tables too; shared tables train with the
+  // generator), the generator's in kDiscriminator, its embedding tables included (shared or its
+  // own: the generator is wholly frozen); none in kJoint.
   bool frozen_in(PretrainStage stage, const ParamInfo& param) const;
   // The stage switch: copies every generator encoder parameter ("generator/electra.*": the
   // embedding projection, every layer, with sharing: none the tables) over its discriminator
@@ -262,6 +264,7 @@ class ElectraPretrainer {
   ParamSpan tables_span_;            // the shared embedding tables
   ParamSpan generator_tables_span_;  // sharing: none: the generator's own (empty otherwise)
   PretrainStage stage_ = PretrainStage::kJoint;
+  Tensor shared_tables_grad_;         // the gradients of tables_span_ (zeroed in stage 2)
   std::vector<int32_t> step_planes_;  // step()'s host staging
   std::vector<uint64_t> unigram_counts_;
   Corruption last_corruption_;

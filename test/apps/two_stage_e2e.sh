@@ -59,12 +59,13 @@ def tensors(path):
     header = json.loads(raw[8:8 + n])
     return {k: raw[8 + n + v["data_offsets"][0]:8 + n + v["data_offsets"][1]]
             for k, v in header.items() if k != "__metadata__"}
-# The generator's own weights (its encoder layers and head; the embedding tables are shared and
-# train with the discriminator in stage 2) are those of update 50.
+# The generator's weights (its encoder, head and the shared embedding tables) are those of
+# update 50, and the discriminator's embedding tables are those tables.
 g50 = tensors(run + "/checkpoint-00000050/generator/model.safetensors")
 g100 = tensors(run + "/checkpoint-00000100/generator/model.safetensors")
-own = [k for k in g50 if "embeddings." not in k]
-frozen = len(own) > 10 and all(g50[k] == g100[k] for k in own)
+d100 = tensors(run + "/checkpoint-00000100/discriminator/model.safetensors")
+word = "electra.embeddings.word_embeddings.weight"
+frozen = len(g50) > 10 and all(g50[k] == g100[k] for k in g50) and d100[word] == g50[word]
 ok = (len(s1) == 5 and len(s2) == 5 and all(r["disc_loss"] == 0 for r in s1)
       and s1[-1]["gen_loss"] < 0.85 * s1[0]["gen_loss"]
       and s2[-1]["disc_loss"] < s2[0]["disc_loss"] - 0.02 and frozen)
