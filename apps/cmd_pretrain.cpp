@@ -281,21 +281,37 @@ int pretrain(PretrainConfig config, std::unique_ptr<Communicator>& comm, const s
     progress.every = config.log_every;
     progress.sequences_per_step = static_cast<double>(train.batch_size);
     progress.tokens_per_step = static_cast<double>(train.batch_size * train.seq_len);
-    progress.flops_per_step =
-        step_flops(config.model, train.batch_size, train.seq_len,
-                   static_cast<double>(trainer.model().slots()), config.objective, config.generator,
-                   config.generator_training)
-            .total();
+    const StepFlops flops = step_flops(
+        config.model, train.batch_size, train.seq_len, static_cast<double>(trainer.model().slots()),
+        config.objective, config.generator, config.generator_training);
+    progress.flops_per_step = flops.total();
+    if (config.training == Training::kTwoStage) {  // what each stage runs (models/flops.h)
+      progress.generator_steps = config.generator_steps;
+      progress.flops_per_step = stage_flops(flops, PretrainStage::kGenerator).total();
+      progress.stage2_flops_per_step = stage_flops(flops, PretrainStage::kDiscriminator).total();
+    }
     // MFU against the peak of all the job's GPUs.
     progress.mlm = objective_wiring(config.objective).mlm_head;
     progress.adversarial = config.generator_training == GeneratorTraining::kAdversarial;
     progress.peak_flops =
         on_gpu && ctx.precision() == Precision::BF16 ? ranks * bf16_peak_flops(device) : 0;
     reporter.emplace(progress, metrics_path, state.step);
-    std::fprintf(stderr, "pretrain: %.3g FLOPs per update, %.3g for the run; metrics in %s\n",
-                 progress.flops_per_step,
-                 progress.flops_per_step * static_cast<double>(train.steps - state.step),
-                 metrics_path.c_str());
+    if (progress.generator_steps > 0) {
+      const int64_t stage1_left = std::max<int64_t>(config.generator_steps - state.step, 0);
+      const int64_t stage2_left = train.steps - state.step - stage1_left;
+      std::fprintf(stderr,
+                   "pretrain: %.3g FLOPs per update in stage 1 (generator), %.3g in stage 2 "
+                   "(discriminator), %.3g for the run; metrics in %s\n",
+                   progress.flops_per_step, progress.stage2_flops_per_step,
+                   progress.flops_per_step * static_cast<double>(stage1_left) +
+                       progress.stage2_flops_per_step * static_cast<double>(stage2_left),
+                   metrics_path.c_str());
+    } else {
+      std::fprintf(stderr, "pretrain: %.3g FLOPs per update, %.3g for the run; metrics in %s\n",
+                   progress.flops_per_step,
+                   progress.flops_per_step * static_cast<double>(train.steps - state.step),
+                   metrics_path.c_str());
+    }
   }
 
   std::signal(SIGINT, on_stop_signal);
@@ -374,10 +390,18 @@ int dry_run(PretrainConfig config, int ranks, double gpu_memory_gib) {
   // digits: the masked slots as the pretrainer sizes them.
   const int64_t slots =
       std::max(max_predictions(options.mask_prob, static_cast<int>(train.seq_len)), 1);
-  std::printf("  FLOPs per update (%s): %.17g\n", objective_name(config.objective),
-              step_flops(config.model, train.batch_size, train.seq_len, static_cast<double>(slots),
-                         config.objective, config.generator, config.generator_training)
-                  .total());
+  const StepFlops flops =
+      step_flops(config.model, train.batch_size, train.seq_len, static_cast<double>(slots),
+                 config.objective, config.generator, config.generator_training);
+  if (config.training == Training::kTwoStage) {  // each stage counts what it runs
+    std::printf("  FLOPs per update (%s, two-stage): stage 1 %.17g, stage 2 %.17g\n",
+                objective_name(config.objective),
+                stage_flops(flops, PretrainStage::kGenerator).total(),
+                stage_flops(flops, PretrainStage::kDiscriminator).total());
+  } else {
+    std::printf("  FLOPs per update (%s): %.17g\n", objective_name(config.objective),
+                flops.total());
+  }
   std::printf("  parameters   %14zu bytes (%.2f GiB; %lld parameters)\n", m.parameters,
               gib(m.parameters), static_cast<long long>(m.parameter_count));
   std::printf("  gradients    %14zu bytes (%.2f GiB)\n", m.gradients, gib(m.gradients));

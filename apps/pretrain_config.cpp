@@ -103,6 +103,54 @@ const char* train_device_name(TrainDevice device) {
   return "?";
 }
 
+// training: and two_stage: (after model, objective and train.steps are read).
+void read_two_stage(ConfigNode& root, const std::string& path, PretrainConfig& c) {
+  const bool two_stage = root.choice("training", "joint", {"joint", "two-stage"}) == "two-stage";
+  ConfigNode section = root.section("two_stage");
+  if (!two_stage) {  // the shipped configs spell the key; describe() says it is unused
+    c.generator_steps = section.get<int64_t>("generator_steps", 0);
+    return;
+  }
+  c.training = Training::kTwoStage;
+  const int64_t steps = section.require<int64_t>("generator_steps");
+  c.generator_steps =
+      in_range(path, steps, steps > 0 && steps < c.train.steps, "two_stage.generator_steps",
+               str_cat("in (0, train.steps = ", c.train.steps, ")").c_str());
+  ELECTRA_USER_CHECK((c.objective == Objective::kElectra || c.objective == Objective::kElectra15) &&
+                         c.generator == GeneratorKind::kMlm,
+                     path,
+                     ": training: two-stage needs a trained MLM generator (objective electra or ",
+                     "electra-15 with generator: mlm; got objective ", objective_name(c.objective),
+                     ", generator ", generator_kind_name(c.generator), ")");
+  // Stage 1 is maximum likelihood and stage 2 freezes the generator: nothing to train
+  // adversarially. With every weight tied there is no second encoder to initialise, and gdes's
+  // residual tables have no stage to train in (stage 1 does not run the discriminator).
+  ELECTRA_USER_CHECK(c.generator_training == GeneratorTraining::kMle, path,
+                     ": training: two-stage trains the generator by maximum likelihood in stage 1 "
+                     "and freezes it in stage 2: generator_training: adversarial does not apply");
+  ELECTRA_USER_CHECK(c.sharing == Sharing::kEmbeddings || c.sharing == Sharing::kNone, path,
+                     ": training: two-stage needs sharing: embeddings or none (got ",
+                     sharing_name(c.sharing), ": ",
+                     c.sharing == Sharing::kAll ? "with every weight tied there is no second "
+                                                  "encoder to initialise from the generator"
+                                                : "its residual tables would train in stage 2 only",
+                     ")");
+  // Stage 2 starts the discriminator from the generator's encoder: the shapes must match.
+  const EncoderConfig& d = c.model.discriminator;
+  const EncoderConfig g = c.model.generator();
+  auto size = [](const EncoderConfig& e) {
+    return str_cat("hidden ", e.hidden, ", ", e.layers, " layers, ", e.heads, " heads, FFN ", e.ffn,
+                   ", embedding ", e.embedding_size);
+  };
+  ELECTRA_USER_CHECK(g.hidden == d.hidden && g.layers == d.layers && g.heads == d.heads &&
+                         g.ffn == d.ffn && g.embedding_size == d.embedding_size,
+                     path,
+                     ": training: two-stage needs a generator of the discriminator's size "
+                     "(model.generator_multiplier 1, heads = hidden / 64, FFN = 4 x hidden): "
+                     "generator ",
+                     size(g), "; discriminator ", size(d));
+}
+
 PretrainConfig read_pretrain_config(const std::string& path,
                                     const std::vector<std::string>& overrides) {
   ConfigNode root = ConfigNode::load(path);
@@ -195,6 +243,8 @@ PretrainConfig read_pretrain_config(const std::string& path,
   t.threads = in_range(path, threads, threads >= 0 && threads <= kMaxCpuThreads, "train.threads",
                        "in [0, 1024] (0: all cores)");
 
+  read_two_stage(root, path, c);
+
   try {
     c.optimizer = read_optimizer_config(root.section("optimizer"), root.section("schedule"), steps);
   } catch (const UserError& e) {
@@ -237,6 +287,10 @@ std::string canonical_text(const PretrainConfig& c) {
   if (c.sharing != Sharing::kEmbeddings) out << "sharing=" << sharing_name(c.sharing) << "\n";
   if (c.generator_training != GeneratorTraining::kMle)
     out << "generator_training=" << generator_training_name(c.generator_training) << "\n";
+  if (c.training == Training::kTwoStage) {
+    out << "training=two-stage\n"
+        << "two_stage.generator_steps=" << c.generator_steps << "\n";
+  }
   encoder_lines(out, "discriminator", c.model.discriminator);
   out << "generator_multiplier=" << exact(c.model.generator_multiplier) << "\n";
   for (const std::string& s : c.shards) out << "data.shard=" << s << "\n";
@@ -290,9 +344,18 @@ std::string describe(const PretrainConfig& c, const std::string& device, Precisi
                                      c.objective, c.generator, c.generator_training);
   std::string shards;
   for (const std::string& s : c.shards) shards += (shards.empty() ? "" : ", ") + s;
-  char flops_text[96];
-  std::snprintf(flops_text, sizeof(flops_text), "%.3g per step, %.3g in total", flops.total(),
-                flops.total() * static_cast<double>(t.steps));
+  char flops_text[160];
+  if (c.training == Training::kTwoStage) {  // each stage counts what it runs (models/flops.h)
+    const double stage1 = stage_flops(flops, PretrainStage::kGenerator).total();
+    const double stage2 = stage_flops(flops, PretrainStage::kDiscriminator).total();
+    std::snprintf(flops_text, sizeof(flops_text),
+                  "%.3g per step in stage 1, %.3g in stage 2, %.3g in total", stage1, stage2,
+                  stage1 * static_cast<double>(c.generator_steps) +
+                      stage2 * static_cast<double>(t.steps - c.generator_steps));
+  } else {
+    std::snprintf(flops_text, sizeof(flops_text), "%.3g per step, %.3g in total", flops.total(),
+                  flops.total() * static_cast<double>(t.steps));
+  }
   std::ostringstream out;
   out << "config " << c.path << " (hash " << std::hex << config_hash(c) << std::dec << ")\n"
       << "objective: " << objective_name(c.objective)
@@ -325,6 +388,20 @@ std::string describe(const PretrainConfig& c, const std::string& device, Precisi
               ? " (the discriminator's token, position and segment tables are sg(the generator's) "
                 "+ residuals of its own; its LayerNorm its own)"
               : " (token, position and segment tables and the embedding LayerNorm tied)")
+      << "\n"
+      << "training: "
+      << (c.training == Training::kJoint
+              ? str_cat("joint (generator and discriminator trained together",
+                        c.generator_steps != 0 ? "; two_stage.generator_steps unused" : "", ")")
+              : str_cat("two-stage (updates 1-", c.generator_steps,
+                        ": the generator alone with MLM; then the discriminator, initialised "
+                        "from the generator's encoder, with ",
+                        c.train.disc_weight, " x BCE for ", c.train.steps - c.generator_steps,
+                        " updates while the generator is frozen",
+                        c.sharing == Sharing::kEmbeddings
+                            ? ", the shared embedding tables with it; sharing: none trains "
+                              "the discriminator's own)"
+                            : ")"))
       << "\n"
       << "model: discriminator " << d.layers << " layers, hidden " << d.hidden << ", " << d.heads
       << " heads, FFN " << d.ffn << ", embedding " << d.embedding_size << ", vocab " << d.vocab_size

@@ -21,6 +21,14 @@
 //                loss on its samples, with a learned baseline; paper Appendix F,
 //                docs/OBJECTIVES.md); adversarial needs objective electra or electra-15, generator
 //                mlm and masking.temperature 1
+//   training:    joint (default: generator and discriminator trained together) | two-stage
+//                (paper Figure 3 right: the generator alone with MLM for
+//                two_stage.generator_steps updates, then the discriminator, initialised from the
+//                generator's encoder, while the generator is frozen). two-stage needs a generator
+//                of the discriminator's size (model.generator_multiplier giving the same hidden,
+//                heads and FFN) and objective electra or electra-15 with generator: mlm
+//   two_stage:   generator_steps (required with two-stage, in (0, train.steps); unused with
+//                joint, and describe() says so)
 //   model:       preset (tiny|small|base|large) then field overrides (models/electra_config.h)
 //   data:        shards: a shard file or a directory of *.bin shards (`electra build-data`),
 //                        several separated by commas;  vocab: the vocab.txt they were built with
@@ -125,6 +133,8 @@ struct PretrainConfig {
   GeneratorKind generator = GeneratorKind::kMlm;
   Sharing sharing = Sharing::kEmbeddings;
   GeneratorTraining generator_training = GeneratorTraining::kMle;
+  Training training = Training::kJoint;
+  int64_t generator_steps = 0;  // two_stage.generator_steps (two-stage only)
   ElectraConfig model;
   // False when the file has no model section: `electra pretrain --init` (or --resume) then takes
   // the sizes from the checkpoint (apps/pretrain_init.h); otherwise model holds the defaults.

@@ -101,14 +101,17 @@ std::string ProgressReporter::format_duration(double seconds) {
 
 void ProgressReporter::record(int64_t step, const StepMetrics& m, double lr, double grad_norm,
                               double seconds) {
+  const bool two_stage = config_.generator_steps > 0;
+  const int stage = two_stage && step > config_.generator_steps ? 2 : 1;
   window_seconds_ += seconds;
+  window_flops_ += stage == 2 ? config_.stage2_flops_per_step : config_.flops_per_step;
   total_seconds_ += seconds;
   ++window_steps_;
   if (step % config_.every != 0 && step != config_.total_steps) return;
   const double per_step = window_seconds_ / static_cast<double>(window_steps_);
   const double seq_per_s = config_.sequences_per_step / per_step;
   const double tok_per_s = config_.tokens_per_step / per_step;
-  const double flops_per_s = config_.flops_per_step / per_step;
+  const double flops_per_s = window_flops_ / window_seconds_;
   const double eta = per_step * static_cast<double>(config_.total_steps - step);
   char mfu[32] = "";
   if (config_.peak_flops > 0) {
@@ -126,27 +129,35 @@ void ProgressReporter::record(int64_t step, const StepMetrics& m, double lr, dou
     std::snprintf(reward_json, sizeof reward_json, "\"reward\": %.6g, \"baseline_loss\": %.6g, ",
                   m.reward, m.baseline_loss);
   }
+  char stage_text[48] = "";
+  char stage_json[24] = "";  // after "step", which truncate_metrics reads first
+  if (two_stage) {
+    std::snprintf(stage_text, sizeof stage_text, "stage %d (%s) | ", stage,
+                  stage == 1 ? "generator" : "discriminator");
+    std::snprintf(stage_json, sizeof stage_json, "\"stage\": %d, ", stage);
+  }
   std::fprintf(stderr,
-               "step %lld/%lld | gen loss %.4f acc %.3f%s | disc loss %.4f acc %.3f%s | replaced "
+               "%sstep %lld/%lld | gen loss %.4f acc %.3f%s | disc loss %.4f acc %.3f%s | replaced "
                "%.3f | lr %.3e | grad norm %.3f | %.1f seq/s %.0f tok/s | %.2f TFLOP/s%s | "
                "ETA %s\n",
-               static_cast<long long>(step), static_cast<long long>(config_.total_steps),
-               m.gen_loss, m.gen_accuracy, reward, m.disc_loss, m.disc_accuracy, mlm,
-               m.replaced_fraction, lr, grad_norm, seq_per_s, tok_per_s, flops_per_s / 1e12, mfu,
-               format_duration(eta).c_str());
+               stage_text, static_cast<long long>(step),
+               static_cast<long long>(config_.total_steps), m.gen_loss, m.gen_accuracy, reward,
+               m.disc_loss, m.disc_accuracy, mlm, m.replaced_fraction, lr, grad_norm, seq_per_s,
+               tok_per_s, flops_per_s / 1e12, mfu, format_duration(eta).c_str());
   std::fprintf(metrics_,
-               "{\"step\": %lld, \"gen_loss\": %.6g, \"gen_acc\": %.6g, \"disc_loss\": %.6g, "
+               "{\"step\": %lld, %s\"gen_loss\": %.6g, \"gen_acc\": %.6g, \"disc_loss\": %.6g, "
                "\"disc_acc\": %.6g, \"disc_precision\": %.6g, \"disc_recall\": %.6g, "
                "\"replaced_frac\": %.6g, \"mlm_loss\": %.6g, \"mlm_acc\": %.6g, "
                "%s\"total_loss\": %.6g, \"lr\": %.6g, \"grad_norm\": "
                "%.6g, \"seq_per_s\": %.6g, \"tokens_per_s\": %.6g, \"tflops\": %.6g, "
                "\"step_seconds\": %.6g}\n",
-               static_cast<long long>(step), m.gen_loss, m.gen_accuracy, m.disc_loss,
+               static_cast<long long>(step), stage_json, m.gen_loss, m.gen_accuracy, m.disc_loss,
                m.disc_accuracy, m.disc_precision, m.disc_recall, m.replaced_fraction, m.mlm_loss,
                m.mlm_accuracy, reward_json, m.total_loss, lr, grad_norm, seq_per_s, tok_per_s,
                flops_per_s / 1e12, per_step);
   ELECTRA_USER_CHECK(std::fflush(metrics_) == 0, metrics_path_, ": write failed (disk full?)");
   window_seconds_ = 0;
+  window_flops_ = 0;
   window_steps_ = 0;
 }
 

@@ -31,6 +31,11 @@ struct ProgressConfig {
   double peak_flops = 0;       // the device's bf16 peak for MFU; 0 = not known
   bool mlm = false;            // the objective trains a discriminator-sized MLM: show its loss
   bool adversarial = false;    // generator_training: adversarial: show the reward and baseline
+  // Two-stage training: updates 1..generator_steps are stage 1 (the generator; flops_per_step),
+  // the rest stage 2 (the discriminator; stage2_flops_per_step). Each line and record names its
+  // stage. 0: joint training.
+  int64_t generator_steps = 0;
+  double stage2_flops_per_step = 0;
 };
 
 // Moves the lines of metrics_path that record updates after start_step to
@@ -59,6 +64,7 @@ class ProgressReporter {
   std::FILE* metrics_ = nullptr;
   std::string metrics_path_;
   double window_seconds_ = 0;
+  double window_flops_ = 0;  // the FLOPs of the window's updates (two stages differ)
   int64_t window_steps_ = 0;
   double total_seconds_ = 0;
 };

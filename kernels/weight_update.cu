@@ -93,7 +93,7 @@ __global__ void __launch_bounds__(kThreads)
                  bool bias_correction) {
   const Chunk c = chunk_of_block(segments, blocks);
   const AdamCoeffs k = adam_coeffs(hyper, norm[0], bias_correction);
-  if (k.skip) return;
+  if (k.skip || lr_mult[c.segment] == 0.0f) return;  // a skipped update or a frozen segment
   const float step = k.lr * lr_mult[c.segment];
   for (int64_t i = c.begin + threadIdx.x; i < c.end; i += kThreads) {
     float mi = m[i], vi = v[i];
@@ -108,14 +108,15 @@ __global__ void __launch_bounds__(kThreads)
 // LAMB pass 1: advances the moments and writes per-chunk sums of p^2 and update^2.
 __global__ void __launch_bounds__(kThreads)
     lamb_moments_kernel(const float* params, const float* grads, float* m, float* v,
-                        const int32_t* segments, const int32_t* blocks, const float* hyper,
-                        const float* norm, bool bias_correction, float* p_partials,
-                        float* u_partials) {
+                        const int32_t* segments, const float* lr_mult, const int32_t* blocks,
+                        const float* hyper, const float* norm, bool bias_correction,
+                        float* p_partials, float* u_partials) {
   __shared__ float scratch[kWarpSize];
   const Chunk c = chunk_of_block(segments, blocks);
   const AdamCoeffs k = adam_coeffs(hyper, norm[0], bias_correction);
-  // A skipped step writes zero partials (the ratios are then 1 and never used).
-  const int64_t end = k.skip ? c.begin : c.end;
+  // A skipped step or a frozen segment writes zero partials (the ratios are then 1 and never
+  // used) and leaves the moments alone.
+  const int64_t end = k.skip || lr_mult[c.segment] == 0.0f ? c.begin : c.end;
   float p_sq = 0.0f, u_sq = 0.0f;
   for (int64_t i = c.begin + threadIdx.x; i < end; i += kThreads) {
     float mi = m[i], vi = v[i];
@@ -155,7 +156,7 @@ __global__ void __launch_bounds__(kThreads)
                       const float* norm, bool bias_correction, const float* ratios) {
   const Chunk c = chunk_of_block(segments, blocks);
   const AdamCoeffs k = adam_coeffs(hyper, norm[0], bias_correction);
-  if (k.skip) return;
+  if (k.skip || lr_mult[c.segment] == 0.0f) return;
   const float step = k.lr * lr_mult[c.segment] * ratios[c.segment];
   for (int64_t i = c.begin + threadIdx.x; i < c.end; i += kThreads) {
     const float p = params[i];
@@ -200,8 +201,9 @@ void lamb_step(Context& ctx, const Tensor& params, const Tensor& grads, const Te
   const int32_t* segments = table.segments.ptr<int32_t>();
   const int32_t* blocks = table.blocks.ptr<int32_t>();
   lamb_moments_kernel<<<table.num_blocks, kThreads, 0, ctx.stream()>>>(
-      params.ptr<float>(), grads.ptr<float>(), m.ptr<float>(), v.ptr<float>(), segments, blocks,
-      hyper.ptr<float>(), norm.ptr<float>(), bias_correction, p_partials, u_partials);
+      params.ptr<float>(), grads.ptr<float>(), m.ptr<float>(), v.ptr<float>(), segments,
+      table.lr_mult.ptr<float>(), blocks, hyper.ptr<float>(), norm.ptr<float>(), bias_correction,
+      p_partials, u_partials);
   ELECTRA_CUDA_CHECK_LAUNCH();
   lamb_ratio_kernel<<<1, kReduceThreads, 0, ctx.stream()>>>(
       segments, static_cast<int>(table.num_segments), p_partials, u_partials, ratios);

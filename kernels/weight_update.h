@@ -31,6 +31,9 @@
 //   r_s = ||p_s|| / ||update_s|| (1 when either is 0),   p -= lr * lr_mult[s] * r_s * update
 // with ||p_s|| taken before the step. The gradients are never modified (zeroing them is the
 // caller's job).
+// Frozen segments: lr_mult[s] == 0 freezes segment s: neither its parameters nor its moments
+// change (not even by weight decay; two-stage pre-training freezes one model this way,
+// Optimizer::set_frozen). A frozen segment's gradient still counts in the global norm.
 // Overflow: when norm is not finite (an Inf or NaN gradient, or an overflowing sum of squares)
 // both steps leave parameters and moments untouched, decided on the device from the norm (no
 // host sync).
@@ -56,7 +59,7 @@ struct ParamSegment {
   int64_t offset = 0;
   int64_t size = 0;
   bool decay = true;     // weight decay applies (false for LayerNorm and biases)
-  float lr_mult = 1.0f;  // layer-wise LR decay factor
+  float lr_mult = 1.0f;  // layer-wise LR decay factor; 0: frozen (see the top of this file)
 };
 
 // Layout of the segment-table tensors (int32 offsets: the buffer holds < 2^31 values).

@@ -181,6 +181,7 @@ void adamw_step(Context& ctx, const Tensor& params, const Tensor& grads, const T
   const int32_t* blocks = table.blocks.ptr<int32_t>();
   ctx.parallel_for(table.num_blocks, [&](int64_t block) {
     const SegmentView seg = segment(table, blocks[2 * block]);
+    if (seg.lr_mult == 0.0f) return;  // frozen
     const float step = c.lr * seg.lr_mult;
     const int64_t begin = seg.offset + blocks[2 * block + 1];
     const int64_t end = std::min(begin + kOptimChunk, seg.offset + seg.size);
@@ -198,6 +199,7 @@ void lamb_step(Context& ctx, const Tensor& params, const Tensor& grads, const Te
   const float* g = grads.ptr<float>();
   ctx.parallel_for(table.num_segments, [&](int64_t s) {
     const SegmentView seg = segment(table, s);
+    if (seg.lr_mult == 0.0f) return;  // frozen
     const int64_t end = seg.offset + seg.size;
     // Pass 1 advances the moments and measures ||p|| and ||update||; pass 2 recomputes the update
     // from the new moments (as the CUDA kernel does) and applies it.

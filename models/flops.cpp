@@ -88,6 +88,12 @@ StepFlops step_flops(const ElectraConfig& cfg, int64_t batch, int64_t seq_len,
   return f;
 }
 
+StepFlops stage_flops(StepFlops joint, PretrainStage stage) {
+  if (stage == PretrainStage::kGenerator) joint.discriminator_forward = 0;
+  if (stage == PretrainStage::kDiscriminator) joint.generator_trained = false;
+  return joint;
+}
+
 double train_flops(const ElectraConfig& cfg, int64_t batch, int64_t seq_len, int64_t steps,
                    Objective objective) {
   const double masked = kOfficialOutputFrac * static_cast<double>(seq_len);

@@ -35,6 +35,10 @@
 // With `generator: unigram` (GeneratorKind::kUnigram) no generator runs: its forward is 0 (the
 // draw from the counts is not a model and is not counted). `sharing:` changes nothing here: both
 // encoders run their own embeddings in every variant.
+// Two-stage training (PretrainStage, models/objective.h) counts what each stage runs: the
+// generator stage the generator's forward and backward (no discriminator); the discriminator
+// stage the generator's forward (it samples, it is not trained) and the discriminator's forward
+// and backward.
 // The official script puts the MLM head at output_frac x s positions with output_frac = 0.15625
 // whatever the masking rate (kOfficialOutputFrac); train_flops() uses it.
 #pragma once
@@ -60,10 +64,13 @@ double adversarial_flops(const EncoderConfig& enc, double masked_per_seq);  // a
 struct StepFlops {
   double generator_forward = 0;      // 0 for mlm (no generator)
   double discriminator_forward = 0;  // the discriminator-sized model with its objective's heads
+  bool generator_trained = true;     // false: no generator backward (two-stage, stage 2)
 
   double forward() const { return generator_forward + discriminator_forward; }
-  double backward() const { return forward(); }  // the official convention
-  double generator() const { return 2 * generator_forward; }
+  // The official convention: a backward costs its forward.
+  double generator_backward() const { return generator_trained ? generator_forward : 0; }
+  double backward() const { return generator_backward() + discriminator_forward; }
+  double generator() const { return generator_forward + generator_backward(); }
   double discriminator() const { return 2 * discriminator_forward; }
   double total() const { return forward() + backward(); }
 };
@@ -75,6 +82,10 @@ StepFlops step_flops(const ElectraConfig& cfg, int64_t batch, int64_t seq_len,
                      double masked_per_seq, Objective objective = Objective::kElectra,
                      GeneratorKind generator = GeneratorKind::kMlm,
                      GeneratorTraining training = GeneratorTraining::kMle);
+
+// What `stage` of a two-stage run computes of the joint update `joint` (see above); kJoint
+// returns it unchanged.
+StepFlops stage_flops(StepFlops joint, PretrainStage stage);
 
 // Total pre-training FLOPs with the official script's conventions (output_frac 0.15625):
 // steps x step_flops(cfg, batch, seq_len, 0.15625 * seq_len, objective).total().

@@ -92,4 +92,20 @@ bool adversarial_applies(Objective objective, GeneratorKind generator) {
   return generator == GeneratorKind::kMlm && w.generator && w.binary_head && !w.all_tokens;
 }
 
+const char* training_name(Training training) {
+  return training == Training::kTwoStage ? "two-stage" : "joint";
+}
+
+const char* stage_name(PretrainStage stage) {
+  switch (stage) {
+    case PretrainStage::kJoint:
+      return "joint";
+    case PretrainStage::kGenerator:
+      return "generator";
+    case PretrainStage::kDiscriminator:
+      return "discriminator";
+  }
+  return "?";
+}
+
 }  // namespace electra

@@ -66,4 +66,19 @@ const char* generator_training_name(GeneratorTraining training);  // "mle" | "ad
 // samples a binary discriminator judges).
 bool adversarial_applies(Objective objective, GeneratorKind generator);
 
+// How the two models are trained (`training:`, paper Figure 3 right; docs/OBJECTIVES.md):
+// kJoint, both at once on MLM + lambda BCE (the default); kTwoStage, the generator alone with
+// MLM for two_stage.generator_steps updates, then the discriminator, initialised from the
+// generator's encoder, with lambda BCE while the generator is frozen.
+enum class Training : uint8_t { kJoint, kTwoStage };
+const char* training_name(Training training);  // "joint" | "two-stage"
+
+// What one update of the pretrainer runs and trains (ElectraPretrainer::set_stage):
+// kJoint, everything the objective has; kGenerator (two-stage, stage 1), the generator's forward,
+// MLM loss and backward only: the discriminator does not run; kDiscriminator (stage 2), the
+// generator's forward and sampling without its backward, then the discriminator's forward, loss
+// and backward.
+enum class PretrainStage : uint8_t { kJoint, kGenerator, kDiscriminator };
+const char* stage_name(PretrainStage stage);  // "joint" | "generator" | "discriminator"
+
 }  // namespace electra

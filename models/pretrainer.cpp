@@ -87,12 +87,16 @@ struct ElectraPretrainer::Parts {
     }
     const bool tie_all = mlm_generator && o.sharing == Sharing::kAll;
     if (mlm_generator && !tie_all) {
+      const auto first = b.declared();
       generator.emplace(b, config.generator(), generator_tables ? *generator_tables : tables,
                         o.batch, o.seq_len, slots);
+      generator_span = ParamSpan{first, b.declared()};
     }
+    const auto discriminator_first = b.declared();
     const int64_t mlm_rows = !wiring.mlm_head ? 0 : wiring.all_tokens ? bt : bn;
     discriminator.emplace(b, config.discriminator, tables, o.batch, o.seq_len,
                           DiscriminatorHeads{wiring.binary_head, mlm_rows});
+    discriminator_span = ParamSpan{discriminator_first, b.declared()};
     if (tie_all) {
       // sharing: all: the generator's encoder is the discriminator's (declared just above); only
       // its head is declared here, after the discriminator's.
@@ -157,7 +161,9 @@ struct ElectraPretrainer::Parts {
   std::optional<EmbeddingTables> generator_tables;  // sharing: none (declared right after
                                                     // tables_span) and gdes (declared first)
   ParamSpan generator_tables_span;
-  std::optional<GdesTables> gdes;                     // sharing: gdes: tables are its sums
+  std::optional<GdesTables> gdes;  // sharing: gdes: tables are its sums
+  ParamSpan generator_span;        // projection, layers, head (two-stage; not with sharing: all)
+  ParamSpan discriminator_span;    // projection, layers, heads
   std::optional<ElectraGenerator> generator;          // not for mlm nor generator: unigram
   std::optional<ElectraDiscriminator> discriminator;  // always: "the" model
   Tensor input, ids, segment_ids, mask, token_weights;
@@ -240,6 +246,13 @@ ElectraPretrainer::ElectraPretrainer(Context& ctx, const ElectraConfig& config,
       "generator_training: adversarial needs masking.temperature 1 (REINFORCE differentiates the "
       "log-probability of the distribution that was sampled), got ",
       options.temperature);
+  ELECTRA_USER_CHECK(
+      options.training == Training::kJoint ||
+          (options.generator_training == GeneratorTraining::kMle &&
+           (options.sharing == Sharing::kEmbeddings || options.sharing == Sharing::kNone)),
+      "training: two-stage needs generator_training: mle and sharing: embeddings "
+      "or none, not ",
+      generator_training_name(options.generator_training), " and ", sharing_name(options.sharing));
   const std::string sharing =
       sharing_problem(config, options.sharing, options.objective, options.generator);
   ELECTRA_USER_CHECK(sharing.empty(), "pretrain: ", sharing);
@@ -262,6 +275,13 @@ ElectraPretrainer::ElectraPretrainer(Context& ctx, const ElectraConfig& config,
   ModelBuilder builder(weights_, acts_, dtypes, device);
   parts_ = std::make_unique<Parts>(builder, config_, options_, slots_);
   tables_span_ = parts_->tables_span;
+  {
+    const std::vector<ParamInfo>& params = weights_.store.params();
+    const ParamInfo& first = params[tables_span_.first];
+    const ParamInfo& last = params[tables_span_.end - 1];
+    shared_tables_grad_ =
+        weights_.store.flat_grads().rows(first.offset, last.offset + last.padded_numel());
+  }
   generator_tables_span_ = parts_->generator_tables_span;
   input_ = parts_->input;
   if (parts_->wiring.all_tokens) {
@@ -534,6 +554,13 @@ ForwardContext ElectraPretrainer::forward(Context& ctx, const Corruption& c) {
   } else {
     normalise(ctx, c);
   }
+  saved.labels = parts_->labels;
+  last_corruption_ = c;
+  last_forward_ = saved;
+  if (stage_ == PretrainStage::kGenerator) {  // two-stage, stage 1: no discriminator
+    zero_tensor(ctx.stream(), parts_->counts);
+    return saved;
+  }
   discriminator_forward(ctx, c, saved.samples, saved.pass);
   // The binary head is trained with the BCE unless it is the copy head (all-tokens-mlm, whose
   // gradient mlm_loss writes); without the BCE its counts stay 0 (no discriminator metrics).
@@ -544,9 +571,6 @@ ForwardContext ElectraPretrainer::forward(Context& ctx, const Corruption& c) {
   }
   if (w.mlm_head) mlm_loss(ctx, c);
   if (parts_->adversarial) adversarial_loss(ctx, c, saved.samples);
-  saved.labels = parts_->labels;
-  last_corruption_ = c;
-  last_forward_ = saved;
   return saved;
 }
 
@@ -554,6 +578,57 @@ void ElectraPretrainer::normalise(Context& ctx, const Corruption& c) {
   const Parts& p = *parts_;
   loss_normalisers(ctx, c.weights.reshape({options_.batch * slots_}), p.token_weights,
                    options_.disc_weight, p.wiring.masked_only, p.scalars);
+}
+
+void ElectraPretrainer::set_stage(PretrainStage stage) {
+  ELECTRA_CHECK(stage == PretrainStage::kJoint ||
+                    (options_.training == Training::kTwoStage && parts_->generator.has_value()),
+                "set_stage: stage ", stage_name(stage),
+                " needs two-stage training with an MLM "
+                "generator");
+  stage_ = stage;
+}
+
+bool ElectraPretrainer::frozen_in(PretrainStage stage, const ParamInfo& param) const {
+  const std::vector<ParamInfo>& params = weights_.store.params();
+  auto in = [&](ParamSpan span) {
+    if (span.empty()) return false;
+    const ParamInfo& first = params[span.first];
+    const ParamInfo& last = params[span.end - 1];
+    return param.offset >= first.offset && param.offset < last.offset + last.numel;
+  };
+  const bool own_tables = options_.sharing == Sharing::kNone;
+  switch (stage) {
+    case PretrainStage::kJoint:
+      return false;
+    case PretrainStage::kGenerator:
+      return in(parts_->discriminator_span) || (own_tables && in(tables_span_));
+    case PretrainStage::kDiscriminator:  // shared tables are the generator's too: frozen
+      return in(parts_->generator_span) || in(generator_tables_span_) ||
+             (!own_tables && in(tables_span_));
+  }
+  return false;
+}
+
+void ElectraPretrainer::init_discriminator_from_generator(Context& ctx) {
+  const ParameterStore& store = weights_.store;
+  const std::string from = str_cat(ElectraGenerator::kPrefix, "electra.");
+  const std::string to = str_cat(ElectraDiscriminator::kPrefix, "electra.");
+  int copied = 0;
+  for (const ParamInfo& p : store.params()) {
+    if (p.name.rfind(from, 0) != 0) continue;
+    const std::string target = to + p.name.substr(from.size());
+    ELECTRA_CHECK(store.contains(target), "two-stage: the discriminator has no ", target, " for ",
+                  p.name);
+    const Tensor dst = store.padded_param(target);
+    const Tensor src = store.padded_param(p.name);
+    ELECTRA_CHECK(dst.shape == src.shape, "two-stage: ", target, " ", dst.str(), " cannot take ",
+                  p.name, " ", src.str());
+    copy_tensor(ctx.stream(), dst, src);
+    ++copied;
+  }
+  ELECTRA_CHECK(copied > 0, "two-stage: no generator encoder parameter to copy");
+  weights_.refresh_compute(ctx);
 }
 
 void ElectraPretrainer::report_tables(Context& ctx, const GradientsReady& ready) const {
@@ -578,12 +653,26 @@ void ElectraPretrainer::backward(Context& ctx, const ForwardContext& saved,
   if (options_.sharing == Sharing::kAll && p.generator) {
     // sharing: all: the generator's head is declared after the discriminator and reported
     // before it; its backward adds into the tied encoder's gradients, which the
-    // discriminator's backward then completes and reports, layer by layer.
+    // discriminator's backward then completes and reports, layer by layer. (Not two-stage.)
     p.generator->backward(ctx, saved.pass, ready);
     p.discriminator->backward(ctx, saved.pass, ready);
-  } else {
+    report_tables(ctx, ready);
+    return;
+  }
+  // Two-stage: a model the stage does not run reports its whole span: its gradients stay 0.
+  if (stage_ != PretrainStage::kGenerator) {
     p.discriminator->backward(ctx, saved.pass, ready);
-    if (p.generator) p.generator->backward(ctx, saved.pass, ready);
+    // Stage 2 with shared tables: they are the frozen generator's; the discriminator's gradient
+    // into them is dropped (frozen gradients are 0, and they stay out of the norm).
+    if (stage_ == PretrainStage::kDiscriminator && options_.sharing == Sharing::kEmbeddings)
+      zero_tensor(ctx.stream(), shared_tables_grad_);
+  } else if (ready) {
+    ready(ctx, p.discriminator_span);
+  }
+  if (p.generator && stage_ != PretrainStage::kDiscriminator) {
+    p.generator->backward(ctx, saved.pass, ready);
+  } else if (ready && p.generator) {
+    ready(ctx, p.generator_span);
   }
   report_tables(ctx, ready);
 }

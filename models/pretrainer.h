@@ -27,6 +27,12 @@
 // adversarial_loss turns it into the REINFORCE gradient from the discriminator's per-token loss
 // at the samples and a linear baseline on the generator's hidden states (kernels/reinforce.h);
 // the backward then also runs the baseline's (between the two models).
+// Two-stage training (options.training, docs/OBJECTIVES.md) runs the same stages per
+// set_stage(): PretrainStage::kGenerator runs the generator's forward, loss and backward only
+// (the discriminator's forward and backward do not run, its gradients stay 0);
+// kDiscriminator runs the whole forward (the frozen generator still samples the replacements)
+// and the discriminator's backward only (the generator's gradients stay 0, the shared tables'
+// too: they are the frozen generator's).
 // Every random draw is keyed by (seed, purpose, micro_step, rank), so a step is reproducible on
 // CPU and GPU and after a resume. No kernel of the pipeline takes a per-step value from the host:
 // the micro-step, the masking rate and the loss scales are read from the step scalars in device
@@ -43,6 +49,7 @@
 // discriminator (its encoder is the generator's too) and then the generator's head, and runs the
 // generator's backward first (reporting its head only), so each tied layer is reported once, by
 // the discriminator, after both models added into it.
+// A model that a two-stage stage does not run reports its whole span at once (zero gradients).
 #pragma once
 
 #include <functional>
@@ -84,6 +91,9 @@ struct PretrainOptions {
   // kAdversarial: REINFORCE instead of maximum likelihood (needs an MLM generator, a binary
   // discriminator and temperature 1: the gradient is that of log softmax at T = 1).
   GeneratorTraining generator_training = GeneratorTraining::kMle;
+  // kTwoStage: set_stage picks what an update runs (needs an MLM generator of the
+  // discriminator's size for init_discriminator_from_generator).
+  Training training = Training::kJoint;
   float temperature = 1.0f;   // of the Gumbel-max sampling
   float disc_weight = 50.0f;  // lambda
   SpecialTokens tokens;
@@ -209,6 +219,22 @@ class ElectraPretrainer {
   void set_unigram_counts(Context& ctx, const std::vector<uint64_t>& counts);
   const std::vector<uint64_t>& unigram_counts() const { return unigram_counts_; }
 
+  // --- Two-stage training (options().training == kTwoStage; docs/OBJECTIVES.md). The stage the
+  // next forward and backward run (kJoint until set; a host value read when the pipeline is
+  // enqueued: a CUDA graph captured in one stage must not be replayed in another).
+  void set_stage(PretrainStage stage);
+  PretrainStage stage() const { return stage_; }
+  // The parameters `stage` leaves untrained (Optimizer::set_frozen): the discriminator's in
+  // kGenerator (with sharing: none its embedding tables too; shared tables train with the
+  // generator), the generator's in kDiscriminator, its embedding tables included (shared or its
+  // own: the generator is wholly frozen); none in kJoint.
+  bool frozen_in(PretrainStage stage, const ParamInfo& param) const;
+  // The stage switch: copies every generator encoder parameter ("generator/electra.*": the
+  // embedding projection, every layer, with sharing: none the tables) over its discriminator
+  // namesake ("discriminator/electra.*"); the discriminator's head keeps its values. Error unless
+  // every such parameter has a namesake of the same shape.
+  void init_discriminator_from_generator(Context& ctx);
+
   // --- The pipeline (see the top of this file); the block's loss_scale multiplies the gradients
   // (1 / accumulation steps when accumulating); the metrics stay unscaled.
   Corruption corrupt(Context& ctx);
@@ -270,9 +296,11 @@ class ElectraPretrainer {
   Arena grads_;
   Arena acts_;
   std::unique_ptr<Parts> parts_;
-  Tensor input_;                      // i32 [4, B, T]
-  ParamSpan tables_span_;             // the shared embedding tables
-  ParamSpan generator_tables_span_;   // sharing: none: the generator's own (empty otherwise)
+  Tensor input_;                     // i32 [4, B, T]
+  ParamSpan tables_span_;            // the shared embedding tables
+  ParamSpan generator_tables_span_;  // sharing: none: the generator's own (empty otherwise)
+  PretrainStage stage_ = PretrainStage::kJoint;
+  Tensor shared_tables_grad_;         // the gradients of tables_span_ (zeroed in stage 2)
   std::vector<int32_t> step_planes_;  // step()'s host staging
   std::vector<uint64_t> unigram_counts_;
   Corruption last_corruption_;

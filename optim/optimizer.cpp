@@ -113,6 +113,8 @@ Optimizer::Optimizer(Context& ctx, const ParameterStore& store, const OptimizerC
   params_ = store.flat_params();
   grads_ = store.flat_grads();
   const std::vector<ParamSegment> segments = segments_of(store, lr_mult);
+  params_info_ = store.params();
+  for (const ParamSegment& segment : segments) lr_mults_.push_back(segment.lr_mult);
   const int64_t n = store.total_elements();
   m_ = state_arena.alloc<float>({n});
   v_ = state_arena.alloc<float>({n});
@@ -149,6 +151,14 @@ void Optimizer::set_step(Context& ctx, int64_t step) {
   ELECTRA_CHECK(step >= 0 && step < (int64_t{1} << 31), "Optimizer::set_step: step ", step);
   const int32_t count = static_cast<int32_t>(step);
   upload_host(ctx, counter_, &count);
+}
+
+void Optimizer::set_frozen(Context& ctx, const ParamPredicate& frozen) {
+  std::vector<float> mults = lr_mults_;
+  for (size_t s = 0; s < mults.size(); ++s) {
+    if (frozen(params_info_[s])) mults[s] = 0.0f;
+  }
+  if (!mults.empty()) upload_host(ctx, table_.lr_mult, mults.data());
 }
 
 void Optimizer::step(Context& ctx, int64_t step) {

@@ -12,6 +12,11 @@
 //     not to LayerNorm parameters or biases (param_decays); the optional lr_mult callback gives a
 //     per-parameter learning-rate factor (layer-wise LR decay in fine-tuning; default 1).
 //     Alignment padding between parameters is neither counted in the norm nor updated.
+//   - set_frozen(ctx, frozen) freezes the parameters `frozen` names (lr_mult 0 in the device
+//     segment table: neither they nor their moments move, weight decay included) and unfreezes
+//     the others (their lr_mult again). An upload that synchronises: call it between updates
+//     (two-stage pre-training calls it at its stage switch), never per step; a captured
+//     optimizer graph stays valid (the kernels read the table in device memory).
 //   - The update counter and the learning-rate table (schedule.at(t) for t = 0..total_steps,
 //     computed once at construction) live in device memory (a separate "schedule" arena).
 //     step(ctx) performs the update the counter names: advance_schedule writes lr and the Adam
@@ -85,6 +90,10 @@ class Optimizer {
 
   // The update the device counter names (see the contract above).
   void step(Context& ctx);
+  using ParamPredicate = std::function<bool(const ParamInfo&)>;
+  // Freezes the parameters `frozen` is true for and unfreezes the others (see the contract).
+  void set_frozen(Context& ctx, const ParamPredicate& frozen);
+
   // Sets the device counter to `step` (0-based; an upload: setup and resume only).
   void set_step(Context& ctx, int64_t step);
   // set_step(ctx, step) then step(ctx): for callers that drive the count from the host.
@@ -112,8 +121,10 @@ class Optimizer {
   Tensor m_;
   Tensor v_;
   SegmentTable table_;
-  Tensor hyper_;      // f32 [kNumHyper] on the device
-  Tensor norm_;       // f32 [1]
+  std::vector<ParamInfo> params_info_;  // the store's parameters, in segment order
+  std::vector<float> lr_mults_;         // each segment's multiplier when not frozen
+  Tensor hyper_;                        // f32 [kNumHyper] on the device
+  Tensor norm_;                         // f32 [1]
   Tensor workspace_;  // f32 reduction workspace (grad_norm and, for LAMB, the trust ratios)
   Arena schedule_;    // the learning-rate table and the update counter
   Tensor lr_table_;   // f32 [total_steps + 1]

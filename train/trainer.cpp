@@ -21,6 +21,7 @@ PretrainOptions pretrain_options(const apps::PretrainConfig& config, const Speci
   o.generator = config.generator;
   o.sharing = config.sharing;
   o.generator_training = config.generator_training;
+  o.training = config.training;
   if (objective_wiring(config.objective).bert_corruption) {  // BERT: 80% [MASK], 10% random
     o.mask_token_prob = 0.8f;
     o.random_token_prob = 0.1f;
@@ -67,6 +68,13 @@ Trainer::Trainer(Context& ctx, Communicator& comm, const apps::PretrainConfig& c
   state_.world_size = comm.size();
   state_.local_accumulation = local_accumulation_;
   state_.shards = apps::record_shards(shards);
+  if (config.training == Training::kTwoStage) enter_stage(PretrainStage::kGenerator);
+}
+
+void Trainer::enter_stage(PretrainStage stage) {
+  model_.set_stage(stage);
+  optimizer_.set_frozen(ctx_, [&](const ParamInfo& p) { return model_.frozen_in(stage, p); });
+  updates_in_stage_ = 0;
 }
 
 Trainer::~Trainer() {
@@ -99,6 +107,10 @@ void Trainer::load(const std::string& checkpoint, const apps::TrainerState& save
   state_.metrics = saved.metrics;
   state_.grad_norm = saved.grad_norm;
   last_read_step_ = saved.step;
+  // Saved after the switch: the checkpoint holds the discriminator stage's weights. Saved exactly
+  // at the switch (step G): still the generator stage; the next update() switches.
+  if (config_.training == Training::kTwoStage && saved.step > config_.generator_steps)
+    enter_stage(PretrainStage::kDiscriminator);
 }
 
 void Trainer::stage(int64_t micro, data::DataCursor& cursor) {
@@ -120,13 +132,14 @@ void Trainer::stage(int64_t micro, data::DataCursor& cursor) {
   }
   // The graph holds no collective: the buckets' all-reduce starts after the last micro-batch
   // (docs/ARCHITECTURE.md, "What the CUDA graph covers").
-  if (!micro_graph_.captured()) micro_graph_.capture(ctx_, [this] { micro_batch(nullptr); });
-  micro_graph_.launch(ctx_);
+  CudaGraph& graph = micro_graphs_[model_.stage() == PretrainStage::kDiscriminator ? 1 : 0];
+  if (!graph.captured()) graph.capture(ctx_, [this] { micro_batch(nullptr); });
+  graph.launch(ctx_);
   if (last && sync_) sync_->gradients_final_from(ctx_, 0);
 }
 
 bool Trainer::replaying() const {
-  return graphs_ && updates_run_ > 0;
+  return graphs_ && updates_in_stage_ > 0;
 }
 
 void Trainer::micro_batch(const GradientsReady& ready) {
@@ -146,6 +159,12 @@ void Trainer::micro_batch(const GradientsReady& ready) {
 
 double Trainer::update() {
   Stopwatch timer;
+  // Two-stage: the switch, once, before update G (also when a run resumes at G).
+  if (config_.training == Training::kTwoStage && state_.step == config_.generator_steps &&
+      model_.stage() == PretrainStage::kGenerator) {
+    model_.init_discriminator_from_generator(ctx_);
+    enter_stage(PretrainStage::kDiscriminator);
+  }
   model_.zero_grads(ctx_);
   // The per-update metrics start from zero; the non-finite count runs until it is read.
   metrics_.restart(ctx_);
@@ -161,7 +180,7 @@ double Trainer::update() {
   } else {
     metrics_.optimizer_step(ctx_, optimizer_);
   }
-  ++updates_run_;
+  ++updates_in_stage_;
   batches_.skip(static_cast<uint64_t>(accumulation_) * micro_examples, state_.cursor);
   ++state_.step;
   const double seconds = timer.seconds();

@@ -20,6 +20,12 @@
 // save() (the guard checks the accumulated non-finite count first). An update with a non-finite
 // gradient norm is skipped by the optimizer kernels, so nothing is lost between two reads.
 //
+// Two-stage training (training: two-stage, docs/OBJECTIVES.md): updates 0 .. G-1 run the
+// generator stage (the discriminator frozen in the optimizer), update G starts with the switch
+// (the discriminator's encoder copied from the generator's, then the generator frozen) and the
+// rest run the discriminator stage. The switch is a host action between updates; each stage has
+// a micro-batch graph of its own, captured after one eager update of that stage.
+//
 // Data parallel: N ranks compute the update one process computes with N x as many micro-batches
 // (rank r's micro-batch m of update s is the single process's micro-batch g = s x A + r x a + m,
 // A = N x a; it reads those examples and keys its random numbers by g with rank 0 in the Philox
@@ -115,8 +121,12 @@ class Trainer {
   // be captured (with ready = nullptr: no collective inside a graph).
   void micro_batch(const GradientsReady& ready);
   // Whether this update replays the graphs: train.cuda_graph on a CUDA context, after one eager
-  // update (which builds the cuBLASLt plans and the like before anything is captured).
+  // update of the current stage (which builds the cuBLASLt plans and the like before anything is
+  // captured).
   bool replaying() const;
+  // Two-stage: runs `stage` from the next update on (the model's stage, the optimizer's frozen
+  // parameters; the next update is eager).
+  void enter_stage(PretrainStage stage);
 
   Context& ctx_;
   Communicator& comm_;
@@ -137,10 +147,13 @@ class Trainer {
   int64_t micro_batches_staged_ = 0;
   int64_t last_read_step_ = 0;  // the step of the previous metrics() read
   // CUDA graphs (train.cuda_graph): one micro-batch (replayed a times per update) and the
-  // optimizer step, each captured once (the Trainer has one shape) at the second update.
+  // optimizer step, each captured once (the Trainer has one shape) at the second update; a
+  // two-stage run captures a micro-batch graph per stage (what runs differs), the optimizer's
+  // serves both (it reads the frozen flags from device memory).
   bool graphs_ = false;
-  int64_t updates_run_ = 0;  // by this process
-  CudaGraph micro_graph_, optimizer_graph_;
+  int64_t updates_in_stage_ = 0;  // by this process, since the current stage began here
+  CudaGraph micro_graphs_[2];     // [0]: joint or the generator stage, [1]: the discriminator's
+  CudaGraph optimizer_graph_;
 };
 
 }  // namespace electra

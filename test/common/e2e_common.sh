@@ -69,14 +69,15 @@ expect_error() {
 }
 
 # expect_resume_identical NAME REFERENCE PARTS PRETRAIN_ARGS...: `electra pretrain PRETRAIN_ARGS`
-# into $work/NAME-resume, stopped after 50 updates and resumed, must write at update 100 the same
-# model files as REFERENCE (the uninterrupted run's checkpoint-00000100) for each of PARTS
-# ("discriminator" or "discriminator generator").
+# into $work/NAME-resume, stopped after $resume_stop_after updates (default 50) and resumed, must
+# write at update 100 the same model files as REFERENCE (the uninterrupted run's
+# checkpoint-00000100) for each of PARTS ("discriminator" or "discriminator generator").
 expect_resume_identical() {
   local name="$1" reference="$2" parts="$3"
   shift 3
   local dir="$work/$name-resume"
-  if ! "$electra" pretrain "$@" --set checkpoint.dir="$dir" --stop-after 50 >/dev/null 2>&1 ||
+  if ! "$electra" pretrain "$@" --set checkpoint.dir="$dir" --stop-after "${resume_stop_after:-50}" \
+    >/dev/null 2>&1 ||
     ! "$electra" pretrain "$@" --set checkpoint.dir="$dir" --resume "$dir" >"$dir.log" 2>&1; then
     fail "$name: stop and resume: $(tail -2 "$dir.log" 2>/dev/null)"
     return

@@ -22,7 +22,8 @@ std::vector<ParamSegment> make_segments(int64_t& total) {
   const int64_t sizes[] = {3 * kOptimChunk + 17, 256, 1, 0, kOptimChunk, 128 * 256 + 5, 7, 999};
   int s = 0;
   for (int64_t size : sizes) {
-    segs.push_back({offset, size, s % 2 == 0, 1.0f - 0.1f * s});
+    // Segment 0 (several blocks, decayed) is frozen: lr_mult 0 (kernels/weight_update.h).
+    segs.push_back({offset, size, s % 2 == 0, s == 0 ? 0.0f : 1.0f - 0.1f * s});
     offset += size + (s % 3 == 0 ? 5 : 0);  // gaps after some segments
     ++s;
   }
@@ -75,6 +76,7 @@ TEST_CASE("adamw and lamb on the GPU match the CPU over two steps", "[weight_upd
       std::vector<float> p = test::random_vector<float>(total, 6, -1, 1);
       std::vector<float> m = test::random_vector<float>(total, 7, -0.1, 0.1);
       std::vector<float> v = test::random_vector<float>(total, 8, 1e-3, 1e-2);
+      const std::vector<float> p0 = p, m0 = m, v0 = v;
       const Tensor dp = test::upload(gpu, arena, p, {total});
       const Tensor dm = test::upload(gpu, arena, m, {total});
       const Tensor dv = test::upload(gpu, arena, v, {total});
@@ -110,6 +112,15 @@ TEST_CASE("adamw and lamb on the GPU match the CPU over two steps", "[weight_upd
         CHECK(test::max_relative_error(test::download<float>(gpu, dm), m) < 1e-5);
         CHECK(test::max_relative_error(test::download<float>(gpu, dv), v) < 1e-5);
         CHECK(test::max_relative_error(test::download<float>(gpu, dp), p) < 1e-5);
+      }
+      // The frozen segment: parameters and moments bit-identical on the GPU (weight decay on).
+      const ParamSegment& frozen = segs[0];
+      REQUIRE((frozen.lr_mult == 0.0f && frozen.decay && frozen.size > kOptimChunk));
+      const std::vector<float> gp = test::download<float>(gpu, dp);
+      const std::vector<float> gm = test::download<float>(gpu, dm);
+      const std::vector<float> gv = test::download<float>(gpu, dv);
+      for (int64_t i = frozen.offset; i < frozen.offset + frozen.size; ++i) {
+        REQUIRE((gp[i] == p0[i] && gm[i] == m0[i] && gv[i] == v0[i]));
       }
       arena.rewind(mark);
     }

@@ -19,15 +19,18 @@ namespace {
 // rather than from the fixed corruption.
 void check_step_gradients(Objective objective, int64_t per_tensor,
                           GeneratorKind generator = GeneratorKind::kMlm,
-                          Sharing sharing = Sharing::kEmbeddings) {
+                          Sharing sharing = Sharing::kEmbeddings,
+                          PretrainStage stage = PretrainStage::kJoint) {
   Context ctx = Context::cpu(17, Precision::F64);
   PretrainOptions options = test::tiny_options();
   options.objective = objective;
   options.generator = generator;
   options.sharing = sharing;
+  if (stage != PretrainStage::kJoint) options.training = Training::kTwoStage;
   const ElectraConfig config =
       sharing == Sharing::kAll ? test::tiny_tied_config() : test::tiny_electra_config();
   ElectraPretrainer model(ctx, config, options);
+  model.set_stage(stage);
   model.init_weights(ctx, 3);
   if (generator == GeneratorKind::kUnigram) {
     std::vector<uint64_t> counts(97);
@@ -64,18 +67,24 @@ void check_step_gradients(Objective objective, int64_t per_tensor,
   const StepMetrics base = model.metrics(ctx);
   REQUIRE(std::isfinite(base.total_loss));
   const ObjectiveWiring wiring = objective_wiring(objective);
-  if (wiring.binary_head && !wiring.all_tokens) CHECK(base.replaced_fraction > 0);
+  if (wiring.binary_head && !wiring.all_tokens && stage != PretrainStage::kGenerator)
+    CHECK(base.replaced_fraction > 0);
   if (wiring.mlm_head) CHECK(base.mlm_loss > 0);
   const std::vector<double> analytic(store.flat_grads().ptr<double>(),
                                      store.flat_grads().ptr<double>() + store.total_elements());
 
-  // sharing: gdes: the discriminator reads the generator's tables through a stop-gradient, so
-  // the update's gradient of a generator parameter is that of the generator's loss alone.
+  // The loss the update trains. sharing: gdes: the discriminator reads the generator's tables
+  // through a stop-gradient, so the update's gradient of a generator parameter is that of the
+  // generator's loss alone. Two-stage: stage 1 the generator's MLM loss (the discriminator does
+  // not run: total_loss is gen_loss), stage 2 lambda x BCE (the frozen generator's loss is
+  // reported, not trained).
   bool generator_loss_only = false;
   auto loss = [&]() {
     run();
     const StepMetrics m = model.metrics(ctx);
-    return generator_loss_only ? m.gen_loss : m.total_loss;
+    if (generator_loss_only) return m.gen_loss;
+    return stage == PretrainStage::kDiscriminator ? options.disc_weight * m.disc_loss
+                                                  : m.total_loss;
   };
   const double h = 1e-5;
   for (const ParamInfo& p : store.params()) {
@@ -99,7 +108,13 @@ void check_step_gradients(Objective objective, int64_t per_tensor,
       scale = std::max(scale, std::abs(num[i]));
     }
     INFO(p.name << ": max |analytic - numeric| " << worst << ", max |numeric| " << scale);
-    if (p.name.find("key.bias") != std::string::npos) {
+    if (model.frozen_in(stage, p)) {
+      // Frozen: its gradient is exactly 0 (its model's backward does not run; stage 2 drops the
+      // discriminator's gradient into the shared tables, which belong to the frozen generator).
+      // Stage 1's loss does not depend on the discriminator at all.
+      for (int64_t j = 0; j < p.numel; ++j) REQUIRE(analytic[p.offset + j] == 0.0);
+      if (stage == PretrainStage::kGenerator) CHECK(scale == 0);
+    } else if (p.name.find("key.bias") != std::string::npos) {
       // Softmax is invariant to q . b_k, the same for every key of a row: the true gradient is
       // exactly zero and both sides must be zero up to rounding.
       CHECK(worst <= 1e-8);
@@ -238,4 +253,17 @@ TEST_CASE("adversarial step gradients equal central differences of the REINFORCE
   // generator's loss only (compared with central differences of the generator's loss).
   TEST_CASE("sharing: gdes step gradients equal central differences", "[gradcheck]") {
     check_step_gradients(Objective::kElectra, 24, GeneratorKind::kMlm, Sharing::kGdes);
+  }
+
+  // training: two-stage: stage 1's update (the generator's MLM loss alone; every discriminator
+  // parameter's gradient exactly 0) and stage 2's (lambda x BCE over the discriminator's encoder
+  // and head; every generator parameter's gradient, the shared tables' included, exactly 0).
+  TEST_CASE("two-stage generator-stage gradients equal central differences", "[gradcheck]") {
+    check_step_gradients(Objective::kElectra, 24, GeneratorKind::kMlm, Sharing::kEmbeddings,
+                         PretrainStage::kGenerator);
+  }
+
+  TEST_CASE("two-stage discriminator-stage gradients equal central differences", "[gradcheck]") {
+    check_step_gradients(Objective::kElectra, 24, GeneratorKind::kMlm, Sharing::kEmbeddings,
+                         PretrainStage::kDiscriminator);
   }

@@ -286,6 +286,42 @@ TEST_CASE("lr_mult scales each parameter's step", "[optimizer]") {
   for (int64_t i = w.offset; i < w.offset + w.numel; ++i) CHECK(f.p()[i] != init[i]);
 }
 
+// Two-stage pre-training freezes one model: with weight decay on and a non-zero gradient, a
+// frozen parameter and its moments stay bit-identical (AdamW and LAMB); the others move; after
+// set_frozen with nothing frozen the parameter moves again.
+TEST_CASE("set_frozen leaves a frozen parameter and its moments untouched", "[optimizer]") {
+  for (OptimizerKind kind : {OptimizerKind::kAdamW, OptimizerKind::kLamb}) {
+    INFO(optimizer_kind_name(kind));
+    Context ctx = Context::cpu();
+    Fixture f;
+    OptimizerConfig c = test_config();
+    c.kind = kind;
+    REQUIRE(c.weight_decay > 0);
+    Arena state("state", Device::CPU, Optimizer::state_bytes(f.store, c.kind));
+    Optimizer opt(ctx, f.store, c, state);
+    const ParamInfo& w = f.store.info("dense.weight");
+    const ParamInfo& b = f.store.info("dense.bias");
+    // One unfrozen update first, so that the moments are not zero.
+    const std::vector<float> g = gradient(f, 9, 0.5);
+    std::memcpy(f.g(), g.data(), g.size() * sizeof(float));
+    opt.step(ctx, 0);
+    opt.set_frozen(ctx, [](const ParamInfo& p) { return p.name == "dense.weight"; });
+    const std::vector<float> p0(f.p(), f.p() + f.n());
+    const std::vector<float> m0(opt.m().ptr<float>(), opt.m().ptr<float>() + f.n());
+    const std::vector<float> v0(opt.v().ptr<float>(), opt.v().ptr<float>() + f.n());
+    for (int t = 1; t < 4; ++t) opt.step(ctx, t);
+    for (int64_t i = w.offset; i < w.offset + w.numel; ++i) {
+      REQUIRE(f.p()[i] == p0[i]);
+      REQUIRE(opt.m().ptr<float>()[i] == m0[i]);
+      REQUIRE(opt.v().ptr<float>()[i] == v0[i]);
+    }
+    for (int64_t i = b.offset; i < b.offset + b.numel; ++i) CHECK(f.p()[i] != p0[i]);
+    opt.set_frozen(ctx, [](const ParamInfo&) { return false; });
+    opt.step(ctx, 4);
+    for (int64_t i = w.offset; i < w.offset + w.numel; ++i) CHECK(f.p()[i] != p0[i]);
+  }
+}
+
 TEST_CASE("an f64 ParameterStore is refused", "[optimizer]") {
   Context ctx = Context::cpu();
   Fixture f(DType::F64);
