@@ -243,27 +243,28 @@ TEST_CASE("adversarial step gradients equal central differences of the REINFORCE
       CHECK(worst <= 1e-6 * scale);
     }
   }
+}
 
-  // sharing: all: every encoder weight receives both models' gradients (equal sizes).
-  TEST_CASE("sharing: all step gradients equal central differences", "[gradcheck]") {
-    check_step_gradients(Objective::kElectra, 24, GeneratorKind::kMlm, Sharing::kAll);
-  }
+// sharing: all: every encoder weight receives both models' gradients (equal sizes).
+TEST_CASE("sharing: all step gradients equal central differences", "[gradcheck]") {
+  check_step_gradients(Objective::kElectra, 24, GeneratorKind::kMlm, Sharing::kAll);
+}
 
-  // sharing: gdes: the residual tables get the discriminator's loss, the generator's tables the
-  // generator's loss only (compared with central differences of the generator's loss).
-  TEST_CASE("sharing: gdes step gradients equal central differences", "[gradcheck]") {
-    check_step_gradients(Objective::kElectra, 24, GeneratorKind::kMlm, Sharing::kGdes);
-  }
+// sharing: gdes: the residual tables get the discriminator's loss, the generator's tables the
+// generator's loss only (compared with central differences of the generator's loss).
+TEST_CASE("sharing: gdes step gradients equal central differences", "[gradcheck]") {
+  check_step_gradients(Objective::kElectra, 24, GeneratorKind::kMlm, Sharing::kGdes);
+}
 
-  // training: two-stage: stage 1's update (the generator's MLM loss alone; every discriminator
-  // parameter's gradient exactly 0) and stage 2's (lambda x BCE over the discriminator's encoder
-  // and head; every generator parameter's gradient, the shared tables' included, exactly 0).
-  TEST_CASE("two-stage generator-stage gradients equal central differences", "[gradcheck]") {
-    check_step_gradients(Objective::kElectra, 24, GeneratorKind::kMlm, Sharing::kEmbeddings,
-                         PretrainStage::kGenerator);
-  }
+// training: two-stage: stage 1's update (the generator's MLM loss alone; every discriminator
+// parameter's gradient exactly 0) and stage 2's (lambda x BCE over the discriminator's encoder
+// and head; every generator parameter's gradient, the shared tables' included, exactly 0).
+TEST_CASE("two-stage generator-stage gradients equal central differences", "[gradcheck]") {
+  check_step_gradients(Objective::kElectra, 24, GeneratorKind::kMlm, Sharing::kEmbeddings,
+                       PretrainStage::kGenerator);
+}
 
-  TEST_CASE("two-stage discriminator-stage gradients equal central differences", "[gradcheck]") {
-    check_step_gradients(Objective::kElectra, 24, GeneratorKind::kMlm, Sharing::kEmbeddings,
-                         PretrainStage::kDiscriminator);
-  }
+TEST_CASE("two-stage discriminator-stage gradients equal central differences", "[gradcheck]") {
+  check_step_gradients(Objective::kElectra, 24, GeneratorKind::kMlm, Sharing::kEmbeddings,
+                       PretrainStage::kDiscriminator);
+}
