@@ -91,17 +91,24 @@ bool validate(Context& ctx, Arena& arena, int64_t t, int64_t h, int64_t heads,
   std::vector<int32_t> mask = make_mask(b, t);
   std::vector<float> probs(b * heads * t * t), scratch(probs.size()), out(b * t * h);
   Context cpu = Context::cpu();
-  attention_forward(cpu, Tensor::view_of(qkv.data(), Device::CPU, {b, t, 3 * h}),
-                    Tensor::view_of(mask.data(), Device::CPU, {b, t}), args,
-                    Tensor::view_of(probs.data(), Device::CPU, {b, heads, t, t}),
-                    Tensor::view_of(scratch.data(), Device::CPU, {b, heads, t, t}),
-                    Tensor::view_of(out.data(), Device::CPU, {b, t, h}));
+  run_op(cpu, AttentionForward{
+                  .qkv = Tensor::view_of(qkv.data(), Device::CPU, {b, t, 3 * h}),
+                  .mask = Tensor::view_of(mask.data(), Device::CPU, {b, t}),
+                  .args = args,
+                  .saved = Out(Tensor::view_of(probs.data(), Device::CPU, {b, heads, t, t})),
+                  .scratch = Out(Tensor::view_of(scratch.data(), Device::CPU, {b, heads, t, t})),
+                  .out = Out(Tensor::view_of(out.data(), Device::CPU, {b, t, h}))});
   const Tensor gqkv = test::upload_bf16(ctx, arena, qkv, {b, t, 3 * h});
   const Tensor gmask = test::upload(ctx, arena, mask, {b, t});
   const State state = State::alloc(arena, args, b, t, h);
   const Tensor gout = arena.alloc<bf16>({b, t, h});
   poison_tensor(ctx.stream(), gout);
-  attention_forward(ctx, gqkv, gmask, args, state.saved, state.scratch, gout);
+  run_op(ctx, AttentionForward{.qkv = gqkv,
+                               .mask = gmask,
+                               .args = args,
+                               .saved = Out(state.saved),
+                               .scratch = Out(state.scratch),
+                               .out = Out(gout)});
   const double err = test::max_relative_error(test::download_f32(ctx, gout), out);
   arena.rewind(mark);
   std::printf("validate attention %s T=%ld H=%ld heads=%ld: max rel err %.3g\n",
@@ -156,14 +163,26 @@ int main() {
           // v1 moves P three times forward (S written, P read, Pd written and read) and six times
           // backward; flash moves only the rows' L (and D backward) besides the [B, T, H] tensors.
           const double fwd = bench::time_median_ms(ctx, [&] {
-            attention_forward(ctx, qkv, mask, args, state.saved, state.scratch, out);
+            run_op(ctx, AttentionForward{.qkv = qkv,
+                                         .mask = mask,
+                                         .args = args,
+                                         .saved = Out(state.saved),
+                                         .scratch = Out(state.scratch),
+                                         .out = Out(out)});
           });
           bench::report(
               ctx, "attention_fwd", shape, impl, fwd,
               2.0 * qkv.numel() + 2.0 * out.numel() + (state.flash ? row_bytes : 3 * prob_bytes),
               2 * gemm_flops);
           const double bwd = bench::time_median_ms(ctx, [&] {
-            attention_backward(ctx, qkv, mask, args, state.saved, dout, state.scratch, dqkv, out);
+            run_op(ctx, AttentionBackward{.qkv = qkv,
+                                          .mask = mask,
+                                          .args = args,
+                                          .saved = state.saved,
+                                          .dout = dout,
+                                          .scratch = Out(state.scratch),
+                                          .dqkv = Out(dqkv),
+                                          .out = out});
           });
           bench::report(ctx, "attention_bwd", shape, impl, bwd,
                         4.0 * qkv.numel() + 2.0 * dout.numel() +

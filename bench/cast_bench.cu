@@ -26,7 +26,7 @@ int main() {
   std::vector<float> host(n);
   for (int64_t i = 0; i < n; ++i) host[i] = static_cast<float>(i % 1000) * 0.001f - 0.5f;
   copy_tensor(ctx.stream(), x, Tensor::view_of(host.data(), Device::CPU, {n}));
-  cast(ctx, x, y);
+  run_op(ctx, Cast{.in = x, .out = Out(y)});
   const std::vector<bf16> got = test::download<bf16>(ctx, y);
   for (int64_t i = 0; i < n; i += 9973) {
     if (got[i].bits != float_to_bf16(host[i]).bits) {
@@ -35,7 +35,8 @@ int main() {
     }
   }
   const double bytes = 6.0 * n;
-  const double ours = bench::time_median_ms(ctx, [&] { cast(ctx, x, y); });
+  const double ours =
+      bench::time_median_ms(ctx, [&] { run_op(ctx, Cast{.in = x, .out = Out(y)}); });
   bench::report(ctx, "cast_f32_bf16", "110M", "ours", ours, bytes, 0);
   const double base = bench::time_median_ms(ctx, [&] {
     naive_cast<<<(n + 255) / 256, 256, 0, ctx.stream()>>>(x.ptr<float>(),

@@ -60,14 +60,24 @@ int main() {
     const Tensor counts = arena.alloc<float>({kDiscCounts});
     const Tensor workspace = arena.alloc<float>({disc_head_workspace_size(n)});
     const float scale = 1.0f / n;
-    disc_head(ctx, logits, dl, dw, scale, loss, dz, counts, workspace);
+    run_op(ctx, DiscHead{.logits = logits,
+                         .labels = dl,
+                         .weights = dw,
+                         .scale = scale,
+                         .loss = Out(loss),
+                         .dlogits = Out(dz),
+                         .counts = Out(counts),
+                         .workspace = Out(workspace)});
     std::vector<float> ref_loss(n), ref_dz(n), ref_counts(kDiscCounts);
-    disc_head(cpu, Tensor::view_of(z.data(), Device::CPU, {n}),
-              Tensor::view_of(labels.data(), Device::CPU, {n}),
-              Tensor::view_of(weights.data(), Device::CPU, {n}), scale,
-              Tensor::view_of(ref_loss.data(), Device::CPU, {n}),
-              Tensor::view_of(ref_dz.data(), Device::CPU, {n}),
-              Tensor::view_of(ref_counts.data(), Device::CPU, {kDiscCounts}), Tensor{});
+    run_op(cpu,
+           DiscHead{.logits = Tensor::view_of(z.data(), Device::CPU, {n}),
+                    .labels = Tensor::view_of(labels.data(), Device::CPU, {n}),
+                    .weights = Tensor::view_of(weights.data(), Device::CPU, {n}),
+                    .scale = scale,
+                    .loss = Out(Tensor::view_of(ref_loss.data(), Device::CPU, {n})),
+                    .dlogits = Out(Tensor::view_of(ref_dz.data(), Device::CPU, {n})),
+                    .counts = Out(Tensor::view_of(ref_counts.data(), Device::CPU, {kDiscCounts})),
+                    .workspace = Out(Tensor{})});
     const std::vector<float> got_counts = test::download<float>(ctx, counts);
     if (test::max_relative_error(test::download<float>(ctx, loss), ref_loss) > 1e-5 ||
         test::max_relative_error(test::download_f32(ctx, dz), ref_dz) > 2e-2 ||
@@ -77,8 +87,16 @@ int main() {
       return 1;
     }
     const double bytes = n * (2.0 + 4 + 4 + 4 + 2);
-    const double ours = bench::time_median_ms(
-        ctx, [&] { disc_head(ctx, logits, dl, dw, scale, loss, dz, counts, workspace); });
+    const double ours = bench::time_median_ms(ctx, [&] {
+      run_op(ctx, DiscHead{.logits = logits,
+                           .labels = dl,
+                           .weights = dw,
+                           .scale = scale,
+                           .loss = Out(loss),
+                           .dlogits = Out(dz),
+                           .counts = Out(counts),
+                           .workspace = Out(workspace)});
+    });
     bench::report(ctx, "disc_head_bf16", shape.name, "ours", ours, bytes, 0);
     const double base = bench::time_median_ms(ctx, [&] {
       ELECTRA_CUDA_CHECK(cudaMemsetAsync(counts.data, 0, counts.nbytes(), ctx.stream()));

@@ -80,11 +80,19 @@ int main() {
     std::vector<float> out(tokens * e);
     const Tensor cid = Tensor::view_of(ids.data(), Device::CPU, {batch, len});
     const Tensor csid = Tensor::view_of(sids.data(), Device::CPU, {batch, len});
-    embedding_forward(cpu, cid, csid, Tensor::view_of(word.data(), Device::CPU, {vocab, e}),
-                      Tensor::view_of(position.data(), Device::CPU, {positions, e}),
-                      Tensor::view_of(segment.data(), Device::CPU, {segments, e}),
-                      Tensor::view_of(out.data(), Device::CPU, {batch, len, e}));
-    embedding_forward(ctx, gid, gsid, gword, gpos, gseg, gout);
+    run_op(cpu, EmbeddingForward{
+                    .ids = cid,
+                    .segment_ids = csid,
+                    .word = Tensor::view_of(word.data(), Device::CPU, {vocab, e}),
+                    .position = Tensor::view_of(position.data(), Device::CPU, {positions, e}),
+                    .segment = Tensor::view_of(segment.data(), Device::CPU, {segments, e}),
+                    .out = Out(Tensor::view_of(out.data(), Device::CPU, {batch, len, e}))});
+    run_op(ctx, EmbeddingForward{.ids = gid,
+                                 .segment_ids = gsid,
+                                 .word = gword,
+                                 .position = gpos,
+                                 .segment = gseg,
+                                 .out = Out(gout)});
     const std::vector<bf16> got = test::download<bf16>(ctx, gout);
     for (int64_t i = 0; i < tokens * e; ++i) {
       if (got[i].bits != float_to_bf16(out[i]).bits) {
@@ -96,14 +104,24 @@ int main() {
     std::vector<float> dout(tokens * e), dword(vocab * e, 0.0f), dpos(positions * e, 0.0f),
         dseg(segments * e, 0.0f);
     for (int64_t i = 0; i < tokens * e; ++i) dout[i] = bf16_to_float(got[i]);
-    embedding_backward(cpu, Tensor::view_of(dout.data(), Device::CPU, {batch, len, e}), cid, csid,
-                       Tensor::view_of(dword.data(), Device::CPU, {vocab, e}),
-                       Tensor::view_of(dpos.data(), Device::CPU, {positions, e}),
-                       Tensor::view_of(dseg.data(), Device::CPU, {segments, e}), Tensor{});
+    run_op(cpu, EmbeddingBackward{
+                    .dout = Tensor::view_of(dout.data(), Device::CPU, {batch, len, e}),
+                    .ids = cid,
+                    .segment_ids = csid,
+                    .dword = Out(Tensor::view_of(dword.data(), Device::CPU, {vocab, e})),
+                    .dposition = Out(Tensor::view_of(dpos.data(), Device::CPU, {positions, e})),
+                    .dsegment = Out(Tensor::view_of(dseg.data(), Device::CPU, {segments, e})),
+                    .workspace = Out(Tensor{})});
     zero_tensor(ctx.stream(), gdword);
     zero_tensor(ctx.stream(), gdpos);
     zero_tensor(ctx.stream(), gdseg);
-    embedding_backward(ctx, gout, gid, gsid, gdword, gdpos, gdseg, ws);
+    run_op(ctx, EmbeddingBackward{.dout = gout,
+                                  .ids = gid,
+                                  .segment_ids = gsid,
+                                  .dword = Out(gdword),
+                                  .dposition = Out(gdpos),
+                                  .dsegment = Out(gdseg),
+                                  .workspace = Out(ws)});
     const double err = test::max_relative_error(test::download<float>(ctx, gdword), dword);
     if (err > 1e-4) {
       std::printf("FAILED backward validation of %s: relative error %g\n", s.name, err);
@@ -114,8 +132,15 @@ int main() {
     const double fwd_bytes = tokens * e * (4.0 + 2.0) + tokens * 8.0;
     const double bwd_bytes = tokens * e * 2.0 + touched * e * 8.0 + tokens * 8.0;
     bench::report(ctx, "embedding_fwd_bf16", s.name, "ours",
-                  bench::time_median_ms(
-                      ctx, [&] { embedding_forward(ctx, gid, gsid, gword, gpos, gseg, gout); }),
+                  bench::time_median_ms(ctx,
+                                        [&] {
+                                          run_op(ctx, EmbeddingForward{.ids = gid,
+                                                                       .segment_ids = gsid,
+                                                                       .word = gword,
+                                                                       .position = gpos,
+                                                                       .segment = gseg,
+                                                                       .out = Out(gout)});
+                                        }),
                   fwd_bytes, 0);
     bench::report(
         ctx, "embedding_fwd_bf16", s.name, "baseline_naive",
@@ -127,11 +152,18 @@ int main() {
                                     static_cast<__nv_bfloat16*>(gout.data), len, e, tokens * e);
                               }),
         fwd_bytes, 0);
-    bench::report(
-        ctx, "embedding_bwd_bf16", s.name, "ours",
-        bench::time_median_ms(
-            ctx, [&] { embedding_backward(ctx, gout, gid, gsid, gdword, gdpos, gdseg, ws); }),
-        bwd_bytes, 0);
+    bench::report(ctx, "embedding_bwd_bf16", s.name, "ours",
+                  bench::time_median_ms(ctx,
+                                        [&] {
+                                          run_op(ctx, EmbeddingBackward{.dout = gout,
+                                                                        .ids = gid,
+                                                                        .segment_ids = gsid,
+                                                                        .dword = Out(gdword),
+                                                                        .dposition = Out(gdpos),
+                                                                        .dsegment = Out(gdseg),
+                                                                        .workspace = Out(ws)});
+                                        }),
+                  bwd_bytes, 0);
     bench::report(
         ctx, "embedding_bwd_bf16", s.name, "baseline_atomic",
         bench::time_median_ms(ctx,

@@ -55,19 +55,21 @@ int main() {
     const Tensor gout = arena.alloc<bf16>({rows, h});
     const Tensor gdx = arena.alloc<bf16>({batch, len, h});
     std::vector<float> out(rows * h);
-    gather_forward(cpu, Tensor::view_of(x.data(), Device::CPU, {batch, len, h}),
-                   Tensor::view_of(pos.data(), Device::CPU, {batch, slots}),
-                   Tensor::view_of(out.data(), Device::CPU, {rows, h}));
-    gather_forward(ctx, gx, gpos, gout);
+    run_op(cpu, GatherForward{.x = Tensor::view_of(x.data(), Device::CPU, {batch, len, h}),
+                              .positions = Tensor::view_of(pos.data(), Device::CPU, {batch, slots}),
+                              .out = Out(Tensor::view_of(out.data(), Device::CPU, {rows, h}))});
+    run_op(ctx, GatherForward{.x = gx, .positions = gpos, .out = Out(gout)});
     if (test::download_f32(ctx, gout) != out) {
       std::printf("FAILED validation of %s\n", s.name);
       return 1;
     }
     const double fwd_bytes = 2.0 * 2 * rows * h + 4.0 * rows;
     const double bwd_bytes = 3.0 * 2 * rows * h + 4.0 * rows;
-    bench::report(ctx, "gather_fwd_bf16", s.name, "ours",
-                  bench::time_median_ms(ctx, [&] { gather_forward(ctx, gx, gpos, gout); }),
-                  fwd_bytes, 0);
+    bench::report(
+        ctx, "gather_fwd_bf16", s.name, "ours",
+        bench::time_median_ms(
+            ctx, [&] { run_op(ctx, GatherForward{.x = gx, .positions = gpos, .out = Out(gout)}); }),
+        fwd_bytes, 0);
     bench::report(ctx, "gather_fwd_bf16", s.name, "baseline_naive",
                   bench::time_median_ms(
                       ctx,
@@ -77,9 +79,12 @@ int main() {
                             static_cast<__nv_bfloat16*>(gout.data), len, h, slots, rows * h);
                       }),
                   fwd_bytes, 0);
-    bench::report(ctx, "gather_bwd_bf16", s.name, "ours",
-                  bench::time_median_ms(ctx, [&] { gather_backward(ctx, gout, gpos, gdx); }),
-                  bwd_bytes, 0);
+    bench::report(
+        ctx, "gather_bwd_bf16", s.name, "ours",
+        bench::time_median_ms(
+            ctx,
+            [&] { run_op(ctx, GatherBackward{.dout = gout, .positions = gpos, .dx = Out(gdx)}); }),
+        bwd_bytes, 0);
     const Tensor fdout = arena.alloc<float>({rows, h});
     const Tensor fdx = arena.alloc<float>({batch, len, h});
     zero_tensor(ctx.stream(), fdout);

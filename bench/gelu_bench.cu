@@ -79,12 +79,21 @@ int main() {
     std::vector<float> y(rows * h), dx(rows * h), db(h, 0.0f);
     const Tensor cx = Tensor::view_of(x.data(), Device::CPU, {rows, h});
     const Tensor cb = Tensor::view_of(b.data(), Device::CPU, {h});
-    bias_gelu_forward(cpu, cx, cb, Tensor::view_of(y.data(), Device::CPU, {rows, h}));
-    bias_gelu_backward(cpu, Tensor::view_of(dy.data(), Device::CPU, {rows, h}), cx, cb,
-                       Tensor::view_of(dx.data(), Device::CPU, {rows, h}),
-                       Tensor::view_of(db.data(), Device::CPU, {h}), Tensor{});
-    bias_gelu_forward(ctx, gx, gb, gy);
-    bias_gelu_backward(ctx, gdy.rows(0, rows), gx.rows(0, rows), gb, gdx.rows(0, rows), gdb, ws);
+    run_op(cpu, BiasGeluForward{
+                    .x = cx, .b = cb, .y = Out(Tensor::view_of(y.data(), Device::CPU, {rows, h}))});
+    run_op(cpu, BiasGeluBackward{.dy = Tensor::view_of(dy.data(), Device::CPU, {rows, h}),
+                                 .x = cx,
+                                 .b = cb,
+                                 .dx = Out(Tensor::view_of(dx.data(), Device::CPU, {rows, h})),
+                                 .db = Out(Tensor::view_of(db.data(), Device::CPU, {h})),
+                                 .workspace = Out(Tensor{})});
+    run_op(ctx, BiasGeluForward{.x = gx, .b = gb, .y = Out(gy)});
+    run_op(ctx, BiasGeluBackward{.dy = gdy.rows(0, rows),
+                                 .x = gx.rows(0, rows),
+                                 .b = gb,
+                                 .dx = Out(gdx.rows(0, rows)),
+                                 .db = Out(gdb),
+                                 .workspace = Out(ws)});
     const double fwd_err = test::max_relative_error(test::download_f32(ctx, gy.rows(0, rows)), y);
     const double dx_err = test::max_relative_error(test::download_f32(ctx, gdx.rows(0, rows)), dx);
     const double db_err = test::max_relative_error(test::download<float>(ctx, gdb), db);
@@ -101,7 +110,8 @@ int main() {
     auto* bdx = static_cast<__nv_bfloat16*>(gdx.data);
     const unsigned blocks = static_cast<unsigned>((n * h + 255) / 256);
     bench::report(ctx, "bias_gelu_fwd_bf16", s.name, "ours",
-                  bench::time_median_ms(ctx, [&] { bias_gelu_forward(ctx, gx, gb, gy); }),
+                  bench::time_median_ms(
+                      ctx, [&] { run_op(ctx, BiasGeluForward{.x = gx, .b = gb, .y = Out(gy)}); }),
                   fwd_bytes, 0);
     bench::report(ctx, "bias_gelu_fwd_bf16", s.name, "baseline_naive",
                   bench::time_median_ms(ctx,
@@ -110,10 +120,17 @@ int main() {
                                               bx, gb.ptr<float>(), by, n, h);
                                         }),
                   fwd_bytes, 0);
-    bench::report(
-        ctx, "bias_gelu_bwd_bf16", s.name, "ours",
-        bench::time_median_ms(ctx, [&] { bias_gelu_backward(ctx, gdy, gx, gb, gdx, gdb, ws); }),
-        bwd_bytes, 0);
+    bench::report(ctx, "bias_gelu_bwd_bf16", s.name, "ours",
+                  bench::time_median_ms(ctx,
+                                        [&] {
+                                          run_op(ctx, BiasGeluBackward{.dy = gdy,
+                                                                       .x = gx,
+                                                                       .b = gb,
+                                                                       .dx = Out(gdx),
+                                                                       .db = Out(gdb),
+                                                                       .workspace = Out(ws)});
+                                        }),
+                  bwd_bytes, 0);
     bench::report(
         ctx, "bias_gelu_bwd_bf16", s.name, "baseline_naive",
         bench::time_median_ms(ctx,

@@ -114,15 +114,38 @@ int main() {
     const Tensor cgamma = Tensor::view_of(gamma.data(), Device::CPU, {h});
     const Tensor cmean = Tensor::view_of(mean.data(), Device::CPU, {rows});
     const Tensor crstd = Tensor::view_of(rstd.data(), Device::CPU, {rows});
-    layernorm_forward(cpu, cx, cgamma, Tensor::view_of(beta.data(), Device::CPU, {h}), 1e-12f,
-                      Tensor::view_of(y.data(), Device::CPU, {rows, h}), cmean, crstd);
-    layernorm_backward(cpu, Tensor::view_of(dy.data(), Device::CPU, {rows, h}), cx, cgamma, cmean,
-                       crstd, Tensor::view_of(dx.data(), Device::CPU, {rows, h}),
-                       Tensor::view_of(dgamma.data(), Device::CPU, {h}),
-                       Tensor::view_of(dbeta.data(), Device::CPU, {h}), Tensor{});
-    layernorm_forward(ctx, gx, ggamma, gbeta, 1e-12f, gy, gmean, grstd);
-    layernorm_backward(ctx, gdy.rows(0, rows), gx.rows(0, rows), ggamma, gmean.rows(0, rows),
-                       grstd.rows(0, rows), gdx.rows(0, rows), gdgamma, gdbeta, ws);
+    run_op(cpu, LayerNormForward{.x = cx,
+                                 .gamma = cgamma,
+                                 .beta = Tensor::view_of(beta.data(), Device::CPU, {h}),
+                                 .eps = 1e-12f,
+                                 .y = Out(Tensor::view_of(y.data(), Device::CPU, {rows, h})),
+                                 .mean = Out(cmean),
+                                 .rstd = Out(crstd)});
+    run_op(cpu, LayerNormBackward{.dy = Tensor::view_of(dy.data(), Device::CPU, {rows, h}),
+                                  .x = cx,
+                                  .gamma = cgamma,
+                                  .mean = cmean,
+                                  .rstd = crstd,
+                                  .dx = Out(Tensor::view_of(dx.data(), Device::CPU, {rows, h})),
+                                  .dgamma = Out(Tensor::view_of(dgamma.data(), Device::CPU, {h})),
+                                  .dbeta = Out(Tensor::view_of(dbeta.data(), Device::CPU, {h})),
+                                  .workspace = Out(Tensor{})});
+    run_op(ctx, LayerNormForward{.x = gx,
+                                 .gamma = ggamma,
+                                 .beta = gbeta,
+                                 .eps = 1e-12f,
+                                 .y = Out(gy),
+                                 .mean = Out(gmean),
+                                 .rstd = Out(grstd)});
+    run_op(ctx, LayerNormBackward{.dy = gdy.rows(0, rows),
+                                  .x = gx.rows(0, rows),
+                                  .gamma = ggamma,
+                                  .mean = gmean.rows(0, rows),
+                                  .rstd = grstd.rows(0, rows),
+                                  .dx = Out(gdx.rows(0, rows)),
+                                  .dgamma = Out(gdgamma),
+                                  .dbeta = Out(gdbeta),
+                                  .workspace = Out(ws)});
     const double errs[] = {test::max_relative_error(test::download_f32(ctx, gy.rows(0, rows)), y),
                            test::max_relative_error(test::download_f32(ctx, gdx.rows(0, rows)), dx),
                            test::max_relative_error(test::download<float>(ctx, gdgamma), dgamma),
@@ -139,11 +162,18 @@ int main() {
     const auto* bx = static_cast<const __nv_bfloat16*>(gx.data);
     const auto* bdy = static_cast<const __nv_bfloat16*>(gdy.data);
     const unsigned row_blocks = static_cast<unsigned>((n + 255) / 256);
-    bench::report(
-        ctx, "layernorm_fwd_bf16", s.name, "ours",
-        bench::time_median_ms(
-            ctx, [&] { layernorm_forward(ctx, gx, ggamma, gbeta, 1e-12f, gy, gmean, grstd); }),
-        fwd_bytes, 0);
+    bench::report(ctx, "layernorm_fwd_bf16", s.name, "ours",
+                  bench::time_median_ms(ctx,
+                                        [&] {
+                                          run_op(ctx, LayerNormForward{.x = gx,
+                                                                       .gamma = ggamma,
+                                                                       .beta = gbeta,
+                                                                       .eps = 1e-12f,
+                                                                       .y = Out(gy),
+                                                                       .mean = Out(gmean),
+                                                                       .rstd = Out(grstd)});
+                                        }),
+                  fwd_bytes, 0);
     bench::report(ctx, "layernorm_fwd_bf16", s.name, "baseline_thread_per_row",
                   bench::time_median_ms(ctx,
                                         [&] {
@@ -156,8 +186,15 @@ int main() {
     bench::report(ctx, "layernorm_bwd_bf16", s.name, "ours",
                   bench::time_median_ms(ctx,
                                         [&] {
-                                          layernorm_backward(ctx, gdy, gx, ggamma, gmean, grstd,
-                                                             gdx, gdgamma, gdbeta, ws);
+                                          run_op(ctx, LayerNormBackward{.dy = gdy,
+                                                                        .x = gx,
+                                                                        .gamma = ggamma,
+                                                                        .mean = gmean,
+                                                                        .rstd = grstd,
+                                                                        .dx = Out(gdx),
+                                                                        .dgamma = Out(gdgamma),
+                                                                        .dbeta = Out(gdbeta),
+                                                                        .workspace = Out(ws)});
                                         }),
                   bwd_bytes, 0);
     bench::report(ctx, "layernorm_bwd_bf16", s.name, "baseline_thread_per_row",

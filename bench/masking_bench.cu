@@ -91,14 +91,21 @@ int main() {
     const Tensor positions = arena.alloc(DType::I32, {b, n});
     const Tensor original = arena.alloc(DType::I32, {b, n});
     const Tensor weights = arena.alloc<float>({b, n});
-    mask_tokens(ctx, d_ids, params, masked, positions, original, weights);
+    run_op(ctx, MaskTokens{.ids = d_ids,
+                           .params = params,
+                           .masked_ids = Out(masked),
+                           .positions = Out(positions),
+                           .original = Out(original),
+                           .weights = Out(weights)});
     std::vector<int32_t> ref_masked(b * t), ref_positions(b * n), ref_original(b * n);
     std::vector<float> ref_weights(b * n);
-    mask_tokens(cpu, Tensor::view_of(ids.data(), Device::CPU, {b, t}), params,
-                Tensor::view_of(ref_masked.data(), Device::CPU, {b, t}),
-                Tensor::view_of(ref_positions.data(), Device::CPU, {b, n}),
-                Tensor::view_of(ref_original.data(), Device::CPU, {b, n}),
-                Tensor::view_of(ref_weights.data(), Device::CPU, {b, n}));
+    run_op(cpu,
+           MaskTokens{.ids = Tensor::view_of(ids.data(), Device::CPU, {b, t}),
+                      .params = params,
+                      .masked_ids = Out(Tensor::view_of(ref_masked.data(), Device::CPU, {b, t})),
+                      .positions = Out(Tensor::view_of(ref_positions.data(), Device::CPU, {b, n})),
+                      .original = Out(Tensor::view_of(ref_original.data(), Device::CPU, {b, n})),
+                      .weights = Out(Tensor::view_of(ref_weights.data(), Device::CPU, {b, n}))});
     if (test::download<int32_t>(ctx, masked) != ref_masked ||
         test::download<int32_t>(ctx, positions) != ref_positions ||
         test::download<float>(ctx, weights) != ref_weights) {
@@ -106,8 +113,14 @@ int main() {
       return 1;
     }
     const double bytes = b * t * 8.0 + b * n * 12.0;
-    const double ours = bench::time_median_ms(
-        ctx, [&] { mask_tokens(ctx, d_ids, params, masked, positions, original, weights); });
+    const double ours = bench::time_median_ms(ctx, [&] {
+      run_op(ctx, MaskTokens{.ids = d_ids,
+                             .params = params,
+                             .masked_ids = Out(masked),
+                             .positions = Out(positions),
+                             .original = Out(original),
+                             .weights = Out(weights)});
+    });
     bench::report(ctx, "masking", shape.name, "ours", ours, bytes, 0);
     const double base = bench::time_median_ms(ctx, [&] {
       naive_masking<<<(b + 127) / 128, 128, 0, ctx.stream()>>>(

@@ -120,17 +120,23 @@ bool validate(Context& gpu, Arena& arena, DType dtype, int64_t rows, int64_t v) 
   const Tensor loss = arena.alloc<float>({rows});
   const Tensor sample = arena.alloc(DType::I32, {rows});
   const Tensor argmax = arena.alloc(DType::I32, {rows});
-  softmax_xent(gpu, logits, test::upload(gpu, arena, labels, {rows}),
-               test::upload(gpu, arena, weights, {rows}), params, loss, sample, argmax);
+  run_op(gpu, SoftmaxXent{.logits = Out(logits),
+                          .labels = test::upload(gpu, arena, labels, {rows}),
+                          .weights = test::upload(gpu, arena, weights, {rows}),
+                          .params = params,
+                          .loss = Out(loss),
+                          .sample = Out(sample),
+                          .argmax = Out(argmax)});
   Context cpu = Context::cpu();
   std::vector<int32_t> l = labels, s(rows), a(rows);
   std::vector<float> w = weights, ref_loss(rows);
-  softmax_xent(cpu, Tensor::view_of(x.data(), Device::CPU, {rows, v}),
-               Tensor::view_of(l.data(), Device::CPU, {rows}),
-               Tensor::view_of(w.data(), Device::CPU, {rows}), params,
-               Tensor::view_of(ref_loss.data(), Device::CPU, {rows}),
-               Tensor::view_of(s.data(), Device::CPU, {rows}),
-               Tensor::view_of(a.data(), Device::CPU, {rows}));
+  run_op(cpu, SoftmaxXent{.logits = Out(Tensor::view_of(x.data(), Device::CPU, {rows, v})),
+                          .labels = Tensor::view_of(l.data(), Device::CPU, {rows}),
+                          .weights = Tensor::view_of(w.data(), Device::CPU, {rows}),
+                          .params = params,
+                          .loss = Out(Tensor::view_of(ref_loss.data(), Device::CPU, {rows})),
+                          .sample = Out(Tensor::view_of(s.data(), Device::CPU, {rows})),
+                          .argmax = Out(Tensor::view_of(a.data(), Device::CPU, {rows}))});
   const double tol = dtype == DType::F32 ? 1e-5 : 2e-2;
   const bool ok = test::max_relative_error(test::download<float>(gpu, loss), ref_loss) < 1e-5 &&
                   test::max_relative_error(test::download_f32(gpu, logits), x) < tol &&
@@ -181,8 +187,15 @@ int main() {
       params.stream = ctx.rng(RngPurpose::kGumbel, 0);
       const double bytes = 2.0 * m * v * dtype_size(dtype);
       const std::string op = std::string("softmax_xent_") + dtype_name(dtype);
-      const double ours = bench::time_median_ms(
-          ctx, [&] { softmax_xent(ctx, logits, labels, weights, params, loss, sample, argmax); });
+      const double ours = bench::time_median_ms(ctx, [&] {
+        run_op(ctx, SoftmaxXent{.logits = Out(logits),
+                                .labels = labels,
+                                .weights = weights,
+                                .params = params,
+                                .loss = Out(loss),
+                                .sample = Out(sample),
+                                .argmax = Out(argmax)});
+      });
       bench::report(ctx, op, shape.name, "ours", ours, bytes, 0);
       const double base = bench::time_median_ms(ctx, [&] {
         if (dtype == DType::F32) {

@@ -243,10 +243,14 @@ void backward_typed(Context& ctx, const Tensor& qkv, const AttentionArgs& args, 
 
 }  // namespace
 
+}  // namespace electra::cuda
+
+namespace electra {
+
+using namespace cuda;  // the helpers above
+
 // Version 2 (kernels/attention_flash.h): saved = L, scratch = D, both f32 [B, heads, T].
-void attention_forward(Context& ctx, const Tensor& qkv, const Tensor& mask,
-                       const AttentionArgs& args, const Tensor& saved, const Tensor& scratch,
-                       const Tensor& out) {
+void AttentionForward::cuda(Context& ctx) const {
   if (qkv.numel() == 0) return;  // B = 0 or T = 0: nothing to launch
   if (attention_uses_flash(Device::CUDA, args, qkv.dim(1), qkv.dim(2) / 3)) {
     flash_attention_forward(ctx, qkv, mask, args, saved, out);
@@ -258,9 +262,7 @@ void attention_forward(Context& ctx, const Tensor& qkv, const Tensor& mask,
   }
 }
 
-void attention_backward(Context& ctx, const Tensor& qkv, const Tensor& mask,
-                        const AttentionArgs& args, const Tensor& saved, const Tensor& dout,
-                        const Tensor& scratch, const Tensor& dqkv, const Tensor& out) {
+void AttentionBackward::cuda(Context& ctx) const {
   if (qkv.numel() == 0) return;
   if (attention_uses_flash(Device::CUDA, args, qkv.dim(1), qkv.dim(2) / 3)) {
     flash_attention_backward(ctx, qkv, mask, args, saved, out, dout, scratch, dqkv);
@@ -272,4 +274,4 @@ void attention_backward(Context& ctx, const Tensor& qkv, const Tensor& mask,
   }
 }
 
-}  // namespace electra::cuda
+}  // namespace electra

@@ -113,24 +113,6 @@ inline AttentionState attention_state(Device device, const AttentionArgs& args, 
   return AttentionState{flash, flash ? DType::F32 : qkv_dtype, batch, args.heads, seq_len};
 }
 
-// `out` is read by the flash backward only (the others ignore it).
-namespace cpu {
-void attention_forward(Context& ctx, const Tensor& qkv, const Tensor& mask,
-                       const AttentionArgs& args, const Tensor& saved, const Tensor& scratch,
-                       const Tensor& out);
-void attention_backward(Context& ctx, const Tensor& qkv, const Tensor& mask,
-                        const AttentionArgs& args, const Tensor& saved, const Tensor& dout,
-                        const Tensor& scratch, const Tensor& dqkv, const Tensor& out);
-}  // namespace cpu
-namespace cuda {
-void attention_forward(Context& ctx, const Tensor& qkv, const Tensor& mask,
-                       const AttentionArgs& args, const Tensor& saved, const Tensor& scratch,
-                       const Tensor& out);
-void attention_backward(Context& ctx, const Tensor& qkv, const Tensor& mask,
-                        const AttentionArgs& args, const Tensor& saved, const Tensor& dout,
-                        const Tensor& scratch, const Tensor& dqkv, const Tensor& out);
-}  // namespace cuda
-
 namespace detail {
 
 // Checks every shape, dtype and device against qkv [B, T, 3H] and heads; `out` is out (forward)
@@ -158,31 +140,42 @@ inline bool check_attention(const Context& ctx, const Tensor& qkv, const Tensor&
 
 }  // namespace detail
 
-inline void attention_forward(Context& ctx, const Tensor& qkv, const Tensor& mask,
-                              const AttentionArgs& args, const Tensor& saved, const Tensor& scratch,
-                              const Tensor& out) {
-  detail::check_attention(ctx, qkv, mask, args, saved, scratch, out);
-  if (qkv.empty()) return;
-  ELECTRA_DISPATCH(ctx, attention_forward, qkv, mask, args, saved, scratch, out);
-}
+struct AttentionForward {
+  static constexpr const char* kName = "attention_forward";
+  In qkv, mask;
+  AttentionArgs args;
+  Out saved, scratch, out;
 
-// `out` is the forward's output, unchanged since; only the flash backward reads it (for D), so
-// callers that never run flash (the CPU, impl kUnfused) may leave it empty.
-inline void attention_backward(Context& ctx, const Tensor& qkv, const Tensor& mask,
-                               const AttentionArgs& args, const Tensor& saved, const Tensor& dout,
-                               const Tensor& scratch, const Tensor& dqkv,
-                               const Tensor& out = Tensor{}) {
-  const bool flash = detail::check_attention(ctx, qkv, mask, args, saved, scratch, dout);
-  check_devices(ctx, "attention", {&dqkv});
-  check_same_shape(dqkv, qkv, "attention: dqkv vs qkv");
-  check_dtype(dqkv, qkv.dtype, "attention: dqkv");
-  if (flash) {
-    check_devices(ctx, "attention", {&out});
-    check_same_shape(out, dout, "attention (flash): the forward's out vs dout");
-    check_dtype(out, qkv.dtype, "attention (flash): the forward's out");
+  void check(const Context& ctx) const {
+    detail::check_attention(ctx, qkv, mask, args, saved, scratch, out);
   }
-  if (qkv.empty()) return;
-  ELECTRA_DISPATCH(ctx, attention_backward, qkv, mask, args, saved, dout, scratch, dqkv, out);
-}
+  void cpu(Context& ctx) const;
+  void cuda(Context& ctx) const;
+};
+
+struct AttentionBackward {
+  static constexpr const char* kName = "attention_backward";
+  In qkv, mask;
+  AttentionArgs args;
+  In saved, dout;
+  Out scratch, dqkv;
+  // The forward's output, unchanged since; only the flash backward reads it (for D), so callers
+  // that never run flash (the CPU, impl kUnfused) may leave it out.
+  In out = Tensor{};
+
+  void check(const Context& ctx) const {
+    const bool flash = detail::check_attention(ctx, qkv, mask, args, saved, scratch, dout);
+    check_devices(ctx, "attention", {&dqkv});
+    check_same_shape(dqkv, qkv, "attention: dqkv vs qkv");
+    check_dtype(dqkv, qkv.dtype, "attention: dqkv");
+    if (flash) {
+      check_devices(ctx, "attention", {&out});
+      check_same_shape(out, dout, "attention (flash): the forward's out vs dout");
+      check_dtype(out, qkv.dtype, "attention (flash): the forward's out");
+    }
+  }
+  void cpu(Context& ctx) const;
+  void cuda(Context& ctx) const;
+};
 
 }  // namespace electra

@@ -128,20 +128,23 @@ void backward_typed(Context& ctx, const Tensor& qkv_t, const AttentionArgs& args
 
 }  // namespace
 
-void attention_forward(Context& ctx, const Tensor& qkv, const Tensor& mask,
-                       const AttentionArgs& args, const Tensor& probs, const Tensor& scratch,
-                       const Tensor& out) {
-  dispatch_cpu_float(qkv.dtype, "attention_forward", [&](auto zero) {
-    forward_typed<decltype(zero)>(ctx, qkv, mask, args, probs, scratch, out);
-  });
-}
-
-void attention_backward(Context& ctx, const Tensor& qkv, const Tensor&, const AttentionArgs& args,
-                        const Tensor& probs, const Tensor& dout, const Tensor& scratch,
-                        const Tensor& dqkv, const Tensor&) {
-  dispatch_cpu_float(qkv.dtype, "attention_backward", [&](auto zero) {
-    backward_typed<decltype(zero)>(ctx, qkv, args, probs, dout, scratch, dqkv);
-  });
-}
-
 }  // namespace electra::cpu
+
+namespace electra {
+
+// The CPU keeps the probabilities: saved = P [B, heads, T, T].
+void AttentionForward::cpu(Context& ctx) const {
+  if (qkv.empty()) return;
+  dispatch_cpu_float(qkv.dtype, kName, [&](auto zero) {
+    cpu::forward_typed<decltype(zero)>(ctx, qkv, mask, args, saved, scratch, out);
+  });
+}
+
+void AttentionBackward::cpu(Context& ctx) const {
+  if (qkv.empty()) return;
+  dispatch_cpu_float(qkv.dtype, kName, [&](auto zero) {
+    cpu::backward_typed<decltype(zero)>(ctx, qkv, args, saved, dout, scratch, dqkv);
+  });
+}
+
+}  // namespace electra

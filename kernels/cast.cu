@@ -49,7 +49,13 @@ void launch(Context& ctx, const In* in, Out* out, int64_t n) {
 
 }  // namespace
 
-void cast(Context& ctx, const Tensor& in, const Tensor& out) {
+}  // namespace electra::cuda
+
+namespace electra {
+
+using namespace cuda;  // the helpers above
+
+void Cast::cuda(Context& ctx) const {
   if (in.dtype == DType::F32 && out.dtype == DType::BF16) {
     launch(ctx, in.ptr<float>(), static_cast<__nv_bfloat16*>(out.data), in.numel());
   } else if (in.dtype == DType::BF16 && out.dtype == DType::F32) {
@@ -59,4 +65,4 @@ void cast(Context& ctx, const Tensor& in, const Tensor& out) {
   }
 }
 
-}  // namespace electra::cuda
+}  // namespace electra

@@ -9,17 +9,17 @@
 
 namespace electra {
 
-namespace cpu {
-void cast(Context& ctx, const Tensor& in, const Tensor& out);
-}
-namespace cuda {
-void cast(Context& ctx, const Tensor& in, const Tensor& out);
-}
+struct Cast {
+  static constexpr const char* kName = "cast";
+  In in;
+  Out out;
 
-inline void cast(Context& ctx, const Tensor& in, const Tensor& out) {
-  check_devices(ctx, "cast", {&in, &out});
-  ELECTRA_CHECK(in.numel() == out.numel(), "cast: ", in.str(), " -> ", out.str());
-  ELECTRA_DISPATCH(ctx, cast, in, out);
-}
+  void check(const Context& ctx) const {
+    check_devices(ctx, kName, {&in, &out});
+    ELECTRA_CHECK(in.numel() == out.numel(), "cast: ", in.str(), " -> ", out.str());
+  }
+  void cpu(Context& ctx) const;
+  void cuda(Context& ctx) const;
+};
 
 }  // namespace electra

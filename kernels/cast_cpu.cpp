@@ -17,7 +17,13 @@ void convert(Context& ctx, const Tensor& in, const Tensor& out, Convert f) {
 
 }  // namespace
 
-void cast(Context& ctx, const Tensor& in, const Tensor& out) {
+}  // namespace electra::cpu
+
+namespace electra {
+
+using namespace cpu;  // the helpers above
+
+void Cast::cpu(Context& ctx) const {
   if (in.dtype == DType::F32 && out.dtype == DType::BF16) {
     convert<float, bf16>(ctx, in, out, [](float x) { return float_to_bf16(x); });
   } else if (in.dtype == DType::BF16 && out.dtype == DType::F32) {
@@ -31,4 +37,4 @@ void cast(Context& ctx, const Tensor& in, const Tensor& out) {
   }
 }
 
-}  // namespace electra::cpu
+}  // namespace electra

@@ -46,13 +46,17 @@ __global__ void __launch_bounds__(kThreads)
 
 }  // namespace
 
-void copy_mlm(Context& ctx, const Tensor& copy_logits, const Tensor& inputs, const Tensor& labels,
-              const Tensor& weights, DeviceScalar<float> scale, const Tensor& xent_loss,
-              const Tensor& dlogits, const Tensor& argmax) {
+}  // namespace electra::cuda
+
+namespace electra {
+
+using namespace cuda;  // the helpers above
+
+void CopyMlm::cuda(Context& ctx) const {
   const int64_t rows = dlogits.dim(0), stride = dlogits.dim(1);
   check_dtype(xent_loss, DType::F32, "copy_mlm (cuda) xent_loss");
   if (rows == 0) return;
-  dispatch_activation(dlogits, "copy_mlm", [&](auto tag) {
+  dispatch_activation(dlogits, kName, [&](auto tag) {
     using T = decltype(tag);
     copy_mlm_kernel<T><<<rows, kThreads, 0, ctx.stream()>>>(
         static_cast<T*>(copy_logits.data), inputs.ptr<int32_t>(), labels.ptr<int32_t>(),
@@ -62,4 +66,4 @@ void copy_mlm(Context& ctx, const Tensor& copy_logits, const Tensor& inputs, con
   });
 }
 
-}  // namespace electra::cuda
+}  // namespace electra

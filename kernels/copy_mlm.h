@@ -30,41 +30,35 @@
 
 namespace electra {
 
-namespace cpu {
-void copy_mlm(Context& ctx, const Tensor& copy_logits, const Tensor& inputs, const Tensor& labels,
-              const Tensor& weights, DeviceScalar<float> scale, const Tensor& xent_loss,
-              const Tensor& dlogits, const Tensor& argmax);
-}
-namespace cuda {
-void copy_mlm(Context& ctx, const Tensor& copy_logits, const Tensor& inputs, const Tensor& labels,
-              const Tensor& weights, DeviceScalar<float> scale, const Tensor& xent_loss,
-              const Tensor& dlogits, const Tensor& argmax);
-}
+struct CopyMlm {
+  static constexpr const char* kName = "copy_mlm";
+  In copy_logits, inputs, labels, weights;
+  DeviceScalar<float> scale;
+  Out xent_loss, dlogits, argmax;
 
-inline void copy_mlm(Context& ctx, const Tensor& copy_logits, const Tensor& inputs,
-                     const Tensor& labels, const Tensor& weights, DeviceScalar<float> scale,
-                     const Tensor& xent_loss, const Tensor& dlogits, const Tensor& argmax) {
-  check_devices(ctx, "copy_mlm",
-                {&copy_logits, &inputs, &labels, &weights, &xent_loss, &dlogits, &argmax});
-  ELECTRA_CHECK(dlogits.rank == 2, "copy_mlm: dlogits must be [M, Vp], got ", dlogits.str());
-  const int64_t m = dlogits.dim(0);
-  ELECTRA_CHECK(copy_logits.numel() == m, "copy_mlm: copy_logits ", copy_logits.str(), " for ", m,
-                " rows");
-  ELECTRA_CHECK(copy_logits.dtype == dlogits.dtype, "copy_mlm: copy_logits ", copy_logits.str(),
-                " and dlogits ", dlogits.str(), " differ in dtype");
-  check_shape(inputs, {m}, "copy_mlm inputs");
-  check_dtype(inputs, DType::I32, "copy_mlm inputs");
-  check_shape(labels, {m}, "copy_mlm labels");
-  check_dtype(labels, DType::I32, "copy_mlm labels");
-  check_shape(weights, {m}, "copy_mlm weights");
-  check_dtype(weights, DType::F32, "copy_mlm weights");
-  check_shape(xent_loss, {m}, "copy_mlm xent_loss");
-  check_shape(argmax, {m}, "copy_mlm argmax");
-  check_dtype(argmax, DType::I32, "copy_mlm argmax");
-  ELECTRA_CHECK(scale.at != nullptr || scale.value > 0, "copy_mlm: scale ", scale.value);
-  ELECTRA_DISPATCH(ctx, copy_mlm, copy_logits, inputs, labels, weights, scale, xent_loss, dlogits,
-                   argmax);
-}
+  void check(const Context& ctx) const {
+    check_devices(ctx, kName,
+                  {&copy_logits, &inputs, &labels, &weights, &xent_loss, &dlogits, &argmax});
+    ELECTRA_CHECK(dlogits.rank == 2, "copy_mlm: dlogits must be [M, Vp], got ", dlogits.str());
+    const int64_t m = dlogits.dim(0);
+    ELECTRA_CHECK(copy_logits.numel() == m, "copy_mlm: copy_logits ", copy_logits.str(), " for ", m,
+                  " rows");
+    ELECTRA_CHECK(copy_logits.dtype == dlogits.dtype, "copy_mlm: copy_logits ", copy_logits.str(),
+                  " and dlogits ", dlogits.str(), " differ in dtype");
+    check_shape(inputs, {m}, "copy_mlm inputs");
+    check_dtype(inputs, DType::I32, "copy_mlm inputs");
+    check_shape(labels, {m}, "copy_mlm labels");
+    check_dtype(labels, DType::I32, "copy_mlm labels");
+    check_shape(weights, {m}, "copy_mlm weights");
+    check_dtype(weights, DType::F32, "copy_mlm weights");
+    check_shape(xent_loss, {m}, "copy_mlm xent_loss");
+    check_shape(argmax, {m}, "copy_mlm argmax");
+    check_dtype(argmax, DType::I32, "copy_mlm argmax");
+    ELECTRA_CHECK(scale.at != nullptr || scale.value > 0, "copy_mlm: scale ", scale.value);
+  }
+  void cpu(Context& ctx) const;
+  void cuda(Context& ctx) const;
+};
 
 // The per-row math of both sides, in f64 (M values per step: negligible next to the vocabulary):
 // from c, log p(y) and whether x == y.

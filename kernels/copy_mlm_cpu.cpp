@@ -41,15 +41,19 @@ void run(const Tensor& copy_logits, const Tensor& inputs, const Tensor& labels,
 
 }  // namespace
 
-void copy_mlm(Context&, const Tensor& copy_logits, const Tensor& inputs, const Tensor& labels,
-              const Tensor& weights, DeviceScalar<float> scale, const Tensor& xent_loss,
-              const Tensor& dlogits, const Tensor& argmax) {
+}  // namespace electra::cpu
+
+namespace electra {
+
+using namespace cpu;  // the helpers above
+
+void CopyMlm::cpu(Context&) const {
   ELECTRA_CHECK(xent_loss.dtype == dlogits.dtype, "copy_mlm (cpu): xent_loss ", xent_loss.str(),
                 " and dlogits ", dlogits.str(), " differ in dtype");
-  dispatch_cpu_float(dlogits.dtype, "copy_mlm", [&](auto zero) {
+  dispatch_cpu_float(dlogits.dtype, kName, [&](auto zero) {
     using T = decltype(zero);
     run<T>(copy_logits, inputs, labels, weights, scale, xent_loss, dlogits, argmax);
   });
 }
 
-}  // namespace electra::cpu
+}  // namespace electra

@@ -76,16 +76,20 @@ void launch(Context& ctx, const T* logits, const Tensor& labels, const Tensor& w
 
 }  // namespace
 
-void disc_head(Context& ctx, const Tensor& logits, const Tensor& labels, const Tensor& weights,
-               DeviceScalar<float> scale, const Tensor& loss, const Tensor& dlogits,
-               const Tensor& counts, const Tensor& workspace) {
+}  // namespace electra::cuda
+
+namespace electra {
+
+using namespace cuda;  // the helpers above
+
+void DiscHead::cuda(Context& ctx) const {
   check_dtype(loss, DType::F32, "disc_head (cuda) loss");
   check_dtype(counts, DType::F32, "disc_head (cuda) counts");
-  dispatch_activation(logits, "disc_head", [&](auto tag) {
+  dispatch_activation(logits, kName, [&](auto tag) {
     using T = decltype(tag);
     launch(ctx, static_cast<const T*>(logits.data), labels, weights, scale, loss,
            static_cast<T*>(dlogits.data), counts, workspace);
   });
 }
 
-}  // namespace electra::cuda
+}  // namespace electra

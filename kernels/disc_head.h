@@ -42,39 +42,33 @@ inline int64_t disc_head_workspace_size(int64_t n) {
   return ((n + per_block - 1) / per_block) * kDiscCounts;
 }
 
-namespace cpu {
-void disc_head(Context& ctx, const Tensor& logits, const Tensor& labels, const Tensor& weights,
-               DeviceScalar<float> scale, const Tensor& loss, const Tensor& dlogits,
-               const Tensor& counts, const Tensor& workspace);
-}
-namespace cuda {
-void disc_head(Context& ctx, const Tensor& logits, const Tensor& labels, const Tensor& weights,
-               DeviceScalar<float> scale, const Tensor& loss, const Tensor& dlogits,
-               const Tensor& counts, const Tensor& workspace);
-}
+struct DiscHead {
+  static constexpr const char* kName = "disc_head";
+  In logits, labels, weights;
+  DeviceScalar<float> scale;
+  Out loss, dlogits, counts, workspace;
 
-inline void disc_head(Context& ctx, const Tensor& logits, const Tensor& labels,
-                      const Tensor& weights, DeviceScalar<float> scale, const Tensor& loss,
-                      const Tensor& dlogits, const Tensor& counts, const Tensor& workspace) {
-  check_devices(ctx, "disc_head", {&logits, &labels, &weights, &loss, &dlogits, &counts});
-  const int64_t n = logits.numel();
-  ELECTRA_CHECK(n > 0, "disc_head: no tokens in ", logits.str());
-  ELECTRA_CHECK(
-      labels.numel() == n && weights.numel() == n && loss.numel() == n && dlogits.numel() == n,
-      "disc_head: logits ", logits.str(), ", labels ", labels.str(), ", weights ", weights.str(),
-      ", loss ", loss.str(), ", dlogits ", dlogits.str());
-  check_dtype(labels, DType::I32, "disc_head labels");
-  check_dtype(weights, DType::F32, "disc_head weights");
-  check_dtype(dlogits, logits.dtype, "disc_head dlogits");
-  check_shape(counts, {kDiscCounts}, "disc_head counts");
-  if (ctx.is_cuda()) {
-    check_devices(ctx, "disc_head", {&workspace});
-    check_dtype(workspace, DType::F32, "disc_head workspace");
-    ELECTRA_CHECK(workspace.numel() >= disc_head_workspace_size(n), "disc_head: workspace ",
-                  workspace.str(), " < ", disc_head_workspace_size(n), " floats");
+  void check(const Context& ctx) const {
+    check_devices(ctx, kName, {&logits, &labels, &weights, &loss, &dlogits, &counts});
+    const int64_t n = logits.numel();
+    ELECTRA_CHECK(n > 0, "disc_head: no tokens in ", logits.str());
+    ELECTRA_CHECK(
+        labels.numel() == n && weights.numel() == n && loss.numel() == n && dlogits.numel() == n,
+        "disc_head: logits ", logits.str(), ", labels ", labels.str(), ", weights ", weights.str(),
+        ", loss ", loss.str(), ", dlogits ", dlogits.str());
+    check_dtype(labels, DType::I32, "disc_head labels");
+    check_dtype(weights, DType::F32, "disc_head weights");
+    check_dtype(dlogits, logits.dtype, "disc_head dlogits");
+    check_shape(counts, {kDiscCounts}, "disc_head counts");
+    if (ctx.is_cuda()) {
+      check_devices(ctx, kName, {&workspace});
+      check_dtype(workspace, DType::F32, "disc_head workspace");
+      ELECTRA_CHECK(workspace.numel() >= disc_head_workspace_size(n), "disc_head: workspace ",
+                    workspace.str(), " < ", disc_head_workspace_size(n), " floats");
+    }
   }
-  ELECTRA_DISPATCH(ctx, disc_head, logits, labels, weights, scale, loss, dlogits, counts,
-                   workspace);
-}
+  void cpu(Context& ctx) const;
+  void cuda(Context& ctx) const;
+};
 
 }  // namespace electra

@@ -36,13 +36,17 @@ void run(const Tensor& logits, const Tensor& labels, const Tensor& weights, floa
 
 }  // namespace
 
-void disc_head(Context&, const Tensor& logits, const Tensor& labels, const Tensor& weights,
-               DeviceScalar<float> scale, const Tensor& loss, const Tensor& dlogits,
-               const Tensor& counts, const Tensor&) {
-  dispatch_cpu_float(logits.dtype, "disc_head", [&](auto zero) {
+}  // namespace electra::cpu
+
+namespace electra {
+
+using namespace cpu;  // the helpers above
+
+void DiscHead::cpu(Context&) const {
+  dispatch_cpu_float(logits.dtype, kName, [&](auto zero) {
     using T = decltype(zero);
     run<T>(logits, labels, weights, scale.get(), loss, dlogits, counts);
   });
 }
 
-}  // namespace electra::cpu
+}  // namespace electra

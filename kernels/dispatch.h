@@ -1,16 +1,25 @@
 // How every op binds device and dtype (the pattern each kernels/<op>.h follows):
 //
-//   namespace electra {
-//   namespace cpu  { void op(Context&, args...); }   // <op>_cpu.cpp, templated on float/double
-//   namespace cuda { void op(Context&, args...); }   // <op>.cu, f32/bf16 in, f32 accumulation
-//   inline void op(Context& ctx, args...) {
-//     check_devices(ctx, "op", {tensors...});
-//     ELECTRA_DISPATCH(ctx, op, args...);
-//   }
-//   }
+//   struct LayerNormForward {                 // the op: its arguments, declared once
+//     static constexpr const char* kName = "layernorm_forward";
+//     In x, gamma, beta;                      // read
+//     float eps = 0;
+//     Out y, mean, rstd;                      // written (=) or accumulated (+=), as documented
+//     void check(const Context& ctx) const;   // devices and shapes, in the header
+//     void cpu(Context& ctx) const;           // <op>_cpu.cpp, templated on float/double
+//     void cuda(Context& ctx) const;          // <op>.cu, f32/bf16 in, f32 accumulation
+//   };
+//   run_op(ctx, LayerNormForward{.x = x, .gamma = g, .beta = b, .eps = 1e-12f,
+//                             .y = Out(y), .mean = Out(mean), .rstd = Out(rstd)});
 //
-// In a CPU-only build the cuda:: symbols do not exist; ELECTRA_DISPATCH then throws for a CUDA
-// context instead of referencing them.
+// Outputs are their own type: Out has an explicit constructor, so a tensor reaches an output
+// field only through Out(t), written at the call site, and a tensor put in an output's place by
+// mistake does not compile. Inputs are In, whose ptr<T>() gives const T*: an op cannot write what
+// it only reads. Neither has a default: a field left out does not compile either. Call sites name
+// every field (designated initialisers), so the compiler checks each name and the order.
+//
+// In a CPU-only build the cuda() members are not defined; run_op() then throws for a CUDA context
+// instead of referencing them.
 #pragma once
 
 #include <initializer_list>
@@ -47,6 +56,36 @@ void dispatch_cpu_float(DType dtype, const char* op, F&& f) {
       return;
     default:
       throw Error(str_cat(op, ": the CPU reference takes f32 or f64, got ", dtype_name(dtype)));
+  }
+}
+
+// An op's input: a view the op only reads.
+struct In : Tensor {
+  In(const Tensor& t)
+      : Tensor(t) {}  // NOLINT(google-explicit-constructor): inputs read as `.x = x`
+  template <class T>
+  const T* ptr() const {
+    return Tensor::ptr<T>();
+  }
+};
+
+// An op's output: a view the op writes (=) or accumulates into (+=), as its contract says.
+struct Out : Tensor {
+  explicit Out(const Tensor& t) : Tensor(t) {}
+};
+
+// Checks op's arguments, then runs it on ctx's device.
+template <class Op>
+void run_op(Context& ctx, const Op& op) {
+  op.check(ctx);
+  if (ctx.is_cuda()) {
+#if ELECTRA_WITH_CUDA
+    op.cuda(ctx);
+#else
+    throw_built_without_cuda(Op::kName);
+#endif
+  } else {
+    op.cpu(ctx);
   }
 }
 

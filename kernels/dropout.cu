@@ -73,12 +73,16 @@ void apply_mask(Context& ctx, const Tensor& in, const Tensor& out, const Dropout
 
 }  // namespace
 
-void dropout_forward(Context& ctx, const Tensor& x, const Tensor& y, const DropoutSite& site) {
-  apply_mask(ctx, x, y, site, "dropout_forward");
-}
-
-void dropout_backward(Context& ctx, const Tensor& dy, const Tensor& dx, const DropoutSite& site) {
-  apply_mask(ctx, dy, dx, site, "dropout_backward");
-}
-
 }  // namespace electra::cuda
+
+namespace electra {
+
+void DropoutForward::cuda(Context& ctx) const {
+  cuda::apply_mask(ctx, x, y, site, kName);
+}
+
+void DropoutBackward::cuda(Context& ctx) const {
+  cuda::apply_mask(ctx, dy, dx, site, kName);
+}
+
+}  // namespace electra

@@ -25,36 +25,45 @@ struct DropoutSite {
   float p = 0;
 };
 
-namespace cpu {
-void dropout_forward(Context& ctx, const Tensor& x, const Tensor& y, const DropoutSite& site);
-void dropout_backward(Context& ctx, const Tensor& dy, const Tensor& dx, const DropoutSite& site);
-}  // namespace cpu
-namespace cuda {
-void dropout_forward(Context& ctx, const Tensor& x, const Tensor& y, const DropoutSite& site);
-void dropout_backward(Context& ctx, const Tensor& dy, const Tensor& dx, const DropoutSite& site);
-}  // namespace cuda
-
 // Throws Error unless 0 <= p < 1.
 inline void check_dropout_p(float p, const char* op) {
   ELECTRA_CHECK(p >= 0.0f && p < 1.0f, op, ": dropout probability must be in [0, 1), got ", p);
 }
 
-inline void dropout_forward(Context& ctx, const Tensor& x, const Tensor& y,
-                            const DropoutSite& site) {
-  check_devices(ctx, "dropout_forward", {&x, &y});
-  check_dropout_p(site.p, "dropout_forward");
-  ELECTRA_CHECK(x.numel() == y.numel() && x.dtype == y.dtype, "dropout_forward: x ", x.str(),
-                ", y ", y.str());
-  ELECTRA_DISPATCH(ctx, dropout_forward, x, y, site);
+// Throws Error naming op unless a and b have the same element count and dtype.
+inline void check_dropout_pair(const char* op, const Tensor& a, const Tensor& b) {
+  ELECTRA_CHECK(a.numel() == b.numel() && a.dtype == b.dtype, op, ": ", a.str(), " and ", b.str(),
+                " differ in size or dtype");
 }
 
-inline void dropout_backward(Context& ctx, const Tensor& dy, const Tensor& dx,
-                             const DropoutSite& site) {
-  check_devices(ctx, "dropout_backward", {&dy, &dx});
-  check_dropout_p(site.p, "dropout_backward");
-  ELECTRA_CHECK(dy.numel() == dx.numel() && dy.dtype == dx.dtype, "dropout_backward: dy ", dy.str(),
-                ", dx ", dx.str());
-  ELECTRA_DISPATCH(ctx, dropout_backward, dy, dx, site);
-}
+struct DropoutForward {
+  static constexpr const char* kName = "dropout_forward";
+  In x;
+  DropoutSite site;
+  Out y;
+
+  void check(const Context& ctx) const {
+    check_devices(ctx, kName, {&x, &y});
+    check_dropout_p(site.p, kName);
+    check_dropout_pair(kName, x, y);
+  }
+  void cpu(Context& ctx) const;
+  void cuda(Context& ctx) const;
+};
+
+struct DropoutBackward {
+  static constexpr const char* kName = "dropout_backward";
+  In dy;
+  DropoutSite site;
+  Out dx;
+
+  void check(const Context& ctx) const {
+    check_devices(ctx, kName, {&dy, &dx});
+    check_dropout_p(site.p, kName);
+    check_dropout_pair(kName, dy, dx);
+  }
+  void cpu(Context& ctx) const;
+  void cuda(Context& ctx) const;
+};
 
 }  // namespace electra

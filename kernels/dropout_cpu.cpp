@@ -20,14 +20,18 @@ void apply_mask(Context& ctx, const Tensor& in, const Tensor& out, const Dropout
 
 }  // namespace
 
-void dropout_forward(Context& ctx, const Tensor& x, const Tensor& y, const DropoutSite& site) {
-  dispatch_cpu_float(x.dtype, "dropout_forward",
-                     [&](auto t) { apply_mask<decltype(t)>(ctx, x, y, site); });
-}
-
-void dropout_backward(Context& ctx, const Tensor& dy, const Tensor& dx, const DropoutSite& site) {
-  dispatch_cpu_float(dy.dtype, "dropout_backward",
-                     [&](auto t) { apply_mask<decltype(t)>(ctx, dy, dx, site); });
-}
-
 }  // namespace electra::cpu
+
+namespace electra {
+
+void DropoutForward::cpu(Context& ctx) const {
+  dispatch_cpu_float(x.dtype, kName,
+                     [&](auto t) { cpu::apply_mask<decltype(t)>(ctx, x, y, site); });
+}
+
+void DropoutBackward::cpu(Context& ctx) const {
+  dispatch_cpu_float(dy.dtype, kName,
+                     [&](auto t) { cpu::apply_mask<decltype(t)>(ctx, dy, dx, site); });
+}
+
+}  // namespace electra

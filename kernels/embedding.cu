@@ -305,23 +305,25 @@ void backward(Context& ctx, const Tensor& dout, const Tensor& ids, const Tensor&
 
 }  // namespace
 
-void embedding_forward(Context& ctx, const Tensor& ids, const Tensor& segment_ids,
-                       const Tensor& word, const Tensor& position, const Tensor& segment,
-                       const Tensor& out) {
+}  // namespace electra::cuda
+
+namespace electra {
+
+using namespace cuda;  // the helpers above
+
+void EmbeddingForward::cuda(Context& ctx) const {
   check_tables("embedding_forward (cuda): tables must be f32", {&word, &position, &segment});
-  dispatch_activation(out, "embedding_forward", [&](auto tag) {
+  dispatch_activation(out, kName, [&](auto tag) {
     forward<decltype(tag)>(ctx, ids, segment_ids, word, position, segment, out);
   });
 }
 
-void embedding_backward(Context& ctx, const Tensor& dout, const Tensor& ids,
-                        const Tensor& segment_ids, const Tensor& dword, const Tensor& dposition,
-                        const Tensor& dsegment, const Tensor& workspace) {
+void EmbeddingBackward::cuda(Context& ctx) const {
   check_tables("embedding_backward (cuda): table gradients must be f32",
                {&dword, &dposition, &dsegment});
-  dispatch_activation(dout, "embedding_backward", [&](auto tag) {
+  dispatch_activation(dout, kName, [&](auto tag) {
     backward<decltype(tag)>(ctx, dout, ids, segment_ids, dword, dposition, dsegment, workspace);
   });
 }
 
-}  // namespace electra::cuda
+}  // namespace electra

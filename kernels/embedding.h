@@ -49,23 +49,6 @@ inline size_t embedding_backward_workspace_bytes(int64_t b, int64_t t, int64_t s
          static_cast<size_t>(2 * run_segments * e) * 4;
 }
 
-namespace cpu {
-void embedding_forward(Context& ctx, const Tensor& ids, const Tensor& segment_ids,
-                       const Tensor& word, const Tensor& position, const Tensor& segment,
-                       const Tensor& out);
-void embedding_backward(Context& ctx, const Tensor& dout, const Tensor& ids,
-                        const Tensor& segment_ids, const Tensor& dword, const Tensor& dposition,
-                        const Tensor& dsegment, const Tensor& workspace);
-}  // namespace cpu
-namespace cuda {
-void embedding_forward(Context& ctx, const Tensor& ids, const Tensor& segment_ids,
-                       const Tensor& word, const Tensor& position, const Tensor& segment,
-                       const Tensor& out);
-void embedding_backward(Context& ctx, const Tensor& dout, const Tensor& ids,
-                        const Tensor& segment_ids, const Tensor& dword, const Tensor& dposition,
-                        const Tensor& dsegment, const Tensor& workspace);
-}  // namespace cuda
-
 // Shapes and id dtypes (tables [*, E], ids [B, T], out [B, T, E], T <= P).
 inline void check_embedding_shapes(const char* op, const Tensor& ids, const Tensor& segment_ids,
                                    const Tensor& word, const Tensor& position,
@@ -85,23 +68,30 @@ inline void check_embedding_shapes(const char* op, const Tensor& ids, const Tens
   check_shape(out, {ids.dim(0), ids.dim(1), e}, op);
 }
 
-inline void embedding_forward(Context& ctx, const Tensor& ids, const Tensor& segment_ids,
-                              const Tensor& word, const Tensor& position, const Tensor& segment,
-                              const Tensor& out) {
-  check_devices(ctx, "embedding_forward", {&ids, &segment_ids, &word, &position, &segment, &out});
-  check_embedding_shapes("embedding_forward", ids, segment_ids, word, position, segment, out);
-  ELECTRA_DISPATCH(ctx, embedding_forward, ids, segment_ids, word, position, segment, out);
-}
+struct EmbeddingForward {
+  static constexpr const char* kName = "embedding_forward";
+  In ids, segment_ids, word, position, segment;
+  Out out;
 
-inline void embedding_backward(Context& ctx, const Tensor& dout, const Tensor& ids,
-                               const Tensor& segment_ids, const Tensor& dword,
-                               const Tensor& dposition, const Tensor& dsegment,
-                               const Tensor& workspace) {
-  check_devices(ctx, "embedding_backward",
-                {&dout, &ids, &segment_ids, &dword, &dposition, &dsegment});
-  check_embedding_shapes("embedding_backward", ids, segment_ids, dword, dposition, dsegment, dout);
-  ELECTRA_DISPATCH(ctx, embedding_backward, dout, ids, segment_ids, dword, dposition, dsegment,
-                   workspace);
-}
+  void check(const Context& ctx) const {
+    check_devices(ctx, kName, {&ids, &segment_ids, &word, &position, &segment, &out});
+    check_embedding_shapes(kName, ids, segment_ids, word, position, segment, out);
+  }
+  void cpu(Context& ctx) const;
+  void cuda(Context& ctx) const;
+};
+
+struct EmbeddingBackward {
+  static constexpr const char* kName = "embedding_backward";
+  In dout, ids, segment_ids;
+  Out dword, dposition, dsegment, workspace;
+
+  void check(const Context& ctx) const {
+    check_devices(ctx, kName, {&dout, &ids, &segment_ids, &dword, &dposition, &dsegment});
+    check_embedding_shapes(kName, ids, segment_ids, dword, dposition, dsegment, dout);
+  }
+  void cpu(Context& ctx) const;
+  void cuda(Context& ctx) const;
+};
 
 }  // namespace electra

@@ -16,10 +16,14 @@ constexpr int64_t kTokenBlock = 64, kColBlock = 16;
 
 }  // namespace
 
-void embedding_forward(Context& ctx, const Tensor& ids, const Tensor& segment_ids,
-                       const Tensor& word, const Tensor& position, const Tensor& segment,
-                       const Tensor& out) {
-  dispatch_cpu_float(out.dtype, "embedding_forward", [&](auto tag) {
+}  // namespace electra::cpu
+
+namespace electra {
+
+using namespace cpu;  // the helpers above
+
+void EmbeddingForward::cpu(Context& ctx) const {
+  dispatch_cpu_float(out.dtype, kName, [&](auto tag) {
     using T = decltype(tag);
     const int64_t batch = ids.dim(0), len = ids.dim(1), e = word.dim(1);
     const int32_t* id = ids.ptr<int32_t>();
@@ -41,10 +45,8 @@ void embedding_forward(Context& ctx, const Tensor& ids, const Tensor& segment_id
   });
 }
 
-void embedding_backward(Context& ctx, const Tensor& dout, const Tensor& ids,
-                        const Tensor& segment_ids, const Tensor& dword, const Tensor& dposition,
-                        const Tensor& dsegment, const Tensor&) {
-  dispatch_cpu_float(dout.dtype, "embedding_backward", [&](auto tag) {
+void EmbeddingBackward::cpu(Context& ctx) const {
+  dispatch_cpu_float(dout.dtype, kName, [&](auto tag) {
     using T = decltype(tag);
     const int64_t batch = ids.dim(0), len = ids.dim(1), e = dword.dim(1);
     const int32_t* id = ids.ptr<int32_t>();
@@ -70,4 +72,4 @@ void embedding_backward(Context& ctx, const Tensor& dout, const Tensor& ids,
   });
 }
 
-}  // namespace electra::cpu
+}  // namespace electra

@@ -90,14 +90,19 @@ void backward(Context& ctx, const Tensor& dout, const Tensor& positions, const T
 
 }  // namespace
 
-void gather_forward(Context& ctx, const Tensor& x, const Tensor& positions, const Tensor& out) {
-  dispatch_activation(x, "gather_forward",
-                      [&](auto tag) { forward<decltype(tag)>(ctx, x, positions, out); });
+}  // namespace electra::cuda
+
+namespace electra {
+
+using namespace cuda;  // the helpers above
+
+void GatherForward::cuda(Context& ctx) const {
+  dispatch_activation(x, kName, [&](auto tag) { forward<decltype(tag)>(ctx, x, positions, out); });
 }
 
-void gather_backward(Context& ctx, const Tensor& dout, const Tensor& positions, const Tensor& dx) {
-  dispatch_activation(dx, "gather_backward",
+void GatherBackward::cuda(Context& ctx) const {
+  dispatch_activation(dx, kName,
                       [&](auto tag) { backward<decltype(tag)>(ctx, dout, positions, dx); });
 }
 
-}  // namespace electra::cuda
+}  // namespace electra

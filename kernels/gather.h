@@ -15,15 +15,6 @@
 
 namespace electra {
 
-namespace cpu {
-void gather_forward(Context& ctx, const Tensor& x, const Tensor& positions, const Tensor& out);
-void gather_backward(Context& ctx, const Tensor& dout, const Tensor& positions, const Tensor& dx);
-}  // namespace cpu
-namespace cuda {
-void gather_forward(Context& ctx, const Tensor& x, const Tensor& positions, const Tensor& out);
-void gather_backward(Context& ctx, const Tensor& dout, const Tensor& positions, const Tensor& dx);
-}  // namespace cuda
-
 inline void check_gather_shapes(const char* op, const Tensor& x, const Tensor& positions,
                                 const Tensor& out) {
   ELECTRA_CHECK(x.rank == 3, op, ": x must be [B, T, H], got ", x.str());
@@ -34,18 +25,30 @@ inline void check_gather_shapes(const char* op, const Tensor& x, const Tensor& p
   ELECTRA_CHECK(out.dtype == x.dtype, op, ": dtypes differ: ", x.str(), " vs ", out.str());
 }
 
-inline void gather_forward(Context& ctx, const Tensor& x, const Tensor& positions,
-                           const Tensor& out) {
-  check_devices(ctx, "gather_forward", {&x, &positions, &out});
-  check_gather_shapes("gather_forward", x, positions, out);
-  ELECTRA_DISPATCH(ctx, gather_forward, x, positions, out);
-}
+struct GatherForward {
+  static constexpr const char* kName = "gather_forward";
+  In x, positions;
+  Out out;
 
-inline void gather_backward(Context& ctx, const Tensor& dout, const Tensor& positions,
-                            const Tensor& dx) {
-  check_devices(ctx, "gather_backward", {&dout, &positions, &dx});
-  check_gather_shapes("gather_backward", dx, positions, dout);
-  ELECTRA_DISPATCH(ctx, gather_backward, dout, positions, dx);
-}
+  void check(const Context& ctx) const {
+    check_devices(ctx, kName, {&x, &positions, &out});
+    check_gather_shapes(kName, x, positions, out);
+  }
+  void cpu(Context& ctx) const;
+  void cuda(Context& ctx) const;
+};
+
+struct GatherBackward {
+  static constexpr const char* kName = "gather_backward";
+  In dout, positions;
+  Out dx;
+
+  void check(const Context& ctx) const {
+    check_devices(ctx, kName, {&dout, &positions, &dx});
+    check_gather_shapes(kName, dx, positions, dout);
+  }
+  void cpu(Context& ctx) const;
+  void cuda(Context& ctx) const;
+};
 
 }  // namespace electra

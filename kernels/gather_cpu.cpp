@@ -14,8 +14,15 @@ int64_t position_of(const int32_t* positions, int64_t b, int64_t k, int64_t slot
 }  // namespace
 
 // One task per sequence: sequence b reads and writes only its own rows of x and dx.
-void gather_forward(Context& ctx, const Tensor& x, const Tensor& positions, const Tensor& out) {
-  dispatch_cpu_float(x.dtype, "gather_forward", [&](auto tag) {
+
+}  // namespace electra::cpu
+
+namespace electra {
+
+using namespace cpu;  // the helpers above
+
+void GatherForward::cpu(Context& ctx) const {
+  dispatch_cpu_float(x.dtype, kName, [&](auto tag) {
     using T = decltype(tag);
     const int64_t batch = x.dim(0), len = x.dim(1), h = x.dim(2), slots = positions.dim(1);
     const int32_t* pos = positions.ptr<int32_t>();
@@ -30,8 +37,8 @@ void gather_forward(Context& ctx, const Tensor& x, const Tensor& positions, cons
   });
 }
 
-void gather_backward(Context& ctx, const Tensor& dout, const Tensor& positions, const Tensor& dx) {
-  dispatch_cpu_float(dx.dtype, "gather_backward", [&](auto tag) {
+void GatherBackward::cpu(Context& ctx) const {
+  dispatch_cpu_float(dx.dtype, kName, [&](auto tag) {
     using T = decltype(tag);
     const int64_t batch = dx.dim(0), len = dx.dim(1), h = dx.dim(2), slots = positions.dim(1);
     const int32_t* pos = positions.ptr<int32_t>();
@@ -46,4 +53,4 @@ void gather_backward(Context& ctx, const Tensor& dout, const Tensor& positions, 
   });
 }
 
-}  // namespace electra::cpu
+}  // namespace electra

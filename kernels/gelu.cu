@@ -134,30 +134,33 @@ void check_activations(const char* op, const Tensor& a, std::initializer_list<co
 
 }  // namespace
 
-void bias_gelu_forward(Context& ctx, const Tensor& x, const Tensor& b, const Tensor& y) {
-  check_activations("bias_gelu_forward", x, {&y});
+}  // namespace electra::cuda
+
+namespace electra {
+
+using namespace cuda;  // the helpers above
+
+void BiasGeluForward::cuda(Context& ctx) const {
+  check_activations(kName, x, {&y});
   check_dtype(b, DType::F32, "bias_gelu_forward (cuda): b");
-  dispatch_activation(x, "bias_gelu_forward",
-                      [&](auto tag) { forward<decltype(tag)>(ctx, x, b, y); });
+  dispatch_activation(x, kName, [&](auto tag) { forward<decltype(tag)>(ctx, x, b, y); });
 }
 
-void bias_gelu_backward(Context& ctx, const Tensor& dy, const Tensor& x, const Tensor& b,
-                        const Tensor& dx, const Tensor& db, const Tensor& workspace) {
-  check_activations("bias_gelu_backward", x, {&dy, &dx});
+void BiasGeluBackward::cuda(Context& ctx) const {
+  check_activations(kName, x, {&dy, &dx});
   check_dtype(b, DType::F32, "bias_gelu_backward (cuda): b");
   check_dtype(db, DType::F32, "bias_gelu_backward (cuda): db");
-  dispatch_activation(x, "bias_gelu_backward", [&](auto tag) {
-    backward<decltype(tag)>(ctx, dy, x, b.ptr<float>(), dx, db, workspace, "bias_gelu_backward");
+  dispatch_activation(x, kName, [&](auto tag) {
+    backward<decltype(tag)>(ctx, dy, x, b.ptr<float>(), dx, db, workspace, kName);
   });
 }
 
-void bias_gelu_backward_preact(Context& ctx, const Tensor& dy, const Tensor& u, const Tensor& dx,
-                               const Tensor& db, const Tensor& workspace) {
-  check_activations("bias_gelu_backward_preact", u, {&dy, &dx});
+void BiasGeluBackwardPreact::cuda(Context& ctx) const {
+  check_activations(kName, u, {&dy, &dx});
   check_dtype(db, DType::F32, "bias_gelu_backward_preact (cuda): db");
-  dispatch_activation(u, "bias_gelu_backward_preact", [&](auto tag) {
-    backward<decltype(tag)>(ctx, dy, u, nullptr, dx, db, workspace, "bias_gelu_backward_preact");
+  dispatch_activation(u, kName, [&](auto tag) {
+    backward<decltype(tag)>(ctx, dy, u, nullptr, dx, db, workspace, kName);
   });
 }
 
-}  // namespace electra::cuda
+}  // namespace electra

@@ -31,48 +31,52 @@ inline int64_t bias_gelu_backward_workspace_floats(int64_t n, int64_t h) {
   return (n + bias_gelu_rows_per_block(n) - 1) / bias_gelu_rows_per_block(n) * h;
 }
 
-namespace cpu {
-void bias_gelu_forward(Context& ctx, const Tensor& x, const Tensor& b, const Tensor& y);
-void bias_gelu_backward(Context& ctx, const Tensor& dy, const Tensor& x, const Tensor& b,
-                        const Tensor& dx, const Tensor& db, const Tensor& workspace);
-void bias_gelu_backward_preact(Context& ctx, const Tensor& dy, const Tensor& u, const Tensor& dx,
-                               const Tensor& db, const Tensor& workspace);
-}  // namespace cpu
-namespace cuda {
-void bias_gelu_forward(Context& ctx, const Tensor& x, const Tensor& b, const Tensor& y);
-void bias_gelu_backward(Context& ctx, const Tensor& dy, const Tensor& x, const Tensor& b,
-                        const Tensor& dx, const Tensor& db, const Tensor& workspace);
-void bias_gelu_backward_preact(Context& ctx, const Tensor& dy, const Tensor& u, const Tensor& dx,
-                               const Tensor& db, const Tensor& workspace);
-}  // namespace cuda
+struct BiasGeluForward {
+  static constexpr const char* kName = "bias_gelu_forward";
+  In x, b;
+  Out y;
 
-inline void bias_gelu_forward(Context& ctx, const Tensor& x, const Tensor& b, const Tensor& y) {
-  check_devices(ctx, "bias_gelu_forward", {&x, &b, &y});
-  ELECTRA_CHECK(x.rank == 2, "bias_gelu_forward: x must be [N, H], got ", x.str());
-  check_shape(b, {x.dim(1)}, "bias_gelu_forward: b");
-  check_same_shape(x, y, "bias_gelu_forward: x and y");
-  ELECTRA_DISPATCH(ctx, bias_gelu_forward, x, b, y);
-}
+  void check(const Context& ctx) const {
+    check_devices(ctx, kName, {&x, &b, &y});
+    ELECTRA_CHECK(x.rank == 2, "bias_gelu_forward: x must be [N, H], got ", x.str());
+    check_shape(b, {x.dim(1)}, "bias_gelu_forward: b");
+    check_same_shape(x, y, "bias_gelu_forward: x and y");
+  }
+  void cpu(Context& ctx) const;
+  void cuda(Context& ctx) const;
+};
 
-inline void bias_gelu_backward(Context& ctx, const Tensor& dy, const Tensor& x, const Tensor& b,
-                               const Tensor& dx, const Tensor& db, const Tensor& workspace) {
-  check_devices(ctx, "bias_gelu_backward", {&dy, &x, &b, &dx, &db});
-  ELECTRA_CHECK(x.rank == 2, "bias_gelu_backward: x must be [N, H], got ", x.str());
-  check_shape(b, {x.dim(1)}, "bias_gelu_backward: b");
-  check_shape(db, {x.dim(1)}, "bias_gelu_backward: db");
-  check_same_shape(x, dy, "bias_gelu_backward: x and dy");
-  check_same_shape(x, dx, "bias_gelu_backward: x and dx");
-  ELECTRA_DISPATCH(ctx, bias_gelu_backward, dy, x, b, dx, db, workspace);
-}
+struct BiasGeluBackward {
+  static constexpr const char* kName = "bias_gelu_backward";
+  In dy, x, b;
+  Out dx, db, workspace;
 
-inline void bias_gelu_backward_preact(Context& ctx, const Tensor& dy, const Tensor& u,
-                                      const Tensor& dx, const Tensor& db, const Tensor& workspace) {
-  check_devices(ctx, "bias_gelu_backward_preact", {&dy, &u, &dx, &db});
-  ELECTRA_CHECK(u.rank == 2, "bias_gelu_backward_preact: u must be [N, H], got ", u.str());
-  check_shape(db, {u.dim(1)}, "bias_gelu_backward_preact: db");
-  check_same_shape(u, dy, "bias_gelu_backward_preact: u and dy");
-  check_same_shape(u, dx, "bias_gelu_backward_preact: u and dx");
-  ELECTRA_DISPATCH(ctx, bias_gelu_backward_preact, dy, u, dx, db, workspace);
-}
+  void check(const Context& ctx) const {
+    check_devices(ctx, kName, {&dy, &x, &b, &dx, &db});
+    ELECTRA_CHECK(x.rank == 2, "bias_gelu_backward: x must be [N, H], got ", x.str());
+    check_shape(b, {x.dim(1)}, "bias_gelu_backward: b");
+    check_shape(db, {x.dim(1)}, "bias_gelu_backward: db");
+    check_same_shape(x, dy, "bias_gelu_backward: x and dy");
+    check_same_shape(x, dx, "bias_gelu_backward: x and dx");
+  }
+  void cpu(Context& ctx) const;
+  void cuda(Context& ctx) const;
+};
+
+struct BiasGeluBackwardPreact {
+  static constexpr const char* kName = "bias_gelu_backward_preact";
+  In dy, u;
+  Out dx, db, workspace;
+
+  void check(const Context& ctx) const {
+    check_devices(ctx, kName, {&dy, &u, &dx, &db});
+    ELECTRA_CHECK(u.rank == 2, "bias_gelu_backward_preact: u must be [N, H], got ", u.str());
+    check_shape(db, {u.dim(1)}, "bias_gelu_backward_preact: db");
+    check_same_shape(u, dy, "bias_gelu_backward_preact: u and dy");
+    check_same_shape(u, dx, "bias_gelu_backward_preact: u and dx");
+  }
+  void cpu(Context& ctx) const;
+  void cuda(Context& ctx) const;
+};
 
 }  // namespace electra

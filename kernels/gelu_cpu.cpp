@@ -131,27 +131,31 @@ void backward(Context& ctx, const Tensor& dy, const Tensor& x, const T* b, const
 
 }  // namespace
 
-void bias_gelu_forward(Context& ctx, const Tensor& x, const Tensor& b, const Tensor& y) {
-  dispatch_cpu_float(x.dtype, "bias_gelu_forward", [&](auto tag) {
+}  // namespace electra::cpu
+
+namespace electra {
+
+using namespace cpu;  // the helpers above
+
+void BiasGeluForward::cpu(Context& ctx) const {
+  dispatch_cpu_float(x.dtype, kName, [&](auto tag) {
     using T = decltype(tag);
     forward<T>(ctx, x.ptr<T>(), b.ptr<T>(), y.ptr<T>(), x.dim(0), x.dim(1));
   });
 }
 
-void bias_gelu_backward(Context& ctx, const Tensor& dy, const Tensor& x, const Tensor& b,
-                        const Tensor& dx, const Tensor& db, const Tensor&) {
-  dispatch_cpu_float(x.dtype, "bias_gelu_backward", [&](auto tag) {
+void BiasGeluBackward::cpu(Context& ctx) const {
+  dispatch_cpu_float(x.dtype, kName, [&](auto tag) {
     using T = decltype(tag);
     backward<T>(ctx, dy, x, b.ptr<T>(), dx, db);
   });
 }
 
-void bias_gelu_backward_preact(Context& ctx, const Tensor& dy, const Tensor& u, const Tensor& dx,
-                               const Tensor& db, const Tensor&) {
-  dispatch_cpu_float(u.dtype, "bias_gelu_backward_preact", [&](auto tag) {
+void BiasGeluBackwardPreact::cpu(Context& ctx) const {
+  dispatch_cpu_float(u.dtype, kName, [&](auto tag) {
     using T = decltype(tag);
     backward<T>(ctx, dy, u, nullptr, dx, db);
   });
 }
 
-}  // namespace electra::cpu
+}  // namespace electra

@@ -247,46 +247,39 @@ void backward(Context& ctx, const Tensor& dy, const Tensor& x, const Tensor& gam
 
 }  // namespace
 
-void layernorm_forward(Context& ctx, const Tensor& x, const Tensor& gamma, const Tensor& beta,
-                       float eps, const Tensor& y, const Tensor& mean, const Tensor& rstd) {
-  dispatch_checked("layernorm_forward", x, {&y}, {&gamma, &beta, &mean, &rstd}, [&](auto tag) {
-    forward<decltype(tag), false>(ctx, x, nullptr, nullptr, DropoutSite{}, gamma, beta, eps, y,
-                                  mean, rstd);
+}  // namespace electra::cuda
+
+namespace electra {
+
+void LayerNormForward::cuda(Context& ctx) const {
+  cuda::dispatch_checked(kName, x, {&y}, {&gamma, &beta, &mean, &rstd}, [&](auto tag) {
+    cuda::forward<decltype(tag), false>(ctx, x, nullptr, nullptr, DropoutSite{}, gamma, beta, eps,
+                                        y, mean, rstd);
   });
 }
 
-void layernorm_backward(Context& ctx, const Tensor& dy, const Tensor& x, const Tensor& gamma,
-                        const Tensor& mean, const Tensor& rstd, const Tensor& dx,
-                        const Tensor& dgamma, const Tensor& dbeta, const Tensor& workspace) {
-  dispatch_checked(
-      "layernorm_backward", x, {&dy, &dx}, {&gamma, &mean, &rstd, &dgamma, &dbeta}, [&](auto tag) {
-        backward<decltype(tag), false>(ctx, dy, x, gamma, mean, rstd, DropoutSite{}, dx, nullptr,
-                                       dgamma, dbeta, workspace, "layernorm_backward");
+void LayerNormBackward::cuda(Context& ctx) const {
+  cuda::dispatch_checked(
+      kName, x, {&dy, &dx}, {&gamma, &mean, &rstd, &dgamma, &dbeta}, [&](auto tag) {
+        cuda::backward<decltype(tag), false>(ctx, dy, x, gamma, mean, rstd, DropoutSite{}, dx,
+                                             nullptr, dgamma, dbeta, workspace, kName);
       });
 }
 
-void residual_layernorm_forward(Context& ctx, const Tensor& x, const Tensor& residual,
-                                const DropoutSite& site, const Tensor& gamma, const Tensor& beta,
-                                float eps, const Tensor& sum, const Tensor& y, const Tensor& mean,
-                                const Tensor& rstd) {
-  dispatch_checked("residual_layernorm_forward", x, {&residual, &sum, &y},
-                   {&gamma, &beta, &mean, &rstd}, [&](auto tag) {
-                     forward<decltype(tag), true>(ctx, x, &residual, &sum, site, gamma, beta, eps,
-                                                  y, mean, rstd);
-                   });
+void ResidualLayerNormForward::cuda(Context& ctx) const {
+  cuda::dispatch_checked(kName, x, {&residual, &sum, &y}, {&gamma, &beta, &mean, &rstd},
+                         [&](auto tag) {
+                           cuda::forward<decltype(tag), true>(ctx, x, &residual, &sum, site, gamma,
+                                                              beta, eps, y, mean, rstd);
+                         });
 }
 
-void residual_layernorm_backward(Context& ctx, const Tensor& dy, const Tensor& sum,
-                                 const Tensor& gamma, const Tensor& mean, const Tensor& rstd,
-                                 const DropoutSite& site, const Tensor& dx, const Tensor& dresidual,
-                                 const Tensor& dgamma, const Tensor& dbeta,
-                                 const Tensor& workspace) {
-  dispatch_checked("residual_layernorm_backward", sum, {&dy, &dx, &dresidual},
-                   {&gamma, &mean, &rstd, &dgamma, &dbeta}, [&](auto tag) {
-                     backward<decltype(tag), true>(ctx, dy, sum, gamma, mean, rstd, site, dx,
-                                                   &dresidual, dgamma, dbeta, workspace,
-                                                   "residual_layernorm_backward");
-                   });
+void ResidualLayerNormBackward::cuda(Context& ctx) const {
+  cuda::dispatch_checked(
+      kName, sum, {&dy, &dx, &dresidual}, {&gamma, &mean, &rstd, &dgamma, &dbeta}, [&](auto tag) {
+        cuda::backward<decltype(tag), true>(ctx, dy, sum, gamma, mean, rstd, site, dx, &dresidual,
+                                            dgamma, dbeta, workspace, kName);
+      });
 }
 
-}  // namespace electra::cuda
+}  // namespace electra

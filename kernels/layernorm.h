@@ -38,40 +38,7 @@ inline int64_t layernorm_backward_workspace_floats(int64_t n, int64_t h) {
   return 2 * ((n + layernorm_rows_per_block(n) - 1) / layernorm_rows_per_block(n)) * h;
 }
 
-namespace cpu {
-void layernorm_forward(Context& ctx, const Tensor& x, const Tensor& gamma, const Tensor& beta,
-                       float eps, const Tensor& y, const Tensor& mean, const Tensor& rstd);
-void layernorm_backward(Context& ctx, const Tensor& dy, const Tensor& x, const Tensor& gamma,
-                        const Tensor& mean, const Tensor& rstd, const Tensor& dx,
-                        const Tensor& dgamma, const Tensor& dbeta, const Tensor& workspace);
-void residual_layernorm_forward(Context& ctx, const Tensor& x, const Tensor& residual,
-                                const DropoutSite& site, const Tensor& gamma, const Tensor& beta,
-                                float eps, const Tensor& sum, const Tensor& y, const Tensor& mean,
-                                const Tensor& rstd);
-void residual_layernorm_backward(Context& ctx, const Tensor& dy, const Tensor& sum,
-                                 const Tensor& gamma, const Tensor& mean, const Tensor& rstd,
-                                 const DropoutSite& site, const Tensor& dx, const Tensor& dresidual,
-                                 const Tensor& dgamma, const Tensor& dbeta,
-                                 const Tensor& workspace);
-}  // namespace cpu
-namespace cuda {
-void layernorm_forward(Context& ctx, const Tensor& x, const Tensor& gamma, const Tensor& beta,
-                       float eps, const Tensor& y, const Tensor& mean, const Tensor& rstd);
-void layernorm_backward(Context& ctx, const Tensor& dy, const Tensor& x, const Tensor& gamma,
-                        const Tensor& mean, const Tensor& rstd, const Tensor& dx,
-                        const Tensor& dgamma, const Tensor& dbeta, const Tensor& workspace);
-void residual_layernorm_forward(Context& ctx, const Tensor& x, const Tensor& residual,
-                                const DropoutSite& site, const Tensor& gamma, const Tensor& beta,
-                                float eps, const Tensor& sum, const Tensor& y, const Tensor& mean,
-                                const Tensor& rstd);
-void residual_layernorm_backward(Context& ctx, const Tensor& dy, const Tensor& sum,
-                                 const Tensor& gamma, const Tensor& mean, const Tensor& rstd,
-                                 const DropoutSite& site, const Tensor& dx, const Tensor& dresidual,
-                                 const Tensor& dgamma, const Tensor& dbeta,
-                                 const Tensor& workspace);
-}  // namespace cuda
-
-// Shape checks shared by all four entry points: x [N, H], the rest as named above.
+// Shape checks shared by the four ops: x [N, H], the rest as named above.
 inline void check_layernorm_shapes(const char* op, const Tensor& x,
                                    std::initializer_list<const Tensor*> rows_by_h,
                                    std::initializer_list<const Tensor*> per_column,
@@ -82,50 +49,68 @@ inline void check_layernorm_shapes(const char* op, const Tensor& x,
   for (const Tensor* t : per_row) check_shape(*t, {x.dim(0)}, op);
 }
 
-inline void layernorm_forward(Context& ctx, const Tensor& x, const Tensor& gamma,
-                              const Tensor& beta, float eps, const Tensor& y, const Tensor& mean,
-                              const Tensor& rstd) {
-  check_devices(ctx, "layernorm_forward", {&x, &gamma, &beta, &y, &mean, &rstd});
-  check_layernorm_shapes("layernorm_forward", x, {&y}, {&gamma, &beta}, {&mean, &rstd});
-  ELECTRA_CHECK(eps > 0, "layernorm_forward: eps must be positive, got ", eps);
-  ELECTRA_DISPATCH(ctx, layernorm_forward, x, gamma, beta, eps, y, mean, rstd);
-}
+struct LayerNormForward {
+  static constexpr const char* kName = "layernorm_forward";
+  In x, gamma, beta;
+  float eps = 0;
+  Out y, mean, rstd;
 
-inline void layernorm_backward(Context& ctx, const Tensor& dy, const Tensor& x, const Tensor& gamma,
-                               const Tensor& mean, const Tensor& rstd, const Tensor& dx,
-                               const Tensor& dgamma, const Tensor& dbeta, const Tensor& workspace) {
-  check_devices(ctx, "layernorm_backward", {&dy, &x, &gamma, &mean, &rstd, &dx, &dgamma, &dbeta});
-  check_layernorm_shapes("layernorm_backward", x, {&dy, &dx}, {&gamma, &dgamma, &dbeta},
-                         {&mean, &rstd});
-  ELECTRA_DISPATCH(ctx, layernorm_backward, dy, x, gamma, mean, rstd, dx, dgamma, dbeta, workspace);
-}
+  void check(const Context& ctx) const {
+    check_devices(ctx, kName, {&x, &gamma, &beta, &y, &mean, &rstd});
+    check_layernorm_shapes(kName, x, {&y}, {&gamma, &beta}, {&mean, &rstd});
+    ELECTRA_CHECK(eps > 0, kName, ": eps must be positive, got ", eps);
+  }
+  void cpu(Context& ctx) const;
+  void cuda(Context& ctx) const;
+};
 
-inline void residual_layernorm_forward(Context& ctx, const Tensor& x, const Tensor& residual,
-                                       const DropoutSite& site, const Tensor& gamma,
-                                       const Tensor& beta, float eps, const Tensor& sum,
-                                       const Tensor& y, const Tensor& mean, const Tensor& rstd) {
-  check_devices(ctx, "residual_layernorm_forward",
-                {&x, &residual, &gamma, &beta, &sum, &y, &mean, &rstd});
-  check_layernorm_shapes("residual_layernorm_forward", x, {&residual, &sum, &y}, {&gamma, &beta},
-                         {&mean, &rstd});
-  check_dropout_p(site.p, "residual_layernorm_forward");
-  ELECTRA_CHECK(eps > 0, "residual_layernorm_forward: eps must be positive, got ", eps);
-  ELECTRA_DISPATCH(ctx, residual_layernorm_forward, x, residual, site, gamma, beta, eps, sum, y,
-                   mean, rstd);
-}
+struct LayerNormBackward {
+  static constexpr const char* kName = "layernorm_backward";
+  In dy, x, gamma, mean, rstd;
+  Out dx, dgamma, dbeta;
+  Out workspace;
 
-inline void residual_layernorm_backward(Context& ctx, const Tensor& dy, const Tensor& sum,
-                                        const Tensor& gamma, const Tensor& mean, const Tensor& rstd,
-                                        const DropoutSite& site, const Tensor& dx,
-                                        const Tensor& dresidual, const Tensor& dgamma,
-                                        const Tensor& dbeta, const Tensor& workspace) {
-  check_devices(ctx, "residual_layernorm_backward",
-                {&dy, &sum, &gamma, &mean, &rstd, &dx, &dresidual, &dgamma, &dbeta});
-  check_layernorm_shapes("residual_layernorm_backward", sum, {&dy, &dx, &dresidual},
-                         {&gamma, &dgamma, &dbeta}, {&mean, &rstd});
-  check_dropout_p(site.p, "residual_layernorm_backward");
-  ELECTRA_DISPATCH(ctx, residual_layernorm_backward, dy, sum, gamma, mean, rstd, site, dx,
-                   dresidual, dgamma, dbeta, workspace);
-}
+  void check(const Context& ctx) const {
+    check_devices(ctx, kName, {&dy, &x, &gamma, &mean, &rstd, &dx, &dgamma, &dbeta});
+    check_layernorm_shapes(kName, x, {&dy, &dx}, {&gamma, &dgamma, &dbeta}, {&mean, &rstd});
+  }
+  void cpu(Context& ctx) const;
+  void cuda(Context& ctx) const;
+};
+
+struct ResidualLayerNormForward {
+  static constexpr const char* kName = "residual_layernorm_forward";
+  In x, residual;
+  DropoutSite site;
+  In gamma, beta;
+  float eps = 0;
+  Out sum, y, mean, rstd;
+
+  void check(const Context& ctx) const {
+    check_devices(ctx, kName, {&x, &residual, &gamma, &beta, &sum, &y, &mean, &rstd});
+    check_layernorm_shapes(kName, x, {&residual, &sum, &y}, {&gamma, &beta}, {&mean, &rstd});
+    check_dropout_p(site.p, kName);
+    ELECTRA_CHECK(eps > 0, kName, ": eps must be positive, got ", eps);
+  }
+  void cpu(Context& ctx) const;
+  void cuda(Context& ctx) const;
+};
+
+struct ResidualLayerNormBackward {
+  static constexpr const char* kName = "residual_layernorm_backward";
+  In dy, sum, gamma, mean, rstd;
+  DropoutSite site;
+  Out dx, dresidual, dgamma, dbeta;
+  Out workspace;
+
+  void check(const Context& ctx) const {
+    check_devices(ctx, kName, {&dy, &sum, &gamma, &mean, &rstd, &dx, &dresidual, &dgamma, &dbeta});
+    check_layernorm_shapes(kName, sum, {&dy, &dx, &dresidual}, {&gamma, &dgamma, &dbeta},
+                           {&mean, &rstd});
+    check_dropout_p(site.p, kName);
+  }
+  void cpu(Context& ctx) const;
+  void cuda(Context& ctx) const;
+};
 
 }  // namespace electra

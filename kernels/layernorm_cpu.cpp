@@ -117,45 +117,40 @@ void backward(Context& ctx, const Tensor& dy, const Tensor& x, const Tensor& gam
 
 }  // namespace
 
-void layernorm_forward(Context& ctx, const Tensor& x, const Tensor& gamma, const Tensor& beta,
-                       float eps, const Tensor& y, const Tensor& mean, const Tensor& rstd) {
-  dispatch_cpu_float(x.dtype, "layernorm_forward", [&](auto tag) {
-    forward<decltype(tag)>(ctx, x, gamma, beta, eps, y, mean, rstd);
+}  // namespace electra::cpu
+
+namespace electra {
+
+void LayerNormForward::cpu(Context& ctx) const {
+  dispatch_cpu_float(x.dtype, kName, [&](auto tag) {
+    cpu::forward<decltype(tag)>(ctx, x, gamma, beta, eps, y, mean, rstd);
   });
 }
 
-void layernorm_backward(Context& ctx, const Tensor& dy, const Tensor& x, const Tensor& gamma,
-                        const Tensor& mean, const Tensor& rstd, const Tensor& dx,
-                        const Tensor& dgamma, const Tensor& dbeta, const Tensor&) {
-  dispatch_cpu_float(x.dtype, "layernorm_backward", [&](auto tag) {
-    backward<decltype(tag)>(ctx, dy, x, gamma, mean, rstd, dx, dgamma, dbeta);
+void LayerNormBackward::cpu(Context& ctx) const {
+  dispatch_cpu_float(x.dtype, kName, [&](auto tag) {
+    cpu::backward<decltype(tag)>(ctx, dy, x, gamma, mean, rstd, dx, dgamma, dbeta);
   });
 }
 
-void residual_layernorm_forward(Context& ctx, const Tensor& x, const Tensor& residual,
-                                const DropoutSite& site, const Tensor& gamma, const Tensor& beta,
-                                float eps, const Tensor& sum, const Tensor& y, const Tensor& mean,
-                                const Tensor& rstd) {
-  dispatch_cpu_float(x.dtype, "residual_layernorm_forward", [&](auto tag) {
+void ResidualLayerNormForward::cpu(Context& ctx) const {
+  dispatch_cpu_float(x.dtype, kName, [&](auto tag) {
     using T = decltype(tag);
-    cpu::dropout_forward(ctx, x, sum, site);
+    DropoutForward{.x = x, .site = site, .y = sum}.cpu(ctx);
     T* s = sum.ptr<T>();
     const T* res = residual.ptr<T>();
-    ctx.parallel_ranges(x.numel(), kRowBlock * x.dim(1), [&](int64_t i0, int64_t i1) {
+    ctx.parallel_ranges(x.numel(), cpu::kRowBlock * x.dim(1), [&](int64_t i0, int64_t i1) {
       for (int64_t i = i0; i < i1; ++i) s[i] += res[i];
     });
-    forward<T>(ctx, sum, gamma, beta, eps, y, mean, rstd);
+    cpu::forward<T>(ctx, sum, gamma, beta, eps, y, mean, rstd);
   });
 }
 
-void residual_layernorm_backward(Context& ctx, const Tensor& dy, const Tensor& sum,
-                                 const Tensor& gamma, const Tensor& mean, const Tensor& rstd,
-                                 const DropoutSite& site, const Tensor& dx, const Tensor& dresidual,
-                                 const Tensor& dgamma, const Tensor& dbeta, const Tensor&) {
-  dispatch_cpu_float(sum.dtype, "residual_layernorm_backward", [&](auto tag) {
-    backward<decltype(tag)>(ctx, dy, sum, gamma, mean, rstd, dresidual, dgamma, dbeta);
-    cpu::dropout_backward(ctx, dresidual, dx, site);
+void ResidualLayerNormBackward::cpu(Context& ctx) const {
+  dispatch_cpu_float(sum.dtype, kName, [&](auto tag) {
+    cpu::backward<decltype(tag)>(ctx, dy, sum, gamma, mean, rstd, dresidual, dgamma, dbeta);
+    DropoutBackward{.dy = dresidual, .site = site, .dx = dx}.cpu(ctx);
   });
 }
 
-}  // namespace electra::cpu
+}  // namespace electra

@@ -69,9 +69,13 @@ __global__ void __launch_bounds__(kMaskingMaxSeqLen)
 
 }  // namespace
 
-void mask_tokens(Context& ctx, const Tensor& ids, const MaskingParams& params,
-                 const Tensor& masked_ids, const Tensor& positions, const Tensor& original,
-                 const Tensor& weights) {
+}  // namespace electra::cuda
+
+namespace electra {
+
+using namespace cuda;  // the helpers above
+
+void MaskTokens::cuda(Context& ctx) const {
   const int64_t batch = ids.dim(0), seq = ids.dim(1), slots = positions.dim(1);
   if (batch == 0) return;
   const int threads = static_cast<int>(std::max<int64_t>(1, ceil_div(seq, kWarpSize)) * kWarpSize);
@@ -84,4 +88,4 @@ void mask_tokens(Context& ctx, const Tensor& ids, const MaskingParams& params,
   ELECTRA_CUDA_CHECK_LAUNCH();
 }
 
-}  // namespace electra::cuda
+}  // namespace electra

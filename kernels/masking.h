@@ -86,44 +86,39 @@ ELECTRA_HD int32_t masked_token(const MaskingParams& params, const RngStream& st
   return static_cast<int32_t>((r * static_cast<uint64_t>(params.vocab_size)) >> 32);
 }
 
-namespace cpu {
-void mask_tokens(Context& ctx, const Tensor& ids, const MaskingParams& params,
-                 const Tensor& masked_ids, const Tensor& positions, const Tensor& original,
-                 const Tensor& weights);
-}
-namespace cuda {
-void mask_tokens(Context& ctx, const Tensor& ids, const MaskingParams& params,
-                 const Tensor& masked_ids, const Tensor& positions, const Tensor& original,
-                 const Tensor& weights);
-}
+struct MaskTokens {
+  static constexpr const char* kName = "mask_tokens";
+  In ids;
+  MaskingParams params;
+  Out masked_ids, positions, original, weights;
 
-inline void mask_tokens(Context& ctx, const Tensor& ids, const MaskingParams& params,
-                        const Tensor& masked_ids, const Tensor& positions, const Tensor& original,
-                        const Tensor& weights) {
-  check_devices(ctx, "mask_tokens", {&ids, &masked_ids, &positions, &original, &weights});
-  ELECTRA_CHECK(ids.rank == 2, "mask_tokens: ids must be [B, T], got ", ids.str());
-  ELECTRA_CHECK(positions.rank == 2, "mask_tokens: positions must be [B, N], got ",
-                positions.str());
-  const int64_t b = ids.dim(0), t = ids.dim(1), n = positions.dim(1);
-  check_dtype(ids, DType::I32, "mask_tokens ids");
-  check_shape(masked_ids, {b, t}, "mask_tokens masked_ids");
-  check_dtype(masked_ids, DType::I32, "mask_tokens masked_ids");
-  check_shape(positions, {b, n}, "mask_tokens positions");
-  check_dtype(positions, DType::I32, "mask_tokens positions");
-  check_shape(original, {b, n}, "mask_tokens original");
-  check_dtype(original, DType::I32, "mask_tokens original");
-  check_shape(weights, {b, n}, "mask_tokens weights");
-  check_dtype(weights, DType::F32, "mask_tokens weights");
-  ELECTRA_CHECK(params.mask_prob.at != nullptr ||
-                    (params.mask_prob.value >= 0 && params.mask_prob.value <= 1),
-                "mask_tokens: mask_prob ", params.mask_prob.value);
-  ELECTRA_CHECK(params.random_token_prob >= 0 && params.mask_token_prob >= 0 &&
-                    params.mask_token_prob + params.random_token_prob <= 1.0f + 1e-6f &&
-                    (params.random_token_prob == 0 || params.vocab_size > 0),
-                "mask_tokens: mask_token_prob ", params.mask_token_prob, ", random_token_prob ",
-                params.random_token_prob, ", vocab_size ", params.vocab_size);
-  ELECTRA_CHECK(t <= kMaskingMaxSeqLen, "mask_tokens: seq_len ", t, " > ", kMaskingMaxSeqLen);
-  ELECTRA_DISPATCH(ctx, mask_tokens, ids, params, masked_ids, positions, original, weights);
-}
+  void check(const Context& ctx) const {
+    check_devices(ctx, kName, {&ids, &masked_ids, &positions, &original, &weights});
+    ELECTRA_CHECK(ids.rank == 2, "mask_tokens: ids must be [B, T], got ", ids.str());
+    ELECTRA_CHECK(positions.rank == 2, "mask_tokens: positions must be [B, N], got ",
+                  positions.str());
+    const int64_t b = ids.dim(0), t = ids.dim(1), n = positions.dim(1);
+    check_dtype(ids, DType::I32, "mask_tokens ids");
+    check_shape(masked_ids, {b, t}, "mask_tokens masked_ids");
+    check_dtype(masked_ids, DType::I32, "mask_tokens masked_ids");
+    check_shape(positions, {b, n}, "mask_tokens positions");
+    check_dtype(positions, DType::I32, "mask_tokens positions");
+    check_shape(original, {b, n}, "mask_tokens original");
+    check_dtype(original, DType::I32, "mask_tokens original");
+    check_shape(weights, {b, n}, "mask_tokens weights");
+    check_dtype(weights, DType::F32, "mask_tokens weights");
+    ELECTRA_CHECK(params.mask_prob.at != nullptr ||
+                      (params.mask_prob.value >= 0 && params.mask_prob.value <= 1),
+                  "mask_tokens: mask_prob ", params.mask_prob.value);
+    ELECTRA_CHECK(params.random_token_prob >= 0 && params.mask_token_prob >= 0 &&
+                      params.mask_token_prob + params.random_token_prob <= 1.0f + 1e-6f &&
+                      (params.random_token_prob == 0 || params.vocab_size > 0),
+                  "mask_tokens: mask_token_prob ", params.mask_token_prob, ", random_token_prob ",
+                  params.random_token_prob, ", vocab_size ", params.vocab_size);
+    ELECTRA_CHECK(t <= kMaskingMaxSeqLen, "mask_tokens: seq_len ", t, " > ", kMaskingMaxSeqLen);
+  }
+  void cpu(Context& ctx) const;
+  void cuda(Context& ctx) const;
+};
 
 }  // namespace electra

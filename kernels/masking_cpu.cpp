@@ -3,10 +3,13 @@
 
 #include "kernels/masking.h"
 
-namespace electra::cpu {
+namespace electra::cpu {}  // namespace electra::cpu
 
-void mask_tokens(Context&, const Tensor& ids, const MaskingParams& params, const Tensor& masked_ids,
-                 const Tensor& positions, const Tensor& original, const Tensor& weights) {
+namespace electra {
+
+using namespace cpu;  // the helpers above
+
+void MaskTokens::cpu(Context&) const {
   const int64_t batch = ids.dim(0), seq = ids.dim(1), slots = positions.dim(1);
   const int32_t* in = ids.ptr<int32_t>();
   int32_t* out = masked_ids.ptr<int32_t>();
@@ -61,4 +64,4 @@ void mask_tokens(Context&, const Tensor& ids, const MaskingParams& params, const
   }
 }
 
-}  // namespace electra::cpu
+}  // namespace electra

@@ -29,13 +29,18 @@ __global__ void __launch_bounds__(kThreads)
 
 }  // namespace
 
-void mse_loss(Context& ctx, const Tensor& predictions, const Tensor& targets, const Tensor& weights,
-              float scale, const Tensor& loss, const Tensor& dpredictions) {
+}  // namespace electra::cuda
+
+namespace electra {
+
+using namespace cuda;  // the helpers above
+
+void MseLoss::cuda(Context& ctx) const {
   check_dtype(loss, DType::F32, "mse_loss (cuda) loss");
   const int64_t n = predictions.numel();
   if (n == 0) return;  // a 0-block grid is an invalid launch configuration
   const int64_t blocks = std::min(ceil_div(n, kThreads), kMaxBlocks);
-  dispatch_activation(predictions, "mse_loss", [&](auto tag) {
+  dispatch_activation(predictions, kName, [&](auto tag) {
     using T = decltype(tag);
     mse_loss_kernel<T><<<blocks, kThreads, 0, ctx.stream()>>>(
         static_cast<const T*>(predictions.data), targets.ptr<float>(), weights.ptr<float>(), scale,
@@ -44,4 +49,4 @@ void mse_loss(Context& ctx, const Tensor& predictions, const Tensor& targets, co
   });
 }
 
-}  // namespace electra::cuda
+}  // namespace electra

@@ -18,30 +18,26 @@
 
 namespace electra {
 
-namespace cpu {
-void mse_loss(Context& ctx, const Tensor& predictions, const Tensor& targets, const Tensor& weights,
-              float scale, const Tensor& loss, const Tensor& dpredictions);
-}
-namespace cuda {
-void mse_loss(Context& ctx, const Tensor& predictions, const Tensor& targets, const Tensor& weights,
-              float scale, const Tensor& loss, const Tensor& dpredictions);
-}
+struct MseLoss {
+  static constexpr const char* kName = "mse_loss";
+  In predictions, targets, weights;
+  float scale = 0;
+  Out loss, dpredictions;
 
-inline void mse_loss(Context& ctx, const Tensor& predictions, const Tensor& targets,
-                     const Tensor& weights, float scale, const Tensor& loss,
-                     const Tensor& dpredictions) {
-  check_devices(ctx, "mse_loss", {&predictions, &targets, &weights, &loss, &dpredictions});
-  const int64_t n = predictions.numel();
-  ELECTRA_CHECK(targets.numel() == n && weights.numel() == n && loss.numel() == n &&
-                    dpredictions.numel() == n,
-                "mse_loss: predictions ", predictions.str(), ", targets ", targets.str(),
-                ", weights ", weights.str(), ", loss ", loss.str(), ", dpredictions ",
-                dpredictions.str());
-  check_dtype(targets, DType::F32, "mse_loss targets");
-  check_dtype(weights, DType::F32, "mse_loss weights");
-  check_dtype(dpredictions, predictions.dtype, "mse_loss dpredictions");
-  if (n == 0) return;
-  ELECTRA_DISPATCH(ctx, mse_loss, predictions, targets, weights, scale, loss, dpredictions);
-}
+  void check(const Context& ctx) const {
+    check_devices(ctx, kName, {&predictions, &targets, &weights, &loss, &dpredictions});
+    const int64_t n = predictions.numel();
+    ELECTRA_CHECK(targets.numel() == n && weights.numel() == n && loss.numel() == n &&
+                      dpredictions.numel() == n,
+                  "mse_loss: predictions ", predictions.str(), ", targets ", targets.str(),
+                  ", weights ", weights.str(), ", loss ", loss.str(), ", dpredictions ",
+                  dpredictions.str());
+    check_dtype(targets, DType::F32, "mse_loss targets");
+    check_dtype(weights, DType::F32, "mse_loss weights");
+    check_dtype(dpredictions, predictions.dtype, "mse_loss dpredictions");
+  }
+  void cpu(Context& ctx) const;
+  void cuda(Context& ctx) const;
+};
 
 }  // namespace electra

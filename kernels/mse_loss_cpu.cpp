@@ -23,13 +23,18 @@ void run(const Tensor& predictions, const Tensor& targets, const Tensor& weights
 
 }  // namespace
 
-void mse_loss(Context&, const Tensor& predictions, const Tensor& targets, const Tensor& weights,
-              float scale, const Tensor& loss, const Tensor& dpredictions) {
+}  // namespace electra::cpu
+
+namespace electra {
+
+using namespace cpu;  // the helpers above
+
+void MseLoss::cpu(Context&) const {
   check_dtype(loss, predictions.dtype, "mse_loss (cpu) loss");
-  dispatch_cpu_float(predictions.dtype, "mse_loss", [&](auto zero) {
+  dispatch_cpu_float(predictions.dtype, kName, [&](auto zero) {
     using T = decltype(zero);
     run<T>(predictions, targets, weights, scale, loss, dpredictions);
   });
 }
 
-}  // namespace electra::cpu
+}  // namespace electra

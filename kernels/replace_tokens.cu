@@ -28,8 +28,13 @@ __global__ void replace_tokens_kernel(const int32_t* ids, const int32_t* positio
 
 }  // namespace
 
-void replace_tokens(Context& ctx, const Tensor& ids, const Tensor& positions, const Tensor& weights,
-                    const Tensor& samples, const Tensor& replaced, const Tensor& labels) {
+}  // namespace electra::cuda
+
+namespace electra {
+
+using namespace cuda;  // the helpers above
+
+void ReplaceTokens::cuda(Context& ctx) const {
   const int64_t batch = ids.dim(0), len = ids.dim(1), slots = positions.dim(1);
   if (batch == 0) return;  // a 0-block grid is an invalid launch configuration
   replace_tokens_kernel<<<static_cast<unsigned>(batch), kThreads, 0, ctx.stream()>>>(
@@ -38,4 +43,4 @@ void replace_tokens(Context& ctx, const Tensor& ids, const Tensor& positions, co
   ELECTRA_CUDA_CHECK_LAUNCH();
 }
 
-}  // namespace electra::cuda
+}  // namespace electra

@@ -16,34 +16,30 @@
 
 namespace electra {
 
-namespace cpu {
-void replace_tokens(Context& ctx, const Tensor& ids, const Tensor& positions, const Tensor& weights,
-                    const Tensor& samples, const Tensor& replaced, const Tensor& labels);
-}
-namespace cuda {
-void replace_tokens(Context& ctx, const Tensor& ids, const Tensor& positions, const Tensor& weights,
-                    const Tensor& samples, const Tensor& replaced, const Tensor& labels);
-}
+struct ReplaceTokens {
+  static constexpr const char* kName = "replace_tokens";
+  In ids, positions, weights, samples;
+  Out replaced, labels;
 
-inline void replace_tokens(Context& ctx, const Tensor& ids, const Tensor& positions,
-                           const Tensor& weights, const Tensor& samples, const Tensor& replaced,
-                           const Tensor& labels) {
-  check_devices(ctx, "replace_tokens", {&ids, &positions, &weights, &samples, &replaced, &labels});
-  ELECTRA_CHECK(ids.rank == 2 && positions.rank == 2 && positions.dim(0) == ids.dim(0),
-                "replace_tokens: ids ", ids.str(), " must be [B, T] and positions ",
-                positions.str(), " [B, N]");
-  check_dtype(ids, DType::I32, "replace_tokens ids");
-  check_dtype(positions, DType::I32, "replace_tokens positions");
-  check_same_shape(positions, weights, "replace_tokens weights");
-  check_dtype(weights, DType::F32, "replace_tokens weights");
-  check_shape(samples, {positions.numel()}, "replace_tokens samples");
-  check_dtype(samples, DType::I32, "replace_tokens samples");
-  check_same_shape(ids, replaced, "replace_tokens replaced");
-  check_dtype(replaced, DType::I32, "replace_tokens replaced");
-  check_same_shape(ids, labels, "replace_tokens labels");
-  check_dtype(labels, DType::I32, "replace_tokens labels");
-  if (ids.empty()) return;
-  ELECTRA_DISPATCH(ctx, replace_tokens, ids, positions, weights, samples, replaced, labels);
-}
+  void check(const Context& ctx) const {
+    check_devices(ctx, kName, {&ids, &positions, &weights, &samples, &replaced, &labels});
+    ELECTRA_CHECK(ids.rank == 2 && positions.rank == 2 && positions.dim(0) == ids.dim(0),
+                  "replace_tokens: ids ", ids.str(), " must be [B, T] and positions ",
+                  positions.str(), " [B, N]");
+    check_dtype(ids, DType::I32, "replace_tokens ids");
+    check_dtype(positions, DType::I32, "replace_tokens positions");
+    check_same_shape(positions, weights, "replace_tokens weights");
+    check_dtype(weights, DType::F32, "replace_tokens weights");
+    check_shape(samples, {positions.numel()}, "replace_tokens samples");
+    check_dtype(samples, DType::I32, "replace_tokens samples");
+    check_same_shape(ids, replaced, "replace_tokens replaced");
+    check_dtype(replaced, DType::I32, "replace_tokens replaced");
+    check_same_shape(ids, labels, "replace_tokens labels");
+    check_dtype(labels, DType::I32, "replace_tokens labels");
+    if (ids.empty()) return;
+  }
+  void cpu(Context& ctx) const;
+  void cuda(Context& ctx) const;
+};
 
 }  // namespace electra

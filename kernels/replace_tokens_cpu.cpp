@@ -2,10 +2,13 @@
 
 #include "kernels/replace_tokens.h"
 
-namespace electra::cpu {
+namespace electra::cpu {}  // namespace electra::cpu
 
-void replace_tokens(Context&, const Tensor& ids, const Tensor& positions, const Tensor& weights,
-                    const Tensor& samples, const Tensor& replaced, const Tensor& labels) {
+namespace electra {
+
+using namespace cpu;  // the helpers above
+
+void ReplaceTokens::cpu(Context&) const {
   const int64_t batch = ids.dim(0), len = ids.dim(1), slots = positions.dim(1);
   const int32_t* in = ids.ptr<int32_t>();
   const int32_t* pos = positions.ptr<int32_t>();
@@ -31,4 +34,4 @@ void replace_tokens(Context&, const Tensor& ids, const Tensor& positions, const 
   }
 }
 
-}  // namespace electra::cpu
+}  // namespace electra

@@ -34,36 +34,33 @@ struct SoftmaxXentParams {
   RngStream stream;  // usually ctx.rng(RngPurpose::kGumbel, step); its step may be device memory
 };
 
-namespace cpu {
-void softmax_xent(Context& ctx, const Tensor& logits, const Tensor& labels, const Tensor& weights,
-                  const SoftmaxXentParams& params, const Tensor& loss, const Tensor& sample,
-                  const Tensor& argmax);
-}
-namespace cuda {
-void softmax_xent(Context& ctx, const Tensor& logits, const Tensor& labels, const Tensor& weights,
-                  const SoftmaxXentParams& params, const Tensor& loss, const Tensor& sample,
-                  const Tensor& argmax);
-}
+struct SoftmaxXent {
+  static constexpr const char* kName = "softmax_xent";
+  Out logits;
+  In labels, weights;
+  SoftmaxXentParams params;
+  Out loss, sample, argmax;
 
-inline void softmax_xent(Context& ctx, const Tensor& logits, const Tensor& labels,
-                         const Tensor& weights, const SoftmaxXentParams& params, const Tensor& loss,
-                         const Tensor& sample, const Tensor& argmax) {
-  check_devices(ctx, "softmax_xent", {&logits, &labels, &weights, &loss, &sample, &argmax});
-  ELECTRA_CHECK(logits.rank == 2, "softmax_xent: logits must be [M, V_stride], got ", logits.str());
-  const int64_t m = logits.dim(0);
-  ELECTRA_CHECK(params.vocab > 0 && params.vocab <= logits.dim(1), "softmax_xent: vocab ",
-                params.vocab, " for logits ", logits.str());
-  ELECTRA_CHECK(params.temperature > 0, "softmax_xent: temperature ", params.temperature);
-  check_shape(labels, {m}, "softmax_xent labels");
-  check_dtype(labels, DType::I32, "softmax_xent labels");
-  check_shape(weights, {m}, "softmax_xent weights");
-  check_dtype(weights, DType::F32, "softmax_xent weights");
-  check_shape(loss, {m}, "softmax_xent loss");
-  check_shape(sample, {m}, "softmax_xent sample");
-  check_dtype(sample, DType::I32, "softmax_xent sample");
-  check_shape(argmax, {m}, "softmax_xent argmax");
-  check_dtype(argmax, DType::I32, "softmax_xent argmax");
-  ELECTRA_DISPATCH(ctx, softmax_xent, logits, labels, weights, params, loss, sample, argmax);
-}
+  void check(const Context& ctx) const {
+    check_devices(ctx, kName, {&logits, &labels, &weights, &loss, &sample, &argmax});
+    ELECTRA_CHECK(logits.rank == 2, "softmax_xent: logits must be [M, V_stride], got ",
+                  logits.str());
+    const int64_t m = logits.dim(0);
+    ELECTRA_CHECK(params.vocab > 0 && params.vocab <= logits.dim(1), "softmax_xent: vocab ",
+                  params.vocab, " for logits ", logits.str());
+    ELECTRA_CHECK(params.temperature > 0, "softmax_xent: temperature ", params.temperature);
+    check_shape(labels, {m}, "softmax_xent labels");
+    check_dtype(labels, DType::I32, "softmax_xent labels");
+    check_shape(weights, {m}, "softmax_xent weights");
+    check_dtype(weights, DType::F32, "softmax_xent weights");
+    check_shape(loss, {m}, "softmax_xent loss");
+    check_shape(sample, {m}, "softmax_xent sample");
+    check_dtype(sample, DType::I32, "softmax_xent sample");
+    check_shape(argmax, {m}, "softmax_xent argmax");
+    check_dtype(argmax, DType::I32, "softmax_xent argmax");
+  }
+  void cpu(Context& ctx) const;
+  void cuda(Context& ctx) const;
+};
 
 }  // namespace electra

@@ -93,13 +93,17 @@ void run(Context& ctx, const Tensor& logits, const Tensor& labels, const Tensor&
 
 }  // namespace
 
-void softmax_xent(Context& ctx, const Tensor& logits, const Tensor& labels, const Tensor& weights,
-                  const SoftmaxXentParams& params, const Tensor& loss, const Tensor& sample,
-                  const Tensor& argmax) {
-  dispatch_cpu_float(logits.dtype, "softmax_xent", [&](auto zero) {
+}  // namespace electra::cpu
+
+namespace electra {
+
+using namespace cpu;  // the helpers above
+
+void SoftmaxXent::cpu(Context& ctx) const {
+  dispatch_cpu_float(logits.dtype, kName, [&](auto zero) {
     using T = decltype(zero);
     run<T>(ctx, logits, labels, weights, params, loss, sample, argmax);
   });
 }
 
-}  // namespace electra::cpu
+}  // namespace electra

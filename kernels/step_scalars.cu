@@ -43,19 +43,23 @@ __global__ void loss_normalisers_kernel(const float* slot_weights, int64_t m,
 
 }  // namespace
 
-void next_micro_step(Context& ctx, const Tensor& counter, const MicroStepPlan& plan,
-                     const Tensor& block) {
+}  // namespace electra::cuda
+
+namespace electra {
+
+using namespace cuda;  // the helpers above
+
+void NextMicroStep::cuda(Context& ctx) const {
   next_micro_step_kernel<<<1, 1, 0, ctx.stream()>>>(counter.ptr<int32_t>(), plan,
                                                     step_scalars_of(block));
   ELECTRA_CUDA_CHECK_LAUNCH();
 }
 
-void loss_normalisers(Context& ctx, const Tensor& slot_weights, const Tensor& token_weights,
-                      float disc_weight, bool disc_over_slots, const Tensor& block) {
+void LossNormalisers::cuda(Context& ctx) const {
   loss_normalisers_kernel<<<1, kThreads, 0, ctx.stream()>>>(
       slot_weights.ptr<float>(), slot_weights.numel(), token_weights.ptr<float>(),
       token_weights.numel(), disc_weight, disc_over_slots, step_scalars_of(block));
   ELECTRA_CUDA_CHECK_LAUNCH();
 }
 
-}  // namespace electra::cuda
+}  // namespace electra

@@ -93,44 +93,45 @@ inline const float* mask_prob_at(const Tensor& block) {
   return &step_scalars_of(block)->mask_prob;
 }
 
-namespace cpu {
-void next_micro_step(Context& ctx, const Tensor& counter, const MicroStepPlan& plan,
-                     const Tensor& block);
-void loss_normalisers(Context& ctx, const Tensor& slot_weights, const Tensor& token_weights,
-                      float disc_weight, bool disc_over_slots, const Tensor& block);
-}  // namespace cpu
-namespace cuda {
-void next_micro_step(Context& ctx, const Tensor& counter, const MicroStepPlan& plan,
-                     const Tensor& block);
-void loss_normalisers(Context& ctx, const Tensor& slot_weights, const Tensor& token_weights,
-                      float disc_weight, bool disc_over_slots, const Tensor& block);
-}  // namespace cuda
-
 inline void check_step_scalars(const Tensor& block, const char* op) {
   check_shape(block, {kStepScalarWords}, op);
   check_dtype(block, DType::I32, op);
 }
 
-inline void next_micro_step(Context& ctx, const Tensor& counter, const MicroStepPlan& plan,
-                            const Tensor& block) {
-  check_devices(ctx, "next_micro_step", {&counter, &block});
-  check_shape(counter, {1}, "next_micro_step counter");
-  check_dtype(counter, DType::I32, "next_micro_step counter");
-  check_step_scalars(block, "next_micro_step block");
-  ELECTRA_CHECK(plan.local > 0 && plan.first >= 0 && plan.first + plan.local <= plan.accumulation,
-                "next_micro_step: micro-batches [", plan.first, ", ", plan.first + plan.local,
-                ") of ", plan.accumulation);
-  ELECTRA_DISPATCH(ctx, next_micro_step, counter, plan, block);
-}
+struct NextMicroStep {
+  static constexpr const char* kName = "next_micro_step";
+  Out counter;
+  MicroStepPlan plan;
+  Out block;
 
-inline void loss_normalisers(Context& ctx, const Tensor& slot_weights, const Tensor& token_weights,
-                             float disc_weight, bool disc_over_slots, const Tensor& block) {
-  check_devices(ctx, "loss_normalisers", {&slot_weights, &token_weights, &block});
-  check_dtype(slot_weights, DType::F32, "loss_normalisers slot_weights");
-  check_dtype(token_weights, DType::F32, "loss_normalisers token_weights");
-  check_step_scalars(block, "loss_normalisers block");
-  ELECTRA_DISPATCH(ctx, loss_normalisers, slot_weights, token_weights, disc_weight, disc_over_slots,
-                   block);
-}
+  void check(const Context& ctx) const {
+    check_devices(ctx, kName, {&counter, &block});
+    check_shape(counter, {1}, "next_micro_step counter");
+    check_dtype(counter, DType::I32, "next_micro_step counter");
+    check_step_scalars(block, "next_micro_step block");
+    ELECTRA_CHECK(plan.local > 0 && plan.first >= 0 && plan.first + plan.local <= plan.accumulation,
+                  "next_micro_step: micro-batches [", plan.first, ", ", plan.first + plan.local,
+                  ") of ", plan.accumulation);
+  }
+  void cpu(Context& ctx) const;
+  void cuda(Context& ctx) const;
+};
+
+struct LossNormalisers {
+  static constexpr const char* kName = "loss_normalisers";
+  In slot_weights, token_weights;
+  float disc_weight = 0;
+  bool disc_over_slots = false;
+  Out block;
+
+  void check(const Context& ctx) const {
+    check_devices(ctx, kName, {&slot_weights, &token_weights, &block});
+    check_dtype(slot_weights, DType::F32, "loss_normalisers slot_weights");
+    check_dtype(token_weights, DType::F32, "loss_normalisers token_weights");
+    check_step_scalars(block, "loss_normalisers block");
+  }
+  void cpu(Context& ctx) const;
+  void cuda(Context& ctx) const;
+};
 
 }  // namespace electra

@@ -1,9 +1,12 @@
 #include "kernels/step_scalars.h"
 
-namespace electra::cpu {
+namespace electra::cpu {}  // namespace electra::cpu
 
-void next_micro_step(Context&, const Tensor& counter, const MicroStepPlan& plan,
-                     const Tensor& block) {
+namespace electra {
+
+using namespace cpu;  // the helpers above
+
+void NextMicroStep::cpu(Context&) const {
   StepScalars& s = *step_scalars_of(block);
   const int64_t update = *counter.ptr<int32_t>();
   s.micro_step = static_cast<uint32_t>(update * plan.accumulation + plan.first + s.micro);
@@ -11,8 +14,7 @@ void next_micro_step(Context&, const Tensor& counter, const MicroStepPlan& plan,
   s.mask_prob = scheduled_mask_prob(plan, update);
 }
 
-void loss_normalisers(Context&, const Tensor& slot_weights, const Tensor& token_weights,
-                      float disc_weight, bool disc_over_slots, const Tensor& block) {
+void LossNormalisers::cpu(Context&) const {
   StepScalars& s = *step_scalars_of(block);
   double masked = 0, tokens = 0;
   const float* w = slot_weights.ptr<float>();
@@ -25,4 +27,4 @@ void loss_normalisers(Context&, const Tensor& slot_weights, const Tensor& token_
   s.token_scale = static_cast<float>(static_cast<double>(s.loss_scale) / tokens);
 }
 
-}  // namespace electra::cpu
+}  // namespace electra

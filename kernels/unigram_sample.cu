@@ -19,8 +19,13 @@ __global__ void unigram_sample_kernel(const double* cdf, int64_t vocab, RngStrea
 
 }  // namespace
 
-void unigram_sample(Context& ctx, const Tensor& cdf, const RngStream& stream,
-                    const Tensor& samples) {
+}  // namespace electra::cuda
+
+namespace electra {
+
+using namespace cuda;  // the helpers above
+
+void UnigramSample::cuda(Context& ctx) const {
   const int64_t m = samples.numel();
   unigram_sample_kernel<<<static_cast<unsigned>(ceil_div(m, kThreads)), kThreads, 0,
                           ctx.stream()>>>(cdf.ptr<double>(), cdf.numel(), stream,
@@ -28,4 +33,4 @@ void unigram_sample(Context& ctx, const Tensor& cdf, const RngStream& stream,
   ELECTRA_CUDA_CHECK_LAUNCH();
 }
 
-}  // namespace electra::cuda
+}  // namespace electra

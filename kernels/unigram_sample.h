@@ -43,25 +43,23 @@ ELECTRA_HD int32_t unigram_draw(const double* cdf, int64_t vocab, const RngStrea
 // The cdf of `counts` (host). UserError when every count is 0 or the total reaches 2^53.
 std::vector<double> unigram_cdf(const std::vector<uint64_t>& counts);
 
-namespace cpu {
-void unigram_sample(Context& ctx, const Tensor& cdf, const RngStream& stream,
-                    const Tensor& samples);
-}
-namespace cuda {
-void unigram_sample(Context& ctx, const Tensor& cdf, const RngStream& stream,
-                    const Tensor& samples);
-}
+struct UnigramSample {
+  static constexpr const char* kName = "unigram_sample";
+  In cdf;
+  RngStream stream;
+  Out samples;
 
-inline void unigram_sample(Context& ctx, const Tensor& cdf, const RngStream& stream,
-                           const Tensor& samples) {
-  check_devices(ctx, "unigram_sample", {&cdf, &samples});
-  ELECTRA_CHECK(cdf.rank == 1 && cdf.numel() > 0, "unigram_sample: cdf must be [V], got ",
-                cdf.str());
-  check_dtype(cdf, DType::F64, "unigram_sample cdf");
-  ELECTRA_CHECK(samples.rank == 1, "unigram_sample: samples must be [M], got ", samples.str());
-  check_dtype(samples, DType::I32, "unigram_sample samples");
-  if (samples.empty()) return;
-  ELECTRA_DISPATCH(ctx, unigram_sample, cdf, stream, samples);
-}
+  void check(const Context& ctx) const {
+    check_devices(ctx, kName, {&cdf, &samples});
+    ELECTRA_CHECK(cdf.rank == 1 && cdf.numel() > 0, "unigram_sample: cdf must be [V], got ",
+                  cdf.str());
+    check_dtype(cdf, DType::F64, "unigram_sample cdf");
+    ELECTRA_CHECK(samples.rank == 1, "unigram_sample: samples must be [M], got ", samples.str());
+    check_dtype(samples, DType::I32, "unigram_sample samples");
+    if (samples.empty()) return;
+  }
+  void cpu(Context& ctx) const;
+  void cuda(Context& ctx) const;
+};
 
 }  // namespace electra

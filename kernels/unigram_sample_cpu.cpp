@@ -15,17 +15,13 @@ std::vector<double> unigram_cdf(const std::vector<uint64_t>& counts) {
   return cdf;
 }
 
-namespace cpu {
-
-void unigram_sample(Context&, const Tensor& cdf, const RngStream& stream_arg,
-                    const Tensor& samples) {
-  const RngStream stream = stream_arg.resolved();
+void UnigramSample::cpu(Context&) const {
+  const RngStream resolved = stream.resolved();
   const double* table = cdf.ptr<double>();
   ELECTRA_CHECK(table[cdf.numel() - 1] >= 1, "unigram_sample: empty distribution");
   int32_t* out = samples.ptr<int32_t>();
   for (int64_t i = 0; i < samples.numel(); ++i)
-    out[i] = unigram_draw(table, cdf.numel(), stream, i);
+    out[i] = unigram_draw(table, cdf.numel(), resolved, i);
 }
 
-}  // namespace cpu
 }  // namespace electra

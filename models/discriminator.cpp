@@ -36,7 +36,7 @@ void ElectraDiscriminator::forward(Context& ctx, const Pass& pass, const Tensor&
   if (heads_.binary) {
     const Tensor hidden = as_rows(encoder_.output(), config_.hidden);
     dense_.forward_no_bias(ctx, hidden, pre_);
-    bias_gelu_forward(ctx, pre_, dense_.bias().value, act_);
+    run_op(ctx, BiasGeluForward{.x = pre_, .b = dense_.bias().value, .y = Out(act_)});
     prediction_.forward(ctx, act_, logits_);
   }
   if (mlm_) mlm_->forward(ctx, encoder_.output(), mlm_positions);
@@ -45,8 +45,12 @@ void ElectraDiscriminator::forward(Context& ctx, const Pass& pass, const Tensor&
 void ElectraDiscriminator::backward(Context& ctx, const Pass& pass, const GradientsReady& ready) {
   if (heads_.binary) {
     prediction_.backward(ctx, act_, logits_, grad_act_);
-    bias_gelu_backward(ctx, grad_act_, pre_, dense_.bias().value, grad_pre_, dense_.bias().grad,
-                       reduce_);
+    run_op(ctx, BiasGeluBackward{.dy = grad_act_,
+                                 .x = pre_,
+                                 .b = dense_.bias().value,
+                                 .dx = Out(grad_pre_),
+                                 .db = Out(dense_.bias().grad),
+                                 .workspace = Out(reduce_)});
     dense_.backward_no_bias(ctx, as_rows(encoder_.output(), config_.hidden), grad_pre_,
                             as_rows(encoder_.grad_output(), config_.hidden));
   } else {

@@ -92,15 +92,19 @@ void Embeddings::forward(Context& ctx, const Pass& pass, const Tensor& ids,
                          const Tensor& segment_ids, const Tensor& out) {
   ids_ = ids;
   segment_ids_ = segment_ids;
-  embedding_forward(ctx, ids, segment_ids, tables_->word.value, tables_->position.value,
-                    tables_->segment.value, sum_);
+  run_op(ctx, EmbeddingForward{.ids = ids,
+                               .segment_ids = segment_ids,
+                               .word = tables_->word.value,
+                               .position = tables_->position.value,
+                               .segment = tables_->segment.value,
+                               .out = Out(sum_)});
   norm_.forward(ctx, sum_, normed_);
   const DropoutSite site = pass.site(site_, config_.hidden_dropout);
   if (config_.has_projection()) {
-    dropout_forward(ctx, normed_, dropped_, site);
+    run_op(ctx, DropoutForward{.x = normed_, .site = site, .y = Out(dropped_)});
     project_.forward(ctx, dropped_, out);
   } else {
-    dropout_forward(ctx, normed_, out, site);
+    run_op(ctx, DropoutForward{.x = normed_, .site = site, .y = Out(out)});
   }
 }
 
@@ -108,13 +112,18 @@ void Embeddings::backward(Context& ctx, const Pass& pass, const Tensor& dout) {
   const DropoutSite site = pass.site(site_, config_.hidden_dropout);
   if (config_.has_projection()) {
     project_.backward(ctx, dropped_, dout, grad_a_);
-    dropout_backward(ctx, grad_a_, grad_b_, site);
+    run_op(ctx, DropoutBackward{.dy = grad_a_, .site = site, .dx = Out(grad_b_)});
   } else {
-    dropout_backward(ctx, dout, grad_b_, site);
+    run_op(ctx, DropoutBackward{.dy = dout, .site = site, .dx = Out(grad_b_)});
   }
   norm_.backward(ctx, grad_b_, sum_, grad_a_);
-  embedding_backward(ctx, grad_a_, ids_, segment_ids_, tables_->word.grad, tables_->position.grad,
-                     tables_->segment.grad, lookup_workspace_);
+  run_op(ctx, EmbeddingBackward{.dout = grad_a_,
+                                .ids = ids_,
+                                .segment_ids = segment_ids_,
+                                .dword = Out(tables_->word.grad),
+                                .dposition = Out(tables_->position.grad),
+                                .dsegment = Out(tables_->segment.grad),
+                                .workspace = Out(lookup_workspace_)});
 }
 
 }  // namespace electra

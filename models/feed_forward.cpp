@@ -22,22 +22,41 @@ void FeedForward::forward(Context& ctx, const Pass& pass, const Tensor& x, const
   x_ = x;
   const int64_t h = config_.hidden;
   intermediate_.forward_no_bias(ctx, as_rows(x, h), pre_);
-  bias_gelu_forward(ctx, pre_, intermediate_.bias().value, act_);
+  run_op(ctx, BiasGeluForward{.x = pre_, .b = intermediate_.bias().value, .y = Out(act_)});
   output_.forward(ctx, act_, as_rows(scratch_->a, h));
-  residual_layernorm_forward(
-      ctx, as_rows(scratch_->a, h), as_rows(x, h), pass.site(output_site_, config_.hidden_dropout),
-      gamma_.value, beta_.value, config_.layer_norm_eps, sum_, as_rows(y, h), mean_, rstd_);
+  run_op(ctx, ResidualLayerNormForward{.x = as_rows(scratch_->a, h),
+                                       .residual = as_rows(x, h),
+                                       .site = pass.site(output_site_, config_.hidden_dropout),
+                                       .gamma = gamma_.value,
+                                       .beta = beta_.value,
+                                       .eps = config_.layer_norm_eps,
+                                       .sum = Out(sum_),
+                                       .y = Out(as_rows(y, h)),
+                                       .mean = Out(mean_),
+                                       .rstd = Out(rstd_)});
 }
 
 void FeedForward::backward(Context& ctx, const Pass& pass, const Tensor& dy, const Tensor& dx) {
   const int64_t h = config_.hidden;
   EncoderScratch& s = *scratch_;
-  residual_layernorm_backward(ctx, as_rows(dy, h), sum_, gamma_.value, mean_, rstd_,
-                              pass.site(output_site_, config_.hidden_dropout), as_rows(s.a, h),
-                              as_rows(dx, h), gamma_.grad, beta_.grad, s.reduce);
+  run_op(ctx, ResidualLayerNormBackward{.dy = as_rows(dy, h),
+                                        .sum = sum_,
+                                        .gamma = gamma_.value,
+                                        .mean = mean_,
+                                        .rstd = rstd_,
+                                        .site = pass.site(output_site_, config_.hidden_dropout),
+                                        .dx = Out(as_rows(s.a, h)),
+                                        .dresidual = Out(as_rows(dx, h)),
+                                        .dgamma = Out(gamma_.grad),
+                                        .dbeta = Out(beta_.grad),
+                                        .workspace = Out(s.reduce)});
   output_.backward(ctx, act_, as_rows(s.a, h), s.ffn_a);
-  bias_gelu_backward(ctx, s.ffn_a, pre_, intermediate_.bias().value, s.ffn_b,
-                     intermediate_.bias().grad, s.reduce);
+  run_op(ctx, BiasGeluBackward{.dy = s.ffn_a,
+                               .x = pre_,
+                               .b = intermediate_.bias().value,
+                               .dx = Out(s.ffn_b),
+                               .db = Out(intermediate_.bias().grad),
+                               .workspace = Out(s.reduce)});
   intermediate_.backward_no_bias(ctx, as_rows(x_, h), s.ffn_b, as_rows(dx, h),
                                  /*accumulate_dx=*/true);
 }

@@ -99,11 +99,15 @@ class SequenceHead {
   }
 
   void forward(Context& ctx, const Pass& pass, const Tensor& cls) {
-    dropout_forward(ctx, cls, dropped_, pass.site(ElectraFinetuner::kHeadSiteBase, p_));
+    run_op(ctx, DropoutForward{.x = cls,
+                               .site = pass.site(ElectraFinetuner::kHeadSiteBase, p_),
+                               .y = Out(dropped_)});
     if (two_layer_) {
       dense_.forward_no_bias(ctx, dropped_, pre_);
-      bias_gelu_forward(ctx, pre_, dense_.bias().value, act_);
-      dropout_forward(ctx, act_, dropped_act_, pass.site(ElectraFinetuner::kHeadSiteBase + 1, p_));
+      run_op(ctx, BiasGeluForward{.x = pre_, .b = dense_.bias().value, .y = Out(act_)});
+      run_op(ctx, DropoutForward{.x = act_,
+                                 .site = pass.site(ElectraFinetuner::kHeadSiteBase + 1, p_),
+                                 .y = Out(dropped_act_)});
       out_.forward(ctx, dropped_act_, logits_);
     } else {
       out_.forward(ctx, dropped_, logits_);
@@ -116,14 +120,20 @@ class SequenceHead {
     const DropoutSite site = pass.site(ElectraFinetuner::kHeadSiteBase, p_);
     if (two_layer_) {
       out_.backward(ctx, dropped_act_, logits_, grad_a_);
-      dropout_backward(ctx, grad_a_, grad_b_, pass.site(ElectraFinetuner::kHeadSiteBase + 1, p_));
-      bias_gelu_backward(ctx, grad_b_, pre_, dense_.bias().value, grad_a_, dense_.bias().grad,
-                         reduce_);
+      run_op(ctx, DropoutBackward{.dy = grad_a_,
+                                  .site = pass.site(ElectraFinetuner::kHeadSiteBase + 1, p_),
+                                  .dx = Out(grad_b_)});
+      run_op(ctx, BiasGeluBackward{.dy = grad_b_,
+                                   .x = pre_,
+                                   .b = dense_.bias().value,
+                                   .dx = Out(grad_a_),
+                                   .db = Out(dense_.bias().grad),
+                                   .workspace = Out(reduce_)});
       dense_.backward_no_bias(ctx, dropped_, grad_a_, grad_b_);
-      dropout_backward(ctx, grad_b_, grad_cls, site);
+      run_op(ctx, DropoutBackward{.dy = grad_b_, .site = site, .dx = Out(grad_cls)});
     } else {
       out_.backward(ctx, dropped_, logits_, grad_a_);
-      dropout_backward(ctx, grad_a_, grad_cls, site);
+      run_op(ctx, DropoutBackward{.dy = grad_a_, .site = site, .dx = Out(grad_cls)});
     }
   }
 
@@ -421,7 +431,8 @@ void ElectraFinetuner::run_forward(Context& ctx, const Pass& pass, bool with_los
   p.encoder.forward(ctx, pass, p.ids, p.segment_ids, p.mask);
   const Tensor hidden = as_rows(p.encoder.output(), encoder_.hidden);
   if (p.sequence || head_.answerability) {
-    gather_forward(ctx, p.encoder.output(), p.cls_positions, p.cls);
+    run_op(ctx,
+           GatherForward{.x = p.encoder.output(), .positions = p.cls_positions, .out = Out(p.cls)});
   }
   if (p.sequence) {
     p.sequence->forward(ctx, pass, p.cls);
@@ -458,27 +469,53 @@ void ElectraFinetuner::run_forward(Context& ctx, const Pass& pass, bool with_los
     case TaskKind::kClassification:
       xent.vocab = head_.num_labels;
       xent.scale = mean_scale;
-      softmax_xent(ctx, p.sequence->logits(), p.labels, p.weights, xent, p.loss, p.sample,
-                   p.argmax);
+      run_op(ctx, SoftmaxXent{.logits = Out(p.sequence->logits()),
+                              .labels = p.labels,
+                              .weights = p.weights,
+                              .params = xent,
+                              .loss = Out(p.loss),
+                              .sample = Out(p.sample),
+                              .argmax = Out(p.argmax)});
       break;
     case TaskKind::kRegression: {
       const Tensor predictions = p.sequence->logits().reshape({b});
-      mse_loss(ctx, predictions, p.targets, p.weights, mean_scale, p.loss, predictions);
+      run_op(ctx, MseLoss{.predictions = predictions,
+                          .targets = p.targets,
+                          .weights = p.weights,
+                          .scale = mean_scale,
+                          .loss = Out(p.loss),
+                          .dpredictions = Out(predictions)});
       break;
     }
     case TaskKind::kSpan: {
       xent.vocab = t;
       xent.scale = start_count_ > 0 ? static_cast<float>(0.5 * loss_scale / start_count_) : 0.0f;
-      softmax_xent(ctx, p.span->start_logits().reshape({b, t}), p.labels, p.start_weights, xent,
-                   p.loss, p.sample, p.argmax);
+      run_op(ctx, SoftmaxXent{.logits = Out(p.span->start_logits().reshape({b, t})),
+                              .labels = p.labels,
+                              .weights = p.start_weights,
+                              .params = xent,
+                              .loss = Out(p.loss),
+                              .sample = Out(p.sample),
+                              .argmax = Out(p.argmax)});
       xent.scale = end_count_ > 0 ? static_cast<float>(0.5 * loss_scale / end_count_) : 0.0f;
-      softmax_xent(ctx, p.span->end_logits().reshape({b, t}), p.end_labels, p.end_weights, xent,
-                   p.end_loss, p.sample, p.argmax);
+      run_op(ctx, SoftmaxXent{.logits = Out(p.span->end_logits().reshape({b, t})),
+                              .labels = p.end_labels,
+                              .weights = p.end_weights,
+                              .params = xent,
+                              .loss = Out(p.end_loss),
+                              .sample = Out(p.sample),
+                              .argmax = Out(p.argmax)});
       if (head_.answerability) {
         const Tensor logits = p.span->answerable_logits().reshape({b});
-        disc_head(ctx, logits, p.impossible, p.weights,
-                  static_cast<float>(loss_scale * head_.answerable_weight / examples_),
-                  p.answerable_loss, logits, p.counts, p.disc_workspace);
+        run_op(ctx, DiscHead{.logits = logits,
+                             .labels = p.impossible,
+                             .weights = p.weights,
+                             .scale = static_cast<float>(loss_scale * head_.answerable_weight /
+                                                         examples_),
+                             .loss = Out(p.answerable_loss),
+                             .dlogits = Out(logits),
+                             .counts = Out(p.counts),
+                             .workspace = Out(p.disc_workspace)});
       }
       break;
     }
@@ -497,11 +534,14 @@ void ElectraFinetuner::step(Context& ctx, const FinetuneBatch& batch, uint32_t m
   if (p.sequence) {
     p.sequence->backward(ctx, pass, p.grad_cls);
     zero_tensor(ctx.stream(), grad_hidden);
-    gather_backward(ctx, p.grad_cls, p.cls_positions, grad_hidden);
+    run_op(ctx, GatherBackward{
+                    .dout = p.grad_cls, .positions = p.cls_positions, .dx = Out(grad_hidden)});
   } else {
     p.span->backward(ctx, as_rows(p.encoder.output(), encoder_.hidden), p.cls,
                      as_rows(grad_hidden, encoder_.hidden), p.grad_cls);
-    if (head_.answerability) gather_backward(ctx, p.grad_cls, p.cls_positions, grad_hidden);
+    if (head_.answerability)
+      run_op(ctx, GatherBackward{
+                      .dout = p.grad_cls, .positions = p.cls_positions, .dx = Out(grad_hidden)});
   }
   p.encoder.backward(ctx, pass);
 }

@@ -22,13 +22,25 @@ LayerNorm::LayerNorm(ModelBuilder& builder, Param gamma, Param beta, int64_t row
       workspace_(workspace) {}
 
 void LayerNorm::forward(Context& ctx, const Tensor& x, const Tensor& y) const {
-  layernorm_forward(ctx, as_rows(x, width_), gamma_.value, beta_.value, eps_, as_rows(y, width_),
-                    mean_, rstd_);
+  run_op(ctx, LayerNormForward{.x = as_rows(x, width_),
+                               .gamma = gamma_.value,
+                               .beta = beta_.value,
+                               .eps = eps_,
+                               .y = Out(as_rows(y, width_)),
+                               .mean = Out(mean_),
+                               .rstd = Out(rstd_)});
 }
 
 void LayerNorm::backward(Context& ctx, const Tensor& dy, const Tensor& x, const Tensor& dx) const {
-  layernorm_backward(ctx, as_rows(dy, width_), as_rows(x, width_), gamma_.value, mean_, rstd_,
-                     as_rows(dx, width_), gamma_.grad, beta_.grad, workspace_);
+  run_op(ctx, LayerNormBackward{.dy = as_rows(dy, width_),
+                                .x = as_rows(x, width_),
+                                .gamma = gamma_.value,
+                                .mean = mean_,
+                                .rstd = rstd_,
+                                .dx = Out(as_rows(dx, width_)),
+                                .dgamma = Out(gamma_.grad),
+                                .dbeta = Out(beta_.grad),
+                                .workspace = Out(workspace_)});
 }
 
 }  // namespace electra

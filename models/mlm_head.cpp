@@ -36,9 +36,9 @@ MlmHead::MlmHead(ModelBuilder& builder, const std::string& prefix, const Encoder
 
 void MlmHead::forward(Context& ctx, const Tensor& hidden, const Tensor& positions) {
   positions_ = positions;
-  gather_forward(ctx, hidden, positions, gathered_);
+  run_op(ctx, GatherForward{.x = hidden, .positions = positions, .out = Out(gathered_)});
   dense_.forward_no_bias(ctx, gathered_, pre_);
-  bias_gelu_forward(ctx, pre_, dense_.bias().value, act_);
+  run_op(ctx, BiasGeluForward{.x = pre_, .b = dense_.bias().value, .y = Out(act_)});
   norm_.forward(ctx, act_, normed_);
   linear_forward(ctx, normed_, tables_->word_padded.compute, output_bias_.compute, logits_);
 }
@@ -56,10 +56,15 @@ void MlmHead::backward(Context& ctx, const Tensor& grad_hidden) {
                  1);
   bias_grad(ctx, dz, output_bias_.grad);
   norm_.backward(ctx, grad_normed_, act_, grad_act_);
-  bias_gelu_backward(ctx, grad_act_, pre_, dense_.bias().value, grad_pre_, dense_.bias().grad,
-                     reduce_);
+  run_op(ctx, BiasGeluBackward{.dy = grad_act_,
+                               .x = pre_,
+                               .b = dense_.bias().value,
+                               .dx = Out(grad_pre_),
+                               .db = Out(dense_.bias().grad),
+                               .workspace = Out(reduce_)});
   dense_.backward_no_bias(ctx, gathered_, grad_pre_, grad_gathered_);
-  gather_backward(ctx, grad_gathered_, positions_, grad_hidden);
+  run_op(ctx,
+         GatherBackward{.dout = grad_gathered_, .positions = positions_, .dx = Out(grad_hidden)});
 }
 
 }  // namespace electra

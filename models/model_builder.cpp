@@ -19,7 +19,8 @@ ModelDTypes ModelDTypes::for_precision(Precision precision) {
 }
 
 void ModelWeights::refresh_compute(Context& ctx) const {
-  if (compute_flat.data != store.flat_params().data) cast(ctx, store.flat_params(), compute_flat);
+  if (compute_flat.data != store.flat_params().data)
+    run_op(ctx, Cast{.in = store.flat_params(), .out = Out(compute_flat)});
 }
 
 ModelArenas allocate_model(ModelWeights& weights, ModelDTypes dtypes, Device device,

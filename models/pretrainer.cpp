@@ -429,7 +429,12 @@ Corruption ElectraPretrainer::corrupt(Context& ctx) {
   masking.random_token_prob = options_.random_token_prob;
   masking.vocab_size = config_.discriminator.vocab_size;
   masking.stream = rng(ctx, RngPurpose::kMasking);
-  mask_tokens(ctx, p.ids, masking, p.generator_ids, p.positions, p.original, p.mlm_weights);
+  run_op(ctx, MaskTokens{.ids = p.ids,
+                         .params = masking,
+                         .masked_ids = Out(p.generator_ids),
+                         .positions = Out(p.positions),
+                         .original = Out(p.original),
+                         .weights = Out(p.mlm_weights)});
   Corruption c;
   c.generator_ids = p.generator_ids;
   c.positions = p.positions;
@@ -451,7 +456,9 @@ Tensor ElectraPretrainer::generator_loss(Context& ctx, const Corruption& c) {
   normalise(ctx, c);
   if (!p.generator) {  // generator: unigram (no loss; the same Philox purpose as Gumbel-max)
     ELECTRA_CHECK(!unigram_counts_.empty(), "pretrain: generator: unigram without counts");
-    unigram_sample(ctx, p.unigram_cdf, rng(ctx, RngPurpose::kGumbel), p.samples);
+    run_op(ctx, UnigramSample{.cdf = p.unigram_cdf,
+                              .stream = rng(ctx, RngPurpose::kGumbel),
+                              .samples = Out(p.samples)});
     return c.samples.data != nullptr ? c.samples : p.samples;
   }
   SoftmaxXentParams xent;
@@ -461,8 +468,13 @@ Tensor ElectraPretrainer::generator_loss(Context& ctx, const Corruption& c) {
   xent.scale =
       p.adversarial ? DeviceScalar<float>(1.0f) : DeviceScalar<float>::in(gen_scale_at(p.scalars));
   xent.stream = rng(ctx, RngPurpose::kGumbel);
-  softmax_xent(ctx, p.generator->logits(), c.original.reshape({bn}), c.weights.reshape({bn}), xent,
-               p.gen_loss, p.samples, p.argmax);
+  run_op(ctx, SoftmaxXent{.logits = Out(p.generator->logits()),
+                          .labels = c.original.reshape({bn}),
+                          .weights = c.weights.reshape({bn}),
+                          .params = xent,
+                          .loss = Out(p.gen_loss),
+                          .sample = Out(p.samples),
+                          .argmax = Out(p.argmax)});
   return c.samples.data != nullptr ? c.samples : p.samples;
 }
 
@@ -473,7 +485,12 @@ Tensor ElectraPretrainer::discriminator_forward(Context& ctx, const Corruption& 
   // Without a generator (mlm) the model reads the masking op's output directly.
   const Tensor* ids = &c.generator_ids;
   if (p.wiring.generator) {
-    replace_tokens(ctx, p.ids, c.positions, c.weights, samples, p.disc_ids, p.labels);
+    run_op(ctx, ReplaceTokens{.ids = p.ids,
+                              .positions = c.positions,
+                              .weights = c.weights,
+                              .samples = samples,
+                              .replaced = Out(p.disc_ids),
+                              .labels = Out(p.labels)});
     ids = &p.disc_ids;
   }
   p.discriminator->forward(ctx, pass, *ids, p.segment_ids, p.mask,
@@ -491,13 +508,20 @@ void ElectraPretrainer::discriminator_loss(Context& ctx, const Corruption& c) {
   Tensor weights = p.token_weights;
   if (p.wiring.masked_only) {
     zero_tensor(ctx.stream(), p.masked_weights);
-    gather_backward(ctx, c.weights.reshape({options_.batch * slots_, 1}), c.positions,
-                    p.masked_weights);
+    run_op(ctx, GatherBackward{.dout = c.weights.reshape({options_.batch * slots_, 1}),
+                               .positions = c.positions,
+                               .dx = Out(p.masked_weights)});
     weights = p.masked_weights.reshape({bt});
   }
   const DeviceScalar<float> scale = DeviceScalar<float>::in(disc_scale_at(p.scalars));
-  disc_head(ctx, logits, p.labels.reshape({bt}), weights, scale, p.disc_loss, logits, p.counts,
-            p.disc_workspace);
+  run_op(ctx, DiscHead{.logits = logits,
+                       .labels = p.labels.reshape({bt}),
+                       .weights = weights,
+                       .scale = scale,
+                       .loss = Out(p.disc_loss),
+                       .dlogits = Out(logits),
+                       .counts = Out(p.counts),
+                       .workspace = Out(p.disc_workspace)});
 }
 
 void ElectraPretrainer::mlm_loss(Context& ctx, const Corruption& c) {
@@ -512,10 +536,22 @@ void ElectraPretrainer::mlm_loss(Context& ctx, const Corruption& c) {
   xent.scale = DeviceScalar<float>::in(all ? token_scale_at(p.scalars) : gen_scale_at(p.scalars));
   xent.stream = rng(ctx, RngPurpose::kGumbel);  // its samples are not used
   const Tensor& logits = p.discriminator->mlm_logits();
-  softmax_xent(ctx, logits, labels, weights, xent, p.mlm_loss, p.mlm_samples, p.mlm_argmax);
+  run_op(ctx, SoftmaxXent{.logits = Out(logits),
+                          .labels = labels,
+                          .weights = weights,
+                          .params = xent,
+                          .loss = Out(p.mlm_loss),
+                          .sample = Out(p.mlm_samples),
+                          .argmax = Out(p.mlm_argmax)});
   if (all) {
-    copy_mlm(ctx, p.discriminator->logits().reshape({bt}), p.disc_ids.reshape({bt}), labels,
-             weights, xent.scale, p.mlm_loss, logits, p.mlm_argmax);
+    run_op(ctx, CopyMlm{.copy_logits = p.discriminator->logits().reshape({bt}),
+                        .inputs = p.disc_ids.reshape({bt}),
+                        .labels = labels,
+                        .weights = weights,
+                        .scale = xent.scale,
+                        .xent_loss = Out(p.mlm_loss),
+                        .dlogits = Out(logits),
+                        .argmax = Out(p.mlm_argmax)});
   }
 }
 
@@ -576,8 +612,11 @@ ForwardContext ElectraPretrainer::forward(Context& ctx, const Corruption& c) {
 
 void ElectraPretrainer::normalise(Context& ctx, const Corruption& c) {
   const Parts& p = *parts_;
-  loss_normalisers(ctx, c.weights.reshape({options_.batch * slots_}), p.token_weights,
-                   options_.disc_weight, p.wiring.masked_only, p.scalars);
+  run_op(ctx, LossNormalisers{.slot_weights = c.weights.reshape({options_.batch * slots_}),
+                              .token_weights = p.token_weights,
+                              .disc_weight = options_.disc_weight,
+                              .disc_over_slots = p.wiring.masked_only,
+                              .block = Out(p.scalars)});
 }
 
 void ElectraPretrainer::set_stage(PretrainStage stage) {

@@ -35,22 +35,49 @@ void SelfAttention::forward(Context& ctx, const Pass& pass, const Tensor& x, con
   mask_ = mask;
   const int64_t h = config_.hidden;
   qkv_.forward(ctx, x, qkv_out_);
-  attention_forward(ctx, qkv_out_, mask, args(pass), probs_, scratch_->attention, context_);
+  run_op(ctx, AttentionForward{.qkv = qkv_out_,
+                               .mask = mask,
+                               .args = args(pass),
+                               .saved = Out(probs_),
+                               .scratch = Out(scratch_->attention),
+                               .out = Out(context_)});
   output_.forward(ctx, context_, scratch_->a);
-  residual_layernorm_forward(
-      ctx, as_rows(scratch_->a, h), as_rows(x, h), pass.site(output_site_, config_.hidden_dropout),
-      gamma_.value, beta_.value, config_.layer_norm_eps, sum_, as_rows(y, h), mean_, rstd_);
+  run_op(ctx, ResidualLayerNormForward{.x = as_rows(scratch_->a, h),
+                                       .residual = as_rows(x, h),
+                                       .site = pass.site(output_site_, config_.hidden_dropout),
+                                       .gamma = gamma_.value,
+                                       .beta = beta_.value,
+                                       .eps = config_.layer_norm_eps,
+                                       .sum = Out(sum_),
+                                       .y = Out(as_rows(y, h)),
+                                       .mean = Out(mean_),
+                                       .rstd = Out(rstd_)});
 }
 
 void SelfAttention::backward(Context& ctx, const Pass& pass, const Tensor& dy, const Tensor& dx) {
   const int64_t h = config_.hidden;
   EncoderScratch& s = *scratch_;
   // dx receives the residual path first, then the Q/K/V path is added to it.
-  residual_layernorm_backward(ctx, as_rows(dy, h), sum_, gamma_.value, mean_, rstd_,
-                              pass.site(output_site_, config_.hidden_dropout), as_rows(s.a, h),
-                              as_rows(dx, h), gamma_.grad, beta_.grad, s.reduce);
+  run_op(ctx, ResidualLayerNormBackward{.dy = as_rows(dy, h),
+                                        .sum = sum_,
+                                        .gamma = gamma_.value,
+                                        .mean = mean_,
+                                        .rstd = rstd_,
+                                        .site = pass.site(output_site_, config_.hidden_dropout),
+                                        .dx = Out(as_rows(s.a, h)),
+                                        .dresidual = Out(as_rows(dx, h)),
+                                        .dgamma = Out(gamma_.grad),
+                                        .dbeta = Out(beta_.grad),
+                                        .workspace = Out(s.reduce)});
   output_.backward(ctx, context_, s.a, s.b);
-  attention_backward(ctx, qkv_out_, mask_, args(pass), probs_, s.b, s.attention, s.qkv, context_);
+  run_op(ctx, AttentionBackward{.qkv = qkv_out_,
+                                .mask = mask_,
+                                .args = args(pass),
+                                .saved = probs_,
+                                .dout = s.b,
+                                .scratch = Out(s.attention),
+                                .dqkv = Out(s.qkv),
+                                .out = context_});
   qkv_.backward(ctx, x_, s.qkv, dx, /*accumulate_dx=*/true);
 }
 

@@ -150,7 +150,9 @@ void Trainer::micro_batch(const GradientsReady& ready) {
   plan.mask_prob = static_cast<float>(config_.masking.mask_prob);
   plan.mask_prob_end = static_cast<float>(config_.masking.mask_prob_end);
   plan.schedule_updates = config_.masking.linear_schedule ? config_.train.steps : 0;
-  next_micro_step(ctx_, optimizer_.counter(), plan, model_.step_scalars());
+  run_op(ctx_, NextMicroStep{.counter = Out(optimizer_.counter()),
+                             .plan = plan,
+                             .block = Out(model_.step_scalars())});
   const Corruption corruption = model_.corrupt(ctx_);
   const ForwardContext saved = model_.forward(ctx_, corruption);
   model_.backward(ctx_, saved, ready);

@@ -98,15 +98,34 @@ GpuResult run_gpu(Context& gpu, const std::vector<float>& qkv, const std::vector
   const Tensor gout = arena.alloc(dtype, {b, t, h});
   const Tensor gdqkv = arena.alloc(dtype, {b, t, 3 * h});
   for (const Tensor* x : {&gsaved, &gscratch, &gout, &gdqkv}) poison_tensor(gpu.stream(), *x);
-  attention_forward(gpu, gqkv, gmask, args, gsaved, gscratch, gout);
+  run_op(gpu, AttentionForward{.qkv = gqkv,
+                               .mask = gmask,
+                               .args = args,
+                               .saved = Out(gsaved),
+                               .scratch = Out(gscratch),
+                               .out = Out(gout)});
   GpuResult r{test::download_f32(gpu, gsaved), test::download_f32(gpu, gout), {}};
   poison_tensor(gpu.stream(), gscratch);
-  attention_backward(gpu, gqkv, gmask, args, gsaved, gdout, gscratch, gdqkv, gout);
+  run_op(gpu, AttentionBackward{.qkv = gqkv,
+                                .mask = gmask,
+                                .args = args,
+                                .saved = gsaved,
+                                .dout = gdout,
+                                .scratch = Out(gscratch),
+                                .dqkv = Out(gdqkv),
+                                .out = gout});
   r.dqkv = test::download_f32(gpu, gdqkv);
   if (state.flash) {  // deterministic: a second backward gives the same bits
     poison_tensor(gpu.stream(), gdqkv);
     poison_tensor(gpu.stream(), gscratch);
-    attention_backward(gpu, gqkv, gmask, args, gsaved, gdout, gscratch, gdqkv, gout);
+    run_op(gpu, AttentionBackward{.qkv = gqkv,
+                                  .mask = gmask,
+                                  .args = args,
+                                  .saved = gsaved,
+                                  .dout = gdout,
+                                  .scratch = Out(gscratch),
+                                  .dqkv = Out(gdqkv),
+                                  .out = gout});
     CHECK(test::download_f32(gpu, gdqkv) == r.dqkv);
   }
   return r;
@@ -145,12 +164,19 @@ void check_case(const Case& c, DType dtype, float p) {
   std::vector<double> hqkv(qkv.begin(), qkv.end()), hdout(dout.begin(), dout.end());
   std::vector<double> probs(b * heads * t * t), scratch(probs.size()), out(b * t * h);
   std::vector<double> dqkv(hqkv.size());
-  attention_forward(cpu, test::view(hqkv, {b, t, 3 * h}), test::view(mask, {b, t}), args,
-                    test::view(probs, {b, heads, t, t}), test::view(scratch, {b, heads, t, t}),
-                    test::view(out, {b, t, h}));
-  attention_backward(cpu, test::view(hqkv, {b, t, 3 * h}), test::view(mask, {b, t}), args,
-                     test::view(probs, {b, heads, t, t}), test::view(hdout, {b, t, h}),
-                     test::view(scratch, {b, heads, t, t}), test::view(dqkv, {b, t, 3 * h}));
+  run_op(cpu, AttentionForward{.qkv = test::view(hqkv, {b, t, 3 * h}),
+                               .mask = test::view(mask, {b, t}),
+                               .args = args,
+                               .saved = Out(test::view(probs, {b, heads, t, t})),
+                               .scratch = Out(test::view(scratch, {b, heads, t, t})),
+                               .out = Out(test::view(out, {b, t, h}))});
+  run_op(cpu, AttentionBackward{.qkv = test::view(hqkv, {b, t, 3 * h}),
+                                .mask = test::view(mask, {b, t}),
+                                .args = args,
+                                .saved = test::view(probs, {b, heads, t, t}),
+                                .dout = test::view(hdout, {b, t, h}),
+                                .scratch = Out(test::view(scratch, {b, heads, t, t})),
+                                .dqkv = Out(test::view(dqkv, {b, t, 3 * h}))});
 
   args.impl = AttentionImpl::kUnfused;
   const GpuResult v1 = run_gpu(gpu, qkv, dout, mask, c, dtype, args);

@@ -24,13 +24,23 @@ double check_attention(int64_t b, int64_t t, int64_t h, int64_t heads,
   const Tensor probs_t = test::view(probs, {b, heads, t, t}),
                scratch_t = test::view(scratch, {b, heads, t, t});
   const auto loss = [&] {
-    attention_forward(ctx, qkv_t, mask_t, args, probs_t, scratch_t, test::view(out, {b, t, h}));
+    run_op(ctx, AttentionForward{.qkv = qkv_t,
+                                 .mask = mask_t,
+                                 .args = args,
+                                 .saved = Out(probs_t),
+                                 .scratch = Out(scratch_t),
+                                 .out = Out(test::view(out, {b, t, h}))});
     return test::weighted_sum(out, w);
   };
   loss();
   std::vector<double> dqkv(qkv.size(), std::nan(""));
-  attention_backward(ctx, qkv_t, mask_t, args, probs_t, test::view(w, {b, t, h}), scratch_t,
-                     test::view(dqkv, {b, t, 3 * h}));
+  run_op(ctx, AttentionBackward{.qkv = qkv_t,
+                                .mask = mask_t,
+                                .args = args,
+                                .saved = probs_t,
+                                .dout = test::view(w, {b, t, h}),
+                                .scratch = Out(scratch_t),
+                                .dqkv = Out(test::view(dqkv, {b, t, 3 * h}))});
   const test::GradcheckResult r = test::gradcheck(qkv, dqkv, loss, step, max_checks);
   REQUIRE(r.checked >= std::min<size_t>(max_checks == 0 ? qkv.size() : max_checks, qkv.size()));
   return r.max_relative_error;

@@ -70,9 +70,12 @@ TEST_CASE("attention forward equals the per-head formula, with padding and dropo
   for (float p : {0.0f, 0.25f}) {
     const AttentionArgs args{heads, p, RngStream{99, RngPurpose::kDropout, 3, 0}, 5};
     std::vector<double> probs(b * heads * t * t), scratch(probs.size()), out(b * t * h);
-    attention_forward(ctx, test::view(qkv, {b, t, 3 * h}), test::view(mask, {b, t}), args,
-                      test::view(probs, {b, heads, t, t}), test::view(scratch, {b, heads, t, t}),
-                      test::view(out, {b, t, h}));
+    run_op(ctx, AttentionForward{.qkv = test::view(qkv, {b, t, 3 * h}),
+                                 .mask = test::view(mask, {b, t}),
+                                 .args = args,
+                                 .saved = Out(test::view(probs, {b, heads, t, t})),
+                                 .scratch = Out(test::view(scratch, {b, heads, t, t})),
+                                 .out = Out(test::view(out, {b, t, h}))});
     const Naive expect = naive_attention(qkv, mask, b, t, h, heads, p, args.rng, args.site);
     INFO("p " << p);
     CHECK(test::max_relative_error(probs, expect.probs) < 1e-13);
@@ -94,9 +97,12 @@ TEST_CASE("attention gives padded keys exactly zero probability and rows that su
   std::vector<int32_t> mask = {1, 1, 1, 0, 0, 1, 0, 1, 1, 0, 0, 0, 0, 0, 0};
   std::vector<float> probs(b * heads * t * t), scratch(probs.size()), out(b * t * h);
   const AttentionArgs args{heads, 0.0f, RngStream{}, 0};
-  attention_forward(ctx, test::view(qkv, {b, t, 3 * h}), test::view(mask, {b, t}), args,
-                    test::view(probs, {b, heads, t, t}), test::view(scratch, {b, heads, t, t}),
-                    test::view(out, {b, t, h}));
+  run_op(ctx, AttentionForward{.qkv = test::view(qkv, {b, t, 3 * h}),
+                               .mask = test::view(mask, {b, t}),
+                               .args = args,
+                               .saved = Out(test::view(probs, {b, heads, t, t})),
+                               .scratch = Out(test::view(scratch, {b, heads, t, t})),
+                               .out = Out(test::view(out, {b, t, h}))});
   for (int64_t bi = 0; bi < b; ++bi) {
     for (int64_t row = 0; row < heads * t; ++row) {
       double sum = 0;
@@ -119,9 +125,12 @@ TEST_CASE("attention rejects bad shapes, dtypes and arguments with a message", "
   std::vector<float> out(b * t * h);
   std::vector<int32_t> mask(b * t, 1);
   const auto run = [&](int64_t heads, float p, const Tensor& m, const Tensor& pr) {
-    attention_forward(ctx, test::view(qkv, {b, t, 3 * h}), m,
-                      AttentionArgs{heads, p, RngStream{}, 0}, pr,
-                      test::view(scratch, {b, 2, t, t}), test::view(out, {b, t, h}));
+    run_op(ctx, AttentionForward{.qkv = test::view(qkv, {b, t, 3 * h}),
+                                 .mask = m,
+                                 .args = AttentionArgs{heads, p, RngStream{}, 0},
+                                 .saved = Out(pr),
+                                 .scratch = Out(test::view(scratch, {b, 2, t, t})),
+                                 .out = Out(test::view(out, {b, t, h}))});
   };
   const Tensor good_mask = test::view(mask, {b, t}), good_probs = test::view(probs, {b, 2, t, t});
   CHECK_NOTHROW(run(2, 0.1f, good_mask, good_probs));
@@ -136,15 +145,19 @@ TEST_CASE("attention rejects bad shapes, dtypes and arguments with a message", "
   CHECK_THROWS_WITH(run(2, 0.1f, test::view(fmask, {b, t}), good_probs),
                     Catch::Contains("attention: mask"));
   std::vector<double> dqkv(qkv.size());
-  CHECK_THROWS_WITH(
-      attention_backward(ctx, test::view(qkv, {b, t, 3 * h}), good_mask,
-                         AttentionArgs{2, 0.0f, RngStream{}, 0}, good_probs,
-                         test::view(out, {b, t, h}), test::view(scratch, {b, 2, t, t}),
-                         test::view(dqkv, {b, t, 3 * h})),
-      Catch::Contains("attention: dqkv"));
-  CHECK_THROWS_WITH(
-      attention_forward(ctx, test::view(qkv, {b, t * 3 * h}), good_mask,
-                        AttentionArgs{2, 0.0f, RngStream{}, 0}, good_probs,
-                        test::view(scratch, {b, 2, t, t}), test::view(out, {b, t, h})),
-      Catch::Contains("qkv must be [B, T, 3H]"));
+  CHECK_THROWS_WITH(run_op(ctx, AttentionBackward{.qkv = test::view(qkv, {b, t, 3 * h}),
+                                                  .mask = good_mask,
+                                                  .args = AttentionArgs{2, 0.0f, RngStream{}, 0},
+                                                  .saved = good_probs,
+                                                  .dout = test::view(out, {b, t, h}),
+                                                  .scratch = Out(test::view(scratch, {b, 2, t, t})),
+                                                  .dqkv = Out(test::view(dqkv, {b, t, 3 * h}))}),
+                    Catch::Contains("attention: dqkv"));
+  CHECK_THROWS_WITH(run_op(ctx, AttentionForward{.qkv = test::view(qkv, {b, t * 3 * h}),
+                                                 .mask = good_mask,
+                                                 .args = AttentionArgs{2, 0.0f, RngStream{}, 0},
+                                                 .saved = Out(good_probs),
+                                                 .scratch = Out(test::view(scratch, {b, 2, t, t})),
+                                                 .out = Out(test::view(out, {b, t, h}))}),
+                    Catch::Contains("qkv must be [B, T, 3H]"));
 }

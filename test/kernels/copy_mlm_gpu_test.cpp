@@ -41,9 +41,21 @@ TEST_CASE("copy_mlm on the GPU equals the CPU reference", "[copy_mlm][gpu]") {
   const Tensor hw = Tensor::view_of(weights.data(), Device::CPU, {m});
   const Tensor hl = Tensor::view_of(loss.data(), Device::CPU, {m});
   const Tensor ht = Tensor::view_of(top.data(), Device::CPU, {m});
-  softmax_xent(cpu, hz, hy, hw, xent, hl, Tensor::view_of(samples.data(), Device::CPU, {m}), ht);
-  copy_mlm(cpu, Tensor::view_of(c.data(), Device::CPU, {m}),
-           Tensor::view_of(inputs.data(), Device::CPU, {m}), hy, hw, scale, hl, hz, ht);
+  run_op(cpu, SoftmaxXent{.logits = Out(hz),
+                          .labels = hy,
+                          .weights = hw,
+                          .params = xent,
+                          .loss = Out(hl),
+                          .sample = Out(Tensor::view_of(samples.data(), Device::CPU, {m})),
+                          .argmax = Out(ht)});
+  run_op(cpu, CopyMlm{.copy_logits = Tensor::view_of(c.data(), Device::CPU, {m}),
+                      .inputs = Tensor::view_of(inputs.data(), Device::CPU, {m}),
+                      .labels = hy,
+                      .weights = hw,
+                      .scale = scale,
+                      .xent_loss = Out(hl),
+                      .dlogits = Out(hz),
+                      .argmax = Out(ht)});
 
   const Tensor dz = test::upload(gpu, arena, logits, {m, stride});
   const Tensor dc = test::upload(gpu, arena, copy, {m});
@@ -53,8 +65,21 @@ TEST_CASE("copy_mlm on the GPU equals the CPU reference", "[copy_mlm][gpu]") {
   const Tensor dl = arena.alloc<float>({m});
   const Tensor ds = arena.alloc(DType::I32, {m});
   const Tensor dt = arena.alloc(DType::I32, {m});
-  softmax_xent(gpu, dz, dy, dw, xent, dl, ds, dt);
-  copy_mlm(gpu, dc, dx, dy, dw, scale, dl, dz, dt);
+  run_op(gpu, SoftmaxXent{.logits = Out(dz),
+                          .labels = dy,
+                          .weights = dw,
+                          .params = xent,
+                          .loss = Out(dl),
+                          .sample = Out(ds),
+                          .argmax = Out(dt)});
+  run_op(gpu, CopyMlm{.copy_logits = dc,
+                      .inputs = dx,
+                      .labels = dy,
+                      .weights = dw,
+                      .scale = scale,
+                      .xent_loss = Out(dl),
+                      .dlogits = Out(dz),
+                      .argmax = Out(dt)});
 
   const std::vector<float> g_loss = test::download<float>(gpu, dl);
   const std::vector<float> g_copy = test::download<float>(gpu, dc);

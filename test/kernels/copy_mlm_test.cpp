@@ -35,9 +35,21 @@ Rows run(std::vector<double> logits, std::vector<double> copy, std::vector<int32
   const Tensor w = Tensor::view_of(weights.data(), Device::CPU, {m});
   const Tensor loss = Tensor::view_of(r.loss.data(), Device::CPU, {m});
   const Tensor top = Tensor::view_of(r.prediction.data(), Device::CPU, {m});
-  softmax_xent(ctx, z, y, w, xent, loss, Tensor::view_of(samples.data(), Device::CPU, {m}), top);
-  copy_mlm(ctx, Tensor::view_of(r.copy.data(), Device::CPU, {m}),
-           Tensor::view_of(inputs.data(), Device::CPU, {m}), y, w, scale, loss, z, top);
+  run_op(ctx, SoftmaxXent{.logits = Out(z),
+                          .labels = y,
+                          .weights = w,
+                          .params = xent,
+                          .loss = Out(loss),
+                          .sample = Out(Tensor::view_of(samples.data(), Device::CPU, {m})),
+                          .argmax = Out(top)});
+  run_op(ctx, CopyMlm{.copy_logits = Tensor::view_of(r.copy.data(), Device::CPU, {m}),
+                      .inputs = Tensor::view_of(inputs.data(), Device::CPU, {m}),
+                      .labels = y,
+                      .weights = w,
+                      .scale = scale,
+                      .xent_loss = Out(loss),
+                      .dlogits = Out(z),
+                      .argmax = Out(top)});
   return r;
 }
 

@@ -24,12 +24,14 @@ TEST_CASE("disc_head on the GPU matches the CPU", "[disc_head][gpu]") {
     const size_t mark = arena.mark();
     std::vector<float> seen = test::as_dtype(z, dtype);
     std::vector<float> loss(n), dz(n), counts(kDiscCounts);
-    disc_head(cpu, Tensor::view_of(seen.data(), Device::CPU, {n}),
-              Tensor::view_of(labels.data(), Device::CPU, {n}),
-              Tensor::view_of(weights.data(), Device::CPU, {n}), scale,
-              Tensor::view_of(loss.data(), Device::CPU, {n}),
-              Tensor::view_of(dz.data(), Device::CPU, {n}),
-              Tensor::view_of(counts.data(), Device::CPU, {kDiscCounts}), Tensor{});
+    run_op(cpu, DiscHead{.logits = Tensor::view_of(seen.data(), Device::CPU, {n}),
+                         .labels = Tensor::view_of(labels.data(), Device::CPU, {n}),
+                         .weights = Tensor::view_of(weights.data(), Device::CPU, {n}),
+                         .scale = scale,
+                         .loss = Out(Tensor::view_of(loss.data(), Device::CPU, {n})),
+                         .dlogits = Out(Tensor::view_of(dz.data(), Device::CPU, {n})),
+                         .counts = Out(Tensor::view_of(counts.data(), Device::CPU, {kDiscCounts})),
+                         .workspace = Out(Tensor{})});
     const Tensor logits = test::upload_as(gpu, arena, z, dtype, {n});
     const Tensor dl = test::upload(gpu, arena, labels, {n});
     const Tensor dw = test::upload(gpu, arena, weights, {n});
@@ -41,14 +43,28 @@ TEST_CASE("disc_head on the GPU matches the CPU", "[disc_head][gpu]") {
     poison_tensor(gpu.stream(), d_dz);
     poison_tensor(gpu.stream(), d_counts);
     poison_tensor(gpu.stream(), workspace);
-    disc_head(gpu, logits, dl, dw, scale, d_loss, d_dz, d_counts, workspace);
+    run_op(gpu, DiscHead{.logits = logits,
+                         .labels = dl,
+                         .weights = dw,
+                         .scale = scale,
+                         .loss = Out(d_loss),
+                         .dlogits = Out(d_dz),
+                         .counts = Out(d_counts),
+                         .workspace = Out(workspace)});
     const double tol = dtype == DType::F32 ? 1e-5 : 2e-2;
     CHECK(test::max_relative_error(test::download<float>(gpu, d_loss), loss) < 1e-5);
     CHECK(test::max_relative_error(test::download_f32(gpu, d_dz), dz) < tol);
     const std::vector<float> got = test::download<float>(gpu, d_counts);
     for (int c = 0; c < kDiscLoss; ++c) CHECK(got[c] == counts[c]);  // integers below 2^24
     CHECK(got[kDiscLoss] == Approx(counts[kDiscLoss]).epsilon(1e-5));
-    disc_head(gpu, logits, dl, dw, scale, d_loss, d_dz, d_counts, workspace);
+    run_op(gpu, DiscHead{.logits = logits,
+                         .labels = dl,
+                         .weights = dw,
+                         .scale = scale,
+                         .loss = Out(d_loss),
+                         .dlogits = Out(d_dz),
+                         .counts = Out(d_counts),
+                         .workspace = Out(workspace)});
     CHECK(test::download<float>(gpu, d_counts) == got);
     arena.rewind(mark);
   }

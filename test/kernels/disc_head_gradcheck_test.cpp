@@ -17,12 +17,14 @@ TEST_CASE("disc_head dlogits match central differences in f64", "[disc_head][gra
   const float scale = 1.0f / 47.5f;
   std::vector<double> loss(n), dz(n), counts(kDiscCounts);
   auto evaluate = [&] {
-    disc_head(ctx, Tensor::view_of(z.data(), Device::CPU, {n}),
-              Tensor::view_of(labels.data(), Device::CPU, {n}),
-              Tensor::view_of(weights.data(), Device::CPU, {n}), scale,
-              Tensor::view_of(loss.data(), Device::CPU, {n}),
-              Tensor::view_of(dz.data(), Device::CPU, {n}),
-              Tensor::view_of(counts.data(), Device::CPU, {kDiscCounts}), Tensor{});
+    run_op(ctx, DiscHead{.logits = Tensor::view_of(z.data(), Device::CPU, {n}),
+                         .labels = Tensor::view_of(labels.data(), Device::CPU, {n}),
+                         .weights = Tensor::view_of(weights.data(), Device::CPU, {n}),
+                         .scale = scale,
+                         .loss = Out(Tensor::view_of(loss.data(), Device::CPU, {n})),
+                         .dlogits = Out(Tensor::view_of(dz.data(), Device::CPU, {n})),
+                         .counts = Out(Tensor::view_of(counts.data(), Device::CPU, {kDiscCounts})),
+                         .workspace = Out(Tensor{})});
     double total = 0;
     for (double l : loss) total += l;
     return total * static_cast<double>(scale);

@@ -15,11 +15,14 @@ TEST_CASE("disc_head loss, dlogits and counts on a hand case", "[disc_head]") {
   std::vector<float> w = {1, 1, 1, 1, 0.5f, 0, 1, 1};
   const int64_t n = 8;
   std::vector<float> loss(n), dz(n), counts(kDiscCounts);
-  disc_head(
-      ctx, Tensor::view_of(z.data(), Device::CPU, {n}), Tensor::view_of(y.data(), Device::CPU, {n}),
-      Tensor::view_of(w.data(), Device::CPU, {n}), 0.1f,
-      Tensor::view_of(loss.data(), Device::CPU, {n}), Tensor::view_of(dz.data(), Device::CPU, {n}),
-      Tensor::view_of(counts.data(), Device::CPU, {kDiscCounts}), Tensor{});
+  run_op(ctx, DiscHead{.logits = Tensor::view_of(z.data(), Device::CPU, {n}),
+                       .labels = Tensor::view_of(y.data(), Device::CPU, {n}),
+                       .weights = Tensor::view_of(w.data(), Device::CPU, {n}),
+                       .scale = 0.1f,
+                       .loss = Out(Tensor::view_of(loss.data(), Device::CPU, {n})),
+                       .dlogits = Out(Tensor::view_of(dz.data(), Device::CPU, {n})),
+                       .counts = Out(Tensor::view_of(counts.data(), Device::CPU, {kDiscCounts})),
+                       .workspace = Out(Tensor{})});
   double loss_sum = 0;
   for (int64_t i = 0; i < n; ++i) {
     const double s = 1.0 / (1.0 + std::exp(-static_cast<double>(z[i])));
@@ -44,16 +47,26 @@ TEST_CASE("disc_head writes dlogits in place and rejects mismatched shapes", "[d
   std::vector<float> w = {1, 1, 1};
   std::vector<float> loss(3), counts(kDiscCounts);
   const Tensor zt = Tensor::view_of(z.data(), Device::CPU, {3});
-  disc_head(ctx, zt, Tensor::view_of(y.data(), Device::CPU, {3}),
-            Tensor::view_of(w.data(), Device::CPU, {3}), 1.0f,
-            Tensor::view_of(loss.data(), Device::CPU, {3}), zt,
-            Tensor::view_of(counts.data(), Device::CPU, {kDiscCounts}), Tensor{});
+  run_op(ctx, DiscHead{.logits = zt,
+                       .labels = Tensor::view_of(y.data(), Device::CPU, {3}),
+                       .weights = Tensor::view_of(w.data(), Device::CPU, {3}),
+                       .scale = 1.0f,
+                       .loss = Out(Tensor::view_of(loss.data(), Device::CPU, {3})),
+                       .dlogits = Out(zt),
+                       .counts = Out(Tensor::view_of(counts.data(), Device::CPU, {kDiscCounts})),
+                       .workspace = Out(Tensor{})});
   CHECK(z[0] == Approx(1.0 / (1.0 + std::exp(-0.3)) - 1.0));
   CHECK(z[1] == Approx(1.0 / (1.0 + std::exp(0.7))));
   CHECK(z[2] == Approx(1.0 / (1.0 + std::exp(-1.2))));
-  CHECK_THROWS_AS(disc_head(ctx, zt, Tensor::view_of(y.data(), Device::CPU, {2}),
-                            Tensor::view_of(w.data(), Device::CPU, {3}), 1.0f,
-                            Tensor::view_of(loss.data(), Device::CPU, {3}), zt,
-                            Tensor::view_of(counts.data(), Device::CPU, {kDiscCounts}), Tensor{}),
-                  Error);
+  CHECK_THROWS_AS(
+      run_op(ctx,
+             DiscHead{.logits = zt,
+                      .labels = Tensor::view_of(y.data(), Device::CPU, {2}),
+                      .weights = Tensor::view_of(w.data(), Device::CPU, {3}),
+                      .scale = 1.0f,
+                      .loss = Out(Tensor::view_of(loss.data(), Device::CPU, {3})),
+                      .dlogits = Out(zt),
+                      .counts = Out(Tensor::view_of(counts.data(), Device::CPU, {kDiscCounts})),
+                      .workspace = Out(Tensor{})}),
+      Error);
 }

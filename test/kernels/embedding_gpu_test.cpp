@@ -41,12 +41,19 @@ void check_embedding(int64_t batch, int64_t len, int64_t e, int64_t vocab, DType
   std::vector<float> out(tokens * e), dword = dword0, dpos = dpos0, dseg = dseg0;
   const Tensor cid = test::view(ids, {batch, len});
   const Tensor csid = test::view(sids, {batch, len});
-  embedding_forward(cpu, cid, csid, test::view(word, {vocab, e}),
-                    test::view(position, {positions, e}), test::view(segment, {segments, e}),
-                    test::view(out, {batch, len, e}));
-  embedding_backward(cpu, test::view(dout, {batch, len, e}), cid, csid,
-                     test::view(dword, {vocab, e}), test::view(dpos, {positions, e}),
-                     test::view(dseg, {segments, e}), Tensor{});
+  run_op(cpu, EmbeddingForward{.ids = cid,
+                               .segment_ids = csid,
+                               .word = test::view(word, {vocab, e}),
+                               .position = test::view(position, {positions, e}),
+                               .segment = test::view(segment, {segments, e}),
+                               .out = Out(test::view(out, {batch, len, e}))});
+  run_op(cpu, EmbeddingBackward{.dout = test::view(dout, {batch, len, e}),
+                                .ids = cid,
+                                .segment_ids = csid,
+                                .dword = Out(test::view(dword, {vocab, e})),
+                                .dposition = Out(test::view(dpos, {positions, e})),
+                                .dsegment = Out(test::view(dseg, {segments, e})),
+                                .workspace = Out(Tensor{})});
 
   const Tensor gid = test::upload(gpu, arena, ids, {batch, len});
   const Tensor gsid = test::upload(gpu, arena, sids, {batch, len});
@@ -55,7 +62,12 @@ void check_embedding(int64_t batch, int64_t len, int64_t e, int64_t vocab, DType
   const Tensor gseg = test::upload(gpu, arena, segment, {segments, e});
   const Tensor gout = arena.alloc(dtype, {batch, len, e});
   poison_tensor(gpu.stream(), gout);
-  embedding_forward(gpu, gid, gsid, gword, gpos, gseg, gout);
+  run_op(gpu, EmbeddingForward{.ids = gid,
+                               .segment_ids = gsid,
+                               .word = gword,
+                               .position = gpos,
+                               .segment = gseg,
+                               .out = Out(gout)});
   const std::vector<float> got = test::download_f32(gpu, gout);
   int64_t mismatches = 0;
   for (int64_t i = 0; i < tokens * e; ++i) {
@@ -74,7 +86,13 @@ void check_embedding(int64_t batch, int64_t len, int64_t e, int64_t vocab, DType
     const Tensor gdword = test::upload(gpu, arena, dword0, {vocab, e});
     const Tensor gdpos = test::upload(gpu, arena, dpos0, {positions, e});
     const Tensor gdseg = test::upload(gpu, arena, dseg0, {segments, e});
-    embedding_backward(gpu, gdout, gid, gsid, gdword, gdpos, gdseg, ws);
+    run_op(gpu, EmbeddingBackward{.dout = gdout,
+                                  .ids = gid,
+                                  .segment_ids = gsid,
+                                  .dword = Out(gdword),
+                                  .dposition = Out(gdpos),
+                                  .dsegment = Out(gdseg),
+                                  .workspace = Out(ws)});
     const std::vector<float> got_dword = test::download<float>(gpu, gdword);
     CHECK(test::normwise_error(got_dword, dword) < tol);
     CHECK(test::normwise_error(test::download<float>(gpu, gdpos), dpos) < tol);
@@ -111,9 +129,12 @@ TEST_CASE("embedding on the GPU writes NaN rows for bad ids and skips them in th
   const Tensor gid = test::upload(gpu, arena, ids, {1, 4});
   const Tensor gsid = test::upload(gpu, arena, sids, {1, 4});
   const Tensor gout = arena.alloc<float>({1, 4, e});
-  embedding_forward(gpu, gid, gsid, test::upload(gpu, arena, word, {5, e}),
-                    test::upload(gpu, arena, position, {4, e}),
-                    test::upload(gpu, arena, segment, {2, e}), gout);
+  run_op(gpu, EmbeddingForward{.ids = gid,
+                               .segment_ids = gsid,
+                               .word = test::upload(gpu, arena, word, {5, e}),
+                               .position = test::upload(gpu, arena, position, {4, e}),
+                               .segment = test::upload(gpu, arena, segment, {2, e}),
+                               .out = Out(gout)});
   const std::vector<float> out = test::download<float>(gpu, gout);
   for (int64_t j = 0; j < e; ++j) {
     CHECK(out[j] == word[e + j] + position[j] + segment[j]);
@@ -127,8 +148,13 @@ TEST_CASE("embedding on the GPU writes NaN rows for bad ids and skips them in th
   const Tensor gdseg = test::upload(gpu, arena, zeros2, {2, e});
   const Tensor ws = arena.alloc(
       DType::F32, {static_cast<int64_t>(embedding_backward_workspace_bytes(1, 4, 2, e) / 4)});
-  embedding_backward(gpu, test::upload(gpu, arena, dout, {1, 4, e}), gid, gsid, gdword,
-                     test::upload(gpu, arena, zeros4, {4, e}), gdseg, ws);
+  run_op(gpu, EmbeddingBackward{.dout = test::upload(gpu, arena, dout, {1, 4, e}),
+                                .ids = gid,
+                                .segment_ids = gsid,
+                                .dword = Out(gdword),
+                                .dposition = Out(test::upload(gpu, arena, zeros4, {4, e})),
+                                .dsegment = Out(gdseg),
+                                .workspace = Out(ws)});
   const std::vector<float> dword = test::download<float>(gpu, gdword);
   const std::vector<float> dseg = test::download<float>(gpu, gdseg);
   for (int64_t j = 0; j < e; ++j) {

@@ -26,18 +26,25 @@ void check_embedding(int64_t batch, int64_t len, int64_t e, int64_t vocab, int64
   const Tensor sid_t = test::view(sids, {batch, len});
   long double base = 0;
   auto run = [&] {
-    embedding_forward(ctx, id_t, sid_t, test::view(word, {vocab, e}),
-                      test::view(position, {positions, e}), test::view(segment, {segments, e}),
-                      test::view(out, {batch, len, e}));
+    run_op(ctx, EmbeddingForward{.ids = id_t,
+                                 .segment_ids = sid_t,
+                                 .word = test::view(word, {vocab, e}),
+                                 .position = test::view(position, {positions, e}),
+                                 .segment = test::view(segment, {segments, e}),
+                                 .out = Out(test::view(out, {batch, len, e}))});
     return static_cast<double>(test::compensated_weighted_sum(out, w) - base);
   };
   run();
   base = test::compensated_weighted_sum(out, w);
   std::vector<double> dout = w, dword(vocab * e, 0.0), dposition(positions * e, 0.0),
                       dsegment(segments * e, 0.0);
-  embedding_backward(ctx, test::view(dout, {batch, len, e}), id_t, sid_t,
-                     test::view(dword, {vocab, e}), test::view(dposition, {positions, e}),
-                     test::view(dsegment, {segments, e}), Tensor{});
+  run_op(ctx, EmbeddingBackward{.dout = test::view(dout, {batch, len, e}),
+                                .ids = id_t,
+                                .segment_ids = sid_t,
+                                .dword = Out(test::view(dword, {vocab, e})),
+                                .dposition = Out(test::view(dposition, {positions, e})),
+                                .dsegment = Out(test::view(dsegment, {segments, e})),
+                                .workspace = Out(Tensor{})});
   test::expect_gradient("word", word, dword, run, max_checks);
   test::expect_gradient("position", position, dposition, run, max_checks);
   test::expect_gradient("segment", segment, dsegment, run, max_checks);

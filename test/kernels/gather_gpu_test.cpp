@@ -28,11 +28,15 @@ void check_gather(int64_t batch, int64_t len, int64_t h, int64_t slots, DType dt
   std::vector<float> dx0 = test::as_dtype(test::random_vector<float>(batch * len * h, 3), dtype);
   std::vector<float> out(batch * slots * h), dx = dx0;
   const Tensor cpu_pos = Tensor::view_of(pos.data(), Device::CPU, {batch, slots});
-  gather_forward(cpu, Tensor::view_of(x.data(), Device::CPU, {batch, len, h}), cpu_pos,
-                 Tensor::view_of(out.data(), Device::CPU, {batch * slots, h}));
+  run_op(cpu,
+         GatherForward{.x = Tensor::view_of(x.data(), Device::CPU, {batch, len, h}),
+                       .positions = cpu_pos,
+                       .out = Out(Tensor::view_of(out.data(), Device::CPU, {batch * slots, h}))});
   if (dtype == DType::F32) {
-    gather_backward(cpu, Tensor::view_of(dout.data(), Device::CPU, {batch * slots, h}), cpu_pos,
-                    Tensor::view_of(dx.data(), Device::CPU, {batch, len, h}));
+    run_op(cpu,
+           GatherBackward{.dout = Tensor::view_of(dout.data(), Device::CPU, {batch * slots, h}),
+                          .positions = cpu_pos,
+                          .dx = Out(Tensor::view_of(dx.data(), Device::CPU, {batch, len, h}))});
   } else {
     // bf16 dx: each slot's f32 sum is rounded to bf16 before the next slot adds to it.
     for (int64_t b = 0; b < batch; ++b) {
@@ -49,11 +53,11 @@ void check_gather(int64_t batch, int64_t len, int64_t h, int64_t slots, DType dt
   const Tensor gx = test::upload_as(gpu, arena, x, dtype, {batch, len, h});
   const Tensor gout = arena.alloc(dtype, {batch * slots, h});
   poison_tensor(gpu.stream(), gout);
-  gather_forward(gpu, gx, gpos, gout);
+  run_op(gpu, GatherForward{.x = gx, .positions = gpos, .out = Out(gout)});
   CHECK(test::download_f32(gpu, gout) == out);  // a copy: exact
   const Tensor gdout = test::upload_as(gpu, arena, dout, dtype, {batch * slots, h});
   const Tensor gdx = test::upload_as(gpu, arena, dx0, dtype, {batch, len, h});
-  gather_backward(gpu, gdout, gpos, gdx);
+  run_op(gpu, GatherBackward{.dout = gdout, .positions = gpos, .dx = Out(gdx)});
   CHECK(test::download_f32(gpu, gdx) == dx);
 }
 
@@ -78,7 +82,7 @@ TEST_CASE("gather on the GPU marks out-of-range positions with NaN and skips the
   const Tensor gpos = test::upload(gpu, arena, pos, {1, 4});
   const Tensor gx = test::upload(gpu, arena, x, {1, 4, 8});
   const Tensor gout = arena.alloc<float>({4, 8});
-  gather_forward(gpu, gx, gpos, gout);
+  run_op(gpu, GatherForward{.x = gx, .positions = gpos, .out = Out(gout)});
   const std::vector<float> out = test::download<float>(gpu, gout);
   for (int j = 0; j < 8; ++j) {
     CHECK(out[j] == x[8 + j]);
@@ -87,7 +91,9 @@ TEST_CASE("gather on the GPU marks out-of-range positions with NaN and skips the
     CHECK(out[24 + j] == x[16 + j]);
   }
   const Tensor gdx = test::upload(gpu, arena, x, {1, 4, 8});
-  gather_backward(gpu, gout, gpos, gdx);  // NaN rows belong to skipped slots
+  run_op(gpu,
+         GatherBackward{
+             .dout = gout, .positions = gpos, .dx = Out(gdx)});  // NaN rows belong to skipped slots
   const std::vector<float> dx = test::download<float>(gpu, gdx);
   for (int j = 0; j < 8; ++j) {
     CHECK(dx[j] == x[j]);

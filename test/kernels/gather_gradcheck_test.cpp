@@ -21,14 +21,17 @@ void check_gather(int64_t batch, int64_t len, int64_t h, int64_t slots, size_t m
   const Tensor pos_t = test::view(pos, {batch, slots});
   long double base = 0;
   auto run = [&] {
-    gather_forward(ctx, test::view(x, {batch, len, h}), pos_t, test::view(out, {batch * slots, h}));
+    run_op(ctx, GatherForward{.x = test::view(x, {batch, len, h}),
+                              .positions = pos_t,
+                              .out = Out(test::view(out, {batch * slots, h}))});
     return static_cast<double>(test::compensated_weighted_sum(out, w) - base);
   };
   run();
   base = test::compensated_weighted_sum(out, w);
   std::vector<double> dout = w, dx(batch * len * h, 0.0);
-  gather_backward(ctx, test::view(dout, {batch * slots, h}), pos_t,
-                  test::view(dx, {batch, len, h}));
+  run_op(ctx, GatherBackward{.dout = test::view(dout, {batch * slots, h}),
+                             .positions = pos_t,
+                             .dx = Out(test::view(dx, {batch, len, h}))});
   test::expect_gradient("x", x, dx, run, max_checks);
 }
 

@@ -14,8 +14,10 @@ TEST_CASE("gather picks the rows of the positions and its backward scatter-adds"
   std::vector<int32_t> pos = {2, 0, 0, 3, 1, 3};  // sequence 0 repeats 0, sequence 1 repeats 3
   const Tensor pos_t = Tensor::view_of(pos.data(), Device::CPU, {batch, slots});
   std::vector<float> out(batch * slots * h, -1.0f);
-  gather_forward(ctx, Tensor::view_of(x.data(), Device::CPU, {batch, len, h}), pos_t,
-                 Tensor::view_of(out.data(), Device::CPU, {batch * slots, h}));
+  run_op(ctx,
+         GatherForward{.x = Tensor::view_of(x.data(), Device::CPU, {batch, len, h}),
+                       .positions = pos_t,
+                       .out = Out(Tensor::view_of(out.data(), Device::CPU, {batch * slots, h}))});
   for (int64_t b = 0; b < batch; ++b) {
     for (int64_t k = 0; k < slots; ++k) {
       for (int64_t j = 0; j < h; ++j) {
@@ -25,8 +27,9 @@ TEST_CASE("gather picks the rows of the positions and its backward scatter-adds"
   }
   std::vector<float> dout = test::random_vector<float>(batch * slots * h, 2);
   std::vector<float> dx(batch * len * h, 1.0f);
-  gather_backward(ctx, Tensor::view_of(dout.data(), Device::CPU, {batch * slots, h}), pos_t,
-                  Tensor::view_of(dx.data(), Device::CPU, {batch, len, h}));
+  run_op(ctx, GatherBackward{.dout = Tensor::view_of(dout.data(), Device::CPU, {batch * slots, h}),
+                             .positions = pos_t,
+                             .dx = Out(Tensor::view_of(dx.data(), Device::CPU, {batch, len, h}))});
   for (int64_t j = 0; j < h; ++j) {
     CHECK(dx[(0 * len + 2) * h + j] == 1.0f + dout[0 * h + j]);
     CHECK(dx[(0 * len + 0) * h + j] == (1.0f + dout[1 * h + j]) + dout[2 * h + j]);
@@ -43,18 +46,26 @@ TEST_CASE("gather refuses out-of-range positions naming the slot and refuses bad
   std::vector<float> x(2 * 4 * 3, 0.5f), out(2 * 2 * 3);
   std::vector<int32_t> pos = {0, 1, 2, 4};
   const Tensor xt = Tensor::view_of(x.data(), Device::CPU, {2, 4, 3});
-  CHECK_THROWS_WITH(gather_forward(ctx, xt, Tensor::view_of(pos.data(), Device::CPU, {2, 2}),
-                                   Tensor::view_of(out.data(), Device::CPU, {4, 3})),
-                    Catch::Contains("position 4 at (batch 1, slot 1)"));
+  CHECK_THROWS_WITH(
+      run_op(ctx, GatherForward{.x = xt,
+                                .positions = Tensor::view_of(pos.data(), Device::CPU, {2, 2}),
+                                .out = Out(Tensor::view_of(out.data(), Device::CPU, {4, 3}))}),
+      Catch::Contains("position 4 at (batch 1, slot 1)"));
   pos[3] = -1;
-  CHECK_THROWS_AS(gather_backward(ctx, Tensor::view_of(out.data(), Device::CPU, {4, 3}),
-                                  Tensor::view_of(pos.data(), Device::CPU, {2, 2}), xt),
-                  UserError);
+  CHECK_THROWS_AS(
+      run_op(ctx, GatherBackward{.dout = Tensor::view_of(out.data(), Device::CPU, {4, 3}),
+                                 .positions = Tensor::view_of(pos.data(), Device::CPU, {2, 2}),
+                                 .dx = Out(xt)}),
+      UserError);
   pos[3] = 1;
-  CHECK_THROWS_AS(gather_forward(ctx, xt, Tensor::view_of(pos.data(), Device::CPU, {2, 2}),
-                                 Tensor::view_of(out.data(), Device::CPU, {3, 4})),
-                  Error);
-  CHECK_THROWS_AS(gather_forward(ctx, xt, Tensor::view_of(pos.data(), Device::CPU, {1, 4}),
-                                 Tensor::view_of(out.data(), Device::CPU, {4, 3})),
-                  Error);
+  CHECK_THROWS_AS(
+      run_op(ctx, GatherForward{.x = xt,
+                                .positions = Tensor::view_of(pos.data(), Device::CPU, {2, 2}),
+                                .out = Out(Tensor::view_of(out.data(), Device::CPU, {3, 4}))}),
+      Error);
+  CHECK_THROWS_AS(
+      run_op(ctx, GatherForward{.x = xt,
+                                .positions = Tensor::view_of(pos.data(), Device::CPU, {1, 4}),
+                                .out = Out(Tensor::view_of(out.data(), Device::CPU, {4, 3}))}),
+      Error);
 }

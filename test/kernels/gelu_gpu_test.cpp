@@ -28,11 +28,20 @@ void check_bias_gelu(int64_t n, int64_t h, DType dtype) {
   u = test::as_dtype(u, dtype);
 
   std::vector<float> y(n * h), dx(n * h), db = db0, dx_u(n * h), db_u = db0;
-  bias_gelu_forward(cpu, test::view(x, {n, h}), test::view(b, {h}), test::view(y, {n, h}));
-  bias_gelu_backward(cpu, test::view(dy, {n, h}), test::view(x, {n, h}), test::view(b, {h}),
-                     test::view(dx, {n, h}), test::view(db, {h}), Tensor{});
-  bias_gelu_backward_preact(cpu, test::view(dy, {n, h}), test::view(u, {n, h}),
-                            test::view(dx_u, {n, h}), test::view(db_u, {h}), Tensor{});
+  run_op(cpu,
+         BiasGeluForward{
+             .x = test::view(x, {n, h}), .b = test::view(b, {h}), .y = Out(test::view(y, {n, h}))});
+  run_op(cpu, BiasGeluBackward{.dy = test::view(dy, {n, h}),
+                               .x = test::view(x, {n, h}),
+                               .b = test::view(b, {h}),
+                               .dx = Out(test::view(dx, {n, h})),
+                               .db = Out(test::view(db, {h})),
+                               .workspace = Out(Tensor{})});
+  run_op(cpu, BiasGeluBackwardPreact{.dy = test::view(dy, {n, h}),
+                                     .u = test::view(u, {n, h}),
+                                     .dx = Out(test::view(dx_u, {n, h})),
+                                     .db = Out(test::view(db_u, {h})),
+                                     .workspace = Out(Tensor{})});
 
   const Tensor gx = test::upload_as(gpu, arena, x, dtype, {n, h});
   const Tensor gu = test::upload_as(gpu, arena, u, dtype, {n, h});
@@ -45,8 +54,10 @@ void check_bias_gelu(int64_t n, int64_t h, DType dtype) {
   poison_tensor(gpu.stream(), gdx);
   poison_tensor(gpu.stream(), ws);
   const Tensor gdb = test::upload(gpu, arena, db0, {h});
-  bias_gelu_forward(gpu, gx, gb, gy);
-  bias_gelu_backward(gpu, gdy, gx, gb, gdx, gdb, ws);
+  run_op(gpu, BiasGeluForward{.x = gx, .b = gb, .y = Out(gy)});
+  run_op(gpu,
+         BiasGeluBackward{
+             .dy = gdy, .x = gx, .b = gb, .dx = Out(gdx), .db = Out(gdb), .workspace = Out(ws)});
   CHECK(test::normwise_error(test::download_f32(gpu, gy), y) < tol);
   CHECK(test::normwise_error(test::download_f32(gpu, gdx), dx) < tol);
   const std::vector<float> got_db = test::download<float>(gpu, gdb);
@@ -54,12 +65,15 @@ void check_bias_gelu(int64_t n, int64_t h, DType dtype) {
 
   // Again from the same db0: the same bits (deterministic reduction).
   const Tensor gdb2 = test::upload(gpu, arena, db0, {h});
-  bias_gelu_backward(gpu, gdy, gx, gb, gdx, gdb2, ws);
+  run_op(gpu,
+         BiasGeluBackward{
+             .dy = gdy, .x = gx, .b = gb, .dx = Out(gdx), .db = Out(gdb2), .workspace = Out(ws)});
   CHECK(std::memcmp(test::download<float>(gpu, gdb2).data(), got_db.data(), h * 4) == 0);
 
   const Tensor gdb_u = test::upload(gpu, arena, db0, {h});
   poison_tensor(gpu.stream(), gdx);
-  bias_gelu_backward_preact(gpu, gdy, gu, gdx, gdb_u, ws);
+  run_op(gpu, BiasGeluBackwardPreact{
+                  .dy = gdy, .u = gu, .dx = Out(gdx), .db = Out(gdb_u), .workspace = Out(ws)});
   CHECK(test::normwise_error(test::download_f32(gpu, gdx), dx_u) < tol);
   CHECK(test::normwise_error(test::download<float>(gpu, gdb_u), db_u) < tol);
 }

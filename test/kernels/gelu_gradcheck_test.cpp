@@ -19,22 +19,31 @@ void check_bias_gelu(int64_t n, int64_t h, size_t max_checks) {
   std::vector<double> y(n * h);
   long double base = 0;
   auto run = [&] {
-    bias_gelu_forward(ctx, test::view(x, {n, h}), test::view(b, {h}), test::view(y, {n, h}));
+    run_op(ctx, BiasGeluForward{.x = test::view(x, {n, h}),
+                                .b = test::view(b, {h}),
+                                .y = Out(test::view(y, {n, h}))});
     return static_cast<double>(test::compensated_weighted_sum(y, w) - base);
   };
   run();
   base = test::compensated_weighted_sum(y, w);
   std::vector<double> dy = w, dx(n * h), db(h, 0.0);
-  bias_gelu_backward(ctx, test::view(dy, {n, h}), test::view(x, {n, h}), test::view(b, {h}),
-                     test::view(dx, {n, h}), test::view(db, {h}), Tensor{});
+  run_op(ctx, BiasGeluBackward{.dy = test::view(dy, {n, h}),
+                               .x = test::view(x, {n, h}),
+                               .b = test::view(b, {h}),
+                               .dx = Out(test::view(dx, {n, h})),
+                               .db = Out(test::view(db, {h})),
+                               .workspace = Out(Tensor{})});
   test::expect_gradient("x", x, dx, run, max_checks);
   test::expect_gradient("b", b, db, run, max_checks);
 
   // The pre-activation entry point gives the same dx and db from u = x + b.
   std::vector<double> u(n * h), dx_u(n * h), db_u(h, 0.0);
   for (int64_t i = 0; i < n * h; ++i) u[i] = x[i] + b[i % h];
-  bias_gelu_backward_preact(ctx, test::view(dy, {n, h}), test::view(u, {n, h}),
-                            test::view(dx_u, {n, h}), test::view(db_u, {h}), Tensor{});
+  run_op(ctx, BiasGeluBackwardPreact{.dy = test::view(dy, {n, h}),
+                                     .u = test::view(u, {n, h}),
+                                     .dx = Out(test::view(dx_u, {n, h})),
+                                     .db = Out(test::view(db_u, {h})),
+                                     .workspace = Out(Tensor{})});
   CHECK(test::max_relative_error(dx_u, dx) < 1e-12);
   CHECK(test::max_relative_error(db_u, db) < 1e-12);
 }

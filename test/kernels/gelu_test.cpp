@@ -17,9 +17,9 @@ TEST_CASE("bias + GELU forward equals 0.5 u (1 + erf(u / sqrt 2)) with u = x + b
   x[1] = 1.25;  // u = 1: Phi(1) = 0.8413447460685429
   x[2] = -2.0;  // u = -1: -(1 - Phi(1))
   std::vector<double> y(n * h);
-  bias_gelu_forward(ctx, Tensor::view_of(x.data(), Device::CPU, {n, h}),
-                    Tensor::view_of(b.data(), Device::CPU, {h}),
-                    Tensor::view_of(y.data(), Device::CPU, {n, h}));
+  run_op(ctx, BiasGeluForward{.x = Tensor::view_of(x.data(), Device::CPU, {n, h}),
+                              .b = Tensor::view_of(b.data(), Device::CPU, {h}),
+                              .y = Out(Tensor::view_of(y.data(), Device::CPU, {n, h}))});
   CHECK(y[0] == 0.0);
   CHECK(y[1] == Approx(0.8413447460685429).epsilon(1e-12));
   CHECK(y[2] == Approx(-0.15865525393145707).epsilon(1e-12));
@@ -41,10 +41,14 @@ TEST_CASE("bias + GELU in f32 matches f64 and db accumulates", "[gelu]") {
   auto run = [&](auto& xs, auto& bs, auto& ys, auto& dys, auto& dxs, auto& dbs) {
     const Tensor xt = Tensor::view_of(xs.data(), Device::CPU, {n, h});
     const Tensor bt = Tensor::view_of(bs.data(), Device::CPU, {h});
-    bias_gelu_forward(ctx, xt, bt, Tensor::view_of(ys.data(), Device::CPU, {n, h}));
-    bias_gelu_backward(ctx, Tensor::view_of(dys.data(), Device::CPU, {n, h}), xt, bt,
-                       Tensor::view_of(dxs.data(), Device::CPU, {n, h}),
-                       Tensor::view_of(dbs.data(), Device::CPU, {h}), Tensor{});
+    run_op(ctx, BiasGeluForward{
+                    .x = xt, .b = bt, .y = Out(Tensor::view_of(ys.data(), Device::CPU, {n, h}))});
+    run_op(ctx, BiasGeluBackward{.dy = Tensor::view_of(dys.data(), Device::CPU, {n, h}),
+                                 .x = xt,
+                                 .b = bt,
+                                 .dx = Out(Tensor::view_of(dxs.data(), Device::CPU, {n, h})),
+                                 .db = Out(Tensor::view_of(dbs.data(), Device::CPU, {h})),
+                                 .workspace = Out(Tensor{})});
   };
   run(x, b, y, dy, dx, db);
   run(xf, bf, yf, dyf, dxf, dbf);
@@ -63,16 +67,22 @@ TEST_CASE("bias + GELU refuses mismatched shapes and dtypes", "[gelu]") {
   Context ctx = Context::cpu();
   std::vector<float> x(12, 0.5f), b(4, 0.1f), y(12), short_b(3);
   const Tensor xt = Tensor::view_of(x.data(), Device::CPU, {3, 4});
-  CHECK_THROWS_AS(bias_gelu_forward(ctx, xt, Tensor::view_of(short_b.data(), Device::CPU, {3}),
-                                    Tensor::view_of(y.data(), Device::CPU, {3, 4})),
-                  Error);
-  CHECK_THROWS_AS(bias_gelu_forward(ctx, xt, Tensor::view_of(b.data(), Device::CPU, {4}),
-                                    Tensor::view_of(y.data(), Device::CPU, {4, 3})),
-                  Error);
+  CHECK_THROWS_AS(
+      run_op(ctx, BiasGeluForward{.x = xt,
+                                  .b = Tensor::view_of(short_b.data(), Device::CPU, {3}),
+                                  .y = Out(Tensor::view_of(y.data(), Device::CPU, {3, 4}))}),
+      Error);
+  CHECK_THROWS_AS(
+      run_op(ctx, BiasGeluForward{.x = xt,
+                                  .b = Tensor::view_of(b.data(), Device::CPU, {4}),
+                                  .y = Out(Tensor::view_of(y.data(), Device::CPU, {4, 3}))}),
+      Error);
   std::vector<double> yd(12);
-  CHECK_THROWS_AS(bias_gelu_forward(ctx, xt, Tensor::view_of(b.data(), Device::CPU, {4}),
-                                    Tensor::view_of(yd.data(), Device::CPU, {3, 4})),
-                  Error);
+  CHECK_THROWS_AS(
+      run_op(ctx, BiasGeluForward{.x = xt,
+                                  .b = Tensor::view_of(b.data(), Device::CPU, {4}),
+                                  .y = Out(Tensor::view_of(yd.data(), Device::CPU, {3, 4}))}),
+      Error);
 }
 
 TEST_CASE("the vectorized f32 GELU keeps its relative accuracy in the left tail", "[gelu]") {
@@ -85,10 +95,14 @@ TEST_CASE("the vectorized f32 GELU keeps its relative accuracy in the left tail"
   for (int64_t i = 0; i < n * h; ++i) x[i] = -9.0f + 18.0f * static_cast<float>(i) / (n * h - 1);
   const Tensor xt = Tensor::view_of(x.data(), Device::CPU, {n, h});
   const Tensor bt = Tensor::view_of(b.data(), Device::CPU, {h});
-  bias_gelu_forward(ctx, xt, bt, Tensor::view_of(y.data(), Device::CPU, {n, h}));
-  bias_gelu_backward(ctx, Tensor::view_of(dy.data(), Device::CPU, {n, h}), xt, bt,
-                     Tensor::view_of(dx.data(), Device::CPU, {n, h}),
-                     Tensor::view_of(db.data(), Device::CPU, {h}), Tensor{});
+  run_op(ctx, BiasGeluForward{
+                  .x = xt, .b = bt, .y = Out(Tensor::view_of(y.data(), Device::CPU, {n, h}))});
+  run_op(ctx, BiasGeluBackward{.dy = Tensor::view_of(dy.data(), Device::CPU, {n, h}),
+                               .x = xt,
+                               .b = bt,
+                               .dx = Out(Tensor::view_of(dx.data(), Device::CPU, {n, h})),
+                               .db = Out(Tensor::view_of(db.data(), Device::CPU, {h})),
+                               .workspace = Out(Tensor{})});
   for (int64_t i = 0; i < n * h; ++i) {
     const double u = x[i];
     const double cdf = 0.5 * std::erfc(-u / std::sqrt(2.0));

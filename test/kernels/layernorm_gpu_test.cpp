@@ -38,13 +38,22 @@ void check_layernorm(int64_t n, int64_t h, DType dtype) {
   Arena arena("layernorm", Device::CUDA, static_cast<size_t>(n * h) * 24 + (16 << 20));
   Inputs in = make_inputs(n, h, dtype);
   std::vector<float> y(n * h), mean(n), rstd(n), dx(n * h), dgamma = in.dgamma0, dbeta = in.dbeta0;
-  layernorm_forward(cpu, test::view(in.x, {n, h}), test::view(in.gamma, {h}),
-                    test::view(in.beta, {h}), 1e-12f, test::view(y, {n, h}), test::view(mean, {n}),
-                    test::view(rstd, {n}));
-  layernorm_backward(cpu, test::view(in.dy, {n, h}), test::view(in.x, {n, h}),
-                     test::view(in.gamma, {h}), test::view(mean, {n}), test::view(rstd, {n}),
-                     test::view(dx, {n, h}), test::view(dgamma, {h}), test::view(dbeta, {h}),
-                     Tensor{});
+  run_op(cpu, LayerNormForward{.x = test::view(in.x, {n, h}),
+                               .gamma = test::view(in.gamma, {h}),
+                               .beta = test::view(in.beta, {h}),
+                               .eps = 1e-12f,
+                               .y = Out(test::view(y, {n, h})),
+                               .mean = Out(test::view(mean, {n})),
+                               .rstd = Out(test::view(rstd, {n}))});
+  run_op(cpu, LayerNormBackward{.dy = test::view(in.dy, {n, h}),
+                                .x = test::view(in.x, {n, h}),
+                                .gamma = test::view(in.gamma, {h}),
+                                .mean = test::view(mean, {n}),
+                                .rstd = test::view(rstd, {n}),
+                                .dx = Out(test::view(dx, {n, h})),
+                                .dgamma = Out(test::view(dgamma, {h})),
+                                .dbeta = Out(test::view(dbeta, {h})),
+                                .workspace = Out(Tensor{})});
 
   const Tensor gx = test::upload_as(gpu, arena, in.x, dtype, {n, h});
   const Tensor gdy = test::upload_as(gpu, arena, in.dy, dtype, {n, h});
@@ -58,8 +67,22 @@ void check_layernorm(int64_t n, int64_t h, DType dtype) {
   for (const Tensor* t : {&gy, &gdx, &gmean, &grstd, &ws}) poison_tensor(gpu.stream(), *t);
   const Tensor gdgamma = test::upload(gpu, arena, in.dgamma0, {h});
   const Tensor gdbeta = test::upload(gpu, arena, in.dbeta0, {h});
-  layernorm_forward(gpu, gx, ggamma, gbeta, 1e-12f, gy, gmean, grstd);
-  layernorm_backward(gpu, gdy, gx, ggamma, gmean, grstd, gdx, gdgamma, gdbeta, ws);
+  run_op(gpu, LayerNormForward{.x = gx,
+                               .gamma = ggamma,
+                               .beta = gbeta,
+                               .eps = 1e-12f,
+                               .y = Out(gy),
+                               .mean = Out(gmean),
+                               .rstd = Out(grstd)});
+  run_op(gpu, LayerNormBackward{.dy = gdy,
+                                .x = gx,
+                                .gamma = ggamma,
+                                .mean = gmean,
+                                .rstd = grstd,
+                                .dx = Out(gdx),
+                                .dgamma = Out(gdgamma),
+                                .dbeta = Out(gdbeta),
+                                .workspace = Out(ws)});
   CHECK(test::normwise_error(test::download_f32(gpu, gy), y) < tol);
   CHECK(test::normwise_error(test::download<float>(gpu, gmean), mean) < 1e-5);
   CHECK(test::normwise_error(test::download<float>(gpu, grstd), rstd) < 1e-5);
@@ -72,7 +95,15 @@ void check_layernorm(int64_t n, int64_t h, DType dtype) {
   // A second run from the same starting gradients gives the same bits.
   const Tensor gdgamma2 = test::upload(gpu, arena, in.dgamma0, {h});
   const Tensor gdbeta2 = test::upload(gpu, arena, in.dbeta0, {h});
-  layernorm_backward(gpu, gdy, gx, ggamma, gmean, grstd, gdx, gdgamma2, gdbeta2, ws);
+  run_op(gpu, LayerNormBackward{.dy = gdy,
+                                .x = gx,
+                                .gamma = ggamma,
+                                .mean = gmean,
+                                .rstd = grstd,
+                                .dx = Out(gdx),
+                                .dgamma = Out(gdgamma2),
+                                .dbeta = Out(gdbeta2),
+                                .workspace = Out(ws)});
   CHECK(std::memcmp(test::download<float>(gpu, gdgamma2).data(), got_dgamma.data(), h * 4) == 0);
   CHECK(std::memcmp(test::download<float>(gpu, gdbeta2).data(), got_dbeta.data(), h * 4) == 0);
 }
@@ -89,19 +120,36 @@ void check_residual_layernorm(int64_t n, int64_t h, uint64_t offset, DType dtype
   // The reference: sum = dropout(x) + residual in f32, rounded to the activation dtype (what the
   // GPU stores and normalises), then the plain layernorm and its backward.
   std::vector<float> sum(n * h), y(n * h), mean(n), rstd(n), y_fused(n * h), m2(n), r2(n);
-  residual_layernorm_forward(cpu, test::view(in.x, {n, h}), test::view(in.residual, {n, h}), site,
-                             test::view(in.gamma, {h}), test::view(in.beta, {h}), 1e-12f,
-                             test::view(sum, {n, h}), test::view(y_fused, {n, h}),
-                             test::view(m2, {n}), test::view(r2, {n}));
+  run_op(cpu, ResidualLayerNormForward{.x = test::view(in.x, {n, h}),
+                                       .residual = test::view(in.residual, {n, h}),
+                                       .site = site,
+                                       .gamma = test::view(in.gamma, {h}),
+                                       .beta = test::view(in.beta, {h}),
+                                       .eps = 1e-12f,
+                                       .sum = Out(test::view(sum, {n, h})),
+                                       .y = Out(test::view(y_fused, {n, h})),
+                                       .mean = Out(test::view(m2, {n})),
+                                       .rstd = Out(test::view(r2, {n}))});
   sum = test::as_dtype(sum, dtype);
-  layernorm_forward(cpu, test::view(sum, {n, h}), test::view(in.gamma, {h}),
-                    test::view(in.beta, {h}), 1e-12f, test::view(y, {n, h}), test::view(mean, {n}),
-                    test::view(rstd, {n}));
+  run_op(cpu, LayerNormForward{.x = test::view(sum, {n, h}),
+                               .gamma = test::view(in.gamma, {h}),
+                               .beta = test::view(in.beta, {h}),
+                               .eps = 1e-12f,
+                               .y = Out(test::view(y, {n, h})),
+                               .mean = Out(test::view(mean, {n})),
+                               .rstd = Out(test::view(rstd, {n}))});
   std::vector<float> dx(n * h), dres(n * h), dgamma = in.dgamma0, dbeta = in.dbeta0;
-  residual_layernorm_backward(
-      cpu, test::view(in.dy, {n, h}), test::view(sum, {n, h}), test::view(in.gamma, {h}),
-      test::view(mean, {n}), test::view(rstd, {n}), site, test::view(dx, {n, h}),
-      test::view(dres, {n, h}), test::view(dgamma, {h}), test::view(dbeta, {h}), Tensor{});
+  run_op(cpu, ResidualLayerNormBackward{.dy = test::view(in.dy, {n, h}),
+                                        .sum = test::view(sum, {n, h}),
+                                        .gamma = test::view(in.gamma, {h}),
+                                        .mean = test::view(mean, {n}),
+                                        .rstd = test::view(rstd, {n}),
+                                        .site = site,
+                                        .dx = Out(test::view(dx, {n, h})),
+                                        .dresidual = Out(test::view(dres, {n, h})),
+                                        .dgamma = Out(test::view(dgamma, {h})),
+                                        .dbeta = Out(test::view(dbeta, {h})),
+                                        .workspace = Out(Tensor{})});
 
   const Tensor gx = test::upload_as(gpu, arena, in.x, dtype, {n, h});
   const Tensor gres = test::upload_as(gpu, arena, in.residual, dtype, {n, h});
@@ -120,9 +168,27 @@ void check_residual_layernorm(int64_t n, int64_t h, uint64_t offset, DType dtype
   }
   const Tensor gdgamma = test::upload(gpu, arena, in.dgamma0, {h});
   const Tensor gdbeta = test::upload(gpu, arena, in.dbeta0, {h});
-  residual_layernorm_forward(gpu, gx, gres, site, ggamma, gbeta, 1e-12f, gsum, gy, gmean, grstd);
-  residual_layernorm_backward(gpu, gdy, gsum, ggamma, gmean, grstd, site, gdx, gdres, gdgamma,
-                              gdbeta, ws);
+  run_op(gpu, ResidualLayerNormForward{.x = gx,
+                                       .residual = gres,
+                                       .site = site,
+                                       .gamma = ggamma,
+                                       .beta = gbeta,
+                                       .eps = 1e-12f,
+                                       .sum = Out(gsum),
+                                       .y = Out(gy),
+                                       .mean = Out(gmean),
+                                       .rstd = Out(grstd)});
+  run_op(gpu, ResidualLayerNormBackward{.dy = gdy,
+                                        .sum = gsum,
+                                        .gamma = ggamma,
+                                        .mean = gmean,
+                                        .rstd = grstd,
+                                        .site = site,
+                                        .dx = Out(gdx),
+                                        .dresidual = Out(gdres),
+                                        .dgamma = Out(gdgamma),
+                                        .dbeta = Out(gdbeta),
+                                        .workspace = Out(ws)});
   const std::vector<float> got_sum = test::download_f32(gpu, gsum);
   CHECK(test::max_relative_error(got_sum, sum) < 1e-6);  // same mask, one f32 add, same rounding
   CHECK(test::normwise_error(test::download_f32(gpu, gy), y) < tol);

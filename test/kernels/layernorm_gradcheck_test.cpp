@@ -21,16 +21,27 @@ void check_layernorm(int64_t n, int64_t h, size_t max_checks) {
   const double eps = 1e-12;
   long double base = 0;
   auto run = [&] {
-    layernorm_forward(ctx, test::view(x, {n, h}), test::view(gamma, {h}), test::view(beta, {h}),
-                      eps, test::view(y, {n, h}), test::view(mean, {n}), test::view(rstd, {n}));
+    run_op(ctx, LayerNormForward{.x = test::view(x, {n, h}),
+                                 .gamma = test::view(gamma, {h}),
+                                 .beta = test::view(beta, {h}),
+                                 .eps = eps,
+                                 .y = Out(test::view(y, {n, h})),
+                                 .mean = Out(test::view(mean, {n})),
+                                 .rstd = Out(test::view(rstd, {n}))});
     return static_cast<double>(test::compensated_weighted_sum(y, w) - base);
   };
   run();
   base = test::compensated_weighted_sum(y, w);
   std::vector<double> dy = w, dx(n * h), dgamma(h, 0.0), dbeta(h, 0.0);
-  layernorm_backward(ctx, test::view(dy, {n, h}), test::view(x, {n, h}), test::view(gamma, {h}),
-                     test::view(mean, {n}), test::view(rstd, {n}), test::view(dx, {n, h}),
-                     test::view(dgamma, {h}), test::view(dbeta, {h}), Tensor{});
+  run_op(ctx, LayerNormBackward{.dy = test::view(dy, {n, h}),
+                                .x = test::view(x, {n, h}),
+                                .gamma = test::view(gamma, {h}),
+                                .mean = test::view(mean, {n}),
+                                .rstd = test::view(rstd, {n}),
+                                .dx = Out(test::view(dx, {n, h})),
+                                .dgamma = Out(test::view(dgamma, {h})),
+                                .dbeta = Out(test::view(dbeta, {h})),
+                                .workspace = Out(Tensor{})});
   test::expect_gradient("x", x, dx, run, max_checks);
   test::expect_gradient("gamma", gamma, dgamma, run, max_checks);
   test::expect_gradient("beta", beta, dbeta, run, max_checks);
@@ -47,19 +58,32 @@ void check_residual_layernorm(int64_t n, int64_t h, float p, size_t max_checks) 
   std::vector<double> sum(n * h), y(n * h), mean(n), rstd(n);
   long double base = 0;
   auto run = [&] {
-    residual_layernorm_forward(ctx, test::view(x, {n, h}), test::view(residual, {n, h}), site,
-                               test::view(gamma, {h}), test::view(beta, {h}), 1e-12f,
-                               test::view(sum, {n, h}), test::view(y, {n, h}),
-                               test::view(mean, {n}), test::view(rstd, {n}));
+    run_op(ctx, ResidualLayerNormForward{.x = test::view(x, {n, h}),
+                                         .residual = test::view(residual, {n, h}),
+                                         .site = site,
+                                         .gamma = test::view(gamma, {h}),
+                                         .beta = test::view(beta, {h}),
+                                         .eps = 1e-12f,
+                                         .sum = Out(test::view(sum, {n, h})),
+                                         .y = Out(test::view(y, {n, h})),
+                                         .mean = Out(test::view(mean, {n})),
+                                         .rstd = Out(test::view(rstd, {n}))});
     return static_cast<double>(test::compensated_weighted_sum(y, w) - base);
   };
   run();
   base = test::compensated_weighted_sum(y, w);
   std::vector<double> dy = w, dx(n * h), dresidual(n * h), dgamma(h, 0.0), dbeta(h, 0.0);
-  residual_layernorm_backward(ctx, test::view(dy, {n, h}), test::view(sum, {n, h}),
-                              test::view(gamma, {h}), test::view(mean, {n}), test::view(rstd, {n}),
-                              site, test::view(dx, {n, h}), test::view(dresidual, {n, h}),
-                              test::view(dgamma, {h}), test::view(dbeta, {h}), Tensor{});
+  run_op(ctx, ResidualLayerNormBackward{.dy = test::view(dy, {n, h}),
+                                        .sum = test::view(sum, {n, h}),
+                                        .gamma = test::view(gamma, {h}),
+                                        .mean = test::view(mean, {n}),
+                                        .rstd = test::view(rstd, {n}),
+                                        .site = site,
+                                        .dx = Out(test::view(dx, {n, h})),
+                                        .dresidual = Out(test::view(dresidual, {n, h})),
+                                        .dgamma = Out(test::view(dgamma, {h})),
+                                        .dbeta = Out(test::view(dbeta, {h})),
+                                        .workspace = Out(Tensor{})});
   test::expect_gradient("x", x, dx, run, max_checks);
   test::expect_gradient("residual", residual, dresidual, run, max_checks);
   test::expect_gradient("gamma", gamma, dgamma, run, max_checks);

@@ -14,8 +14,13 @@ TEST_CASE("layernorm rows have mean 0 and variance 1 before gamma and beta", "[l
   const int64_t n = 6, h = 37;
   std::vector<double> x = test::random_vector<double>(n * h, 1, -3, 5);
   std::vector<double> ones(h, 1.0), zeros(h, 0.0), y(n * h), mean(n), rstd(n);
-  layernorm_forward(ctx, test::view(x, {n, h}), test::view(ones, {h}), test::view(zeros, {h}),
-                    1e-12f, test::view(y, {n, h}), test::view(mean, {n}), test::view(rstd, {n}));
+  run_op(ctx, LayerNormForward{.x = test::view(x, {n, h}),
+                               .gamma = test::view(ones, {h}),
+                               .beta = test::view(zeros, {h}),
+                               .eps = 1e-12f,
+                               .y = Out(test::view(y, {n, h})),
+                               .mean = Out(test::view(mean, {n})),
+                               .rstd = Out(test::view(rstd, {n}))});
   for (int64_t r = 0; r < n; ++r) {
     double m = 0, v = 0, xm = 0;
     for (int64_t j = 0; j < h; ++j) m += y[r * h + j], xm += x[r * h + j];
@@ -33,8 +38,13 @@ TEST_CASE("layernorm rows have mean 0 and variance 1 before gamma and beta", "[l
   std::vector<double> gamma = test::random_vector<double>(h, 2),
                       beta = test::random_vector<double>(h, 3);
   std::vector<double> y2(n * h);
-  layernorm_forward(ctx, test::view(x, {n, h}), test::view(gamma, {h}), test::view(beta, {h}),
-                    1e-12f, test::view(y2, {n, h}), test::view(mean, {n}), test::view(rstd, {n}));
+  run_op(ctx, LayerNormForward{.x = test::view(x, {n, h}),
+                               .gamma = test::view(gamma, {h}),
+                               .beta = test::view(beta, {h}),
+                               .eps = 1e-12f,
+                               .y = Out(test::view(y2, {n, h})),
+                               .mean = Out(test::view(mean, {n})),
+                               .rstd = Out(test::view(rstd, {n}))});
   for (int64_t i = 0; i < n * h; ++i) {
     REQUIRE(y2[i] == Approx(y[i] * gamma[i % h] + beta[i % h]).epsilon(1e-12).margin(1e-14));
   }
@@ -48,12 +58,23 @@ TEST_CASE("layernorm backward accumulates dgamma and dbeta and writes dx", "[lay
   std::vector<float> beta = test::random_vector<float>(h, 6);
   std::vector<float> dy = test::random_vector<float>(n * h, 7);
   std::vector<float> y(n * h), mean(n), rstd(n), dx(n * h, 99.0f), dgamma(h, 0.0f), dbeta(h, 0.0f);
-  layernorm_forward(ctx, test::view(x, {n, h}), test::view(gamma, {h}), test::view(beta, {h}),
-                    1e-12f, test::view(y, {n, h}), test::view(mean, {n}), test::view(rstd, {n}));
+  run_op(ctx, LayerNormForward{.x = test::view(x, {n, h}),
+                               .gamma = test::view(gamma, {h}),
+                               .beta = test::view(beta, {h}),
+                               .eps = 1e-12f,
+                               .y = Out(test::view(y, {n, h})),
+                               .mean = Out(test::view(mean, {n})),
+                               .rstd = Out(test::view(rstd, {n}))});
   auto backward = [&] {
-    layernorm_backward(ctx, test::view(dy, {n, h}), test::view(x, {n, h}), test::view(gamma, {h}),
-                       test::view(mean, {n}), test::view(rstd, {n}), test::view(dx, {n, h}),
-                       test::view(dgamma, {h}), test::view(dbeta, {h}), Tensor{});
+    run_op(ctx, LayerNormBackward{.dy = test::view(dy, {n, h}),
+                                  .x = test::view(x, {n, h}),
+                                  .gamma = test::view(gamma, {h}),
+                                  .mean = test::view(mean, {n}),
+                                  .rstd = test::view(rstd, {n}),
+                                  .dx = Out(test::view(dx, {n, h})),
+                                  .dgamma = Out(test::view(dgamma, {h})),
+                                  .dbeta = Out(test::view(dbeta, {h})),
+                                  .workspace = Out(Tensor{})});
   };
   backward();
   const std::vector<float> dx1 = dx, dgamma1 = dgamma, dbeta1 = dbeta;
@@ -84,17 +105,29 @@ TEST_CASE("residual layernorm normalises dropout(x) + residual and saves that su
   for (float p : {0.0f, 0.2f}) {
     const DropoutSite site{ctx.rng(RngPurpose::kDropout, 4), dropout_site_offset(6), p};
     std::vector<float> sum(n * h), y(n * h), mean(n), rstd(n);
-    residual_layernorm_forward(ctx, test::view(x, {n, h}), test::view(res, {n, h}), site,
-                               test::view(gamma, {h}), test::view(beta, {h}), 1e-12f,
-                               test::view(sum, {n, h}), test::view(y, {n, h}),
-                               test::view(mean, {n}), test::view(rstd, {n}));
+    run_op(ctx, ResidualLayerNormForward{.x = test::view(x, {n, h}),
+                                         .residual = test::view(res, {n, h}),
+                                         .site = site,
+                                         .gamma = test::view(gamma, {h}),
+                                         .beta = test::view(beta, {h}),
+                                         .eps = 1e-12f,
+                                         .sum = Out(test::view(sum, {n, h})),
+                                         .y = Out(test::view(y, {n, h})),
+                                         .mean = Out(test::view(mean, {n})),
+                                         .rstd = Out(test::view(rstd, {n}))});
     std::vector<float> dropped(n * h), expect_sum(n * h), expect_y(n * h), m2(n), r2(n);
-    dropout_forward(ctx, test::view(x, {n * h}), test::view(dropped, {n * h}), site);
+    run_op(ctx,
+           DropoutForward{
+               .x = test::view(x, {n * h}), .site = site, .y = Out(test::view(dropped, {n * h}))});
     for (int64_t i = 0; i < n * h; ++i) expect_sum[i] = dropped[i] + res[i];
     CHECK(sum == expect_sum);
-    layernorm_forward(ctx, test::view(expect_sum, {n, h}), test::view(gamma, {h}),
-                      test::view(beta, {h}), 1e-12f, test::view(expect_y, {n, h}),
-                      test::view(m2, {n}), test::view(r2, {n}));
+    run_op(ctx, LayerNormForward{.x = test::view(expect_sum, {n, h}),
+                                 .gamma = test::view(gamma, {h}),
+                                 .beta = test::view(beta, {h}),
+                                 .eps = 1e-12f,
+                                 .y = Out(test::view(expect_y, {n, h})),
+                                 .mean = Out(test::view(m2, {n})),
+                                 .rstd = Out(test::view(r2, {n}))});
     CHECK(y == expect_y);
     CHECK(mean == m2);
     CHECK(rstd == r2);
@@ -107,23 +140,41 @@ TEST_CASE("residual layernorm normalises dropout(x) + residual and saves that su
 TEST_CASE("layernorm refuses bad shapes and eps <= 0 and p = 1", "[layernorm]") {
   Context ctx = Context::cpu();
   std::vector<float> x(12, 1.0f), g(4, 1.0f), b(4, 0.0f), y(12), m(3), r(3), short_g(3);
-  CHECK_THROWS_AS(
-      layernorm_forward(ctx, test::view(x, {3, 4}), test::view(short_g, {3}), test::view(b, {4}),
-                        1e-12f, test::view(y, {3, 4}), test::view(m, {3}), test::view(r, {3})),
-      Error);
-  CHECK_THROWS_AS(
-      layernorm_forward(ctx, test::view(x, {3, 4}), test::view(g, {4}), test::view(b, {4}), 1e-12f,
-                        test::view(y, {3, 4}), test::view(m, {2}), test::view(r, {3})),
-      Error);
-  CHECK_THROWS_WITH(
-      layernorm_forward(ctx, test::view(x, {3, 4}), test::view(g, {4}), test::view(b, {4}), 0.0f,
-                        test::view(y, {3, 4}), test::view(m, {3}), test::view(r, {3})),
-      Catch::Contains("eps"));
+  CHECK_THROWS_AS(run_op(ctx, LayerNormForward{.x = test::view(x, {3, 4}),
+                                               .gamma = test::view(short_g, {3}),
+                                               .beta = test::view(b, {4}),
+                                               .eps = 1e-12f,
+                                               .y = Out(test::view(y, {3, 4})),
+                                               .mean = Out(test::view(m, {3})),
+                                               .rstd = Out(test::view(r, {3}))}),
+                  Error);
+  CHECK_THROWS_AS(run_op(ctx, LayerNormForward{.x = test::view(x, {3, 4}),
+                                               .gamma = test::view(g, {4}),
+                                               .beta = test::view(b, {4}),
+                                               .eps = 1e-12f,
+                                               .y = Out(test::view(y, {3, 4})),
+                                               .mean = Out(test::view(m, {2})),
+                                               .rstd = Out(test::view(r, {3}))}),
+                  Error);
+  CHECK_THROWS_WITH(run_op(ctx, LayerNormForward{.x = test::view(x, {3, 4}),
+                                                 .gamma = test::view(g, {4}),
+                                                 .beta = test::view(b, {4}),
+                                                 .eps = 0.0f,
+                                                 .y = Out(test::view(y, {3, 4})),
+                                                 .mean = Out(test::view(m, {3})),
+                                                 .rstd = Out(test::view(r, {3}))}),
+                    Catch::Contains("eps"));
   std::vector<float> res(12), sum(12);
   const DropoutSite site{ctx.rng(RngPurpose::kDropout, 0), 0, 1.0f};
-  CHECK_THROWS_WITH(residual_layernorm_forward(ctx, test::view(x, {3, 4}), test::view(res, {3, 4}),
-                                               site, test::view(g, {4}), test::view(b, {4}), 1e-12f,
-                                               test::view(sum, {3, 4}), test::view(y, {3, 4}),
-                                               test::view(m, {3}), test::view(r, {3})),
+  CHECK_THROWS_WITH(run_op(ctx, ResidualLayerNormForward{.x = test::view(x, {3, 4}),
+                                                         .residual = test::view(res, {3, 4}),
+                                                         .site = site,
+                                                         .gamma = test::view(g, {4}),
+                                                         .beta = test::view(b, {4}),
+                                                         .eps = 1e-12f,
+                                                         .sum = Out(test::view(sum, {3, 4})),
+                                                         .y = Out(test::view(y, {3, 4})),
+                                                         .mean = Out(test::view(m, {3})),
+                                                         .rstd = Out(test::view(r, {3}))}),
                     Catch::Contains("[0, 1)"));
 }

@@ -38,11 +38,12 @@ TEST_CASE("masking on the GPU equals the CPU bit for bit", "[masking][gpu]") {
     params.stream = RngStream{11, RngPurpose::kMasking, static_cast<uint32_t>(t), 0};
     std::vector<int32_t> masked(b * t), positions(b * n), original(b * n);
     std::vector<float> weights(b * n);
-    mask_tokens(cpu, Tensor::view_of(ids.data(), Device::CPU, {b, t}), params,
-                Tensor::view_of(masked.data(), Device::CPU, {b, t}),
-                Tensor::view_of(positions.data(), Device::CPU, {b, n}),
-                Tensor::view_of(original.data(), Device::CPU, {b, n}),
-                Tensor::view_of(weights.data(), Device::CPU, {b, n}));
+    run_op(cpu, MaskTokens{.ids = Tensor::view_of(ids.data(), Device::CPU, {b, t}),
+                           .params = params,
+                           .masked_ids = Out(Tensor::view_of(masked.data(), Device::CPU, {b, t})),
+                           .positions = Out(Tensor::view_of(positions.data(), Device::CPU, {b, n})),
+                           .original = Out(Tensor::view_of(original.data(), Device::CPU, {b, n})),
+                           .weights = Out(Tensor::view_of(weights.data(), Device::CPU, {b, n}))});
     const size_t mark = arena.mark();
     const Tensor d_ids = test::upload(gpu, arena, ids, {b, t});
     const Tensor d_masked = arena.alloc(DType::I32, {b, t});
@@ -52,7 +53,12 @@ TEST_CASE("masking on the GPU equals the CPU bit for bit", "[masking][gpu]") {
     for (const Tensor* out : {&d_masked, &d_positions, &d_original, &d_weights}) {
       poison_tensor(gpu.stream(), *out);
     }
-    mask_tokens(gpu, d_ids, params, d_masked, d_positions, d_original, d_weights);
+    run_op(gpu, MaskTokens{.ids = d_ids,
+                           .params = params,
+                           .masked_ids = Out(d_masked),
+                           .positions = Out(d_positions),
+                           .original = Out(d_original),
+                           .weights = Out(d_weights)});
     CHECK(test::download<int32_t>(gpu, d_masked) == masked);
     CHECK(test::download<int32_t>(gpu, d_positions) == positions);
     CHECK(test::download<int32_t>(gpu, d_original) == original);

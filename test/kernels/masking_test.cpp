@@ -20,11 +20,13 @@ Masked run(std::vector<int32_t>& ids, int64_t b, int64_t t, int64_t n,
   Context ctx = Context::cpu();
   Masked out{std::vector<int32_t>(b * t), std::vector<int32_t>(b * n), std::vector<int32_t>(b * n),
              std::vector<float>(b * n)};
-  mask_tokens(ctx, Tensor::view_of(ids.data(), Device::CPU, {b, t}), params,
-              Tensor::view_of(out.ids.data(), Device::CPU, {b, t}),
-              Tensor::view_of(out.positions.data(), Device::CPU, {b, n}),
-              Tensor::view_of(out.original.data(), Device::CPU, {b, n}),
-              Tensor::view_of(out.weights.data(), Device::CPU, {b, n}));
+  run_op(ctx,
+         MaskTokens{.ids = Tensor::view_of(ids.data(), Device::CPU, {b, t}),
+                    .params = params,
+                    .masked_ids = Out(Tensor::view_of(out.ids.data(), Device::CPU, {b, t})),
+                    .positions = Out(Tensor::view_of(out.positions.data(), Device::CPU, {b, n})),
+                    .original = Out(Tensor::view_of(out.original.data(), Device::CPU, {b, n})),
+                    .weights = Out(Tensor::view_of(out.weights.data(), Device::CPU, {b, n}))});
   return out;
 }
 
@@ -187,11 +189,12 @@ TEST_CASE("BERT corruption: 80% [MASK], 10% random, 10% kept", "[masking]") {
   for (int64_t s = 0; s < b; ++s) ids[s * t] = params.cls_id, ids[s * t + t - 1] = params.sep_id;
   std::vector<int32_t> masked(b * t), positions(b * n), original(b * n);
   std::vector<float> weights(b * n);
-  mask_tokens(ctx, Tensor::view_of(ids.data(), Device::CPU, {b, t}), params,
-              Tensor::view_of(masked.data(), Device::CPU, {b, t}),
-              Tensor::view_of(positions.data(), Device::CPU, {b, n}),
-              Tensor::view_of(original.data(), Device::CPU, {b, n}),
-              Tensor::view_of(weights.data(), Device::CPU, {b, n}));
+  run_op(ctx, MaskTokens{.ids = Tensor::view_of(ids.data(), Device::CPU, {b, t}),
+                         .params = params,
+                         .masked_ids = Out(Tensor::view_of(masked.data(), Device::CPU, {b, t})),
+                         .positions = Out(Tensor::view_of(positions.data(), Device::CPU, {b, n})),
+                         .original = Out(Tensor::view_of(original.data(), Device::CPU, {b, n})),
+                         .weights = Out(Tensor::view_of(weights.data(), Device::CPU, {b, n}))});
   double chosen = 0, mask = 0, random = 0, kept = 0, random_sum = 0, changed_elsewhere = 0;
   std::vector<bool> is_chosen(b * t, false);
   for (int64_t i = 0; i < b * n; ++i) {

@@ -26,8 +26,12 @@ TEST_CASE("mse_loss on the GPU matches the CPU", "[mse_loss][gpu]") {
     std::vector<float> seen = test::as_dtype(p, dtype);
     std::vector<float> y = targets, w = weights;
     std::vector<float> loss(n), dp(n);
-    mse_loss(cpu, test::view(seen), test::view(y), test::view(w), scale, test::view(loss),
-             test::view(dp));
+    run_op(cpu, MseLoss{.predictions = test::view(seen),
+                        .targets = test::view(y),
+                        .weights = test::view(w),
+                        .scale = scale,
+                        .loss = Out(test::view(loss)),
+                        .dpredictions = Out(test::view(dp))});
     const Tensor d_p = test::upload_as(gpu, arena, p, dtype, {n});
     const Tensor d_y = test::upload(gpu, arena, targets, {n});
     const Tensor d_w = test::upload(gpu, arena, weights, {n});
@@ -35,7 +39,12 @@ TEST_CASE("mse_loss on the GPU matches the CPU", "[mse_loss][gpu]") {
     const Tensor d_dp = arena.alloc(dtype, {n});
     poison_tensor(gpu.stream(), d_loss);
     poison_tensor(gpu.stream(), d_dp);
-    mse_loss(gpu, d_p, d_y, d_w, scale, d_loss, d_dp);
+    run_op(gpu, MseLoss{.predictions = d_p,
+                        .targets = d_y,
+                        .weights = d_w,
+                        .scale = scale,
+                        .loss = Out(d_loss),
+                        .dpredictions = Out(d_dp)});
     if (dtype == DType::F32) {
       CHECK(test::download<float>(gpu, d_loss) == loss);
       CHECK(test::download<float>(gpu, d_dp) == dp);
@@ -44,7 +53,12 @@ TEST_CASE("mse_loss on the GPU matches the CPU", "[mse_loss][gpu]") {
       CHECK(test::max_relative_error(test::download_f32(gpu, d_dp), dp) < 2e-2);
     }
     // In place: dpredictions over the predictions.
-    mse_loss(gpu, d_p, d_y, d_w, scale, d_loss, d_p);
+    run_op(gpu, MseLoss{.predictions = d_p,
+                        .targets = d_y,
+                        .weights = d_w,
+                        .scale = scale,
+                        .loss = Out(d_loss),
+                        .dpredictions = Out(d_p)});
     CHECK(test::max_relative_error(test::download_f32(gpu, d_p), dp) <
           (dtype == DType::F32 ? 1e-7 : 2e-2));
     arena.rewind(mark);

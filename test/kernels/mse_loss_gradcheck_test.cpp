@@ -18,8 +18,12 @@ TEST_CASE("mse_loss dpredictions match central differences in f64", "[mse_loss][
   const float scale = 1.0f / 39.5f;
   std::vector<double> loss(n), dp(n);
   auto evaluate = [&] {
-    mse_loss(ctx, test::view(p), test::view(targets), test::view(weights), scale, test::view(loss),
-             test::view(dp));
+    run_op(ctx, MseLoss{.predictions = test::view(p),
+                        .targets = test::view(targets),
+                        .weights = test::view(weights),
+                        .scale = scale,
+                        .loss = Out(test::view(loss)),
+                        .dpredictions = Out(test::view(dp))});
     double total = 0;
     for (double l : loss) total += l;
     return total * static_cast<double>(scale);

@@ -14,8 +14,12 @@ TEST_CASE("mse_loss loss and dpredictions on a hand case", "[mse_loss]") {
   std::vector<float> y = {0.5f, 0.25f, 0.75f, 1.0f, 0.0f};
   std::vector<float> w = {1, 1, 1, 0.5f, 0};
   std::vector<float> loss(5, -1.0f), dp(5, -1.0f);
-  mse_loss(ctx, test::view(p), test::view(y), test::view(w), 0.25f, test::view(loss),
-           test::view(dp));
+  run_op(ctx, MseLoss{.predictions = test::view(p),
+                      .targets = test::view(y),
+                      .weights = test::view(w),
+                      .scale = 0.25f,
+                      .loss = Out(test::view(loss)),
+                      .dpredictions = Out(test::view(dp))});
   CHECK(loss == std::vector<float>{0.0f, 0.5625f, 1.0f, 0.5f, 0.0f});
   // 2 * w * scale * (p - y) with scale 0.25.
   CHECK(dp == std::vector<float>{0.0f, 0.375f, -0.5f, 0.25f, 0.0f});
@@ -27,17 +31,30 @@ TEST_CASE("mse_loss writes dpredictions in place and rejects mismatched shapes",
   std::vector<float> y = {0.1f, 0.2f, 0.3f};
   std::vector<float> w = {1, 1, 1};
   std::vector<double> loss(3);
-  mse_loss(ctx, test::view(p), test::view(y), test::view(w), 1.0f, test::view(loss), test::view(p));
+  run_op(ctx, MseLoss{.predictions = test::view(p),
+                      .targets = test::view(y),
+                      .weights = test::view(w),
+                      .scale = 1.0f,
+                      .loss = Out(test::view(loss)),
+                      .dpredictions = Out(test::view(p))});
   CHECK(p[0] == Approx(2 * (0.3 - 0.1f)));
   CHECK(p[1] == Approx(2 * (-0.7 - 0.2f)));
   CHECK(p[2] == Approx(2 * (1.2 - 0.3f)));
   CHECK(loss[1] == Approx((-0.7 - 0.2f) * (-0.7 - 0.2f)));
   std::vector<float> short_targets = {0.0f, 0.0f};
-  CHECK_THROWS_AS(mse_loss(ctx, test::view(p), test::view(short_targets), test::view(w), 1.0f,
-                           test::view(loss), test::view(p)),
+  CHECK_THROWS_AS(run_op(ctx, MseLoss{.predictions = test::view(p),
+                                      .targets = test::view(short_targets),
+                                      .weights = test::view(w),
+                                      .scale = 1.0f,
+                                      .loss = Out(test::view(loss)),
+                                      .dpredictions = Out(test::view(p))}),
                   Error);
   std::vector<double> targets64 = {0.0, 0.0, 0.0};
-  CHECK_THROWS_AS(mse_loss(ctx, test::view(p), test::view(targets64), test::view(w), 1.0f,
-                           test::view(loss), test::view(p)),
+  CHECK_THROWS_AS(run_op(ctx, MseLoss{.predictions = test::view(p),
+                                      .targets = test::view(targets64),
+                                      .weights = test::view(w),
+                                      .scale = 1.0f,
+                                      .loss = Out(test::view(loss)),
+                                      .dpredictions = Out(test::view(p))}),
                   Error);
 }

@@ -25,22 +25,30 @@ TEST_CASE("replace_tokens on the GPU equals the CPU", "[replace][gpu]") {
   }
   std::vector<int32_t> masked(b * t), positions(b * n), original(b * n);
   std::vector<float> weights(b * n);
-  mask_tokens(cpu, test::view(ids, {b, t}), params, test::view(masked, {b, t}),
-              test::view(positions, {b, n}), test::view(original, {b, n}),
-              test::view(weights, {b, n}));
+  run_op(cpu, MaskTokens{.ids = test::view(ids, {b, t}),
+                         .params = params,
+                         .masked_ids = Out(test::view(masked, {b, t})),
+                         .positions = Out(test::view(positions, {b, n})),
+                         .original = Out(test::view(original, {b, n})),
+                         .weights = Out(test::view(weights, {b, n}))});
   std::vector<int32_t> samples = test::random_ints(b * n, 3, 1000, 1010);
   std::vector<int32_t> replaced(b * t), labels(b * t);
-  replace_tokens(cpu, test::view(ids, {b, t}), test::view(positions, {b, n}),
-                 test::view(weights, {b, n}), test::view(samples), test::view(replaced, {b, t}),
-                 test::view(labels, {b, t}));
+  run_op(cpu, ReplaceTokens{.ids = test::view(ids, {b, t}),
+                            .positions = test::view(positions, {b, n}),
+                            .weights = test::view(weights, {b, n}),
+                            .samples = test::view(samples),
+                            .replaced = Out(test::view(replaced, {b, t})),
+                            .labels = Out(test::view(labels, {b, t}))});
   const Tensor d_replaced = arena.alloc(DType::I32, {b, t});
   const Tensor d_labels = arena.alloc(DType::I32, {b, t});
   poison_tensor(gpu.stream(), d_replaced);
   poison_tensor(gpu.stream(), d_labels);
-  replace_tokens(gpu, test::upload(gpu, arena, ids, {b, t}),
-                 test::upload(gpu, arena, positions, {b, n}),
-                 test::upload(gpu, arena, weights, {b, n}),
-                 test::upload(gpu, arena, samples, {b * n}), d_replaced, d_labels);
+  run_op(gpu, ReplaceTokens{.ids = test::upload(gpu, arena, ids, {b, t}),
+                            .positions = test::upload(gpu, arena, positions, {b, n}),
+                            .weights = test::upload(gpu, arena, weights, {b, n}),
+                            .samples = test::upload(gpu, arena, samples, {b * n}),
+                            .replaced = Out(d_replaced),
+                            .labels = Out(d_labels)});
   CHECK(test::download<int32_t>(gpu, d_replaced) == replaced);
   CHECK(test::download<int32_t>(gpu, d_labels) == labels);
   int64_t replaced_count = 0;

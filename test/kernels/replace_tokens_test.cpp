@@ -15,9 +15,12 @@ TEST_CASE("replace_tokens scatters weighted samples and labels real replacements
   std::vector<float> weights = {1, 1, 1, 0};
   std::vector<int32_t> samples = {50, 12, 60, 99};
   std::vector<int32_t> replaced(10, -1), labels(10, -1);
-  replace_tokens(ctx, test::view(ids, {2, 5}), test::view(positions, {2, 2}),
-                 test::view(weights, {2, 2}), test::view(samples), test::view(replaced, {2, 5}),
-                 test::view(labels, {2, 5}));
+  run_op(ctx, ReplaceTokens{.ids = test::view(ids, {2, 5}),
+                            .positions = test::view(positions, {2, 2}),
+                            .weights = test::view(weights, {2, 2}),
+                            .samples = test::view(samples),
+                            .replaced = Out(test::view(replaced, {2, 5})),
+                            .labels = Out(test::view(labels, {2, 5}))});
   CHECK(replaced == std::vector<int32_t>{2, 50, 11, 12, 3, 2, 20, 60, 3, 0});
   CHECK(labels == std::vector<int32_t>{0, 1, 0, 0, 0, 0, 0, 1, 0, 0});
 }
@@ -30,13 +33,19 @@ TEST_CASE("replace_tokens refuses out-of-range and repeated positions, naming th
   std::vector<int32_t> samples = {5, 6};
   std::vector<int32_t> replaced(4), labels(4);
   std::vector<int32_t> outside = {1, 4};
-  CHECK_THROWS_WITH(replace_tokens(ctx, test::view(ids, {1, 4}), test::view(outside, {1, 2}),
-                                   test::view(weights, {1, 2}), test::view(samples),
-                                   test::view(replaced, {1, 4}), test::view(labels, {1, 4})),
+  CHECK_THROWS_WITH(run_op(ctx, ReplaceTokens{.ids = test::view(ids, {1, 4}),
+                                              .positions = test::view(outside, {1, 2}),
+                                              .weights = test::view(weights, {1, 2}),
+                                              .samples = test::view(samples),
+                                              .replaced = Out(test::view(replaced, {1, 4})),
+                                              .labels = Out(test::view(labels, {1, 4}))}),
                     Catch::Contains("position 4") && Catch::Contains("slot 1"));
   std::vector<int32_t> repeated = {2, 2};
-  CHECK_THROWS_WITH(replace_tokens(ctx, test::view(ids, {1, 4}), test::view(repeated, {1, 2}),
-                                   test::view(weights, {1, 2}), test::view(samples),
-                                   test::view(replaced, {1, 4}), test::view(labels, {1, 4})),
+  CHECK_THROWS_WITH(run_op(ctx, ReplaceTokens{.ids = test::view(ids, {1, 4}),
+                                              .positions = test::view(repeated, {1, 2}),
+                                              .weights = test::view(weights, {1, 2}),
+                                              .samples = test::view(samples),
+                                              .replaced = Out(test::view(replaced, {1, 4})),
+                                              .labels = Out(test::view(labels, {1, 4}))}),
                     Catch::Contains("repeats"));
 }

@@ -20,12 +20,13 @@ Reference reference(std::vector<float> x, int64_t m, int64_t stride, std::vector
                     std::vector<float> weights, const SoftmaxXentParams& params) {
   Context cpu = Context::cpu();
   Reference r{{}, std::vector<float>(m), std::vector<int32_t>(m), std::vector<int32_t>(m)};
-  softmax_xent(cpu, Tensor::view_of(x.data(), Device::CPU, {m, stride}),
-               Tensor::view_of(labels.data(), Device::CPU, {m}),
-               Tensor::view_of(weights.data(), Device::CPU, {m}), params,
-               Tensor::view_of(r.loss.data(), Device::CPU, {m}),
-               Tensor::view_of(r.sample.data(), Device::CPU, {m}),
-               Tensor::view_of(r.argmax.data(), Device::CPU, {m}));
+  run_op(cpu, SoftmaxXent{.logits = Out(Tensor::view_of(x.data(), Device::CPU, {m, stride})),
+                          .labels = Tensor::view_of(labels.data(), Device::CPU, {m}),
+                          .weights = Tensor::view_of(weights.data(), Device::CPU, {m}),
+                          .params = params,
+                          .loss = Out(Tensor::view_of(r.loss.data(), Device::CPU, {m})),
+                          .sample = Out(Tensor::view_of(r.sample.data(), Device::CPU, {m})),
+                          .argmax = Out(Tensor::view_of(r.argmax.data(), Device::CPU, {m}))});
   r.dlogits = std::move(x);
   return r;
 }
@@ -67,7 +68,13 @@ TEST_CASE("softmax_xent on the GPU matches the CPU at the generator's shape",
       poison_tensor(gpu.stream(), loss);
       poison_tensor(gpu.stream(), sample);
       poison_tensor(gpu.stream(), argmax);
-      softmax_xent(gpu, logits, dl, dw, params, loss, sample, argmax);
+      run_op(gpu, SoftmaxXent{.logits = Out(logits),
+                              .labels = dl,
+                              .weights = dw,
+                              .params = params,
+                              .loss = Out(loss),
+                              .sample = Out(sample),
+                              .argmax = Out(argmax)});
       const double tol = dtype == DType::F32 ? 1e-5 : 2e-2;
       CHECK(test::max_relative_error(test::download<float>(gpu, loss), ref.loss) < 1e-5);
       CHECK(test::max_relative_error(test::download_f32(gpu, logits), ref.dlogits) < tol);
@@ -96,8 +103,13 @@ TEST_CASE("softmax_xent on the GPU handles tiny odd rows and writes NaN for a ba
   const Tensor sample = arena.alloc(DType::I32, {m});
   const Tensor argmax = arena.alloc(DType::I32, {m});
   poison_tensor(gpu.stream(), loss);
-  softmax_xent(gpu, logits, test::upload(gpu, arena, labels, {m}),
-               test::upload(gpu, arena, weights, {m}), params, loss, sample, argmax);
+  run_op(gpu, SoftmaxXent{.logits = Out(logits),
+                          .labels = test::upload(gpu, arena, labels, {m}),
+                          .weights = test::upload(gpu, arena, weights, {m}),
+                          .params = params,
+                          .loss = Out(loss),
+                          .sample = Out(sample),
+                          .argmax = Out(argmax)});
   const std::vector<float> got = test::download<float>(gpu, loss);
   for (int64_t i = 0; i < 4; ++i) CHECK(got[i] == Approx(ref.loss[i]).epsilon(1e-5));
   CHECK(std::isnan(got[4]));

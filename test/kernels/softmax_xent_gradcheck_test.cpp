@@ -23,12 +23,14 @@ TEST_CASE("softmax_xent dlogits match central differences in f64", "[softmax_xen
   // Runs the op on a copy of x: returns scale * sum(loss) and leaves the dlogits in scratch.
   auto evaluate = [&] {
     scratch = x;
-    softmax_xent(ctx, Tensor::view_of(scratch.data(), Device::CPU, {m, stride}),
-                 Tensor::view_of(labels.data(), Device::CPU, {m}),
-                 Tensor::view_of(weights.data(), Device::CPU, {m}), params,
-                 Tensor::view_of(loss.data(), Device::CPU, {m}),
-                 Tensor::view_of(sample.data(), Device::CPU, {m}),
-                 Tensor::view_of(argmax.data(), Device::CPU, {m}));
+    run_op(ctx,
+           SoftmaxXent{.logits = Out(Tensor::view_of(scratch.data(), Device::CPU, {m, stride})),
+                       .labels = Tensor::view_of(labels.data(), Device::CPU, {m}),
+                       .weights = Tensor::view_of(weights.data(), Device::CPU, {m}),
+                       .params = params,
+                       .loss = Out(Tensor::view_of(loss.data(), Device::CPU, {m})),
+                       .sample = Out(Tensor::view_of(sample.data(), Device::CPU, {m})),
+                       .argmax = Out(Tensor::view_of(argmax.data(), Device::CPU, {m}))});
     double total = 0;
     for (double l : loss) total += l;
     return total * static_cast<double>(params.scale.get());

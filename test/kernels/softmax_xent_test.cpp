@@ -19,12 +19,13 @@ Outputs run(std::vector<float>& logits, int64_t m, int64_t stride, std::vector<i
             std::vector<float>& weights, const SoftmaxXentParams& params) {
   Context ctx = Context::cpu();
   Outputs out{std::vector<float>(m), std::vector<int32_t>(m), std::vector<int32_t>(m)};
-  softmax_xent(ctx, Tensor::view_of(logits.data(), Device::CPU, {m, stride}),
-               Tensor::view_of(labels.data(), Device::CPU, {m}),
-               Tensor::view_of(weights.data(), Device::CPU, {m}), params,
-               Tensor::view_of(out.loss.data(), Device::CPU, {m}),
-               Tensor::view_of(out.sample.data(), Device::CPU, {m}),
-               Tensor::view_of(out.argmax.data(), Device::CPU, {m}));
+  run_op(ctx, SoftmaxXent{.logits = Out(Tensor::view_of(logits.data(), Device::CPU, {m, stride})),
+                          .labels = Tensor::view_of(labels.data(), Device::CPU, {m}),
+                          .weights = Tensor::view_of(weights.data(), Device::CPU, {m}),
+                          .params = params,
+                          .loss = Out(Tensor::view_of(out.loss.data(), Device::CPU, {m})),
+                          .sample = Out(Tensor::view_of(out.sample.data(), Device::CPU, {m})),
+                          .argmax = Out(Tensor::view_of(out.argmax.data(), Device::CPU, {m}))});
   return out;
 }
 

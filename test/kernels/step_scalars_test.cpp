@@ -32,7 +32,7 @@ TEST_CASE("next_micro_step numbers rank r's micro-batch m of update s as s A + r
   for (int32_t update = 0; update < 3; ++update) {
     counter[0] = update;
     for (int m = 0; m < 2; ++m) {
-      next_micro_step(ctx, count, plan, block);
+      run_op(ctx, NextMicroStep{.counter = Out(count), .plan = plan, .block = Out(block)});
       seen.push_back(step_scalars_of(block)->micro_step);
     }
   }
@@ -48,13 +48,21 @@ TEST_CASE("loss_normalisers: loss_scale / masked slots and loss_scale x weight /
   step_scalars_of(block)->loss_scale = 1.0f / 3.0f;
   std::vector<float> slots{1, 1, 0, 1, 1, 1, 0}, tokens(37, 1.0f);
   tokens[5] = tokens[30] = 0;
-  loss_normalisers(ctx, view(slots), view(tokens), 50.0f, false, block);
+  run_op(ctx, LossNormalisers{.slot_weights = view(slots),
+                              .token_weights = view(tokens),
+                              .disc_weight = 50.0f,
+                              .disc_over_slots = false,
+                              .block = Out(block)});
   const float loss_scale = 1.0f / 3.0f;
   CHECK(step_scalars_of(block)->gen_scale == static_cast<float>(loss_scale / 5.0));
   CHECK(step_scalars_of(block)->disc_scale == static_cast<float>(loss_scale * 50.0f / 35.0));
   CHECK(step_scalars_of(block)->token_scale == static_cast<float>(loss_scale / 35.0));
   // electra-15: the BCE is a mean over the masked slots.
-  loss_normalisers(ctx, view(slots), view(tokens), 50.0f, true, block);
+  run_op(ctx, LossNormalisers{.slot_weights = view(slots),
+                              .token_weights = view(tokens),
+                              .disc_weight = 50.0f,
+                              .disc_over_slots = true,
+                              .block = Out(block)});
   CHECK(step_scalars_of(block)->disc_scale == static_cast<float>(loss_scale * 50.0f / 5.0));
 }
 
@@ -69,7 +77,7 @@ TEST_CASE("next_micro_step writes the update's masking rate: constant or a linea
   plan.mask_prob_end = 0.15f;
   auto rate_at = [&](int32_t update) {
     counter[0] = update;
-    next_micro_step(ctx, count, plan, block);
+    run_op(ctx, NextMicroStep{.counter = Out(count), .plan = plan, .block = Out(block)});
     return step_scalars_of(block)->mask_prob;
   };
   CHECK(rate_at(0) == 0.3f);  // no schedule: mask_prob throughout
@@ -94,8 +102,12 @@ TEST_CASE("masking, dropout and Gumbel sampling read the step from memory with t
   };
   {  // dropout
     std::vector<float> x = test::random_vector<float>(1000, 3), a(1000), b(1000);
-    dropout_forward(ctx, view(x), view(a), DropoutSite{by_value(RngPurpose::kDropout), 5, 0.3f});
-    dropout_forward(ctx, view(x), view(b), DropoutSite{from_memory(RngPurpose::kDropout), 5, 0.3f});
+    run_op(ctx, DropoutForward{.x = view(x),
+                               .site = DropoutSite{by_value(RngPurpose::kDropout), 5, 0.3f},
+                               .y = Out(view(a))});
+    run_op(ctx, DropoutForward{.x = view(x),
+                               .site = DropoutSite{from_memory(RngPurpose::kDropout), 5, 0.3f},
+                               .y = Out(view(b))});
     CHECK(a == b);
   }
   {  // masking
@@ -108,11 +120,12 @@ TEST_CASE("masking, dropout and Gumbel sampling read the step from memory with t
       params.stream = stream;
       std::vector<int32_t> out(32), pos(8), orig(8);
       std::vector<float> w(8);
-      mask_tokens(ctx, Tensor::view_of(ids.data(), Device::CPU, {2, 16}), params,
-                  Tensor::view_of(out.data(), Device::CPU, {2, 16}),
-                  Tensor::view_of(pos.data(), Device::CPU, {2, 4}),
-                  Tensor::view_of(orig.data(), Device::CPU, {2, 4}),
-                  Tensor::view_of(w.data(), Device::CPU, {2, 4}));
+      run_op(ctx, MaskTokens{.ids = Tensor::view_of(ids.data(), Device::CPU, {2, 16}),
+                             .params = params,
+                             .masked_ids = Out(Tensor::view_of(out.data(), Device::CPU, {2, 16})),
+                             .positions = Out(Tensor::view_of(pos.data(), Device::CPU, {2, 4})),
+                             .original = Out(Tensor::view_of(orig.data(), Device::CPU, {2, 4})),
+                             .weights = Out(Tensor::view_of(w.data(), Device::CPU, {2, 4}))});
       return std::make_pair(out, pos);
     };
     CHECK(run(by_value(RngPurpose::kMasking)) == run(from_memory(RngPurpose::kMasking)));
@@ -126,10 +139,13 @@ TEST_CASE("masking, dropout and Gumbel sampling read the step from memory with t
       params.vocab = 50;
       params.scale = scale;
       params.stream = stream;
-      softmax_xent(ctx, Tensor::view_of(logits.data(), Device::CPU, {4, 50}),
-                   Tensor::view_of(labels.data(), Device::CPU, {4}), view(w), params, view(loss),
-                   Tensor::view_of(sample.data(), Device::CPU, {4}),
-                   Tensor::view_of(argmax.data(), Device::CPU, {4}));
+      run_op(ctx, SoftmaxXent{.logits = Out(Tensor::view_of(logits.data(), Device::CPU, {4, 50})),
+                              .labels = Tensor::view_of(labels.data(), Device::CPU, {4}),
+                              .weights = view(w),
+                              .params = params,
+                              .loss = Out(view(loss)),
+                              .sample = Out(Tensor::view_of(sample.data(), Device::CPU, {4})),
+                              .argmax = Out(Tensor::view_of(argmax.data(), Device::CPU, {4}))});
       return std::make_pair(sample, logits);
     };
     const float scale = 0.125f;

@@ -23,8 +23,9 @@ TEST_CASE("unigram_sample on the GPU equals the CPU", "[unigram][gpu]") {
   const int64_t m = 128 * 20;
   for (uint32_t step : {0u, 5u, 1000003u}) {
     std::vector<int32_t> expected(static_cast<size_t>(m));
-    unigram_sample(cpu, test::view(cdf), RngStream{3, RngPurpose::kGumbel, step, 0},
-                   test::view(expected));
+    run_op(cpu, UnigramSample{.cdf = test::view(cdf),
+                              .stream = RngStream{3, RngPurpose::kGumbel, step, 0},
+                              .samples = Out(test::view(expected))});
     StepScalars s;
     s.micro_step = step;
     std::vector<int32_t> words(kStepScalarWords);
@@ -34,8 +35,10 @@ TEST_CASE("unigram_sample on the GPU equals the CPU", "[unigram][gpu]") {
     stream.step_at = micro_step_at(block);
     const Tensor d_samples = arena.alloc(DType::I32, {m});
     poison_tensor(gpu.stream(), d_samples);
-    unigram_sample(gpu, test::upload(gpu, arena, cdf, {static_cast<int64_t>(cdf.size())}), stream,
-                   d_samples);
+    run_op(gpu,
+           UnigramSample{.cdf = test::upload(gpu, arena, cdf, {static_cast<int64_t>(cdf.size())}),
+                         .stream = stream,
+                         .samples = Out(d_samples)});
     CHECK(test::download<int32_t>(gpu, d_samples) == expected);
   }
 }

@@ -16,7 +16,8 @@ std::vector<int32_t> draw(const std::vector<double>& cdf, const RngStream& strea
   Context ctx = Context::cpu();
   std::vector<double> table = cdf;
   std::vector<int32_t> samples(static_cast<size_t>(m));
-  unigram_sample(ctx, test::view(table), stream, test::view(samples));
+  run_op(ctx, UnigramSample{
+                  .cdf = test::view(table), .stream = stream, .samples = Out(test::view(samples))});
   return samples;
 }
 

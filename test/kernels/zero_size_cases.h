@@ -27,15 +27,25 @@ inline void check_zero_size_ops(Context& ctx) {
   const Tensor labels = arena.alloc(DType::I32, {0, 16});
 
   SECTION("mse_loss with N = 0") {
-    CHECK_NOTHROW(mse_loss(ctx, empty, empty, empty, 1.0f, empty, empty));
+    CHECK_NOTHROW(run_op(ctx, MseLoss{.predictions = empty,
+                                      .targets = empty,
+                                      .weights = empty,
+                                      .scale = 1.0f,
+                                      .loss = Out(empty),
+                                      .dpredictions = Out(empty)}));
   }
   SECTION("replace_tokens with B = 0") {
-    CHECK_NOTHROW(replace_tokens(ctx, ids, positions, slot_weights, samples, replaced, labels));
+    CHECK_NOTHROW(run_op(ctx, ReplaceTokens{.ids = ids,
+                                            .positions = positions,
+                                            .weights = slot_weights,
+                                            .samples = samples,
+                                            .replaced = Out(replaced),
+                                            .labels = Out(labels)}));
   }
   SECTION("dropout with N = 0") {
     const DropoutSite site{RngStream{1, RngPurpose::kDropout, 0, 0}, 0, 0.1f};
-    CHECK_NOTHROW(dropout_forward(ctx, empty, empty, site));
-    CHECK_NOTHROW(dropout_backward(ctx, empty, empty, site));
+    CHECK_NOTHROW(run_op(ctx, DropoutForward{.x = empty, .site = site, .y = Out(empty)}));
+    CHECK_NOTHROW(run_op(ctx, DropoutBackward{.dy = empty, .site = site, .dx = Out(empty)}));
   }
   SECTION("matmul and bias_grad with M = 0 rows") {
     const Tensor x = arena.alloc<float>({0, 8});
@@ -54,8 +64,20 @@ inline void check_zero_size_ops(Context& ctx) {
     const Tensor scratch = arena.alloc<float>({0, 2, 16, 16});
     const Tensor out = arena.alloc<float>({0, 16, 8});
     const Tensor dqkv = arena.alloc<float>({0, 16, 24});
-    CHECK_NOTHROW(attention_forward(ctx, qkv, mask, args, probs, scratch, out));
-    CHECK_NOTHROW(attention_backward(ctx, qkv, mask, args, probs, out, scratch, dqkv, out));
+    CHECK_NOTHROW(run_op(ctx, AttentionForward{.qkv = qkv,
+                                               .mask = mask,
+                                               .args = args,
+                                               .saved = Out(probs),
+                                               .scratch = Out(scratch),
+                                               .out = Out(out)}));
+    CHECK_NOTHROW(run_op(ctx, AttentionBackward{.qkv = qkv,
+                                                .mask = mask,
+                                                .args = args,
+                                                .saved = probs,
+                                                .dout = out,
+                                                .scratch = Out(scratch),
+                                                .dqkv = Out(dqkv),
+                                                .out = out}));
   }
   ctx.synchronize();
 }
