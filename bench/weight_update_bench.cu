@@ -86,12 +86,19 @@ int main() {
         test::upload(ctx, arena, std::vector<float>(packed.begin(), packed.end()), {kNumHyper});
 
     // Validation: the norm against the CPU (f64 sum) on the full buffer.
-    grad_norm(ctx, g, table, workspace, norm, Tensor{});
+    run_op(ctx, GradNorm{.grads = g,
+                         .table = table,
+                         .workspace = Out(workspace),
+                         .norm = Out(norm),
+                         .segment_norms = Out(Tensor{})});
     Arena cpu_arena("table", Device::CPU, segment_table_bytes(segs));
     const SegmentTable cpu_table = make_segment_table(cpu, cpu_arena, segs, total);
     std::vector<float> ref(1), grads = host;
-    grad_norm(cpu, Tensor::view_of(grads.data(), Device::CPU, {total}), cpu_table, Tensor{},
-              Tensor::view_of(ref.data(), Device::CPU, {1}), Tensor{});
+    run_op(cpu, GradNorm{.grads = Tensor::view_of(grads.data(), Device::CPU, {total}),
+                         .table = cpu_table,
+                         .workspace = Out(Tensor{}),
+                         .norm = Out(Tensor::view_of(ref.data(), Device::CPU, {1})),
+                         .segment_norms = Out(Tensor{})});
     if (test::max_relative_error(test::download<float>(ctx, norm), ref) > 1e-5) {
       std::printf("FAILED grad_norm validation against the CPU at %s\n", model.name);
       return 1;
@@ -101,11 +108,24 @@ int main() {
                 static_cast<long>(table.num_blocks));
 
     const double n = static_cast<double>(total);
-    const double t_norm =
-        bench::time_median_ms(ctx, [&] { grad_norm(ctx, g, table, workspace, norm, Tensor{}); });
+    const double t_norm = bench::time_median_ms(ctx, [&] {
+      run_op(ctx, GradNorm{.grads = g,
+                           .table = table,
+                           .workspace = Out(workspace),
+                           .norm = Out(norm),
+                           .segment_norms = Out(Tensor{})});
+    });
     bench::report(ctx, "grad_norm", model.name, "ours", t_norm, 4 * n, 0);
-    const double t_adamw =
-        bench::time_median_ms(ctx, [&] { adamw_step(ctx, p, g, m, v, table, hyper, norm, false); });
+    const double t_adamw = bench::time_median_ms(ctx, [&] {
+      run_op(ctx, AdamwStep{.params = Out(p),
+                            .grads = g,
+                            .m = Out(m),
+                            .v = Out(v),
+                            .table = table,
+                            .hyper = hyper,
+                            .norm = norm,
+                            .bias_correction = false});
+    });
     bench::report(ctx, "adamw", model.name, "ours", t_adamw, 28 * n, 0);
     const double t_naive = bench::time_median_ms(ctx, [&] {
       naive_adamw<<<(total + 255) / 256, 256, 0, ctx.stream()>>>(
@@ -114,8 +134,17 @@ int main() {
       ELECTRA_CUDA_CHECK_LAUNCH();
     });
     bench::report(ctx, "adamw", model.name, "baseline_naive", t_naive, 28 * n, 0);
-    const double t_lamb = bench::time_median_ms(
-        ctx, [&] { lamb_step(ctx, p, g, m, v, table, hyper, norm, false, workspace); });
+    const double t_lamb = bench::time_median_ms(ctx, [&] {
+      run_op(ctx, LambStep{.params = Out(p),
+                           .grads = g,
+                           .m = Out(m),
+                           .v = Out(v),
+                           .table = table,
+                           .hyper = hyper,
+                           .norm = norm,
+                           .bias_correction = false,
+                           .workspace = Out(workspace)});
+    });
     bench::report(ctx, "lamb", model.name, "ours", t_lamb, 40 * n, 0);
   }
   return 0;

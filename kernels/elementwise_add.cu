@@ -34,7 +34,13 @@ void launch(Context& ctx, const Tensor& a, const Tensor& b, const Tensor& out) {
 
 }  // namespace
 
-void elementwise_add(Context& ctx, const Tensor& a, const Tensor& b, const Tensor& out) {
+}  // namespace electra::cuda
+
+namespace electra {
+
+using namespace cuda;  // the helpers above
+
+void ElementwiseAdd::cuda(Context& ctx) const {
   if (out.dtype == DType::F32) {
     launch<float>(ctx, a, b, out);
   } else if (out.dtype == DType::F64) {
@@ -44,4 +50,4 @@ void elementwise_add(Context& ctx, const Tensor& a, const Tensor& b, const Tenso
   }
 }
 
-}  // namespace electra::cuda
+}  // namespace electra

@@ -10,19 +10,19 @@
 
 namespace electra {
 
-namespace cpu {
-void elementwise_add(Context& ctx, const Tensor& a, const Tensor& b, const Tensor& out);
-}
-namespace cuda {
-void elementwise_add(Context& ctx, const Tensor& a, const Tensor& b, const Tensor& out);
-}
+struct ElementwiseAdd {
+  static constexpr const char* kName = "elementwise_add";
+  In a, b;
+  Out out;
 
-inline void elementwise_add(Context& ctx, const Tensor& a, const Tensor& b, const Tensor& out) {
-  check_devices(ctx, "elementwise_add", {&a, &b, &out});
-  ELECTRA_CHECK(a.numel() == out.numel() && b.numel() == out.numel() && a.dtype == out.dtype &&
-                    b.dtype == out.dtype,
-                "elementwise_add: ", a.str(), " + ", b.str(), " -> ", out.str());
-  ELECTRA_DISPATCH(ctx, elementwise_add, a, b, out);
-}
+  void check(const Context& ctx) const {
+    check_devices(ctx, kName, {&a, &b, &out});
+    ELECTRA_CHECK(a.numel() == out.numel() && b.numel() == out.numel() && a.dtype == out.dtype &&
+                      b.dtype == out.dtype,
+                  "elementwise_add: ", a.str(), " + ", b.str(), " -> ", out.str());
+  }
+  void cpu(Context& ctx) const;
+  void cuda(Context& ctx) const;
+};
 
 }  // namespace electra

@@ -8,8 +8,14 @@ constexpr int64_t kTaskElements = 65536;
 
 }  // namespace
 
-void elementwise_add(Context& ctx, const Tensor& a, const Tensor& b, const Tensor& out) {
-  dispatch_cpu_float(out.dtype, "elementwise_add", [&](auto zero) {
+}  // namespace electra::cpu
+
+namespace electra {
+
+using namespace cpu;  // the helpers above
+
+void ElementwiseAdd::cpu(Context& ctx) const {
+  dispatch_cpu_float(out.dtype, kName, [&](auto zero) {
     using T = decltype(zero);
     const T* x = a.ptr<T>();
     const T* y = b.ptr<T>();
@@ -20,4 +26,4 @@ void elementwise_add(Context& ctx, const Tensor& a, const Tensor& b, const Tenso
   });
 }
 
-}  // namespace electra::cpu
+}  // namespace electra

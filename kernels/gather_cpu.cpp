@@ -13,14 +13,13 @@ int64_t position_of(const int32_t* positions, int64_t b, int64_t k, int64_t slot
 
 }  // namespace
 
-// One task per sequence: sequence b reads and writes only its own rows of x and dx.
-
 }  // namespace electra::cpu
 
 namespace electra {
 
 using namespace cpu;  // the helpers above
 
+// One task per sequence: sequence b reads and writes only its own rows of x and dx.
 void GatherForward::cpu(Context& ctx) const {
   dispatch_cpu_float(x.dtype, kName, [&](auto tag) {
     using T = decltype(tag);

@@ -64,13 +64,16 @@ __global__ void __launch_bounds__(kThreads)
 
 }  // namespace
 
-void reinforce(Context& ctx, const Tensor& dlogits, const Tensor& labels, const Tensor& samples,
-               const Tensor& weights, const Tensor& token_loss, const Tensor& positions,
-               const Tensor& baseline, const ReinforceParams& params, const Tensor& baseline_grad,
-               const ReinforceSlots& out) {
+}  // namespace electra::cuda
+
+namespace electra {
+
+using namespace cuda;  // the helpers above
+
+void Reinforce::cuda(Context& ctx) const {
   check_dtype(token_loss, DType::F32, "reinforce (cuda) token_loss");
   const int64_t m = dlogits.dim(0);
-  dispatch_activation(dlogits, "reinforce", [&](auto tag) {
+  dispatch_activation(dlogits, kName, [&](auto tag) {
     using T = decltype(tag);
     reinforce_kernel<T><<<m, kThreads, 0, ctx.stream()>>>(
         static_cast<T*>(dlogits.data), dlogits.dim(1), params.vocab, labels.ptr<int32_t>(),
@@ -83,4 +86,4 @@ void reinforce(Context& ctx, const Tensor& dlogits, const Tensor& labels, const 
   });
 }
 
-}  // namespace electra::cuda
+}  // namespace electra

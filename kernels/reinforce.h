@@ -50,53 +50,46 @@ struct ReinforceSlots {
   Tensor reward, advantage, log_prob, baseline_loss;
 };
 
-namespace cpu {
-void reinforce(Context& ctx, const Tensor& dlogits, const Tensor& labels, const Tensor& samples,
-               const Tensor& weights, const Tensor& token_loss, const Tensor& positions,
-               const Tensor& baseline, const ReinforceParams& params, const Tensor& baseline_grad,
-               const ReinforceSlots& out);
-}
-namespace cuda {
-void reinforce(Context& ctx, const Tensor& dlogits, const Tensor& labels, const Tensor& samples,
-               const Tensor& weights, const Tensor& token_loss, const Tensor& positions,
-               const Tensor& baseline, const ReinforceParams& params, const Tensor& baseline_grad,
-               const ReinforceSlots& out);
-}
+struct Reinforce {
+  static constexpr const char* kName = "reinforce";
+  Out dlogits;
+  In labels, samples, weights, token_loss, positions, baseline;
+  ReinforceParams params;
+  Out baseline_grad;
+  ReinforceSlots out;
 
-inline void reinforce(Context& ctx, const Tensor& dlogits, const Tensor& labels,
-                      const Tensor& samples, const Tensor& weights, const Tensor& token_loss,
-                      const Tensor& positions, const Tensor& baseline,
-                      const ReinforceParams& params, const Tensor& baseline_grad,
-                      const ReinforceSlots& out) {
-  check_devices(ctx, "reinforce",
-                {&dlogits, &labels, &samples, &weights, &token_loss, &positions, &baseline,
-                 &baseline_grad, &out.reward, &out.advantage, &out.log_prob, &out.baseline_loss});
-  ELECTRA_CHECK(dlogits.rank == 2, "reinforce: dlogits must be [M, V_stride], got ", dlogits.str());
-  const int64_t m = dlogits.dim(0);
-  ELECTRA_CHECK(params.vocab > 0 && params.vocab <= dlogits.dim(1), "reinforce: vocab ",
-                params.vocab, " for dlogits ", dlogits.str());
-  ELECTRA_CHECK(positions.rank == 2 && positions.numel() == m && m > 0, "reinforce: positions ",
-                positions.str(), " for ", m, " rows");
-  check_dtype(positions, DType::I32, "reinforce positions");
-  const int64_t batch = positions.dim(0);
-  ELECTRA_CHECK(token_loss.numel() > 0 && token_loss.numel() % batch == 0, "reinforce: token_loss ",
-                token_loss.str(), " for a batch of ", batch);
-  for (const Tensor* t : {&labels, &samples}) {
-    check_shape(*t, {m}, "reinforce labels/samples");
-    check_dtype(*t, DType::I32, "reinforce labels/samples");
+  void check(const Context& ctx) const {
+    check_devices(ctx, kName,
+                  {&dlogits, &labels, &samples, &weights, &token_loss, &positions, &baseline,
+                   &baseline_grad, &out.reward, &out.advantage, &out.log_prob, &out.baseline_loss});
+    ELECTRA_CHECK(dlogits.rank == 2, "reinforce: dlogits must be [M, V_stride], got ",
+                  dlogits.str());
+    const int64_t m = dlogits.dim(0);
+    ELECTRA_CHECK(params.vocab > 0 && params.vocab <= dlogits.dim(1), "reinforce: vocab ",
+                  params.vocab, " for dlogits ", dlogits.str());
+    ELECTRA_CHECK(positions.rank == 2 && positions.numel() == m && m > 0, "reinforce: positions ",
+                  positions.str(), " for ", m, " rows");
+    check_dtype(positions, DType::I32, "reinforce positions");
+    const int64_t batch = positions.dim(0);
+    ELECTRA_CHECK(token_loss.numel() > 0 && token_loss.numel() % batch == 0,
+                  "reinforce: token_loss ", token_loss.str(), " for a batch of ", batch);
+    for (const Tensor* t : std::initializer_list<const Tensor*>{&labels, &samples}) {
+      check_shape(*t, {m}, "reinforce labels/samples");
+      check_dtype(*t, DType::I32, "reinforce labels/samples");
+    }
+    check_shape(weights, {m}, "reinforce weights");
+    check_dtype(weights, DType::F32, "reinforce weights");
+    for (const Tensor* t : std::initializer_list<const Tensor*>{&baseline, &baseline_grad}) {
+      ELECTRA_CHECK(t->numel() == m && t->dtype == dlogits.dtype, "reinforce: baseline ", t->str(),
+                    " must have ", m, " values of dlogits' dtype");
+    }
+    for (const Tensor* t : {&out.reward, &out.advantage, &out.log_prob, &out.baseline_loss}) {
+      check_shape(*t, {m}, "reinforce slot output");
+      check_dtype(*t, token_loss.dtype, "reinforce slot output");
+    }
   }
-  check_shape(weights, {m}, "reinforce weights");
-  check_dtype(weights, DType::F32, "reinforce weights");
-  for (const Tensor* t : {&baseline, &baseline_grad}) {
-    ELECTRA_CHECK(t->numel() == m && t->dtype == dlogits.dtype, "reinforce: baseline ", t->str(),
-                  " must have ", m, " values of dlogits' dtype");
-  }
-  for (const Tensor* t : {&out.reward, &out.advantage, &out.log_prob, &out.baseline_loss}) {
-    check_shape(*t, {m}, "reinforce slot output");
-    check_dtype(*t, token_loss.dtype, "reinforce slot output");
-  }
-  ELECTRA_DISPATCH(ctx, reinforce, dlogits, labels, samples, weights, token_loss, positions,
-                   baseline, params, baseline_grad, out);
-}
+  void cpu(Context& ctx) const;
+  void cuda(Context& ctx) const;
+};
 
 }  // namespace electra

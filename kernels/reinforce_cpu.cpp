@@ -59,16 +59,19 @@ void run(const Tensor& dlogits, const Tensor& labels, const Tensor& samples, con
 
 }  // namespace
 
-void reinforce(Context&, const Tensor& dlogits, const Tensor& labels, const Tensor& samples,
-               const Tensor& weights, const Tensor& token_loss, const Tensor& positions,
-               const Tensor& baseline, const ReinforceParams& params, const Tensor& baseline_grad,
-               const ReinforceSlots& out) {
+}  // namespace electra::cpu
+
+namespace electra {
+
+using namespace cpu;  // the helpers above
+
+void Reinforce::cpu(Context&) const {
   check_dtype(token_loss, dlogits.dtype, "reinforce (cpu) token_loss");
-  dispatch_cpu_float(dlogits.dtype, "reinforce", [&](auto zero) {
+  dispatch_cpu_float(dlogits.dtype, kName, [&](auto zero) {
     using T = decltype(zero);
     run<T>(dlogits, labels, samples, weights, token_loss, positions, baseline, params.vocab,
            static_cast<T>(params.scale.get()), baseline_grad, out);
   });
 }
 
-}  // namespace electra::cpu
+}  // namespace electra

@@ -122,9 +122,13 @@ __global__ void accumulate_loss_kernel(const float* loss, int64_t m, double weig
 
 }  // namespace
 
-void accumulate_pretrain_metrics(Context& ctx, const Tensor& gen_loss, const Tensor& argmax,
-                                 const Tensor& original, const Tensor& weights,
-                                 const Tensor& counts, float disc_weight, const Tensor& acc) {
+}  // namespace electra::cuda
+
+namespace electra {
+
+using namespace cuda;  // the helpers above
+
+void AccumulatePretrainMetrics::cuda(Context& ctx) const {
   check_dtype(gen_loss, DType::F32, "accumulate_pretrain_metrics gen_loss (cuda)");
   accumulate_kernel<<<1, kThreads, 0, ctx.stream()>>>(
       gen_loss.ptr<float>(), argmax.ptr<int32_t>(), original.ptr<int32_t>(), weights.ptr<float>(),
@@ -132,8 +136,7 @@ void accumulate_pretrain_metrics(Context& ctx, const Tensor& gen_loss, const Ten
   ELECTRA_CUDA_CHECK_LAUNCH();
 }
 
-void accumulate_mlm_metrics(Context& ctx, const Tensor& loss, const Tensor& argmax,
-                            const Tensor& labels, const Tensor& weights, const Tensor& acc) {
+void AccumulateMlmMetrics::cuda(Context& ctx) const {
   check_dtype(loss, DType::F32, "accumulate_mlm_metrics loss (cuda)");
   accumulate_mlm_kernel<<<1, kThreads, 0, ctx.stream()>>>(
       loss.ptr<float>(), argmax.ptr<int32_t>(), labels.ptr<int32_t>(), weights.ptr<float>(),
@@ -141,8 +144,7 @@ void accumulate_mlm_metrics(Context& ctx, const Tensor& loss, const Tensor& argm
   ELECTRA_CUDA_CHECK_LAUNCH();
 }
 
-void accumulate_reinforce_metrics(Context& ctx, const Tensor& reward, const Tensor& baseline_loss,
-                                  const Tensor& weights, const Tensor& acc) {
+void AccumulateReinforceMetrics::cuda(Context& ctx) const {
   check_dtype(reward, DType::F32, "accumulate_reinforce_metrics reward (cuda)");
   accumulate_reinforce_kernel<<<1, kThreads, 0, ctx.stream()>>>(
       reward.ptr<float>(), baseline_loss.ptr<float>(), weights.ptr<float>(), acc.ptr<double>(),
@@ -150,17 +152,16 @@ void accumulate_reinforce_metrics(Context& ctx, const Tensor& reward, const Tens
   ELECTRA_CUDA_CHECK_LAUNCH();
 }
 
-void record_grad_norm(Context& ctx, const Tensor& norm, const Tensor& acc) {
+void RecordGradNorm::cuda(Context& ctx) const {
   record_grad_norm_kernel<<<1, 1, 0, ctx.stream()>>>(norm.ptr<float>(), acc.ptr<double>());
   ELECTRA_CUDA_CHECK_LAUNCH();
 }
 
-void accumulate_loss(Context& ctx, const Tensor& loss, double weight, double count,
-                     const Tensor& acc) {
+void AccumulateLoss::cuda(Context& ctx) const {
   check_dtype(loss, DType::F32, "accumulate_loss loss (cuda)");
   accumulate_loss_kernel<<<1, kThreads, 0, ctx.stream()>>>(loss.ptr<float>(), loss.numel(), weight,
                                                            count, acc.ptr<double>());
   ELECTRA_CUDA_CHECK_LAUNCH();
 }
 
-}  // namespace electra::cuda
+}  // namespace electra

@@ -63,98 +63,102 @@ enum TrainMetric : int {
   kTrainMetrics = 17,
 };
 
-namespace cpu {
-void accumulate_pretrain_metrics(Context& ctx, const Tensor& gen_loss, const Tensor& argmax,
-                                 const Tensor& original, const Tensor& weights,
-                                 const Tensor& counts, float disc_weight, const Tensor& acc);
-void accumulate_mlm_metrics(Context& ctx, const Tensor& loss, const Tensor& argmax,
-                            const Tensor& labels, const Tensor& weights, const Tensor& acc);
-void accumulate_reinforce_metrics(Context& ctx, const Tensor& reward, const Tensor& baseline_loss,
-                                  const Tensor& weights, const Tensor& acc);
-void record_grad_norm(Context& ctx, const Tensor& norm, const Tensor& acc);
-void accumulate_loss(Context& ctx, const Tensor& loss, double weight, double count,
-                     const Tensor& acc);
-}  // namespace cpu
-namespace cuda {
-void accumulate_pretrain_metrics(Context& ctx, const Tensor& gen_loss, const Tensor& argmax,
-                                 const Tensor& original, const Tensor& weights,
-                                 const Tensor& counts, float disc_weight, const Tensor& acc);
-void accumulate_mlm_metrics(Context& ctx, const Tensor& loss, const Tensor& argmax,
-                            const Tensor& labels, const Tensor& weights, const Tensor& acc);
-void accumulate_reinforce_metrics(Context& ctx, const Tensor& reward, const Tensor& baseline_loss,
-                                  const Tensor& weights, const Tensor& acc);
-void record_grad_norm(Context& ctx, const Tensor& norm, const Tensor& acc);
-void accumulate_loss(Context& ctx, const Tensor& loss, double weight, double count,
-                     const Tensor& acc);
-}  // namespace cuda
+struct AccumulatePretrainMetrics {
+  static constexpr const char* kName = "accumulate_pretrain_metrics";
+  In gen_loss, argmax, original, weights, counts;
+  float disc_weight = 0;
+  Out acc;
 
-inline void accumulate_pretrain_metrics(Context& ctx, const Tensor& gen_loss, const Tensor& argmax,
-                                        const Tensor& original, const Tensor& weights,
-                                        const Tensor& counts, float disc_weight,
-                                        const Tensor& acc) {
-  check_devices(ctx, "accumulate_pretrain_metrics",
-                {&gen_loss, &argmax, &original, &weights, &counts, &acc});
-  const int64_t m = gen_loss.numel();
-  check_dtype(argmax, DType::I32, "accumulate_pretrain_metrics argmax");
-  check_dtype(original, DType::I32, "accumulate_pretrain_metrics original");
-  check_dtype(weights, DType::F32, "accumulate_pretrain_metrics weights");
-  ELECTRA_CHECK(argmax.numel() == m && original.numel() == m && weights.numel() == m,
-                "accumulate_pretrain_metrics: ", gen_loss.str(), ", ", argmax.str(), ", ",
-                original.str(), ", ", weights.str(), " must have one element per slot");
-  check_shape(counts, {kDiscCounts}, "accumulate_pretrain_metrics counts");
-  ELECTRA_CHECK(counts.dtype == gen_loss.dtype, "accumulate_pretrain_metrics: counts ",
-                counts.str(), " and gen_loss ", gen_loss.str(), " differ in dtype");
-  check_shape(acc, {kTrainMetrics}, "accumulate_pretrain_metrics acc");
-  check_dtype(acc, DType::F64, "accumulate_pretrain_metrics acc");
-  ELECTRA_DISPATCH(ctx, accumulate_pretrain_metrics, gen_loss, argmax, original, weights, counts,
-                   disc_weight, acc);
-}
+  void check(const Context& ctx) const {
+    check_devices(ctx, kName, {&gen_loss, &argmax, &original, &weights, &counts, &acc});
+    const int64_t m = gen_loss.numel();
+    check_dtype(argmax, DType::I32, "accumulate_pretrain_metrics argmax");
+    check_dtype(original, DType::I32, "accumulate_pretrain_metrics original");
+    check_dtype(weights, DType::F32, "accumulate_pretrain_metrics weights");
+    ELECTRA_CHECK(argmax.numel() == m && original.numel() == m && weights.numel() == m,
+                  "accumulate_pretrain_metrics: ", gen_loss.str(), ", ", argmax.str(), ", ",
+                  original.str(), ", ", weights.str(), " must have one element per slot");
+    check_shape(counts, {kDiscCounts}, "accumulate_pretrain_metrics counts");
+    ELECTRA_CHECK(counts.dtype == gen_loss.dtype, "accumulate_pretrain_metrics: counts ",
+                  counts.str(), " and gen_loss ", gen_loss.str(), " differ in dtype");
+    check_shape(acc, {kTrainMetrics}, "accumulate_pretrain_metrics acc");
+    check_dtype(acc, DType::F64, "accumulate_pretrain_metrics acc");
+  }
+  void cpu(Context& ctx) const;
+  void cuda(Context& ctx) const;
+};
 
-inline void accumulate_mlm_metrics(Context& ctx, const Tensor& loss, const Tensor& argmax,
-                                   const Tensor& labels, const Tensor& weights, const Tensor& acc) {
-  check_devices(ctx, "accumulate_mlm_metrics", {&loss, &argmax, &labels, &weights, &acc});
-  const int64_t m = loss.numel();
-  check_dtype(argmax, DType::I32, "accumulate_mlm_metrics argmax");
-  check_dtype(labels, DType::I32, "accumulate_mlm_metrics labels");
-  check_dtype(weights, DType::F32, "accumulate_mlm_metrics weights");
-  ELECTRA_CHECK(argmax.numel() == m && labels.numel() == m && weights.numel() == m,
-                "accumulate_mlm_metrics: ", loss.str(), ", ", argmax.str(), ", ", labels.str(),
-                ", ", weights.str(), " must have one element per row");
-  check_shape(acc, {kTrainMetrics}, "accumulate_mlm_metrics acc");
-  check_dtype(acc, DType::F64, "accumulate_mlm_metrics acc");
-  ELECTRA_DISPATCH(ctx, accumulate_mlm_metrics, loss, argmax, labels, weights, acc);
-}
+struct AccumulateMlmMetrics {
+  static constexpr const char* kName = "accumulate_mlm_metrics";
+  In loss, argmax, labels, weights;
+  Out acc;
 
-inline void accumulate_reinforce_metrics(Context& ctx, const Tensor& reward,
-                                         const Tensor& baseline_loss, const Tensor& weights,
-                                         const Tensor& acc) {
-  check_devices(ctx, "accumulate_reinforce_metrics", {&reward, &baseline_loss, &weights, &acc});
-  const int64_t m = reward.numel();
-  check_dtype(weights, DType::F32, "accumulate_reinforce_metrics weights");
-  ELECTRA_CHECK(
-      baseline_loss.numel() == m && weights.numel() == m && baseline_loss.dtype == reward.dtype,
-      "accumulate_reinforce_metrics: ", reward.str(), ", ", baseline_loss.str(), ", ",
-      weights.str(), " must have one element per slot");
-  check_shape(acc, {kTrainMetrics}, "accumulate_reinforce_metrics acc");
-  check_dtype(acc, DType::F64, "accumulate_reinforce_metrics acc");
-  ELECTRA_DISPATCH(ctx, accumulate_reinforce_metrics, reward, baseline_loss, weights, acc);
-}
+  void check(const Context& ctx) const {
+    check_devices(ctx, kName, {&loss, &argmax, &labels, &weights, &acc});
+    const int64_t m = loss.numel();
+    check_dtype(argmax, DType::I32, "accumulate_mlm_metrics argmax");
+    check_dtype(labels, DType::I32, "accumulate_mlm_metrics labels");
+    check_dtype(weights, DType::F32, "accumulate_mlm_metrics weights");
+    ELECTRA_CHECK(argmax.numel() == m && labels.numel() == m && weights.numel() == m,
+                  "accumulate_mlm_metrics: ", loss.str(), ", ", argmax.str(), ", ", labels.str(),
+                  ", ", weights.str(), " must have one element per row");
+    check_shape(acc, {kTrainMetrics}, "accumulate_mlm_metrics acc");
+    check_dtype(acc, DType::F64, "accumulate_mlm_metrics acc");
+  }
+  void cpu(Context& ctx) const;
+  void cuda(Context& ctx) const;
+};
 
-inline void record_grad_norm(Context& ctx, const Tensor& norm, const Tensor& acc) {
-  check_devices(ctx, "record_grad_norm", {&norm, &acc});
-  check_shape(norm, {1}, "record_grad_norm norm");
-  check_dtype(norm, DType::F32, "record_grad_norm norm");
-  check_shape(acc, {kTrainMetrics}, "record_grad_norm acc");
-  check_dtype(acc, DType::F64, "record_grad_norm acc");
-  ELECTRA_DISPATCH(ctx, record_grad_norm, norm, acc);
-}
+struct AccumulateReinforceMetrics {
+  static constexpr const char* kName = "accumulate_reinforce_metrics";
+  In reward, baseline_loss, weights;
+  Out acc;
 
-inline void accumulate_loss(Context& ctx, const Tensor& loss, double weight, double count,
-                            const Tensor& acc) {
-  check_devices(ctx, "accumulate_loss", {&loss, &acc});
-  check_shape(acc, {kTrainMetrics}, "accumulate_loss acc");
-  check_dtype(acc, DType::F64, "accumulate_loss acc");
-  ELECTRA_DISPATCH(ctx, accumulate_loss, loss, weight, count, acc);
-}
+  void check(const Context& ctx) const {
+    check_devices(ctx, kName, {&reward, &baseline_loss, &weights, &acc});
+    const int64_t m = reward.numel();
+    check_dtype(weights, DType::F32, "accumulate_reinforce_metrics weights");
+    ELECTRA_CHECK(
+        baseline_loss.numel() == m && weights.numel() == m && baseline_loss.dtype == reward.dtype,
+        "accumulate_reinforce_metrics: ", reward.str(), ", ", baseline_loss.str(), ", ",
+        weights.str(), " must have one element per slot");
+    check_shape(acc, {kTrainMetrics}, "accumulate_reinforce_metrics acc");
+    check_dtype(acc, DType::F64, "accumulate_reinforce_metrics acc");
+  }
+  void cpu(Context& ctx) const;
+  void cuda(Context& ctx) const;
+};
+
+struct RecordGradNorm {
+  static constexpr const char* kName = "record_grad_norm";
+  In norm;
+  Out acc;
+
+  void check(const Context& ctx) const {
+    check_devices(ctx, kName, {&norm, &acc});
+    check_shape(norm, {1}, "record_grad_norm norm");
+    check_dtype(norm, DType::F32, "record_grad_norm norm");
+    check_shape(acc, {kTrainMetrics}, "record_grad_norm acc");
+    check_dtype(acc, DType::F64, "record_grad_norm acc");
+  }
+  void cpu(Context& ctx) const;
+  void cuda(Context& ctx) const;
+};
+
+struct AccumulateLoss {
+  static constexpr const char* kName = "accumulate_loss";
+  In loss;
+  double weight = 0;
+  double count = 0;
+  Out acc;
+
+  void check(const Context& ctx) const {
+    check_devices(ctx, kName, {&loss, &acc});
+    check_shape(acc, {kTrainMetrics}, "accumulate_loss acc");
+    check_dtype(acc, DType::F64, "accumulate_loss acc");
+  }
+  void cpu(Context& ctx) const;
+  void cuda(Context& ctx) const;
+};
 
 }  // namespace electra

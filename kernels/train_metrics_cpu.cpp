@@ -98,9 +98,13 @@ double sum(const Tensor& x) {
 
 }  // namespace
 
-void accumulate_pretrain_metrics(Context&, const Tensor& gen_loss, const Tensor& argmax,
-                                 const Tensor& original, const Tensor& weights,
-                                 const Tensor& counts, float disc_weight, const Tensor& acc) {
+}  // namespace electra::cpu
+
+namespace electra {
+
+using namespace cpu;  // the helpers above
+
+void AccumulatePretrainMetrics::cpu(Context&) const {
   if (gen_loss.dtype == DType::F64) {
     accumulate<double>(gen_loss, argmax, original, weights, counts, disc_weight, acc);
   } else {
@@ -109,8 +113,7 @@ void accumulate_pretrain_metrics(Context&, const Tensor& gen_loss, const Tensor&
   }
 }
 
-void accumulate_mlm_metrics(Context&, const Tensor& loss, const Tensor& argmax,
-                            const Tensor& labels, const Tensor& weights, const Tensor& acc) {
+void AccumulateMlmMetrics::cpu(Context&) const {
   if (loss.dtype == DType::F64) {
     accumulate_mlm<double>(loss, argmax, labels, weights, acc);
   } else {
@@ -119,21 +122,20 @@ void accumulate_mlm_metrics(Context&, const Tensor& loss, const Tensor& argmax,
   }
 }
 
-void accumulate_reinforce_metrics(Context&, const Tensor& reward, const Tensor& baseline_loss,
-                                  const Tensor& weights, const Tensor& acc) {
-  dispatch_cpu_float(reward.dtype, "accumulate_reinforce_metrics", [&](auto zero) {
+void AccumulateReinforceMetrics::cpu(Context&) const {
+  dispatch_cpu_float(reward.dtype, kName, [&](auto zero) {
     accumulate_reinforce<decltype(zero)>(reward, baseline_loss, weights, acc);
   });
 }
 
-void record_grad_norm(Context&, const Tensor& norm, const Tensor& acc) {
+void RecordGradNorm::cpu(Context&) const {
   const float n = *norm.ptr<float>();
   double* a = acc.ptr<double>();
   a[kMetricGradNorm] = n;
   a[kMetricNonFinite] += !std::isfinite(n);
 }
 
-void accumulate_loss(Context&, const Tensor& loss, double weight, double count, const Tensor& acc) {
+void AccumulateLoss::cpu(Context&) const {
   double s = 0;
   if (loss.dtype == DType::F64) {
     s = sum<double>(loss);
@@ -147,4 +149,4 @@ void accumulate_loss(Context&, const Tensor& loss, double weight, double count, 
   a[kMetricNonFinite] += !std::isfinite(term);
 }
 
-}  // namespace electra::cpu
+}  // namespace electra

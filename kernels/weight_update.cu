@@ -166,8 +166,31 @@ __global__ void __launch_bounds__(kThreads)
 
 }  // namespace
 
-void grad_norm(Context& ctx, const Tensor& grads, const SegmentTable& table,
-               const Tensor& workspace, const Tensor& norm, const Tensor& segment_norms) {
+namespace {
+
+__global__ void advance_schedule_kernel(const float* lr_table, int64_t entries, int32_t* counter,
+                                        float* hyper) {
+  const int32_t t = *counter;
+  hyper[kHyperLr] = lr_table[t < entries ? t : entries - 1];
+  hyper[kHyperStep] = static_cast<float>(t + 1);
+  *counter = t + 1;
+}
+
+}  // namespace
+
+}  // namespace electra::cuda
+
+namespace electra {
+
+using namespace cuda;  // the helpers above
+
+void AdvanceSchedule::cuda(Context& ctx) const {
+  advance_schedule_kernel<<<1, 1, 0, ctx.stream()>>>(lr_table.ptr<float>(), lr_table.numel(),
+                                                     counter.ptr<int32_t>(), hyper.ptr<float>());
+  ELECTRA_CUDA_CHECK_LAUNCH();
+}
+
+void GradNorm::cuda(Context& ctx) const {
   float* partials = workspace.ptr<float>();
   if (table.num_blocks > 0) {
     sum_squares_kernel<<<table.num_blocks, kThreads, 0, ctx.stream()>>>(
@@ -180,9 +203,7 @@ void grad_norm(Context& ctx, const Tensor& grads, const SegmentTable& table,
   ELECTRA_CUDA_CHECK_LAUNCH();
 }
 
-void adamw_step(Context& ctx, const Tensor& params, const Tensor& grads, const Tensor& m,
-                const Tensor& v, const SegmentTable& table, const Tensor& hyper, const Tensor& norm,
-                bool bias_correction) {
+void AdamwStep::cuda(Context& ctx) const {
   if (table.num_blocks == 0) return;
   adamw_kernel<<<table.num_blocks, kThreads, 0, ctx.stream()>>>(
       params.ptr<float>(), grads.ptr<float>(), m.ptr<float>(), v.ptr<float>(),
@@ -191,9 +212,7 @@ void adamw_step(Context& ctx, const Tensor& params, const Tensor& grads, const T
   ELECTRA_CUDA_CHECK_LAUNCH();
 }
 
-void lamb_step(Context& ctx, const Tensor& params, const Tensor& grads, const Tensor& m,
-               const Tensor& v, const SegmentTable& table, const Tensor& hyper, const Tensor& norm,
-               bool bias_correction, const Tensor& workspace) {
+void LambStep::cuda(Context& ctx) const {
   if (table.num_blocks == 0) return;
   float* p_partials = workspace.ptr<float>();
   float* u_partials = p_partials + table.num_blocks;
@@ -214,23 +233,4 @@ void lamb_step(Context& ctx, const Tensor& params, const Tensor& grads, const Te
   ELECTRA_CUDA_CHECK_LAUNCH();
 }
 
-namespace {
-
-__global__ void advance_schedule_kernel(const float* lr_table, int64_t entries, int32_t* counter,
-                                        float* hyper) {
-  const int32_t t = *counter;
-  hyper[kHyperLr] = lr_table[t < entries ? t : entries - 1];
-  hyper[kHyperStep] = static_cast<float>(t + 1);
-  *counter = t + 1;
-}
-
-}  // namespace
-
-void advance_schedule(Context& ctx, const Tensor& lr_table, const Tensor& counter,
-                      const Tensor& hyper) {
-  advance_schedule_kernel<<<1, 1, 0, ctx.stream()>>>(lr_table.ptr<float>(), lr_table.numel(),
-                                                     counter.ptr<int32_t>(), hyper.ptr<float>());
-  ELECTRA_CUDA_CHECK_LAUNCH();
-}
-
-}  // namespace electra::cuda
+}  // namespace electra

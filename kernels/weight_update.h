@@ -168,31 +168,6 @@ inline int64_t lamb_workspace_size(const SegmentTable& table) {
   return 2 * table.num_blocks + table.num_segments;
 }
 
-namespace cpu {
-void advance_schedule(Context& ctx, const Tensor& lr_table, const Tensor& counter,
-                      const Tensor& hyper);
-void grad_norm(Context& ctx, const Tensor& grads, const SegmentTable& table,
-               const Tensor& workspace, const Tensor& norm, const Tensor& segment_norms);
-void adamw_step(Context& ctx, const Tensor& params, const Tensor& grads, const Tensor& m,
-                const Tensor& v, const SegmentTable& table, const Tensor& hyper, const Tensor& norm,
-                bool bias_correction);
-void lamb_step(Context& ctx, const Tensor& params, const Tensor& grads, const Tensor& m,
-               const Tensor& v, const SegmentTable& table, const Tensor& hyper, const Tensor& norm,
-               bool bias_correction, const Tensor& workspace);
-}  // namespace cpu
-namespace cuda {
-void advance_schedule(Context& ctx, const Tensor& lr_table, const Tensor& counter,
-                      const Tensor& hyper);
-void grad_norm(Context& ctx, const Tensor& grads, const SegmentTable& table,
-               const Tensor& workspace, const Tensor& norm, const Tensor& segment_norms);
-void adamw_step(Context& ctx, const Tensor& params, const Tensor& grads, const Tensor& m,
-                const Tensor& v, const SegmentTable& table, const Tensor& hyper, const Tensor& norm,
-                bool bias_correction);
-void lamb_step(Context& ctx, const Tensor& params, const Tensor& grads, const Tensor& m,
-               const Tensor& v, const SegmentTable& table, const Tensor& hyper, const Tensor& norm,
-               bool bias_correction, const Tensor& workspace);
-}  // namespace cuda
-
 // Throws Error unless the table, the flat buffers, the hyper tensor and the norm fit together.
 void check_optimizer_args(const Context& ctx, const char* op, const SegmentTable& table,
                           std::initializer_list<const Tensor*> flat_buffers, const Tensor* hyper,
@@ -202,54 +177,85 @@ void check_optimizer_workspace(const Context& ctx, const char* op, const Tensor&
                                int64_t floats);
 
 // lr_table f32 [S > 0], counter i32 [1], hyper f32 [kNumHyper] (see the top of this file).
-inline void advance_schedule(Context& ctx, const Tensor& lr_table, const Tensor& counter,
-                             const Tensor& hyper) {
-  check_devices(ctx, "advance_schedule", {&lr_table, &counter, &hyper});
-  check_dtype(lr_table, DType::F32, "advance_schedule lr_table");
-  ELECTRA_CHECK(lr_table.numel() > 0, "advance_schedule: empty lr_table");
-  check_shape(counter, {1}, "advance_schedule counter");
-  check_dtype(counter, DType::I32, "advance_schedule counter");
-  check_shape(hyper, {kNumHyper}, "advance_schedule hyper");
-  check_dtype(hyper, DType::F32, "advance_schedule hyper");
-  ELECTRA_DISPATCH(ctx, advance_schedule, lr_table, counter, hyper);
-}
+struct AdvanceSchedule {
+  static constexpr const char* kName = "advance_schedule";
+  In lr_table;
+  Out counter, hyper;
+
+  void check(const Context& ctx) const {
+    check_devices(ctx, kName, {&lr_table, &counter, &hyper});
+    check_dtype(lr_table, DType::F32, "advance_schedule lr_table");
+    ELECTRA_CHECK(lr_table.numel() > 0, "advance_schedule: empty lr_table");
+    check_shape(counter, {1}, "advance_schedule counter");
+    check_dtype(counter, DType::I32, "advance_schedule counter");
+    check_shape(hyper, {kNumHyper}, "advance_schedule hyper");
+    check_dtype(hyper, DType::F32, "advance_schedule hyper");
+  }
+  void cpu(Context& ctx) const;
+  void cuda(Context& ctx) const;
+};
 
 // norm: f32 [1]; segment_norms: f32 [S], or an unset Tensor{} (data == nullptr) to skip them.
 // workspace: f32 with grad_norm_workspace_size(table) values (CUDA only; the CPU ignores it).
-inline void grad_norm(Context& ctx, const Tensor& grads, const SegmentTable& table,
-                      const Tensor& workspace, const Tensor& norm, const Tensor& segment_norms) {
-  check_optimizer_args(ctx, "grad_norm", table, {&grads}, nullptr, norm);
-  if (segment_norms.data != nullptr) {
-    check_devices(ctx, "grad_norm", {&segment_norms});
-    check_shape(segment_norms, {table.num_segments}, "grad_norm segment_norms");
-    check_dtype(segment_norms, DType::F32, "grad_norm segment_norms");
+struct GradNorm {
+  static constexpr const char* kName = "grad_norm";
+  In grads;
+  SegmentTable table;
+  Out workspace, norm, segment_norms;
+
+  void check(const Context& ctx) const {
+    check_optimizer_args(ctx, kName, table, {&grads}, nullptr, norm);
+    if (segment_norms.data != nullptr) {
+      check_devices(ctx, kName, {&segment_norms});
+      check_shape(segment_norms, {table.num_segments}, "grad_norm segment_norms");
+      check_dtype(segment_norms, DType::F32, "grad_norm segment_norms");
+    }
+    if (ctx.is_cuda()) {
+      check_optimizer_workspace(ctx, kName, workspace, grad_norm_workspace_size(table));
+    }
   }
-  if (ctx.is_cuda()) {
-    check_optimizer_workspace(ctx, "grad_norm", workspace, grad_norm_workspace_size(table));
-  }
-  ELECTRA_DISPATCH(ctx, grad_norm, grads, table, workspace, norm, segment_norms);
-}
+  void cpu(Context& ctx) const;
+  void cuda(Context& ctx) const;
+};
 
 // params, m, v are updated in place (unless norm is not finite); hyper: f32 [kNumHyper]; norm:
 // f32 [1] from grad_norm.
-inline void adamw_step(Context& ctx, const Tensor& params, const Tensor& grads, const Tensor& m,
-                       const Tensor& v, const SegmentTable& table, const Tensor& hyper,
-                       const Tensor& norm, bool bias_correction) {
-  check_optimizer_args(ctx, "adamw_step", table, {&params, &grads, &m, &v}, &hyper, norm);
-  ELECTRA_DISPATCH(ctx, adamw_step, params, grads, m, v, table, hyper, norm, bias_correction);
-}
+struct AdamwStep {
+  static constexpr const char* kName = "adamw_step";
+  Out params;
+  In grads;
+  Out m, v;
+  SegmentTable table;
+  In hyper, norm;
+  bool bias_correction = false;
+
+  void check(const Context& ctx) const {
+    check_optimizer_args(ctx, kName, table, {&params, &grads, &m, &v}, &hyper, norm);
+  }
+  void cpu(Context& ctx) const;
+  void cuda(Context& ctx) const;
+};
 
 // As adamw_step, with the trust ratio; workspace: f32 with lamb_workspace_size(table) values
 // (CUDA only: the CPU finishes one segment before the next and ignores it).
-inline void lamb_step(Context& ctx, const Tensor& params, const Tensor& grads, const Tensor& m,
-                      const Tensor& v, const SegmentTable& table, const Tensor& hyper,
-                      const Tensor& norm, bool bias_correction, const Tensor& workspace) {
-  check_optimizer_args(ctx, "lamb_step", table, {&params, &grads, &m, &v}, &hyper, norm);
-  if (ctx.is_cuda()) {
-    check_optimizer_workspace(ctx, "lamb_step", workspace, lamb_workspace_size(table));
+struct LambStep {
+  static constexpr const char* kName = "lamb_step";
+  Out params;
+  In grads;
+  Out m, v;
+  SegmentTable table;
+  In hyper, norm;
+  bool bias_correction = false;
+  Out workspace;
+
+  void check(const Context& ctx) const {
+    check_optimizer_args(ctx, kName, table, {&params, &grads, &m, &v}, &hyper, norm);
+    if (ctx.is_cuda()) {
+      check_optimizer_workspace(ctx, kName, workspace, lamb_workspace_size(table));
+    }
   }
-  ELECTRA_DISPATCH(ctx, lamb_step, params, grads, m, v, table, hyper, norm, bias_correction,
-                   workspace);
-}
+  void cpu(Context& ctx) const;
+  void cuda(Context& ctx) const;
+};
 
 }  // namespace electra

@@ -97,7 +97,9 @@ void check_optimizer_workspace(const Context& ctx, const char* op, const Tensor&
                 " floats");
 }
 
-namespace cpu {
+}  // namespace electra
+
+namespace electra::cpu {
 namespace {
 
 // Views of one segment's fields in the host table.
@@ -150,8 +152,21 @@ void adamw_range(const AdamCoeffs& c, float step, bool decay, float* p, const fl
 
 }  // namespace
 
-void grad_norm(Context& ctx, const Tensor& grads, const SegmentTable& table, const Tensor&,
-               const Tensor& norm, const Tensor& segment_norms) {
+}  // namespace electra::cpu
+
+namespace electra {
+
+using namespace cpu;  // the helpers above
+
+void AdvanceSchedule::cpu(Context&) const {
+  int32_t& t = *counter.ptr<int32_t>();
+  float* h = hyper.ptr<float>();
+  h[kHyperLr] = lr_table.ptr<float>()[std::min<int64_t>(t, lr_table.numel() - 1)];
+  h[kHyperStep] = static_cast<float>(t + 1);
+  ++t;
+}
+
+void GradNorm::cpu(Context& ctx) const {
   const float* g = grads.ptr<float>();
   double total = 0;
   for (int64_t first = 0; first < table.num_segments; first += kNormSegmentsPerRound) {
@@ -171,9 +186,7 @@ void grad_norm(Context& ctx, const Tensor& grads, const SegmentTable& table, con
 }
 
 // Element-wise: one task per block of the segment table (kOptimChunk elements of one segment).
-void adamw_step(Context& ctx, const Tensor& params, const Tensor& grads, const Tensor& m,
-                const Tensor& v, const SegmentTable& table, const Tensor& hyper, const Tensor& norm,
-                bool bias_correction) {
+void AdamwStep::cpu(Context& ctx) const {
   const AdamCoeffs c = adam_coeffs(hyper.ptr<float>(), norm.ptr<float>()[0], bias_correction);
   if (c.skip) return;
   float *p = params.ptr<float>(), *pm = m.ptr<float>(), *pv = v.ptr<float>();
@@ -190,9 +203,7 @@ void adamw_step(Context& ctx, const Tensor& params, const Tensor& grads, const T
 }
 
 // One task per segment (its trust ratio needs the whole segment's sums, in order).
-void lamb_step(Context& ctx, const Tensor& params, const Tensor& grads, const Tensor& m,
-               const Tensor& v, const SegmentTable& table, const Tensor& hyper, const Tensor& norm,
-               bool bias_correction, const Tensor&) {
+void LambStep::cpu(Context& ctx) const {
   const AdamCoeffs c = adam_coeffs(hyper.ptr<float>(), norm.ptr<float>()[0], bias_correction);
   if (c.skip) return;
   float *p = params.ptr<float>(), *pm = m.ptr<float>(), *pv = v.ptr<float>();
@@ -217,14 +228,4 @@ void lamb_step(Context& ctx, const Tensor& params, const Tensor& grads, const Te
   });
 }
 
-void advance_schedule(Context&, const Tensor& lr_table, const Tensor& counter,
-                      const Tensor& hyper) {
-  int32_t& t = *counter.ptr<int32_t>();
-  float* h = hyper.ptr<float>();
-  h[kHyperLr] = lr_table.ptr<float>()[std::min<int64_t>(t, lr_table.numel() - 1)];
-  h[kHyperStep] = static_cast<float>(t + 1);
-  ++t;
-}
-
-}  // namespace cpu
 }  // namespace electra

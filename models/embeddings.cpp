@@ -63,9 +63,10 @@ GdesTables::GdesTables(ModelBuilder& builder, const std::string& prefix,
 
 void GdesTables::refresh(Context& ctx) const {
   for (const Summed* s : {&word_, &position_, &segment_}) {
-    elementwise_add(ctx, s->base, s->delta, s->sum);
+    run_op(ctx, ElementwiseAdd{.a = s->base, .b = s->delta, .out = Out(s->sum)});
   }
-  if (word_compute_.data != word_.sum.data) cast(ctx, word_.sum, word_compute_);
+  if (word_compute_.data != word_.sum.data)
+    run_op(ctx, Cast{.in = word_.sum, .out = Out(word_compute_)});
 }
 
 Embeddings::Embeddings(ModelBuilder& builder, const EmbeddingTables& tables,

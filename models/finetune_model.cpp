@@ -596,14 +596,18 @@ void ElectraFinetuner::accumulate_loss(Context& ctx, const Tensor& acc) const {
   const Parts& p = *parts_;
   // The terms of metrics()'s loss, each a weighted mean over its rows.
   if (head_.kind != TaskKind::kSpan) {
-    electra::accumulate_loss(ctx, p.loss, 1.0, examples_, acc);
+    run_op(ctx, AccumulateLoss{.loss = p.loss, .weight = 1.0, .count = examples_, .acc = Out(acc)});
     return;
   }
-  electra::accumulate_loss(ctx, p.loss, 0.5, start_count_, acc);
-  electra::accumulate_loss(ctx, p.end_loss, 0.5, end_count_, acc);
+  run_op(ctx,
+         AccumulateLoss{.loss = p.loss, .weight = 0.5, .count = start_count_, .acc = Out(acc)});
+  run_op(ctx,
+         AccumulateLoss{.loss = p.end_loss, .weight = 0.5, .count = end_count_, .acc = Out(acc)});
   if (head_.answerability) {
-    electra::accumulate_loss(ctx, p.counts.rows(kDiscLoss, kDiscLoss + 1), head_.answerable_weight,
-                             examples_, acc);
+    run_op(ctx, AccumulateLoss{.loss = p.counts.rows(kDiscLoss, kDiscLoss + 1),
+                               .weight = head_.answerable_weight,
+                               .count = examples_,
+                               .acc = Out(acc)});
   }
 }
 

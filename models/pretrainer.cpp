@@ -564,8 +564,16 @@ void ElectraPretrainer::adversarial_loss(Context& ctx, const Corruption& c, cons
   params.vocab = config_.discriminator.vocab_size;
   params.scale = DeviceScalar<float>::in(gen_scale_at(p.scalars));
   const Tensor u = p.baseline_logit.reshape({bn});
-  reinforce(ctx, p.generator->logits(), c.original.reshape({bn}), samples, c.weights.reshape({bn}),
-            p.disc_loss, c.positions, u, params, u, p.reinforce_slots);
+  run_op(ctx, Reinforce{.dlogits = Out(p.generator->logits()),
+                        .labels = c.original.reshape({bn}),
+                        .samples = samples,
+                        .weights = c.weights.reshape({bn}),
+                        .token_loss = p.disc_loss,
+                        .positions = c.positions,
+                        .baseline = u,
+                        .params = params,
+                        .baseline_grad = Out(u),
+                        .out = p.reinforce_slots});
 }
 
 ForwardContext ElectraPretrainer::forward(Context& ctx, const Corruption& c, uint32_t micro_step,
@@ -722,21 +730,32 @@ void ElectraPretrainer::accumulate_metrics(Context& ctx, const Corruption& c, co
   // Without an MLM generator (mlm, generator: unigram) its rows are empty: its loss and accuracy
   // count 0.
   const int64_t gen_rows = p.generator ? bn : 0;
-  accumulate_pretrain_metrics(ctx, p.gen_loss.rows(0, gen_rows), p.argmax.rows(0, gen_rows),
-                              c.original.reshape({bn}).rows(0, gen_rows),
-                              c.weights.reshape({bn}).rows(0, gen_rows), p.counts,
-                              options_.disc_weight, acc);
+  run_op(ctx, AccumulatePretrainMetrics{.gen_loss = p.gen_loss.rows(0, gen_rows),
+                                        .argmax = p.argmax.rows(0, gen_rows),
+                                        .original = c.original.reshape({bn}).rows(0, gen_rows),
+                                        .weights = c.weights.reshape({bn}).rows(0, gen_rows),
+                                        .counts = p.counts,
+                                        .disc_weight = options_.disc_weight,
+                                        .acc = Out(acc)});
   if (p.adversarial) {
-    accumulate_reinforce_metrics(ctx, p.reinforce_slots.reward, p.reinforce_slots.baseline_loss,
-                                 c.weights.reshape({bn}), acc);
+    run_op(ctx, AccumulateReinforceMetrics{.reward = p.reinforce_slots.reward,
+                                           .baseline_loss = p.reinforce_slots.baseline_loss,
+                                           .weights = c.weights.reshape({bn}),
+                                           .acc = Out(acc)});
   }
   if (!p.wiring.mlm_head) return;
   if (p.wiring.all_tokens) {
-    accumulate_mlm_metrics(ctx, p.mlm_loss, p.mlm_argmax, p.ids.reshape({bt}), p.token_weights,
-                           acc);
+    run_op(ctx, AccumulateMlmMetrics{.loss = p.mlm_loss,
+                                     .argmax = p.mlm_argmax,
+                                     .labels = p.ids.reshape({bt}),
+                                     .weights = p.token_weights,
+                                     .acc = Out(acc)});
   } else {
-    accumulate_mlm_metrics(ctx, p.mlm_loss, p.mlm_argmax, c.original.reshape({bn}),
-                           c.weights.reshape({bn}), acc);
+    run_op(ctx, AccumulateMlmMetrics{.loss = p.mlm_loss,
+                                     .argmax = p.mlm_argmax,
+                                     .labels = c.original.reshape({bn}),
+                                     .weights = c.weights.reshape({bn}),
+                                     .acc = Out(acc)});
   }
 }
 

@@ -167,13 +167,32 @@ void Optimizer::step(Context& ctx, int64_t step) {
 }
 
 void Optimizer::step(Context& ctx) {
-  advance_schedule(ctx, lr_table_, counter_, hyper_);
-  electra::grad_norm(ctx, grads_, table_, workspace_, norm_, Tensor{});
+  run_op(ctx,
+         AdvanceSchedule{.lr_table = lr_table_, .counter = Out(counter_), .hyper = Out(hyper_)});
+  run_op(ctx, GradNorm{.grads = grads_,
+                       .table = table_,
+                       .workspace = Out(workspace_),
+                       .norm = Out(norm_),
+                       .segment_norms = Out(Tensor{})});
   if (config_.kind == OptimizerKind::kLamb) {
-    lamb_step(ctx, params_, grads_, m_, v_, table_, hyper_, norm_, config_.bias_correction,
-              workspace_);
+    run_op(ctx, LambStep{.params = Out(params_),
+                         .grads = grads_,
+                         .m = Out(m_),
+                         .v = Out(v_),
+                         .table = table_,
+                         .hyper = hyper_,
+                         .norm = norm_,
+                         .bias_correction = config_.bias_correction,
+                         .workspace = Out(workspace_)});
   } else {
-    adamw_step(ctx, params_, grads_, m_, v_, table_, hyper_, norm_, config_.bias_correction);
+    run_op(ctx, AdamwStep{.params = Out(params_),
+                          .grads = grads_,
+                          .m = Out(m_),
+                          .v = Out(v_),
+                          .table = table_,
+                          .hyper = hyper_,
+                          .norm = norm_,
+                          .bias_correction = config_.bias_correction});
   }
 }
 

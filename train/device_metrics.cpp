@@ -16,7 +16,7 @@ void DeviceMetrics::restart(Context& ctx) {
 
 void DeviceMetrics::optimizer_step(Context& ctx, Optimizer& optimizer) {
   optimizer.step(ctx);
-  record_grad_norm(ctx, optimizer.norm(), values_);
+  run_op(ctx, RecordGradNorm{.norm = optimizer.norm(), .acc = Out(values_)});
 }
 
 std::vector<double> DeviceMetrics::read(Context& ctx) {

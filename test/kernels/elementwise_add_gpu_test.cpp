@@ -16,14 +16,14 @@ TEST_CASE("elementwise_add on the GPU equals the CPU bit for bit", "[elementwise
     const std::vector<float> a = test::random_vector<float>(n, n, -1, 1);
     const std::vector<float> b = test::random_vector<float>(n, n + 1, -1e-3, 1e-3);
     std::vector<float> expect(n);
-    elementwise_add(cpu, Tensor::view_of(const_cast<float*>(a.data()), Device::CPU, {n}),
-                    Tensor::view_of(const_cast<float*>(b.data()), Device::CPU, {n}),
-                    Tensor::view_of(expect.data(), Device::CPU, {n}));
+    run_op(cpu, ElementwiseAdd{.a = Tensor::view_of(const_cast<float*>(a.data()), Device::CPU, {n}),
+                               .b = Tensor::view_of(const_cast<float*>(b.data()), Device::CPU, {n}),
+                               .out = Out(Tensor::view_of(expect.data(), Device::CPU, {n}))});
     const Tensor da = test::upload(gpu, arena, a, {n});
     const Tensor db = test::upload(gpu, arena, b, {n});
     const Tensor out = arena.alloc<float>({n});
     poison_tensor(gpu.stream(), out);
-    elementwise_add(gpu, da, db, out);
+    run_op(gpu, ElementwiseAdd{.a = da, .b = db, .out = Out(out)});
     const std::vector<float> got = test::download<float>(gpu, out);
     CHECK(std::memcmp(got.data(), expect.data(), n * sizeof(float)) == 0);
   }

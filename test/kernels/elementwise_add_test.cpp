@@ -12,20 +12,20 @@ TEST_CASE("elementwise_add adds f32 and f64 with one rounding, in place too", "[
   const std::vector<float> a = test::random_vector<float>(n, 1, -1, 1);
   const std::vector<float> b = test::random_vector<float>(n, 2, -1e-3, 1e-3);
   std::vector<float> out(n, 7.0f);
-  elementwise_add(ctx, Tensor::view_of(const_cast<float*>(a.data()), Device::CPU, {n}),
-                  Tensor::view_of(const_cast<float*>(b.data()), Device::CPU, {n}),
-                  Tensor::view_of(out.data(), Device::CPU, {n}));
+  run_op(ctx, ElementwiseAdd{.a = Tensor::view_of(const_cast<float*>(a.data()), Device::CPU, {n}),
+                             .b = Tensor::view_of(const_cast<float*>(b.data()), Device::CPU, {n}),
+                             .out = Out(Tensor::view_of(out.data(), Device::CPU, {n}))});
   for (int64_t i = 0; i < n; ++i) REQUIRE(out[i] == a[i] + b[i]);
   // 1 + 2^-24 rounds to 1 (a tie goes to even) in f32 but not in f64.
   std::vector<float> one = {1.0f}, tiny = {0x1.0p-24f};
-  elementwise_add(ctx, Tensor::view_of(one.data(), Device::CPU, {1}),
-                  Tensor::view_of(tiny.data(), Device::CPU, {1}),
-                  Tensor::view_of(one.data(), Device::CPU, {1}));
+  run_op(ctx, ElementwiseAdd{.a = Tensor::view_of(one.data(), Device::CPU, {1}),
+                             .b = Tensor::view_of(tiny.data(), Device::CPU, {1}),
+                             .out = Out(Tensor::view_of(one.data(), Device::CPU, {1}))});
   CHECK(one[0] == 1.0f);
   std::vector<double> x = {1.0, 2.5}, y = {0x1.0p-24, -0.5};
-  elementwise_add(ctx, Tensor::view_of(x.data(), Device::CPU, {2}),
-                  Tensor::view_of(y.data(), Device::CPU, {2}),
-                  Tensor::view_of(y.data(), Device::CPU, {2}));
+  run_op(ctx, ElementwiseAdd{.a = Tensor::view_of(x.data(), Device::CPU, {2}),
+                             .b = Tensor::view_of(y.data(), Device::CPU, {2}),
+                             .out = Out(Tensor::view_of(y.data(), Device::CPU, {2}))});
   CHECK(y == std::vector<double>{1.0 + 0x1.0p-24, 2.0});
 }
 
@@ -35,8 +35,16 @@ TEST_CASE("elementwise_add refuses mixed dtypes, sizes and integer tensors", "[e
   std::vector<double> d(2);
   std::vector<int32_t> i(2);
   const Tensor tf = Tensor::view_of(f.data(), Device::CPU, {2});
-  CHECK_THROWS_AS(elementwise_add(ctx, tf, Tensor::view_of(d.data(), Device::CPU, {2}), tf), Error);
-  CHECK_THROWS_AS(elementwise_add(ctx, tf, tf, Tensor::view_of(f.data(), Device::CPU, {1})), Error);
+  CHECK_THROWS_AS(run_op(ctx, ElementwiseAdd{.a = tf,
+                                             .b = Tensor::view_of(d.data(), Device::CPU, {2}),
+                                             .out = Out(tf)}),
+                  Error);
+  CHECK_THROWS_AS(
+      run_op(ctx,
+             ElementwiseAdd{
+                 .a = tf, .b = tf, .out = Out(Tensor::view_of(f.data(), Device::CPU, {1}))}),
+      Error);
   const Tensor ti = Tensor::view_of(i.data(), Device::CPU, {2});
-  CHECK_THROWS_WITH(elementwise_add(ctx, ti, ti, ti), Catch::Contains("f32 or f64"));
+  CHECK_THROWS_WITH(run_op(ctx, ElementwiseAdd{.a = ti, .b = ti, .out = Out(ti)}),
+                    Catch::Contains("f32 or f64"));
 }

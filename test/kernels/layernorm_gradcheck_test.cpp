@@ -18,7 +18,7 @@ void check_layernorm(int64_t n, int64_t h, size_t max_checks) {
   std::vector<double> beta = test::random_vector<double>(h, 3);
   const std::vector<double> w = test::random_vector<double>(n * h, 4);
   std::vector<double> y(n * h), mean(n), rstd(n);
-  const double eps = 1e-12;
+  const float eps = 1e-12f;
   long double base = 0;
   auto run = [&] {
     run_op(ctx, LayerNormForward{.x = test::view(x, {n, h}),

@@ -40,18 +40,22 @@ TEST_CASE("reinforce on the GPU matches the CPU", "[reinforce][gpu]") {
     ReinforceParams params;
     params.vocab = v;
     params.scale = scale;
-    reinforce(cpu, Tensor::view_of(dz.data(), Device::CPU, {m, stride}),
-              Tensor::view_of(const_cast<int32_t*>(labels.data()), Device::CPU, {m}),
-              Tensor::view_of(samples.data(), Device::CPU, {m}),
-              Tensor::view_of(weights.data(), Device::CPU, {m}),
-              Tensor::view_of(token_loss.data(), Device::CPU, {b * t}),
-              Tensor::view_of(const_cast<int32_t*>(positions.data()), Device::CPU, {b, n}),
-              Tensor::view_of(ur.data(), Device::CPU, {m}), params,
-              Tensor::view_of(du.data(), Device::CPU, {m}),
-              ReinforceSlots{Tensor::view_of(reward.data(), Device::CPU, {m}),
-                             Tensor::view_of(adv.data(), Device::CPU, {m}),
-                             Tensor::view_of(lp.data(), Device::CPU, {m}),
-                             Tensor::view_of(bl.data(), Device::CPU, {m})});
+    run_op(
+        cpu,
+        Reinforce{.dlogits = Out(Tensor::view_of(dz.data(), Device::CPU, {m, stride})),
+                  .labels = Tensor::view_of(const_cast<int32_t*>(labels.data()), Device::CPU, {m}),
+                  .samples = Tensor::view_of(samples.data(), Device::CPU, {m}),
+                  .weights = Tensor::view_of(weights.data(), Device::CPU, {m}),
+                  .token_loss = Tensor::view_of(token_loss.data(), Device::CPU, {b * t}),
+                  .positions =
+                      Tensor::view_of(const_cast<int32_t*>(positions.data()), Device::CPU, {b, n}),
+                  .baseline = Tensor::view_of(ur.data(), Device::CPU, {m}),
+                  .params = params,
+                  .baseline_grad = Out(Tensor::view_of(du.data(), Device::CPU, {m})),
+                  .out = ReinforceSlots{Tensor::view_of(reward.data(), Device::CPU, {m}),
+                                        Tensor::view_of(adv.data(), Device::CPU, {m}),
+                                        Tensor::view_of(lp.data(), Device::CPU, {m}),
+                                        Tensor::view_of(bl.data(), Device::CPU, {m})}});
     const Tensor d_dz = test::upload_as(gpu, arena, p, dtype, {m, stride});
     const Tensor d_u = test::upload_as(gpu, arena, u, dtype, {m});
     ReinforceSlots out{arena.alloc<float>({m}), arena.alloc<float>({m}), arena.alloc<float>({m}),
@@ -61,10 +65,16 @@ TEST_CASE("reinforce on the GPU matches the CPU", "[reinforce][gpu]") {
     }
     params.scale = DeviceScalar<float>::in(scale_at.ptr<float>());
     // The baseline's gradient in place of its logit (the aliasing the contract allows).
-    reinforce(gpu, d_dz, test::upload(gpu, arena, labels, {m}),
-              test::upload(gpu, arena, samples, {m}), test::upload(gpu, arena, weights, {m}),
-              test::upload(gpu, arena, token_loss, {b * t}),
-              test::upload(gpu, arena, positions, {b, n}), d_u, params, d_u, out);
+    run_op(gpu, Reinforce{.dlogits = Out(d_dz),
+                          .labels = test::upload(gpu, arena, labels, {m}),
+                          .samples = test::upload(gpu, arena, samples, {m}),
+                          .weights = test::upload(gpu, arena, weights, {m}),
+                          .token_loss = test::upload(gpu, arena, token_loss, {b * t}),
+                          .positions = test::upload(gpu, arena, positions, {b, n}),
+                          .baseline = d_u,
+                          .params = params,
+                          .baseline_grad = Out(d_u),
+                          .out = out});
     const double tol = dtype == DType::F32 ? 1e-5 : 2e-2;
     CHECK(test::max_relative_error(test::download_f32(gpu, d_dz), dz) < tol);
     CHECK(test::max_relative_error(test::download_f32(gpu, d_u), du) < tol);

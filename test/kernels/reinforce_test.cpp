@@ -64,11 +64,18 @@ Result run(Case& c) {
   params.vocab = kVocab;
   params.scale = static_cast<float>(c.scale);
   c.scale = static_cast<float>(c.scale);
-  reinforce(ctx, test::view(r.dlogits, {kRows, kStride}), test::view(c.labels),
-            test::view(c.samples), test::view(c.weights), test::view(c.token_loss),
-            test::view(c.positions, {kBatch, kSlots}), test::view(c.u), params, test::view(r.du),
-            ReinforceSlots{test::view(r.reward), test::view(r.advantage), test::view(r.log_prob),
-                           test::view(r.baseline_loss)});
+  run_op(ctx,
+         Reinforce{.dlogits = Out(test::view(r.dlogits, {kRows, kStride})),
+                   .labels = test::view(c.labels),
+                   .samples = test::view(c.samples),
+                   .weights = test::view(c.weights),
+                   .token_loss = test::view(c.token_loss),
+                   .positions = test::view(c.positions, {kBatch, kSlots}),
+                   .baseline = test::view(c.u),
+                   .params = params,
+                   .baseline_grad = Out(test::view(r.du)),
+                   .out = ReinforceSlots{test::view(r.reward), test::view(r.advantage),
+                                         test::view(r.log_prob), test::view(r.baseline_loss)}});
   return r;
 }
 

@@ -44,7 +44,11 @@ TEST_CASE("grad_norm on the GPU matches the CPU and is deterministic", "[weight_
   const SegmentTable table = make_segment_table(gpu, arena, segs, total);
   std::vector<float> g = test::random_vector<float>(total, 5, -2, 2);
   std::vector<float> norm(1), seg_norms(segs.size());
-  grad_norm(cpu, test::view(g), cpu_table, Tensor{}, test::view(norm), test::view(seg_norms));
+  run_op(cpu, GradNorm{.grads = test::view(g),
+                       .table = cpu_table,
+                       .workspace = Out(Tensor{}),
+                       .norm = Out(test::view(norm)),
+                       .segment_norms = Out(test::view(seg_norms))});
   const Tensor dg = test::upload(gpu, arena, g, {total});
   const Tensor dnorm = arena.alloc<float>({1});
   const Tensor dseg = arena.alloc<float>({table.num_segments});
@@ -52,11 +56,19 @@ TEST_CASE("grad_norm on the GPU matches the CPU and is deterministic", "[weight_
   poison_tensor(gpu.stream(), dnorm);
   poison_tensor(gpu.stream(), dseg);
   poison_tensor(gpu.stream(), workspace);
-  grad_norm(gpu, dg, table, workspace, dnorm, dseg);
+  run_op(gpu, GradNorm{.grads = dg,
+                       .table = table,
+                       .workspace = Out(workspace),
+                       .norm = Out(dnorm),
+                       .segment_norms = Out(dseg)});
   const std::vector<float> got = test::download<float>(gpu, dnorm);
   CHECK(test::max_relative_error(got, norm) < 1e-5);
   CHECK(test::max_relative_error(test::download<float>(gpu, dseg), seg_norms) < 1e-5);
-  grad_norm(gpu, dg, table, workspace, dnorm, Tensor{});
+  run_op(gpu, GradNorm{.grads = dg,
+                       .table = table,
+                       .workspace = Out(workspace),
+                       .norm = Out(dnorm),
+                       .segment_norms = Out(Tensor{})});
   CHECK(test::download<float>(gpu, dnorm) == got);
 }
 
@@ -95,18 +107,54 @@ TEST_CASE("adamw and lamb on the GPU match the CPU over two steps", "[weight_upd
         copy_tensor(gpu.stream(), dhyper, Tensor::view_of(hyper.data(), Device::CPU, {kNumHyper}));
         poison_tensor(gpu.stream(), workspace);
         poison_tensor(gpu.stream(), dnorm);
-        grad_norm(gpu, dg, table, workspace, dnorm, Tensor{});
-        grad_norm(cpu, test::view(g), cpu_table, Tensor{}, test::view(norm), Tensor{});
+        run_op(gpu, GradNorm{.grads = dg,
+                             .table = table,
+                             .workspace = Out(workspace),
+                             .norm = Out(dnorm),
+                             .segment_norms = Out(Tensor{})});
+        run_op(cpu, GradNorm{.grads = test::view(g),
+                             .table = cpu_table,
+                             .workspace = Out(Tensor{}),
+                             .norm = Out(test::view(norm)),
+                             .segment_norms = Out(Tensor{})});
         REQUIRE(norm[0] > 1.0f);
         const Tensor hyper_cpu = Tensor::view_of(hyper.data(), Device::CPU, {kNumHyper});
         if (lamb) {
-          lamb_step(gpu, dp, dg, dm, dv, table, dhyper, dnorm, bias_correction, workspace);
-          lamb_step(cpu, test::view(p), test::view(g), test::view(m), test::view(v), cpu_table,
-                    hyper_cpu, test::view(norm), bias_correction, Tensor{});
+          run_op(gpu, LambStep{.params = Out(dp),
+                               .grads = dg,
+                               .m = Out(dm),
+                               .v = Out(dv),
+                               .table = table,
+                               .hyper = dhyper,
+                               .norm = dnorm,
+                               .bias_correction = bias_correction,
+                               .workspace = Out(workspace)});
+          run_op(cpu, LambStep{.params = Out(test::view(p)),
+                               .grads = test::view(g),
+                               .m = Out(test::view(m)),
+                               .v = Out(test::view(v)),
+                               .table = cpu_table,
+                               .hyper = hyper_cpu,
+                               .norm = test::view(norm),
+                               .bias_correction = bias_correction,
+                               .workspace = Out(Tensor{})});
         } else {
-          adamw_step(gpu, dp, dg, dm, dv, table, dhyper, dnorm, bias_correction);
-          adamw_step(cpu, test::view(p), test::view(g), test::view(m), test::view(v), cpu_table,
-                     hyper_cpu, test::view(norm), bias_correction);
+          run_op(gpu, AdamwStep{.params = Out(dp),
+                                .grads = dg,
+                                .m = Out(dm),
+                                .v = Out(dv),
+                                .table = table,
+                                .hyper = dhyper,
+                                .norm = dnorm,
+                                .bias_correction = bias_correction});
+          run_op(cpu, AdamwStep{.params = Out(test::view(p)),
+                                .grads = test::view(g),
+                                .m = Out(test::view(m)),
+                                .v = Out(test::view(v)),
+                                .table = cpu_table,
+                                .hyper = hyper_cpu,
+                                .norm = test::view(norm),
+                                .bias_correction = bias_correction});
         }
         CHECK(test::download<float>(gpu, dg) == g);  // gradients untouched
         CHECK(test::max_relative_error(test::download<float>(gpu, dm), m) < 1e-5);

@@ -89,7 +89,11 @@ TEST_CASE("grad_norm equals the direct sum over the segments", "[weight_update]"
   std::vector<float> g = test::random_vector<float>(kParams, 41, -2, 2);
   g[6] = g[7] = g[13] = 1e3f;  // outside every segment: not counted
   std::vector<float> norm(1), seg_norms(3);
-  grad_norm(ctx, test::view(g), table, Tensor{}, test::view(norm), test::view(seg_norms));
+  run_op(ctx, GradNorm{.grads = test::view(g),
+                       .table = table,
+                       .workspace = Out(Tensor{}),
+                       .norm = Out(test::view(norm)),
+                       .segment_norms = Out(test::view(seg_norms))});
   double total = 0;
   for (size_t s = 0; s < kSegments.size(); ++s) {
     double sq = 0;
@@ -113,9 +117,14 @@ TEST_CASE("adamw first step on one element by hand", "[weight_update]") {
   std::array<float, kNumHyper> hyper = h.packed();
   for (bool bias_correction : {false, true}) {
     std::vector<float> p = {1.0f}, g = {0.5f}, m = {0.0f}, v = {0.0f}, norm = {0.5f};
-    adamw_step(ctx, test::view(p), test::view(g), test::view(m), test::view(v), table,
-               Tensor::view_of(hyper.data(), Device::CPU, {kNumHyper}), test::view(norm),
-               bias_correction);
+    run_op(ctx, AdamwStep{.params = Out(test::view(p)),
+                          .grads = test::view(g),
+                          .m = Out(test::view(m)),
+                          .v = Out(test::view(v)),
+                          .table = table,
+                          .hyper = Tensor::view_of(hyper.data(), Device::CPU, {kNumHyper}),
+                          .norm = test::view(norm),
+                          .bias_correction = bias_correction});
     // The betas are f32 (1 - 0.999f = 0.00099998713), so the hand values use them as such.
     const double b1 = 0.9f, b2 = 0.999f, m1 = (1 - b1) * 0.5, v1 = (1 - b2) * 0.25;
     CHECK(m[0] == Approx(m1).epsilon(1e-6));
@@ -155,9 +164,14 @@ TEST_CASE("adamw gives the bits of the scalar adam_update on every element", "[w
       }
     }
     std::vector<float> g_in = g;
-    adamw_step(ctx, test::view(p), test::view(g_in), test::view(m), test::view(v), table,
-               Tensor::view_of(hyper.data(), Device::CPU, {kNumHyper}), test::view(norm),
-               bias_correction);
+    run_op(ctx, AdamwStep{.params = Out(test::view(p)),
+                          .grads = test::view(g_in),
+                          .m = Out(test::view(m)),
+                          .v = Out(test::view(v)),
+                          .table = table,
+                          .hyper = Tensor::view_of(hyper.data(), Device::CPU, {kNumHyper}),
+                          .norm = test::view(norm),
+                          .bias_correction = bias_correction});
     INFO("bias_correction " << bias_correction);
     CHECK(std::memcmp(p.data(), ep.data(), n * sizeof(float)) == 0);
     CHECK(std::memcmp(m.data(), em.data(), n * sizeof(float)) == 0);
@@ -183,7 +197,11 @@ TEST_CASE("adamw and lamb two steps match the f64 reference", "[weight_update]")
         for (int step = 1; step <= 2; ++step) {
           std::vector<float> g = test::random_vector<float>(kParams, 60 + step, -3, 3);
           const std::vector<float> g0 = g;
-          grad_norm(ctx, test::view(g), table, Tensor{}, test::view(norm), Tensor{});
+          run_op(ctx, GradNorm{.grads = test::view(g),
+                               .table = table,
+                               .workspace = Out(Tensor{}),
+                               .norm = Out(test::view(norm)),
+                               .segment_norms = Out(Tensor{})});
           REQUIRE(norm[0] > 1.0f);  // so that max_norm = 1 clips
           OptimHyperValues h;
           h.lr = 0.05f;
@@ -192,11 +210,24 @@ TEST_CASE("adamw and lamb two steps match the f64 reference", "[weight_update]")
           std::array<float, kNumHyper> hyper = h.packed();
           const Tensor hyper_t = Tensor::view_of(hyper.data(), Device::CPU, {kNumHyper});
           if (lamb) {
-            lamb_step(ctx, test::view(p), test::view(g), test::view(m), test::view(v), table,
-                      hyper_t, test::view(norm), bias_correction, test::view(workspace));
+            run_op(ctx, LambStep{.params = Out(test::view(p)),
+                                 .grads = test::view(g),
+                                 .m = Out(test::view(m)),
+                                 .v = Out(test::view(v)),
+                                 .table = table,
+                                 .hyper = hyper_t,
+                                 .norm = test::view(norm),
+                                 .bias_correction = bias_correction,
+                                 .workspace = Out(test::view(workspace))});
           } else {
-            adamw_step(ctx, test::view(p), test::view(g), test::view(m), test::view(v), table,
-                       hyper_t, test::view(norm), bias_correction);
+            run_op(ctx, AdamwStep{.params = Out(test::view(p)),
+                                  .grads = test::view(g),
+                                  .m = Out(test::view(m)),
+                                  .v = Out(test::view(v)),
+                                  .table = table,
+                                  .hyper = hyper_t,
+                                  .norm = test::view(norm),
+                                  .bias_correction = bias_correction});
           }
           reference_step(ref, g, h, norm[0], bias_correction, lamb);
           CHECK(g == g0);
