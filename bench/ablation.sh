@@ -4,20 +4,29 @@
 # engine's FLOP counter, models/flops.h: an mlm update costs less than an ELECTRA one, so the
 # update counts differ), fine-tunes each result on the GLUE tasks of ../shared/data/glue with fixed
 # seeds, and writes a Table 5-shaped markdown table (objective, updates, FLOPs, the dev metric of
-# each task as the median over the seeds, their mean) to OUT/table.md.
+# each task as the median over the seeds, their mean) to OUT/table.md. The same machinery compares
+# other rows at the same budget: --variant rows (a label and config overrides each), or a preset
+# --sweep: generator-size (Figure 3 left: the generator's hidden size as a fraction of the
+# discriminator's, 0.25 to 1, objective electra) or generator-training (Figure 3 right, the joint
+# variants: the MLM generator, adversarial training, the unigram generator; two-stage splits its
+# FLOPs over two stages and is not in the preset).
 # Usage: bench/ablation.sh --budget-flops F [--size tiny|small] [--tasks "CoLA SST-2 MRPC RTE STS-B WNLI"]
 #          [--seeds 1] [--objectives "electra electra-15 mlm replace-mlm all-tokens-mlm"]
+#          [--variant "LABEL:key=value[,key=value...]"]... [--sweep generator-size|generator-training]
 #          [--corpus-lines N] [--max-train N] [--epochs N] [--ft-seq-len 64] [--threads N]
 #          [--set key=value]... [--out DIR] [--electra BIN]
-#   --budget-flops   pre-training FLOPs per objective (e.g. 3e13); updates = floor(F / FLOPs of
-#                    one update of that objective, as `electra pretrain --dry-run` prints it)
+#   --budget-flops   pre-training FLOPs per row (e.g. 3e13); updates = floor(F / FLOPs of
+#                    one update of that row, as `electra pretrain --dry-run` prints it)
 #   --size           configs/electra-{tiny,small}.yaml
 #   --corpus-lines   build the vocabulary (8000 tokens) and shards from the first N lines of each
 #                    ../shared/data/corpus file (default 0: all of it)
 #   --max-train      fine-tune on the first N training examples of each task (default: all)
 #   --epochs         fine-tuning epochs (default: the task's config)
-#   --set            a pre-training config override for every objective (e.g. train.batch_size=8)
-# Every objective pre-trains with train.seed 1 and fine-tunes with finetune.seed 1, 2, ... (--seeds)
+#   --set            a pre-training config override for every row (e.g. train.batch_size=8)
+#   --variant        a row of its own: LABEL and the overrides that make it (instead of the
+#                    --objectives rows; e.g. "gen x0.5:model.generator_multiplier=0.5")
+#   --sweep          a preset list of --variant rows (above)
+# Every row pre-trains with train.seed 1 and fine-tunes with finetune.seed 1, 2, ... (--seeds)
 # on the same data; the first 10% of the updates warm up. A task's dev metric is the best epoch's
 # (what `electra finetune` reports; with --epochs 1, the only one), its median over the seeds.
 set -euo pipefail
@@ -33,6 +42,7 @@ epochs=""
 ft_seq_len=64
 threads=0
 pre_set=()
+variants=()
 out="$root/runs/ablation"
 electra="$root/build/cpu/apps/electra"
 die() { echo "ablation.sh: $*" >&2; exit 2; }
@@ -50,6 +60,17 @@ while [[ $# -gt 0 ]]; do
     --ft-seq-len) ft_seq_len="$2" ;;
     --threads) threads="$2" ;;
     --set) pre_set+=(--set "$2") ;;
+    --variant) variants+=("$2") ;;
+    --sweep)
+      case "$2" in
+        generator-size)
+          variants+=("gen x0.25:model.generator_multiplier=0.25" "gen x0.5:model.generator_multiplier=0.5"
+            "gen x0.75:model.generator_multiplier=0.75" "gen x1:model.generator_multiplier=1") ;;
+        generator-training)
+          variants+=("mle:generator_training=mle" "adversarial:generator_training=adversarial"
+            "unigram:generator=unigram") ;;
+        *) die "--sweep $2: generator-size or generator-training" ;;
+      esac ;;
     --out) out="$2" ;;
     --electra) electra="$2" ;;
     *) die "unknown option $1 (see the top of bench/ablation.sh)" ;;
@@ -57,6 +78,13 @@ while [[ $# -gt 0 ]]; do
   shift 2
 done
 [[ -n "$budget" ]] || die "--budget-flops F is required"
+# Without --variant / --sweep, one row per objective.
+if [[ ${#variants[@]} -eq 0 ]]; then
+  for objective in "${objectives[@]}"; do variants+=("$objective:objective=$objective"); done
+fi
+for v in "${variants[@]}"; do
+  [[ "$v" == *:*=* ]] || die "--variant \"$v\": LABEL:key=value[,key=value...]"
+done
 python3 -c "import sys; f = float(sys.argv[1]); sys.exit(0 if f > 0 else 1)" "$budget" 2>/dev/null ||
   die "--budget-flops $budget: not a positive number"
 [[ "$size" == tiny || "$size" == small ]] || die "--size $size: tiny or small"
@@ -100,35 +128,39 @@ ft_args=(--vocab "$out/vocab.txt" --seeds "$seeds" --set finetune.max_seq_len="$
   --set tasks.sts-b.epochs="$epochs")
 
 : >"$out/rows.tsv"
-for objective in "${objectives[@]}"; do
-  flops="$("$electra" pretrain "${common[@]}" --set objective="$objective" --dry-run 2>&1 |
+for v in "${variants[@]}"; do
+  label="${v%%:*}"
+  overrides=()
+  IFS=',' read -r -a kvs <<<"${v#*:}"
+  for kv in "${kvs[@]}"; do overrides+=(--set "$kv"); done
+  flops="$("$electra" pretrain "${common[@]}" "${overrides[@]}" --dry-run 2>&1 |
     sed -n 's/^  FLOPs per update ([a-z0-9-]*): //p')"
-  [[ -n "$flops" ]] || die "$objective: pretrain --dry-run printed no FLOPs per update"
+  [[ -n "$flops" ]] || die "$label: pretrain --dry-run printed no FLOPs per update"
   steps="$(python3 -c "import sys; print(int(float(sys.argv[1]) // float(sys.argv[2])))" "$budget" "$flops")"
-  [[ "$steps" -ge 10 ]] || die "$objective: the budget buys $steps updates of $flops FLOPs (< 10)"
+  [[ "$steps" -ge 10 ]] || die "$label: the budget buys $steps updates of $flops FLOPs (< 10)"
   total="$(python3 -c "import sys; print('%.3g' % (int(sys.argv[1]) * float(sys.argv[2])))" "$steps" "$flops")"
-  dir="$out/$objective"
+  dir="$out/${label// /_}"
   ckpt="$dir/checkpoint-$(printf %08d "$steps")"
   if [[ ! -d "$ckpt" ]]; then
-    log "$objective: pre-training $steps updates of $flops FLOPs"
-    "$electra" pretrain "${common[@]}" --set objective="$objective" --set train.steps="$steps" \
+    log "$label: pre-training $steps updates of $flops FLOPs"
+    "$electra" pretrain "${common[@]}" "${overrides[@]}" --set train.steps="$steps" \
       --set schedule.warmup_steps=$((steps / 10)) --set logging.every=$(((steps + 9) / 10)) \
       --set checkpoint.dir="$dir" >"$dir.pretrain.log" 2>&1 ||
-      die "$objective: pretrain failed: $(tail -2 "$dir.pretrain.log")"
+      die "$label: pretrain failed: $(tail -2 "$dir.pretrain.log")"
   fi
-  row="$objective	$steps	$total"
+  row="$label	$steps	$total"
   for task in "${tasks[@]}"; do
-    log "$objective: fine-tuning $task"
+    log "$label: fine-tuning $task"
+    name="$task-${label// /_}"
     "$electra" finetune --task "$task" --data-dir "$shared/glue/$task" --init "$ckpt" \
-      --output "$out/ft/$task-$objective" "${ft_args[@]}" >"$out/ft-$task-$objective.txt" \
-      2>"$out/ft-$task-$objective.log" ||
-      die "$objective $task: finetune failed: $(tail -2 "$out/ft-$task-$objective.log")"
+      --output "$out/ft/$name" "${ft_args[@]}" >"$out/ft-$name.txt" 2>"$out/ft-$name.log" ||
+      die "$label $task: finetune failed: $(tail -2 "$out/ft-$name.log")"
     # "<task> median over N seeds: <metric> <value>", or with one seed
     # "<task> seed 1: best epoch E: <metric> <value> [<metric> <value>...] (T s)"
-    metric="$(grep " median over " "$out/ft-$task-$objective.txt" | tail -1 | sed 's/.*: //' || true)"
-    [[ -n "$metric" ]] || metric="$(grep " seed [0-9]*: best epoch " "$out/ft-$task-$objective.txt" |
+    metric="$(grep " median over " "$out/ft-$name.txt" | tail -1 | sed 's/.*: //' || true)"
+    [[ -n "$metric" ]] || metric="$(grep " seed [0-9]*: best epoch " "$out/ft-$name.txt" |
       tail -1 | sed 's/.*best epoch [0-9]*: //' | cut -d' ' -f1-2 || true)"
-    [[ -n "$metric" ]] || die "$objective $task: no result line in $out/ft-$task-$objective.txt"
+    [[ -n "$metric" ]] || die "$label $task: no result line in $out/ft-$name.txt"
     row+="	$metric"
   done
   echo "$row" >>"$out/rows.tsv"
@@ -138,9 +170,9 @@ python3 - "$out/rows.tsv" "$budget" "$size" "$seeds" "${tasks[@]}" >"$out/table.
 import sys
 rows_path, budget, size, seeds, tasks = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:]
 rows = [line.rstrip("\n").split("\t") for line in open(rows_path) if line.strip()]
-print(f"Pre-training budget {float(budget):.3g} FLOPs per objective, ELECTRA-{size}; "
+print(f"Pre-training budget {float(budget):.3g} FLOPs per row, ELECTRA-{size}; "
       f"dev metrics are medians over {seeds} fine-tuning seed(s); x100.\n")
-header = ["objective", "updates", "FLOPs"]
+header = ["row", "updates", "FLOPs"]
 for i, task in enumerate(tasks):
     metric = rows[0][3 + i].split(" ")[0] if rows else ""
     header.append(f"{task} ({metric})")
