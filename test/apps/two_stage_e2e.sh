@@ -12,20 +12,7 @@ src="$2"
 source "$src/test/common/e2e_common.sh"
 
 make_tiny_data
-python3 - "$work" <<'PY'
-import os, random, sys
-work = sys.argv[1]
-random.seed(3)
-fill = "the man woman house river city king ship sea night day road horse letter friend door".split()
-os.makedirs(f"{work}/cls", exist_ok=True)
-for split, n in (("train", 64), ("dev", 32)):
-    with open(f"{work}/cls/{split}.tsv", "w") as f:
-        f.write("sentence\tlabel\n")
-        for _ in range(n):
-            label = random.randint(0, 1)
-            words = random.sample(fill, 6) + ["happy" if label else "sad"]
-            f.write(" ".join(words) + " \t" + str(label) + "\n")
-PY
+make_tiny_sst2
 
 # A generator of the discriminator's size: multiplier 1, 1 head (= 64 / 64), FFN 256 (= 4 x 64).
 small=(--config "$src/configs/electra-tiny.yaml"

@@ -14,6 +14,20 @@ using namespace electra;
 
 namespace {
 
+// Adds noise to every parameter: larger random biases and LayerNorm parameters than the init, so
+// that no gradient vanishes by symmetry (zero biases, unit gammas).
+void perturb(const ParameterStore& store) {
+  double* flat = store.flat_params().ptr<double>();
+  const std::vector<double> noise =
+      test::random_vector<double>(static_cast<size_t>(store.total_elements()), 11, -0.2, 0.2);
+  for (const ParamInfo& p : store.params()) {
+    const bool small = p.kind != ParamKind::kWeight && p.kind != ParamKind::kEmbedding;
+    for (int64_t j = 0; j < p.numel; ++j) {
+      flat[p.offset + j] += small ? noise[p.offset + j] : 2 * noise[p.offset + j];
+    }
+  }
+}
+
 // Checks up to `per_tensor` evenly spaced coordinates of every parameter tensor. With
 // generator: unigram the update runs whole (masking, the unigram op's samples, forward, backward)
 // rather than from the fixed corruption.
@@ -37,20 +51,9 @@ void check_step_gradients(Objective objective, int64_t per_tensor,
     for (size_t v = 4; v < counts.size(); ++v) counts[v] = 1 + v % 5;
     model.set_unigram_counts(ctx, counts);
   }
-  // Larger random biases and LayerNorm parameters than the init, so that no gradient vanishes
-  // by symmetry (zero biases, unit gammas).
   const ParameterStore& store = model.store();
   double* flat = store.flat_params().ptr<double>();
-  {
-    const std::vector<double> noise =
-        test::random_vector<double>(static_cast<size_t>(store.total_elements()), 11, -0.2, 0.2);
-    for (const ParamInfo& p : store.params()) {
-      const bool small = p.kind != ParamKind::kWeight && p.kind != ParamKind::kEmbedding;
-      for (int64_t j = 0; j < p.numel; ++j) {
-        flat[p.offset + j] += small ? noise[p.offset + j] : 2 * noise[p.offset + j];
-      }
-    }
-  }
+  perturb(store);
   const HostBatch batch = test::tiny_batch();
   test::FixedStep fixed(ctx, model, batch, test::tiny_corruption(batch));
 
@@ -177,14 +180,7 @@ TEST_CASE("adversarial step gradients equal central differences of the REINFORCE
   model.init_weights(ctx, 3);
   const ParameterStore& store = model.store();
   double* flat = store.flat_params().ptr<double>();
-  const std::vector<double> noise =
-      test::random_vector<double>(static_cast<size_t>(store.total_elements()), 11, -0.2, 0.2);
-  for (const ParamInfo& p : store.params()) {
-    const bool small = p.kind != ParamKind::kWeight && p.kind != ParamKind::kEmbedding;
-    for (int64_t j = 0; j < p.numel; ++j) {
-      flat[p.offset + j] += small ? noise[p.offset + j] : 2 * noise[p.offset + j];
-    }
-  }
+  perturb(store);
   const HostBatch batch = test::tiny_batch();
   test::FixedStep fixed(ctx, model, batch, test::tiny_corruption(batch));
   const ReinforceSlots& slots = model.adversarial_slots();
