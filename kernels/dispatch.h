@@ -90,23 +90,3 @@ void run_op(Context& ctx, const Op& op) {
 }
 
 }  // namespace electra
-
-#if ELECTRA_WITH_CUDA
-#define ELECTRA_DISPATCH(ctx, op, ...)       \
-  do {                                       \
-    if ((ctx).is_cuda()) {                   \
-      ::electra::cuda::op(ctx, __VA_ARGS__); \
-    } else {                                 \
-      ::electra::cpu::op(ctx, __VA_ARGS__);  \
-    }                                        \
-  } while (0)
-#else
-#define ELECTRA_DISPATCH(ctx, op, ...)          \
-  do {                                          \
-    if ((ctx).is_cuda()) {                      \
-      ::electra::throw_built_without_cuda(#op); \
-    } else {                                    \
-      ::electra::cpu::op(ctx, __VA_ARGS__);     \
-    }                                           \
-  } while (0)
-#endif

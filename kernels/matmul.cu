@@ -107,14 +107,14 @@ struct Plan {
 };
 
 // The output the GEMM itself writes: C, or gelu_pre with the GELU epilogue.
-MatrixBatch gemm_output(const GemmArgs& g) {
+MatrixBatch gemm_output(const Gemm& g) {
   if (g.epilogue.gelu_pre == nullptr) return g.c;
   MatrixBatch out = g.c;
   out.storage = *g.epilogue.gelu_pre;
   return out;
 }
 
-std::unique_ptr<Plan> build_plan(Context& ctx, const GemmArgs& g, bool fuse_bias) {
+std::unique_ptr<Plan> build_plan(Context& ctx, const Gemm& g, bool fuse_bias) {
   auto plan = std::make_unique<Plan>();
   const cudaDataType_t ab_type = cuda_type(g.a.storage.dtype, "A and B");
   const cudaDataType_t c_type = cuda_type(g.c.storage.dtype, "C");
@@ -162,7 +162,7 @@ std::unique_ptr<Plan> build_plan(Context& ctx, const GemmArgs& g, bool fuse_bias
 
 using PlanKey = std::array<int64_t, 24>;
 
-PlanKey plan_key(Context& ctx, const GemmArgs& g, bool fuse_bias) {
+PlanKey plan_key(Context& ctx, const Gemm& g, bool fuse_bias) {
   const MatrixBatch out = gemm_output(g);
   return PlanKey{ctx.device_index(),
                  g.trans_a,
@@ -200,7 +200,7 @@ std::map<PlanKey, std::unique_ptr<Plan>>& plan_cache() {
   return cache;
 }
 
-const Plan& cached_plan(Context& ctx, const GemmArgs& g, bool fuse_bias) {
+const Plan& cached_plan(Context& ctx, const Gemm& g, bool fuse_bias) {
   auto& cache = plan_cache();
   const PlanKey key = plan_key(ctx, g, fuse_bias);
   auto it = cache.find(key);
@@ -210,7 +210,7 @@ const Plan& cached_plan(Context& ctx, const GemmArgs& g, bool fuse_bias) {
 
 // The plan for g; with a bias, the fused-epilogue plan when cuBLASLt has one, else a plain one.
 // Call with plan_mutex() held.
-const Plan& get_plan(Context& ctx, const GemmArgs& g) {
+const Plan& get_plan(Context& ctx, const Gemm& g) {
   if (g.epilogue.bias != nullptr && is_aligned16(g.epilogue.bias->data)) {
     const Plan& fused = cached_plan(ctx, g, true);
     if (fused.found) return fused;
@@ -287,7 +287,14 @@ __global__ void bias_grad_partial_kernel(const T* dy, float* partial, int64_t m,
 
 }  // namespace
 
-void gemm(Context& ctx, const GemmArgs& g) {
+}  // namespace electra::cuda
+
+namespace electra {
+
+using namespace cuda;  // the helpers above
+
+void Gemm::cuda(Context& ctx) const {
+  const Gemm& g = *this;
   if (g.m() == 0 || g.n() == 0) return;  // nothing to launch
   const MatmulEpilogue& e = g.epilogue;
   if (e.bias != nullptr) {
@@ -322,7 +329,7 @@ void gemm(Context& ctx, const GemmArgs& g) {
 // write partial column sums, then column_partials_sum adds them in a fixed tree. The partials
 // live in the context's cuBLASLt workspace: only the GEMMs use it otherwise, and they run on the
 // same stream, so stream order keeps the two apart (no allocation, no extra workspace argument).
-void bias_grad(Context& ctx, const Tensor& dy, const Tensor& db) {
+void BiasGrad::cuda(Context& ctx) const {
   check_dtype(db, DType::F32, "bias_grad (cuda): db");
   if (dy.numel() == 0) return;  // db += an empty sum
   const int64_t n = dy.dim(-1), m = dy.numel() / n;
@@ -347,4 +354,4 @@ void bias_grad(Context& ctx, const Tensor& dy, const Tensor& db) {
   column_partials_sum(ctx, ColumnSumJob{partial, db.ptr<float>(), n}, ColumnSumJob{}, partials, n);
 }
 
-}  // namespace electra::cuda
+}  // namespace electra

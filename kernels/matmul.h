@@ -13,19 +13,19 @@
 // Two forms: matmul() views rank >= 2 tensors as matrices [numel / last dim, last dim] (so
 // x[B,T,H] is a [B*T, H] matrix), and matmul_batched() takes explicit strided batches of
 // matrices inside a tensor's storage (attention: one head of packed qkv is a [T, d] matrix with
-// leading dimension 3H). bias_grad() is the deterministic db[N] += sum over rows of dY[M,N].
+// leading dimension 3H). BiasGrad is the deterministic db[N] += sum over rows of dY[M,N].
 //
 // Linear y = x W^T + b with W [out, in] (HF layout), x [rows, in]:
 //   forward    matmul(ctx, x, false, W, true, y, 1, 0, {.bias = &b})
 //   backward   matmul(ctx, dy, false, W, false, dx)            dx  = dy W      (written)
 //              matmul(ctx, dy, true, x, false, dW, 1, 1)       dW += dy^T x    (accumulated)
-//              bias_grad(ctx, dy, db)                          db += colsum(dy)
+//              run_op(ctx, BiasGrad{dy, Out(db)})           db += colsum(dy)
 // linear_forward / linear_backward below are exactly these calls.
 //
 // Dtypes: CPU, every tensor f32 or every tensor f64. CUDA: A and B both f32 or both bf16; C f32
 // or bf16; bias f32 or C's dtype; gelu_pre C's dtype; accumulation in f32 with TF32 off
 // (CUBLAS_COMPUTE_32F), so f32 results match the CPU to rounding.
-// Workspace: none from the caller; cuBLASLt uses the context's workspace, and the CUDA bias_grad
+// Workspace: none from the caller; cuBLASLt uses the context's workspace, and the CUDA BiasGrad
 // borrows it for its partial column sums (stream-ordered with the GEMMs).
 #pragma once
 
@@ -60,7 +60,8 @@ struct MatmulEpilogue {
 };
 
 // Everything one GEMM call needs, validated (see check_gemm below).
-struct GemmArgs {
+struct Gemm {
+  static constexpr const char* kName = "matmul";
   MatrixBatch a, b, c;
   bool trans_a = false, trans_b = false;
   int64_t batch = 1;
@@ -70,16 +71,27 @@ struct GemmArgs {
   int64_t m() const { return trans_a ? a.cols : a.rows; }
   int64_t k() const { return trans_a ? a.rows : a.cols; }
   int64_t n() const { return trans_b ? b.rows : b.cols; }
+
+  void check(const Context& ctx) const;  // below: detail::check_gemm
+  void cpu(Context& ctx) const;
+  void cuda(Context& ctx) const;
 };
 
-namespace cpu {
-void gemm(Context& ctx, const GemmArgs& args);
-void bias_grad(Context& ctx, const Tensor& dy, const Tensor& db);
-}  // namespace cpu
-namespace cuda {
-void gemm(Context& ctx, const GemmArgs& args);
-void bias_grad(Context& ctx, const Tensor& dy, const Tensor& db);
-}  // namespace cuda
+// db[N] += sum over the rows of dy (rank >= 2, [M, N] as in as_matrix). Deterministic. CPU: dy
+// and db both f32 or f64; CUDA: dy f32 or bf16, db f32.
+struct BiasGrad {
+  static constexpr const char* kName = "bias_grad";
+  In dy;
+  Out db;
+
+  void check(const Context& ctx) const {
+    check_devices(ctx, kName, {&dy, &db});
+    ELECTRA_CHECK(dy.rank >= 1 && db.numel() == dy.dim(-1), "bias_grad: dy ", dy.str(), ", db ",
+                  db.str());
+  }
+  void cpu(Context& ctx) const;
+  void cuda(Context& ctx) const;
+};
 
 namespace detail {
 
@@ -95,7 +107,7 @@ inline void check_in_bounds(const MatrixBatch& x, int64_t batch, const char* nam
                 ") reaches element ", last, " of ", x.storage.str());
 }
 
-inline void check_gemm(const Context& ctx, const GemmArgs& g) {
+inline void check_gemm(const Context& ctx, const Gemm& g) {
   check_devices(ctx, "matmul", {&g.a.storage, &g.b.storage, &g.c.storage});
   ELECTRA_CHECK(g.batch >= 1, "matmul: batch ", g.batch);
   ELECTRA_CHECK(g.k() >= 1, "matmul: inner dimension K = ", g.k(), " (", g.a.storage.str(), ")");
@@ -129,10 +141,8 @@ inline void check_gemm(const Context& ctx, const GemmArgs& g) {
 
 }  // namespace detail
 
-inline void gemm(Context& ctx, const GemmArgs& args) {
-  detail::check_gemm(ctx, args);
-  if (args.m() == 0 || args.n() == 0) return;
-  ELECTRA_DISPATCH(ctx, gemm, args);
+inline void Gemm::check(const Context& ctx) const {
+  detail::check_gemm(ctx, *this);
 }
 
 // C = alpha op(A) op(B) + beta C (+ epilogue); A, B, C rank >= 2, viewed with as_matrix.
@@ -141,25 +151,30 @@ inline void matmul(Context& ctx, const Tensor& a, bool trans_a, const Tensor& b,
                    const MatmulEpilogue& epilogue = {}) {
   ELECTRA_CHECK(a.rank >= 2 && b.rank >= 2 && c.rank >= 2, "matmul: rank >= 2 needed, got A ",
                 a.str(), ", B ", b.str(), ", C ", c.str());
-  gemm(ctx, GemmArgs{as_matrix(a), as_matrix(b), as_matrix(c), trans_a, trans_b, 1, alpha, beta,
-                     epilogue});
+  run_op(ctx, Gemm{.a = as_matrix(a),
+                   .b = as_matrix(b),
+                   .c = as_matrix(c),
+                   .trans_a = trans_a,
+                   .trans_b = trans_b,
+                   .batch = 1,
+                   .alpha = alpha,
+                   .beta = beta,
+                   .epilogue = epilogue});
 }
 
 // For i < batch: C_i = alpha op(A_i) op(B_i) + beta C_i. No epilogue.
 inline void matmul_batched(Context& ctx, const MatrixBatch& a, bool trans_a, const MatrixBatch& b,
                            bool trans_b, const MatrixBatch& c, int64_t batch, float alpha = 1,
                            float beta = 0) {
-  gemm(ctx, GemmArgs{a, b, c, trans_a, trans_b, batch, alpha, beta, {}});
-}
-
-// db[N] += sum over the rows of dy (rank >= 2, [M, N] as in as_matrix). Deterministic. CPU: dy
-// and db both f32 or f64; CUDA: dy f32 or bf16, db f32.
-inline void bias_grad(Context& ctx, const Tensor& dy, const Tensor& db) {
-  check_devices(ctx, "bias_grad", {&dy, &db});
-  ELECTRA_CHECK(dy.rank >= 1 && db.numel() == dy.dim(-1), "bias_grad: dy ", dy.str(), ", db ",
-                db.str());
-  if (dy.numel() == 0) return;
-  ELECTRA_DISPATCH(ctx, bias_grad, dy, db);
+  run_op(ctx, Gemm{.a = a,
+                   .b = b,
+                   .c = c,
+                   .trans_a = trans_a,
+                   .trans_b = trans_b,
+                   .batch = batch,
+                   .alpha = alpha,
+                   .beta = beta,
+                   .epilogue = {}});
 }
 
 // y = x W^T + b: x [..., in], W [out, in], b [out], y [..., out].
@@ -173,7 +188,7 @@ inline void linear_backward(Context& ctx, const Tensor& x, const Tensor& w, cons
                             const Tensor& dx, const Tensor& dw, const Tensor& db) {
   matmul(ctx, dy, false, w, false, dx);
   matmul(ctx, dy, true, x, false, dw, 1, 1);
-  bias_grad(ctx, dy, db);
+  run_op(ctx, BiasGrad{.dy = dy, .db = Out(db)});
 }
 
 }  // namespace electra

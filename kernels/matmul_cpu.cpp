@@ -70,7 +70,7 @@ T gelu(T x) {
 
 // The epilogue on rows [r0, r0 + rows) x columns [c0, c0 + cols) of the product in `out`.
 template <class T>
-void epilogue_block(const GemmArgs& g, const MatrixBatch& out, int64_t r0, int64_t rows, int64_t c0,
+void epilogue_block(const Gemm& g, const MatrixBatch& out, int64_t r0, int64_t rows, int64_t c0,
                     int64_t cols) {
   const MatmulEpilogue& e = g.epilogue;
   T* c = out.storage.ptr<T>() + out.offset;  // epilogues have one contiguous C (check_gemm)
@@ -94,7 +94,7 @@ void epilogue_block(const GemmArgs& g, const MatrixBatch& out, int64_t r0, int64
 // op(B_i) + beta C_i as one single-threaded Eigen product written in place (with beta = 0 Eigen
 // zeroes the tile first: C is never read, it may hold NaN), then the epilogue.
 template <class T>
-void eigen_tile(const GemmArgs& g, const MatrixBatch& out, int64_t i, int64_t r0, int64_t rows,
+void eigen_tile(const Gemm& g, const MatrixBatch& out, int64_t i, int64_t r0, int64_t rows,
                 int64_t c0, int64_t cols) {
   const ConstMap<T> a = const_matrix<T>(g.a, i);
   const ConstMap<T> b = const_matrix<T>(g.b, i);
@@ -123,16 +123,16 @@ void eigen_tile(const GemmArgs& g, const MatrixBatch& out, int64_t i, int64_t r0
 }
 
 // The matrix the product goes to: C, or with the GELU epilogue gelu_pre (then C = gelu(pre)).
-MatrixBatch product_target(const GemmArgs& g) {
+MatrixBatch product_target(const Gemm& g) {
   return g.epilogue.gelu_pre != nullptr
              ? MatrixBatch{*g.epilogue.gelu_pre, 0, g.c.rows, g.c.cols, g.c.ld, g.c.stride}
              : g.c;
 }
 
-void gemm_f32(Context& ctx, const GemmArgs& g) {
+void gemm_f32(Context& ctx, const Gemm& g) {
   const MatrixBatch out = product_target(g);
   struct State {
-    const GemmArgs* g;
+    const Gemm* g;
     const MatrixBatch* out;
   } state{&g, &out};
   const bool has_epilogue = g.epilogue.bias != nullptr || g.epilogue.gelu_pre != nullptr;
@@ -145,7 +145,7 @@ void gemm_f32(Context& ctx, const GemmArgs& g) {
   packed_gemm_f32(ctx, g, out, has_epilogue ? done : GemmBlockDone{nullptr, nullptr});
 }
 
-void gemm_f64(Context& ctx, const GemmArgs& g) {
+void gemm_f64(Context& ctx, const Gemm& g) {
   const MatrixBatch out = product_target(g);
   const int64_t m = g.m(), n = g.n();
   const Tiling t = tiling_for(m, n);
@@ -173,21 +173,27 @@ void bias_grad_typed(Context& ctx, const Tensor& dy, const Tensor& db) {
 
 }  // namespace
 
-void gemm(Context& ctx, const GemmArgs& args) {
-  dispatch_cpu_float(args.c.storage.dtype, "matmul", [&](auto zero) {
+}  // namespace electra::cpu
+
+namespace electra {
+
+void Gemm::cpu(Context& ctx) const {
+  if (m() == 0 || n() == 0) return;
+  dispatch_cpu_float(c.storage.dtype, kName, [&](auto zero) {
     if constexpr (std::is_same_v<decltype(zero), float>) {
-      gemm_f32(ctx, args);
+      cpu::gemm_f32(ctx, *this);
     } else {
-      gemm_f64(ctx, args);
+      cpu::gemm_f64(ctx, *this);
     }
   });
 }
 
-void bias_grad(Context& ctx, const Tensor& dy, const Tensor& db) {
-  dispatch_cpu_float(dy.dtype, "bias_grad", [&](auto zero) {
+void BiasGrad::cpu(Context& ctx) const {
+  if (dy.numel() == 0) return;  // db += an empty sum
+  dispatch_cpu_float(dy.dtype, kName, [&](auto zero) {
     using T = decltype(zero);
-    bias_grad_typed<T>(ctx, dy, db);
+    cpu::bias_grad_typed<T>(ctx, dy, db);
   });
 }
 
-}  // namespace electra::cpu
+}  // namespace electra

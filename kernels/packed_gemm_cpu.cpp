@@ -249,7 +249,7 @@ void compute_block(const Strided& a, float alpha, const float* packed_b, int64_t
 
 }  // namespace
 
-void packed_gemm_f32(Context& ctx, const GemmArgs& g, const MatrixBatch& out, GemmBlockDone done) {
+void packed_gemm_f32(Context& ctx, const Gemm& g, const MatrixBatch& out, GemmBlockDone done) {
   const int64_t m = g.m(), n = g.n(), k_dim = g.k();
   const int64_t panels = ceil_div(n, kNR);
   float* packed_b = tls_packed_b.get(panels * kNR * k_dim);

@@ -28,6 +28,6 @@ struct GemmBlockDone {
 };
 
 // g's A, B and alpha, beta, batch with the product written to `out` (g.c, or gelu_pre), f32.
-void packed_gemm_f32(Context& ctx, const GemmArgs& g, const MatrixBatch& out, GemmBlockDone done);
+void packed_gemm_f32(Context& ctx, const Gemm& g, const MatrixBatch& out, GemmBlockDone done);
 
 }  // namespace electra::cpu

@@ -25,7 +25,7 @@ void Linear::backward_no_bias(Context& ctx, const Tensor& x, const Tensor& dy, c
 void Linear::backward(Context& ctx, const Tensor& x, const Tensor& dy, const Tensor& dx,
                       bool accumulate_dx) const {
   backward_no_bias(ctx, x, dy, dx, accumulate_dx);
-  bias_grad(ctx, dy, bias_.grad);
+  run_op(ctx, BiasGrad{.dy = dy, .db = Out(bias_.grad)});
 }
 
 }  // namespace electra

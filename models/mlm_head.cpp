@@ -54,7 +54,7 @@ void MlmHead::backward(Context& ctx, const Tensor& grad_hidden) {
                  as_matrix(grad_normed_), 1);
   matmul_batched(ctx, dz_real, true, as_matrix(normed_), false, as_matrix(tables_->word.grad), 1, 1,
                  1);
-  bias_grad(ctx, dz, output_bias_.grad);
+  run_op(ctx, BiasGrad{.dy = dz, .db = Out(output_bias_.grad)});
   norm_.backward(ctx, grad_normed_, act_, grad_act_);
   run_op(ctx, BiasGeluBackward{.dy = grad_act_,
                                .x = pre_,

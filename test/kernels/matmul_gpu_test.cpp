@@ -160,9 +160,9 @@ TEST_CASE("bias_grad GPU equals CPU and is deterministic", "[matmul][gpu]") {
       Tensor gdb = test::upload(gpu, arena, db0, {n});
       Tensor gdb2 = test::upload(gpu, arena, db0, {n});
       std::vector<double> hdy = widen(dy), db = widen(db0);
-      bias_grad(cpu, test::view(hdy, {m, n}), test::view(db, {n}));
-      bias_grad(gpu, gdy, gdb);
-      bias_grad(gpu, gdy, gdb2);
+      run_op(cpu, BiasGrad{.dy = test::view(hdy, {m, n}), .db = Out(test::view(db, {n}))});
+      run_op(gpu, BiasGrad{.dy = gdy, .db = Out(gdb)});
+      run_op(gpu, BiasGrad{.dy = gdy, .db = Out(gdb2)});
       const std::vector<float> got = test::download<float>(gpu, gdb);
       CHECK(test::max_relative_error(got, db) < 1e-5);
       CHECK(got == test::download<float>(gpu, gdb2));

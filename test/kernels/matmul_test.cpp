@@ -188,7 +188,7 @@ TEST_CASE("bias_grad accumulates column sums", "[matmul]") {
   for (int r = 0; r < 12; ++r) {
     for (int c = 0; c < 5; ++c) expect[c] += dy[r * 5 + c];
   }
-  bias_grad(ctx, test::view(dy, {4, 3, 5}), test::view(db, {5}));
+  run_op(ctx, BiasGrad{.dy = test::view(dy, {4, 3, 5}), .db = Out(test::view(db, {5}))});
   CHECK(test::max_relative_error(db, expect) < 1e-6);
 }
 
