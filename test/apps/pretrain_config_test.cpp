@@ -479,4 +479,13 @@ TEST_CASE("training: two-stage and its errors", "[pretrain_config]") {
                     Catch::Contains("generator hidden 64, 2 layers, 1 heads, FFN 256, embedding "
                                     "64; discriminator hidden 128, 2 layers, 2 heads, FFN 512, "
                                     "embedding 64"));
+  // Stage 1 is maximum likelihood and stage 2 freezes the generator; all has no second encoder
+  // and gdes's residuals would train in stage 2 only: each combination is one error line.
+  CHECK_THROWS_WITH(read(two + "generator_training: adversarial\n"),
+                    Catch::Contains("generator_training: adversarial does not apply"));
+  CHECK_THROWS_WITH(read(two + "sharing: all\n"),
+                    Catch::Contains("two-stage needs sharing: embeddings or none (got all"));
+  CHECK_THROWS_WITH(read(two + "sharing: gdes\n"),
+                    Catch::Contains("two-stage needs sharing: embeddings or none (got gdes"));
+  CHECK_NOTHROW(read(two + "sharing: none\n"));
 }

@@ -209,6 +209,26 @@ TEST_CASE("sharing: all and gdes are refused without a generator model or, all, 
   }
 }
 
+// The pretrainer refuses the combinations the config refuses (apps/pretrain_config.cpp): a
+// two-stage run with adversarial training, or with sharing all or gdes.
+TEST_CASE("two-stage is refused with adversarial training and with sharing all or gdes",
+          "[sharing]") {
+  Context ctx = Context::cpu(1, Precision::F64);
+  PretrainOptions o = test::tiny_options();
+  o.training = Training::kTwoStage;
+  CHECK_NOTHROW(ElectraPretrainer(ctx, test::tiny_tied_config(), o));
+  o.generator_training = GeneratorTraining::kAdversarial;
+  CHECK_THROWS_WITH(ElectraPretrainer(ctx, test::tiny_tied_config(), o),
+                    "training: two-stage needs generator_training: mle and sharing: embeddings "
+                    "or none, not adversarial and embeddings");
+  o.generator_training = GeneratorTraining::kMle;
+  for (Sharing sharing : {Sharing::kAll, Sharing::kGdes}) {
+    o.sharing = sharing;
+    CHECK_THROWS_WITH(ElectraPretrainer(ctx, test::tiny_tied_config(), o),
+                      Catch::Contains(str_cat("not mle and ", sharing_name(sharing))));
+  }
+}
+
 TEST_CASE("sharing: gdes reads sg(E_G) + E_delta; the discriminator's loss reaches E_delta only",
           "[sharing]") {
   Context ctx = Context::cpu(1, Precision::F64);
