@@ -1,10 +1,12 @@
 // Buffers that all layers of one encoder share. Each holds values that die before the next op of
 // the same kind runs, so one set serves every layer (a layer's saved activations are its own).
 //
-// Forward: `a` holds a sublayer's output before its residual LayerNorm.
+// Forward: `sublayer` holds a sublayer's output (attention or FFN) before its residual LayerNorm.
 // Backward: `residual` carries the gradient of the residual stream: a layer reads the gradient
 // of its output there and leaves the gradient of its input there (via `residual_mid` between its
-// two sublayers); `a`, `b`, `qkv`, `ffn_a`, `ffn_b` hold intermediate gradients.
+// two sublayers); `sublayer` holds the gradient of the sublayer's output, `grad_context` that of
+// the attention context (the heads before the output projection), `qkv` that of Q, K and V,
+// `grad_act` and `grad_pre` those of the FFN's GELU output and its pre-activation.
 #pragma once
 
 #include "kernels/attention.h"
@@ -45,18 +47,18 @@ struct EncoderScratch {
         attention_state_tensor(builder, encoder_attention_state(builder, config, batch, seq_len));
     residual = builder.activation({batch, seq_len, h});
     residual_mid = builder.activation({batch, seq_len, h});
-    a = builder.activation({batch, seq_len, h});
-    b = builder.activation({batch, seq_len, h});
+    sublayer = builder.activation({batch, seq_len, h});
+    grad_context = builder.activation({batch, seq_len, h});
     qkv = builder.activation({batch, seq_len, 3 * h});
-    ffn_a = builder.activation({rows, f});
-    ffn_b = builder.activation({rows, f});
+    grad_act = builder.activation({rows, f});
+    grad_pre = builder.activation({rows, f});
   }
 
   Tensor reduce;     // f32: per-block partial sums of the GPU backward reductions
   Tensor attention;  // the attention workspace: encoder_attention_state's shape and dtype
-  Tensor residual, residual_mid, a, b;  // [B, T, H]
-  Tensor qkv;                           // [B, T, 3H]
-  Tensor ffn_a, ffn_b;                  // [B * T, F]
+  Tensor residual, residual_mid, sublayer, grad_context;  // [B, T, H]
+  Tensor qkv;                                             // [B, T, 3H]
+  Tensor grad_act, grad_pre;                              // [B * T, F]
 };
 
 }  // namespace electra

@@ -23,8 +23,8 @@ void FeedForward::forward(Context& ctx, const Pass& pass, const Tensor& x, const
   const int64_t h = config_.hidden;
   intermediate_.forward_no_bias(ctx, as_rows(x, h), pre_);
   run_op(ctx, BiasGeluForward{.x = pre_, .b = intermediate_.bias().value, .y = Out(act_)});
-  output_.forward(ctx, act_, as_rows(scratch_->a, h));
-  run_op(ctx, ResidualLayerNormForward{.x = as_rows(scratch_->a, h),
+  output_.forward(ctx, act_, as_rows(scratch_->sublayer, h));
+  run_op(ctx, ResidualLayerNormForward{.x = as_rows(scratch_->sublayer, h),
                                        .residual = as_rows(x, h),
                                        .site = pass.site(output_site_, config_.hidden_dropout),
                                        .gamma = gamma_.value,
@@ -45,19 +45,19 @@ void FeedForward::backward(Context& ctx, const Pass& pass, const Tensor& dy, con
                                         .mean = mean_,
                                         .rstd = rstd_,
                                         .site = pass.site(output_site_, config_.hidden_dropout),
-                                        .dx = Out(as_rows(s.a, h)),
+                                        .dx = Out(as_rows(s.sublayer, h)),
                                         .dresidual = Out(as_rows(dx, h)),
                                         .dgamma = Out(gamma_.grad),
                                         .dbeta = Out(beta_.grad),
                                         .workspace = Out(s.reduce)});
-  output_.backward(ctx, act_, as_rows(s.a, h), s.ffn_a);
-  run_op(ctx, BiasGeluBackward{.dy = s.ffn_a,
+  output_.backward(ctx, act_, as_rows(s.sublayer, h), s.grad_act);
+  run_op(ctx, BiasGeluBackward{.dy = s.grad_act,
                                .x = pre_,
                                .b = intermediate_.bias().value,
-                               .dx = Out(s.ffn_b),
+                               .dx = Out(s.grad_pre),
                                .db = Out(intermediate_.bias().grad),
                                .workspace = Out(s.reduce)});
-  intermediate_.backward_no_bias(ctx, as_rows(x_, h), s.ffn_b, as_rows(dx, h),
+  intermediate_.backward_no_bias(ctx, as_rows(x_, h), s.grad_pre, as_rows(dx, h),
                                  /*accumulate_dx=*/true);
 }
 

@@ -41,8 +41,8 @@ void SelfAttention::forward(Context& ctx, const Pass& pass, const Tensor& x, con
                                .saved = Out(probs_),
                                .scratch = Out(scratch_->attention),
                                .out = Out(context_)});
-  output_.forward(ctx, context_, scratch_->a);
-  run_op(ctx, ResidualLayerNormForward{.x = as_rows(scratch_->a, h),
+  output_.forward(ctx, context_, scratch_->sublayer);
+  run_op(ctx, ResidualLayerNormForward{.x = as_rows(scratch_->sublayer, h),
                                        .residual = as_rows(x, h),
                                        .site = pass.site(output_site_, config_.hidden_dropout),
                                        .gamma = gamma_.value,
@@ -64,17 +64,17 @@ void SelfAttention::backward(Context& ctx, const Pass& pass, const Tensor& dy, c
                                         .mean = mean_,
                                         .rstd = rstd_,
                                         .site = pass.site(output_site_, config_.hidden_dropout),
-                                        .dx = Out(as_rows(s.a, h)),
+                                        .dx = Out(as_rows(s.sublayer, h)),
                                         .dresidual = Out(as_rows(dx, h)),
                                         .dgamma = Out(gamma_.grad),
                                         .dbeta = Out(beta_.grad),
                                         .workspace = Out(s.reduce)});
-  output_.backward(ctx, context_, s.a, s.b);
+  output_.backward(ctx, context_, s.sublayer, s.grad_context);
   run_op(ctx, AttentionBackward{.qkv = qkv_out_,
                                 .mask = mask_,
                                 .args = args(pass),
                                 .saved = probs_,
-                                .dout = s.b,
+                                .dout = s.grad_context,
                                 .scratch = Out(s.attention),
                                 .dqkv = Out(s.qkv),
                                 .out = context_});
