@@ -82,8 +82,8 @@ Embeddings::Embeddings(ModelBuilder& builder, const EmbeddingTables& tables,
   }
   sum_ = builder.activation({batch, seq_len, e});
   normed_ = builder.activation({batch, seq_len, e});
-  grad_a_ = builder.activation({batch, seq_len, e});
-  grad_b_ = builder.activation({batch, seq_len, e});
+  grad_sum_ = builder.activation({batch, seq_len, e});
+  grad_normed_ = builder.activation({batch, seq_len, e});
   const size_t lookup_bytes =
       embedding_backward_workspace_bytes(batch, seq_len, config.type_vocab_size, e);
   lookup_workspace_ = builder.activation(DType::F32, {static_cast<int64_t>(lookup_bytes / 4 + 1)});
@@ -112,13 +112,13 @@ void Embeddings::forward(Context& ctx, const Pass& pass, const Tensor& ids,
 void Embeddings::backward(Context& ctx, const Pass& pass, const Tensor& dout) {
   const DropoutSite site = pass.site(site_, config_.hidden_dropout);
   if (config_.has_projection()) {
-    project_.backward(ctx, dropped_, dout, grad_a_);
-    run_op(ctx, DropoutBackward{.dy = grad_a_, .site = site, .dx = Out(grad_b_)});
+    project_.backward(ctx, dropped_, dout, grad_sum_);
+    run_op(ctx, DropoutBackward{.dy = grad_sum_, .site = site, .dx = Out(grad_normed_)});
   } else {
-    run_op(ctx, DropoutBackward{.dy = dout, .site = site, .dx = Out(grad_b_)});
+    run_op(ctx, DropoutBackward{.dy = dout, .site = site, .dx = Out(grad_normed_)});
   }
-  norm_.backward(ctx, grad_b_, sum_, grad_a_);
-  run_op(ctx, EmbeddingBackward{.dout = grad_a_,
+  norm_.backward(ctx, grad_normed_, sum_, grad_sum_);
+  run_op(ctx, EmbeddingBackward{.dout = grad_sum_,
                                 .ids = ids_,
                                 .segment_ids = segment_ids_,
                                 .dword = Out(tables_->word.grad),

@@ -91,8 +91,10 @@ class Embeddings {
   Linear project_;
   Tensor ids_, segment_ids_;
   Tensor sum_, normed_, dropped_;  // [B, T, E]; dropped_ only with the projection
-  Tensor grad_a_, grad_b_;         // [B, T, E]
-  Tensor lookup_workspace_;        // GPU embedding backward (sort keys)
+  // [B, T, E]: the gradients of the tables' sum (first, with the projection, that of its input
+  // `dropped_`) and of the LayerNorm's output.
+  Tensor grad_sum_, grad_normed_;
+  Tensor lookup_workspace_;  // GPU embedding backward (sort keys)
 };
 
 }  // namespace electra

@@ -94,8 +94,8 @@ class SequenceHead {
     out_ = Linear(b, prefix + "out_proj.", hidden, config.outputs());
     dropped_ = b.activation({batch, hidden});
     logits_ = b.activation({batch, int64_t{config.outputs()}});
-    grad_a_ = b.activation({batch, hidden});
-    grad_b_ = b.activation({batch, hidden});
+    grad_ping_ = b.activation({batch, hidden});
+    grad_pong_ = b.activation({batch, hidden});
   }
 
   void forward(Context& ctx, const Pass& pass, const Tensor& cls) {
@@ -119,21 +119,21 @@ class SequenceHead {
   void backward(Context& ctx, const Pass& pass, const Tensor& grad_cls) {
     const DropoutSite site = pass.site(ElectraFinetuner::kHeadSiteBase, p_);
     if (two_layer_) {
-      out_.backward(ctx, dropped_act_, logits_, grad_a_);
-      run_op(ctx, DropoutBackward{.dy = grad_a_,
+      out_.backward(ctx, dropped_act_, logits_, grad_ping_);
+      run_op(ctx, DropoutBackward{.dy = grad_ping_,
                                   .site = pass.site(ElectraFinetuner::kHeadSiteBase + 1, p_),
-                                  .dx = Out(grad_b_)});
-      run_op(ctx, BiasGeluBackward{.dy = grad_b_,
+                                  .dx = Out(grad_pong_)});
+      run_op(ctx, BiasGeluBackward{.dy = grad_pong_,
                                    .x = pre_,
                                    .b = dense_.bias().value,
-                                   .dx = Out(grad_a_),
+                                   .dx = Out(grad_ping_),
                                    .db = Out(dense_.bias().grad),
                                    .workspace = Out(reduce_)});
-      dense_.backward_no_bias(ctx, dropped_, grad_a_, grad_b_);
-      run_op(ctx, DropoutBackward{.dy = grad_b_, .site = site, .dx = Out(grad_cls)});
+      dense_.backward_no_bias(ctx, dropped_, grad_ping_, grad_pong_);
+      run_op(ctx, DropoutBackward{.dy = grad_pong_, .site = site, .dx = Out(grad_cls)});
     } else {
-      out_.backward(ctx, dropped_, logits_, grad_a_);
-      run_op(ctx, DropoutBackward{.dy = grad_a_, .site = site, .dx = Out(grad_cls)});
+      out_.backward(ctx, dropped_, logits_, grad_ping_);
+      run_op(ctx, DropoutBackward{.dy = grad_ping_, .site = site, .dx = Out(grad_cls)});
     }
   }
 
@@ -142,7 +142,10 @@ class SequenceHead {
   bool two_layer_ = false;
   Linear dense_, out_;
   Tensor dropped_, pre_, act_, dropped_act_, logits_;
-  Tensor grad_a_, grad_b_, reduce_;
+  // [batch, hidden]: the backward's intermediate gradients alternate between these two (each
+  // step reads one and writes the other).
+  Tensor grad_ping_, grad_pong_;
+  Tensor reduce_;
 };
 
 // Span prediction: start and end logits per token from the two rows of qa_outputs (computed as
