@@ -247,30 +247,28 @@ void backward_typed(Context& ctx, const Tensor& qkv, const AttentionArgs& args, 
 
 namespace electra {
 
-using namespace cuda;  // the helpers above
-
 // Version 2 (kernels/attention_flash.h): saved = L, scratch = D, both f32 [B, heads, T].
 void AttentionForward::cuda(Context& ctx) const {
   if (qkv.numel() == 0) return;  // B = 0 or T = 0: nothing to launch
   if (attention_uses_flash(Device::CUDA, args, qkv.dim(1), qkv.dim(2) / 3)) {
-    flash_attention_forward(ctx, qkv, mask, args, saved, out);
+    cuda::flash_attention_forward(ctx, qkv, mask, args, saved, out);
   } else if (qkv.dtype == DType::F32) {
-    forward_typed<float>(ctx, qkv, mask, args, saved, scratch, out);
+    cuda::forward_typed<float>(ctx, qkv, mask, args, saved, scratch, out);
   } else {
     check_dtype(qkv, DType::BF16, "attention (cuda): qkv");
-    forward_typed<__nv_bfloat16>(ctx, qkv, mask, args, saved, scratch, out);
+    cuda::forward_typed<__nv_bfloat16>(ctx, qkv, mask, args, saved, scratch, out);
   }
 }
 
 void AttentionBackward::cuda(Context& ctx) const {
   if (qkv.numel() == 0) return;
   if (attention_uses_flash(Device::CUDA, args, qkv.dim(1), qkv.dim(2) / 3)) {
-    flash_attention_backward(ctx, qkv, mask, args, saved, out, dout, scratch, dqkv);
+    cuda::flash_attention_backward(ctx, qkv, mask, args, saved, out, dout, scratch, dqkv);
   } else if (qkv.dtype == DType::F32) {
-    backward_typed<float>(ctx, qkv, args, saved, dout, scratch, dqkv);
+    cuda::backward_typed<float>(ctx, qkv, args, saved, dout, scratch, dqkv);
   } else {
     check_dtype(qkv, DType::BF16, "attention (cuda): qkv");
-    backward_typed<__nv_bfloat16>(ctx, qkv, args, saved, dout, scratch, dqkv);
+    cuda::backward_typed<__nv_bfloat16>(ctx, qkv, args, saved, dout, scratch, dqkv);
   }
 }
 

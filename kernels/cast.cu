@@ -53,13 +53,11 @@ void launch(Context& ctx, const In* in, Out* out, int64_t n) {
 
 namespace electra {
 
-using namespace cuda;  // the helpers above
-
 void Cast::cuda(Context& ctx) const {
   if (in.dtype == DType::F32 && out.dtype == DType::BF16) {
-    launch(ctx, in.ptr<float>(), static_cast<__nv_bfloat16*>(out.data), in.numel());
+    cuda::launch(ctx, in.ptr<float>(), static_cast<__nv_bfloat16*>(out.data), in.numel());
   } else if (in.dtype == DType::BF16 && out.dtype == DType::F32) {
-    launch(ctx, static_cast<const __nv_bfloat16*>(in.data), out.ptr<float>(), in.numel());
+    cuda::launch(ctx, static_cast<const __nv_bfloat16*>(in.data), out.ptr<float>(), in.numel());
   } else {
     throw Error(str_cat("cast (cuda): unsupported pair ", in.str(), " -> ", out.str()));
   }

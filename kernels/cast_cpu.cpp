@@ -21,17 +21,15 @@ void convert(Context& ctx, const Tensor& in, const Tensor& out, Convert f) {
 
 namespace electra {
 
-using namespace cpu;  // the helpers above
-
 void Cast::cpu(Context& ctx) const {
   if (in.dtype == DType::F32 && out.dtype == DType::BF16) {
-    convert<float, bf16>(ctx, in, out, [](float x) { return float_to_bf16(x); });
+    cpu::convert<float, bf16>(ctx, in, out, [](float x) { return float_to_bf16(x); });
   } else if (in.dtype == DType::BF16 && out.dtype == DType::F32) {
-    convert<bf16, float>(ctx, in, out, [](bf16 x) { return bf16_to_float(x); });
+    cpu::convert<bf16, float>(ctx, in, out, [](bf16 x) { return bf16_to_float(x); });
   } else if (in.dtype == DType::F32 && out.dtype == DType::F64) {
-    convert<float, double>(ctx, in, out, [](float x) { return static_cast<double>(x); });
+    cpu::convert<float, double>(ctx, in, out, [](float x) { return static_cast<double>(x); });
   } else if (in.dtype == DType::F64 && out.dtype == DType::F32) {
-    convert<double, float>(ctx, in, out, [](double x) { return static_cast<float>(x); });
+    cpu::convert<double, float>(ctx, in, out, [](double x) { return static_cast<float>(x); });
   } else {
     throw Error(str_cat("cast: unsupported pair ", in.str(), " -> ", out.str()));
   }

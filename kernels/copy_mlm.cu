@@ -50,15 +50,13 @@ __global__ void __launch_bounds__(kThreads)
 
 namespace electra {
 
-using namespace cuda;  // the helpers above
-
 void CopyMlm::cuda(Context& ctx) const {
   const int64_t rows = dlogits.dim(0), stride = dlogits.dim(1);
   check_dtype(xent_loss, DType::F32, "copy_mlm (cuda) xent_loss");
   if (rows == 0) return;
-  dispatch_activation(dlogits, kName, [&](auto tag) {
+  cuda::dispatch_activation(dlogits, kName, [&](auto tag) {
     using T = decltype(tag);
-    copy_mlm_kernel<T><<<rows, kThreads, 0, ctx.stream()>>>(
+    cuda::copy_mlm_kernel<T><<<rows, cuda::kThreads, 0, ctx.stream()>>>(
         static_cast<T*>(copy_logits.data), inputs.ptr<int32_t>(), labels.ptr<int32_t>(),
         weights.ptr<float>(), scale, xent_loss.ptr<float>(), static_cast<T*>(dlogits.data),
         argmax.ptr<int32_t>(), stride);

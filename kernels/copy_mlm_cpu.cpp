@@ -45,14 +45,12 @@ void run(const Tensor& copy_logits, const Tensor& inputs, const Tensor& labels,
 
 namespace electra {
 
-using namespace cpu;  // the helpers above
-
 void CopyMlm::cpu(Context&) const {
   ELECTRA_CHECK(xent_loss.dtype == dlogits.dtype, "copy_mlm (cpu): xent_loss ", xent_loss.str(),
                 " and dlogits ", dlogits.str(), " differ in dtype");
   dispatch_cpu_float(dlogits.dtype, kName, [&](auto zero) {
     using T = decltype(zero);
-    run<T>(copy_logits, inputs, labels, weights, scale, xent_loss, dlogits, argmax);
+    cpu::run<T>(copy_logits, inputs, labels, weights, scale, xent_loss, dlogits, argmax);
   });
 }
 

@@ -80,15 +80,13 @@ void launch(Context& ctx, const T* logits, const Tensor& labels, const Tensor& w
 
 namespace electra {
 
-using namespace cuda;  // the helpers above
-
 void DiscHead::cuda(Context& ctx) const {
   check_dtype(loss, DType::F32, "disc_head (cuda) loss");
   check_dtype(counts, DType::F32, "disc_head (cuda) counts");
-  dispatch_activation(logits, kName, [&](auto tag) {
+  cuda::dispatch_activation(logits, kName, [&](auto tag) {
     using T = decltype(tag);
-    launch(ctx, static_cast<const T*>(logits.data), labels, weights, scale, loss,
-           static_cast<T*>(dlogits.data), counts, workspace);
+    cuda::launch(ctx, static_cast<const T*>(logits.data), labels, weights, scale, loss,
+                 static_cast<T*>(dlogits.data), counts, workspace);
   });
 }
 

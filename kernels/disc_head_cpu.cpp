@@ -40,12 +40,10 @@ void run(const Tensor& logits, const Tensor& labels, const Tensor& weights, floa
 
 namespace electra {
 
-using namespace cpu;  // the helpers above
-
 void DiscHead::cpu(Context&) const {
   dispatch_cpu_float(logits.dtype, kName, [&](auto zero) {
     using T = decltype(zero);
-    run<T>(logits, labels, weights, scale.get(), loss, dlogits, counts);
+    cpu::run<T>(logits, labels, weights, scale.get(), loss, dlogits, counts);
   });
 }
 

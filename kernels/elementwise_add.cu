@@ -38,13 +38,11 @@ void launch(Context& ctx, const Tensor& a, const Tensor& b, const Tensor& out) {
 
 namespace electra {
 
-using namespace cuda;  // the helpers above
-
 void ElementwiseAdd::cuda(Context& ctx) const {
   if (out.dtype == DType::F32) {
-    launch<float>(ctx, a, b, out);
+    cuda::launch<float>(ctx, a, b, out);
   } else if (out.dtype == DType::F64) {
-    launch<double>(ctx, a, b, out);
+    cuda::launch<double>(ctx, a, b, out);
   } else {
     throw Error(str_cat("elementwise_add (cuda): takes f32 or f64, got ", out.str()));
   }

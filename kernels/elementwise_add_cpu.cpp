@@ -12,15 +12,13 @@ constexpr int64_t kTaskElements = 65536;
 
 namespace electra {
 
-using namespace cpu;  // the helpers above
-
 void ElementwiseAdd::cpu(Context& ctx) const {
   dispatch_cpu_float(out.dtype, kName, [&](auto zero) {
     using T = decltype(zero);
     const T* x = a.ptr<T>();
     const T* y = b.ptr<T>();
     T* z = out.ptr<T>();
-    ctx.parallel_ranges(out.numel(), kTaskElements, [&](int64_t i0, int64_t i1) {
+    ctx.parallel_ranges(out.numel(), cpu::kTaskElements, [&](int64_t i0, int64_t i1) {
       for (int64_t i = i0; i < i1; ++i) z[i] = x[i] + y[i];
     });
   });

@@ -309,20 +309,19 @@ void backward(Context& ctx, const Tensor& dout, const Tensor& ids, const Tensor&
 
 namespace electra {
 
-using namespace cuda;  // the helpers above
-
 void EmbeddingForward::cuda(Context& ctx) const {
-  check_tables("embedding_forward (cuda): tables must be f32", {&word, &position, &segment});
-  dispatch_activation(out, kName, [&](auto tag) {
-    forward<decltype(tag)>(ctx, ids, segment_ids, word, position, segment, out);
+  cuda::check_tables("embedding_forward (cuda): tables must be f32", {&word, &position, &segment});
+  cuda::dispatch_activation(out, kName, [&](auto tag) {
+    cuda::forward<decltype(tag)>(ctx, ids, segment_ids, word, position, segment, out);
   });
 }
 
 void EmbeddingBackward::cuda(Context& ctx) const {
-  check_tables("embedding_backward (cuda): table gradients must be f32",
-               {&dword, &dposition, &dsegment});
-  dispatch_activation(dout, kName, [&](auto tag) {
-    backward<decltype(tag)>(ctx, dout, ids, segment_ids, dword, dposition, dsegment, workspace);
+  cuda::check_tables("embedding_backward (cuda): table gradients must be f32",
+                     {&dword, &dposition, &dsegment});
+  cuda::dispatch_activation(dout, kName, [&](auto tag) {
+    cuda::backward<decltype(tag)>(ctx, dout, ids, segment_ids, dword, dposition, dsegment,
+                                  workspace);
   });
 }
 

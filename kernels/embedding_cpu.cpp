@@ -20,8 +20,6 @@ constexpr int64_t kTokenBlock = 64, kColBlock = 16;
 
 namespace electra {
 
-using namespace cpu;  // the helpers above
-
 void EmbeddingForward::cpu(Context& ctx) const {
   dispatch_cpu_float(out.dtype, kName, [&](auto tag) {
     using T = decltype(tag);
@@ -32,11 +30,11 @@ void EmbeddingForward::cpu(Context& ctx) const {
     const T* p = position.ptr<T>();
     const T* s = segment.ptr<T>();
     T* y = out.ptr<T>();
-    ctx.parallel_ranges(batch * len, kTokenBlock, [&](int64_t i0, int64_t i1) {
+    ctx.parallel_ranges(batch * len, cpu::kTokenBlock, [&](int64_t i0, int64_t i1) {
       for (int64_t i = i0; i < i1; ++i) {
         const int64_t b = i / len, t = i % len;
-        check_id("token id", id[i], word.dim(0), b, t);
-        check_id("segment id", sid[i], segment.dim(0), b, t);
+        cpu::check_id("token id", id[i], word.dim(0), b, t);
+        cpu::check_id("segment id", sid[i], segment.dim(0), b, t);
         for (int64_t j = 0; j < e; ++j) {
           y[i * e + j] = w[id[i] * e + j] + p[t * e + j] + s[sid[i] * e + j];
         }
@@ -55,12 +53,12 @@ void EmbeddingBackward::cpu(Context& ctx) const {
     T* dw = dword.ptr<T>();
     T* dp = dposition.ptr<T>();
     T* ds = dsegment.ptr<T>();
-    ctx.parallel_ranges(e, kColBlock, [&](int64_t j0, int64_t j1) {
+    ctx.parallel_ranges(e, cpu::kColBlock, [&](int64_t j0, int64_t j1) {
       for (int64_t b = 0; b < batch; ++b) {
         for (int64_t t = 0; t < len; ++t) {
           const int64_t i = b * len + t;
-          check_id("token id", id[i], dword.dim(0), b, t);
-          check_id("segment id", sid[i], dsegment.dim(0), b, t);
+          cpu::check_id("token id", id[i], dword.dim(0), b, t);
+          cpu::check_id("segment id", sid[i], dsegment.dim(0), b, t);
           for (int64_t j = j0; j < j1; ++j) {
             dw[id[i] * e + j] += dy[i * e + j];
             dp[t * e + j] += dy[i * e + j];

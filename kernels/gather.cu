@@ -94,15 +94,14 @@ void backward(Context& ctx, const Tensor& dout, const Tensor& positions, const T
 
 namespace electra {
 
-using namespace cuda;  // the helpers above
-
 void GatherForward::cuda(Context& ctx) const {
-  dispatch_activation(x, kName, [&](auto tag) { forward<decltype(tag)>(ctx, x, positions, out); });
+  cuda::dispatch_activation(
+      x, kName, [&](auto tag) { cuda::forward<decltype(tag)>(ctx, x, positions, out); });
 }
 
 void GatherBackward::cuda(Context& ctx) const {
-  dispatch_activation(dx, kName,
-                      [&](auto tag) { backward<decltype(tag)>(ctx, dout, positions, dx); });
+  cuda::dispatch_activation(
+      dx, kName, [&](auto tag) { cuda::backward<decltype(tag)>(ctx, dout, positions, dx); });
 }
 
 }  // namespace electra

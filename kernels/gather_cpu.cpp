@@ -17,8 +17,6 @@ int64_t position_of(const int32_t* positions, int64_t b, int64_t k, int64_t slot
 
 namespace electra {
 
-using namespace cpu;  // the helpers above
-
 // One task per sequence: sequence b reads and writes only its own rows of x and dx.
 void GatherForward::cpu(Context& ctx) const {
   dispatch_cpu_float(x.dtype, kName, [&](auto tag) {
@@ -29,7 +27,7 @@ void GatherForward::cpu(Context& ctx) const {
     T* y = out.ptr<T>();
     ctx.parallel_for(batch, [&](int64_t b) {
       for (int64_t k = 0; k < slots; ++k) {
-        const T* row = in + (b * len + position_of(pos, b, k, slots, len)) * h;
+        const T* row = in + (b * len + cpu::position_of(pos, b, k, slots, len)) * h;
         for (int64_t j = 0; j < h; ++j) y[(b * slots + k) * h + j] = row[j];
       }
     });
@@ -45,7 +43,7 @@ void GatherBackward::cpu(Context& ctx) const {
     T* out = dx.ptr<T>();
     ctx.parallel_for(batch, [&](int64_t b) {
       for (int64_t k = 0; k < slots; ++k) {
-        T* row = out + (b * len + position_of(pos, b, k, slots, len)) * h;
+        T* row = out + (b * len + cpu::position_of(pos, b, k, slots, len)) * h;
         for (int64_t j = 0; j < h; ++j) row[j] += dy[(b * slots + k) * h + j];
       }
     });

@@ -138,28 +138,27 @@ void check_activations(const char* op, const Tensor& a, std::initializer_list<co
 
 namespace electra {
 
-using namespace cuda;  // the helpers above
-
 void BiasGeluForward::cuda(Context& ctx) const {
-  check_activations(kName, x, {&y});
+  cuda::check_activations(kName, x, {&y});
   check_dtype(b, DType::F32, "bias_gelu_forward (cuda): b");
-  dispatch_activation(x, kName, [&](auto tag) { forward<decltype(tag)>(ctx, x, b, y); });
+  cuda::dispatch_activation(x, kName,
+                            [&](auto tag) { cuda::forward<decltype(tag)>(ctx, x, b, y); });
 }
 
 void BiasGeluBackward::cuda(Context& ctx) const {
-  check_activations(kName, x, {&dy, &dx});
+  cuda::check_activations(kName, x, {&dy, &dx});
   check_dtype(b, DType::F32, "bias_gelu_backward (cuda): b");
   check_dtype(db, DType::F32, "bias_gelu_backward (cuda): db");
-  dispatch_activation(x, kName, [&](auto tag) {
-    backward<decltype(tag)>(ctx, dy, x, b.ptr<float>(), dx, db, workspace, kName);
+  cuda::dispatch_activation(x, kName, [&](auto tag) {
+    cuda::backward<decltype(tag)>(ctx, dy, x, b.ptr<float>(), dx, db, workspace, kName);
   });
 }
 
 void BiasGeluBackwardPreact::cuda(Context& ctx) const {
-  check_activations(kName, u, {&dy, &dx});
+  cuda::check_activations(kName, u, {&dy, &dx});
   check_dtype(db, DType::F32, "bias_gelu_backward_preact (cuda): db");
-  dispatch_activation(u, kName, [&](auto tag) {
-    backward<decltype(tag)>(ctx, dy, u, nullptr, dx, db, workspace, kName);
+  cuda::dispatch_activation(u, kName, [&](auto tag) {
+    cuda::backward<decltype(tag)>(ctx, dy, u, nullptr, dx, db, workspace, kName);
   });
 }
 

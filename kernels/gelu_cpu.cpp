@@ -135,26 +135,24 @@ void backward(Context& ctx, const Tensor& dy, const Tensor& x, const T* b, const
 
 namespace electra {
 
-using namespace cpu;  // the helpers above
-
 void BiasGeluForward::cpu(Context& ctx) const {
   dispatch_cpu_float(x.dtype, kName, [&](auto tag) {
     using T = decltype(tag);
-    forward<T>(ctx, x.ptr<T>(), b.ptr<T>(), y.ptr<T>(), x.dim(0), x.dim(1));
+    cpu::forward<T>(ctx, x.ptr<T>(), b.ptr<T>(), y.ptr<T>(), x.dim(0), x.dim(1));
   });
 }
 
 void BiasGeluBackward::cpu(Context& ctx) const {
   dispatch_cpu_float(x.dtype, kName, [&](auto tag) {
     using T = decltype(tag);
-    backward<T>(ctx, dy, x, b.ptr<T>(), dx, db);
+    cpu::backward<T>(ctx, dy, x, b.ptr<T>(), dx, db);
   });
 }
 
 void BiasGeluBackwardPreact::cpu(Context& ctx) const {
   dispatch_cpu_float(u.dtype, kName, [&](auto tag) {
     using T = decltype(tag);
-    backward<T>(ctx, dy, u, nullptr, dx, db);
+    cpu::backward<T>(ctx, dy, u, nullptr, dx, db);
   });
 }
 

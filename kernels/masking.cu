@@ -73,13 +73,12 @@ __global__ void __launch_bounds__(kMaskingMaxSeqLen)
 
 namespace electra {
 
-using namespace cuda;  // the helpers above
-
 void MaskTokens::cuda(Context& ctx) const {
   const int64_t batch = ids.dim(0), seq = ids.dim(1), slots = positions.dim(1);
   if (batch == 0) return;
-  const int threads = static_cast<int>(std::max<int64_t>(1, ceil_div(seq, kWarpSize)) * kWarpSize);
-  masking_kernel<<<batch, threads, 0, ctx.stream()>>>(
+  const int threads = static_cast<int>(std::max<int64_t>(1, cuda::ceil_div(seq, cuda::kWarpSize)) *
+                                       cuda::kWarpSize);
+  cuda::masking_kernel<<<batch, threads, 0, ctx.stream()>>>(
       ids.ptr<int32_t>(), static_cast<int>(seq), static_cast<int>(slots), params,
       probability_threshold(params.mask_token_prob),
       probability_threshold(params.mask_token_prob + params.random_token_prob),

@@ -7,8 +7,6 @@ namespace electra::cpu {}  // namespace electra::cpu
 
 namespace electra {
 
-using namespace cpu;  // the helpers above
-
 void MaskTokens::cpu(Context&) const {
   const int64_t batch = ids.dim(0), seq = ids.dim(1), slots = positions.dim(1);
   const int32_t* in = ids.ptr<int32_t>();

@@ -291,8 +291,6 @@ __global__ void bias_grad_partial_kernel(const T* dy, float* partial, int64_t m,
 
 namespace electra {
 
-using namespace cuda;  // the helpers above
-
 void Gemm::cuda(Context& ctx) const {
   const Gemm& g = *this;
   if (g.m() == 0 || g.n() == 0) return;  // nothing to launch
@@ -302,26 +300,26 @@ void Gemm::cuda(Context& ctx) const {
                   "matmul (cuda): bias ", e.bias->str(), " must be f32 or C's dtype (",
                   g.c.storage.str(), ")");
   }
-  const MatrixBatch out = gemm_output(g);
+  const MatrixBatch out = cuda::gemm_output(g);
   bool fused_bias = false;
   {
-    std::lock_guard<std::mutex> lock(plan_mutex());
-    const Plan& plan = get_plan(ctx, g);
+    std::lock_guard<std::mutex> lock(cuda::plan_mutex());
+    const cuda::Plan& plan = cuda::get_plan(ctx, g);
     fused_bias = plan.fused_bias;
-    if (fused_bias) set_desc(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, e.bias->data);
-    void* d = element_ptr(out.storage, out.offset);
+    if (fused_bias) cuda::set_desc(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, e.bias->data);
+    void* d = cuda::element_ptr(out.storage, out.offset);
     ELECTRA_CUBLAS_CHECK(cublasLtMatmul(
-        ctx.cublaslt(), plan.desc, &g.alpha, element_ptr(g.b.storage, g.b.offset), plan.a,
-        element_ptr(g.a.storage, g.a.offset), plan.b, &g.beta, d, plan.d, d, plan.d, &plan.algo,
-        ctx.cublaslt_workspace(), ctx.cublaslt_workspace_bytes(), ctx.stream()));
+        ctx.cublaslt(), plan.desc, &g.alpha, cuda::element_ptr(g.b.storage, g.b.offset), plan.a,
+        cuda::element_ptr(g.a.storage, g.a.offset), plan.b, &g.beta, d, plan.d, d, plan.d,
+        &plan.algo, ctx.cublaslt_workspace(), ctx.cublaslt_workspace_bytes(), ctx.stream()));
   }
   const Tensor* bias = fused_bias ? nullptr : e.bias;
   if (bias == nullptr && e.gelu_pre == nullptr) return;
   const Tensor* y = e.gelu_pre != nullptr ? &g.c.storage : nullptr;
   if (g.c.storage.dtype == DType::F32) {
-    epilogue_kernel<float>(ctx, out.storage, y, bias, g.n());
+    cuda::epilogue_kernel<float>(ctx, out.storage, y, bias, g.n());
   } else {
-    epilogue_kernel<__nv_bfloat16>(ctx, out.storage, y, bias, g.n());
+    cuda::epilogue_kernel<__nv_bfloat16>(ctx, out.storage, y, bias, g.n());
   }
 }
 
@@ -336,22 +334,23 @@ void BiasGrad::cuda(Context& ctx) const {
   const int64_t capacity = static_cast<int64_t>(ctx.cublaslt_workspace_bytes() / sizeof(float)) / n;
   ELECTRA_CHECK(capacity >= 1, "bias_grad (cuda): ", n, " columns exceed the partial-sum space");
   int64_t rows = param_grad_rows_per_block(m);
-  if (ceil_div(m, rows) > capacity) rows = ceil_div(m, capacity);
-  const int64_t partials = ceil_div(m, rows);
+  if (cuda::ceil_div(m, rows) > capacity) rows = cuda::ceil_div(m, capacity);
+  const int64_t partials = cuda::ceil_div(m, rows);
   float* partial = static_cast<float*>(ctx.cublaslt_workspace());
-  const int cols = column_sum_cols(n);
-  const dim3 grid(static_cast<unsigned>(ceil_div(n, cols)), static_cast<unsigned>(partials));
-  const dim3 block(cols, kColumnSumThreads / cols);
+  const int cols = cuda::column_sum_cols(n);
+  const dim3 grid(static_cast<unsigned>(cuda::ceil_div(n, cols)), static_cast<unsigned>(partials));
+  const dim3 block(cols, cuda::kColumnSumThreads / cols);
   if (dy.dtype == DType::F32) {
-    bias_grad_partial_kernel<<<grid, block, 0, ctx.stream()>>>(dy.ptr<float>(), partial, m, n,
-                                                               rows);
+    cuda::bias_grad_partial_kernel<<<grid, block, 0, ctx.stream()>>>(dy.ptr<float>(), partial, m, n,
+                                                                     rows);
   } else {
     check_dtype(dy, DType::BF16, "bias_grad (cuda): dy");
-    bias_grad_partial_kernel<<<grid, block, 0, ctx.stream()>>>(
+    cuda::bias_grad_partial_kernel<<<grid, block, 0, ctx.stream()>>>(
         static_cast<const __nv_bfloat16*>(dy.data), partial, m, n, rows);
   }
   ELECTRA_CUDA_CHECK_LAUNCH();
-  column_partials_sum(ctx, ColumnSumJob{partial, db.ptr<float>(), n}, ColumnSumJob{}, partials, n);
+  cuda::column_partials_sum(ctx, cuda::ColumnSumJob{partial, db.ptr<float>(), n},
+                            cuda::ColumnSumJob{}, partials, n);
 }
 
 }  // namespace electra

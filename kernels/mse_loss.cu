@@ -33,16 +33,14 @@ __global__ void __launch_bounds__(kThreads)
 
 namespace electra {
 
-using namespace cuda;  // the helpers above
-
 void MseLoss::cuda(Context& ctx) const {
   check_dtype(loss, DType::F32, "mse_loss (cuda) loss");
   const int64_t n = predictions.numel();
   if (n == 0) return;  // a 0-block grid is an invalid launch configuration
-  const int64_t blocks = std::min(ceil_div(n, kThreads), kMaxBlocks);
-  dispatch_activation(predictions, kName, [&](auto tag) {
+  const int64_t blocks = std::min(cuda::ceil_div(n, cuda::kThreads), cuda::kMaxBlocks);
+  cuda::dispatch_activation(predictions, kName, [&](auto tag) {
     using T = decltype(tag);
-    mse_loss_kernel<T><<<blocks, kThreads, 0, ctx.stream()>>>(
+    cuda::mse_loss_kernel<T><<<blocks, cuda::kThreads, 0, ctx.stream()>>>(
         static_cast<const T*>(predictions.data), targets.ptr<float>(), weights.ptr<float>(), scale,
         n, loss.ptr<float>(), static_cast<T*>(dpredictions.data));
     ELECTRA_CUDA_CHECK_LAUNCH();

@@ -27,13 +27,11 @@ void run(const Tensor& predictions, const Tensor& targets, const Tensor& weights
 
 namespace electra {
 
-using namespace cpu;  // the helpers above
-
 void MseLoss::cpu(Context&) const {
   check_dtype(loss, predictions.dtype, "mse_loss (cpu) loss");
   dispatch_cpu_float(predictions.dtype, kName, [&](auto zero) {
     using T = decltype(zero);
-    run<T>(predictions, targets, weights, scale, loss, dpredictions);
+    cpu::run<T>(predictions, targets, weights, scale, loss, dpredictions);
   });
 }
 

@@ -68,14 +68,12 @@ __global__ void __launch_bounds__(kThreads)
 
 namespace electra {
 
-using namespace cuda;  // the helpers above
-
 void Reinforce::cuda(Context& ctx) const {
   check_dtype(token_loss, DType::F32, "reinforce (cuda) token_loss");
   const int64_t m = dlogits.dim(0);
-  dispatch_activation(dlogits, kName, [&](auto tag) {
+  cuda::dispatch_activation(dlogits, kName, [&](auto tag) {
     using T = decltype(tag);
-    reinforce_kernel<T><<<m, kThreads, 0, ctx.stream()>>>(
+    cuda::reinforce_kernel<T><<<m, cuda::kThreads, 0, ctx.stream()>>>(
         static_cast<T*>(dlogits.data), dlogits.dim(1), params.vocab, labels.ptr<int32_t>(),
         samples.ptr<int32_t>(), weights.ptr<float>(), token_loss.ptr<float>(),
         positions.ptr<int32_t>(), positions.dim(1), token_loss.numel() / positions.dim(0),

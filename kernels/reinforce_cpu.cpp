@@ -63,14 +63,12 @@ void run(const Tensor& dlogits, const Tensor& labels, const Tensor& samples, con
 
 namespace electra {
 
-using namespace cpu;  // the helpers above
-
 void Reinforce::cpu(Context&) const {
   check_dtype(token_loss, dlogits.dtype, "reinforce (cpu) token_loss");
   dispatch_cpu_float(dlogits.dtype, kName, [&](auto zero) {
     using T = decltype(zero);
-    run<T>(dlogits, labels, samples, weights, token_loss, positions, baseline, params.vocab,
-           static_cast<T>(params.scale.get()), baseline_grad, out);
+    cpu::run<T>(dlogits, labels, samples, weights, token_loss, positions, baseline, params.vocab,
+                static_cast<T>(params.scale.get()), baseline_grad, out);
   });
 }
 

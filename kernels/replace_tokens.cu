@@ -32,12 +32,10 @@ __global__ void replace_tokens_kernel(const int32_t* ids, const int32_t* positio
 
 namespace electra {
 
-using namespace cuda;  // the helpers above
-
 void ReplaceTokens::cuda(Context& ctx) const {
   const int64_t batch = ids.dim(0), len = ids.dim(1), slots = positions.dim(1);
   if (batch == 0) return;  // a 0-block grid is an invalid launch configuration
-  replace_tokens_kernel<<<static_cast<unsigned>(batch), kThreads, 0, ctx.stream()>>>(
+  cuda::replace_tokens_kernel<<<static_cast<unsigned>(batch), cuda::kThreads, 0, ctx.stream()>>>(
       ids.ptr<int32_t>(), positions.ptr<int32_t>(), weights.ptr<float>(), samples.ptr<int32_t>(),
       replaced.ptr<int32_t>(), labels.ptr<int32_t>(), len, slots);
   ELECTRA_CUDA_CHECK_LAUNCH();

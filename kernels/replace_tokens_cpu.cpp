@@ -6,8 +6,6 @@ namespace electra::cpu {}  // namespace electra::cpu
 
 namespace electra {
 
-using namespace cpu;  // the helpers above
-
 void ReplaceTokens::cpu(Context&) const {
   const int64_t batch = ids.dim(0), len = ids.dim(1), slots = positions.dim(1);
   const int32_t* in = ids.ptr<int32_t>();

@@ -156,16 +156,14 @@ void launch(Context& ctx, T* logits, const Tensor& labels, const Tensor& weights
 
 namespace electra {
 
-using namespace cuda;  // the helpers above
-
 void SoftmaxXent::cuda(Context& ctx) const {
   const int64_t rows = logits.dim(0), stride = logits.dim(1);
   ELECTRA_CHECK(params.vocab < INT_MAX, "softmax_xent (cuda): vocab ", params.vocab);
   check_dtype(loss, DType::F32, "softmax_xent (cuda) loss");
-  dispatch_activation(logits, kName, [&](auto tag) {
+  cuda::dispatch_activation(logits, kName, [&](auto tag) {
     using T = decltype(tag);
-    launch(ctx, static_cast<T*>(logits.data), labels, weights, params, loss, sample, argmax, rows,
-           stride);
+    cuda::launch(ctx, static_cast<T*>(logits.data), labels, weights, params, loss, sample, argmax,
+                 rows, stride);
   });
 }
 

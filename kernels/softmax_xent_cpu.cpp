@@ -97,12 +97,10 @@ void run(Context& ctx, const Tensor& logits, const Tensor& labels, const Tensor&
 
 namespace electra {
 
-using namespace cpu;  // the helpers above
-
 void SoftmaxXent::cpu(Context& ctx) const {
   dispatch_cpu_float(logits.dtype, kName, [&](auto zero) {
     using T = decltype(zero);
-    run<T>(ctx, logits, labels, weights, params, loss, sample, argmax);
+    cpu::run<T>(ctx, logits, labels, weights, params, loss, sample, argmax);
   });
 }
 

@@ -47,16 +47,14 @@ __global__ void loss_normalisers_kernel(const float* slot_weights, int64_t m,
 
 namespace electra {
 
-using namespace cuda;  // the helpers above
-
 void NextMicroStep::cuda(Context& ctx) const {
-  next_micro_step_kernel<<<1, 1, 0, ctx.stream()>>>(counter.ptr<int32_t>(), plan,
-                                                    step_scalars_of(block));
+  cuda::next_micro_step_kernel<<<1, 1, 0, ctx.stream()>>>(counter.ptr<int32_t>(), plan,
+                                                          step_scalars_of(block));
   ELECTRA_CUDA_CHECK_LAUNCH();
 }
 
 void LossNormalisers::cuda(Context& ctx) const {
-  loss_normalisers_kernel<<<1, kThreads, 0, ctx.stream()>>>(
+  cuda::loss_normalisers_kernel<<<1, cuda::kThreads, 0, ctx.stream()>>>(
       slot_weights.ptr<float>(), slot_weights.numel(), token_weights.ptr<float>(),
       token_weights.numel(), disc_weight, disc_over_slots, step_scalars_of(block));
   ELECTRA_CUDA_CHECK_LAUNCH();

@@ -4,8 +4,6 @@ namespace electra::cpu {}  // namespace electra::cpu
 
 namespace electra {
 
-using namespace cpu;  // the helpers above
-
 void NextMicroStep::cpu(Context&) const {
   StepScalars& s = *step_scalars_of(block);
   const int64_t update = *counter.ptr<int32_t>();

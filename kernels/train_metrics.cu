@@ -126,11 +126,9 @@ __global__ void accumulate_loss_kernel(const float* loss, int64_t m, double weig
 
 namespace electra {
 
-using namespace cuda;  // the helpers above
-
 void AccumulatePretrainMetrics::cuda(Context& ctx) const {
   check_dtype(gen_loss, DType::F32, "accumulate_pretrain_metrics gen_loss (cuda)");
-  accumulate_kernel<<<1, kThreads, 0, ctx.stream()>>>(
+  cuda::accumulate_kernel<<<1, cuda::kThreads, 0, ctx.stream()>>>(
       gen_loss.ptr<float>(), argmax.ptr<int32_t>(), original.ptr<int32_t>(), weights.ptr<float>(),
       counts.ptr<float>(), disc_weight, acc.ptr<double>(), gen_loss.numel());
   ELECTRA_CUDA_CHECK_LAUNCH();
@@ -138,7 +136,7 @@ void AccumulatePretrainMetrics::cuda(Context& ctx) const {
 
 void AccumulateMlmMetrics::cuda(Context& ctx) const {
   check_dtype(loss, DType::F32, "accumulate_mlm_metrics loss (cuda)");
-  accumulate_mlm_kernel<<<1, kThreads, 0, ctx.stream()>>>(
+  cuda::accumulate_mlm_kernel<<<1, cuda::kThreads, 0, ctx.stream()>>>(
       loss.ptr<float>(), argmax.ptr<int32_t>(), labels.ptr<int32_t>(), weights.ptr<float>(),
       acc.ptr<double>(), loss.numel());
   ELECTRA_CUDA_CHECK_LAUNCH();
@@ -146,21 +144,21 @@ void AccumulateMlmMetrics::cuda(Context& ctx) const {
 
 void AccumulateReinforceMetrics::cuda(Context& ctx) const {
   check_dtype(reward, DType::F32, "accumulate_reinforce_metrics reward (cuda)");
-  accumulate_reinforce_kernel<<<1, kThreads, 0, ctx.stream()>>>(
+  cuda::accumulate_reinforce_kernel<<<1, cuda::kThreads, 0, ctx.stream()>>>(
       reward.ptr<float>(), baseline_loss.ptr<float>(), weights.ptr<float>(), acc.ptr<double>(),
       reward.numel());
   ELECTRA_CUDA_CHECK_LAUNCH();
 }
 
 void RecordGradNorm::cuda(Context& ctx) const {
-  record_grad_norm_kernel<<<1, 1, 0, ctx.stream()>>>(norm.ptr<float>(), acc.ptr<double>());
+  cuda::record_grad_norm_kernel<<<1, 1, 0, ctx.stream()>>>(norm.ptr<float>(), acc.ptr<double>());
   ELECTRA_CUDA_CHECK_LAUNCH();
 }
 
 void AccumulateLoss::cuda(Context& ctx) const {
   check_dtype(loss, DType::F32, "accumulate_loss loss (cuda)");
-  accumulate_loss_kernel<<<1, kThreads, 0, ctx.stream()>>>(loss.ptr<float>(), loss.numel(), weight,
-                                                           count, acc.ptr<double>());
+  cuda::accumulate_loss_kernel<<<1, cuda::kThreads, 0, ctx.stream()>>>(
+      loss.ptr<float>(), loss.numel(), weight, count, acc.ptr<double>());
   ELECTRA_CUDA_CHECK_LAUNCH();
 }
 

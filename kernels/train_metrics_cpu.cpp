@@ -102,29 +102,27 @@ double sum(const Tensor& x) {
 
 namespace electra {
 
-using namespace cpu;  // the helpers above
-
 void AccumulatePretrainMetrics::cpu(Context&) const {
   if (gen_loss.dtype == DType::F64) {
-    accumulate<double>(gen_loss, argmax, original, weights, counts, disc_weight, acc);
+    cpu::accumulate<double>(gen_loss, argmax, original, weights, counts, disc_weight, acc);
   } else {
     check_dtype(gen_loss, DType::F32, "accumulate_pretrain_metrics gen_loss (cpu)");
-    accumulate<float>(gen_loss, argmax, original, weights, counts, disc_weight, acc);
+    cpu::accumulate<float>(gen_loss, argmax, original, weights, counts, disc_weight, acc);
   }
 }
 
 void AccumulateMlmMetrics::cpu(Context&) const {
   if (loss.dtype == DType::F64) {
-    accumulate_mlm<double>(loss, argmax, labels, weights, acc);
+    cpu::accumulate_mlm<double>(loss, argmax, labels, weights, acc);
   } else {
     check_dtype(loss, DType::F32, "accumulate_mlm_metrics loss (cpu)");
-    accumulate_mlm<float>(loss, argmax, labels, weights, acc);
+    cpu::accumulate_mlm<float>(loss, argmax, labels, weights, acc);
   }
 }
 
 void AccumulateReinforceMetrics::cpu(Context&) const {
   dispatch_cpu_float(reward.dtype, kName, [&](auto zero) {
-    accumulate_reinforce<decltype(zero)>(reward, baseline_loss, weights, acc);
+    cpu::accumulate_reinforce<decltype(zero)>(reward, baseline_loss, weights, acc);
   });
 }
 
@@ -138,12 +136,12 @@ void RecordGradNorm::cpu(Context&) const {
 void AccumulateLoss::cpu(Context&) const {
   double s = 0;
   if (loss.dtype == DType::F64) {
-    s = sum<double>(loss);
+    s = cpu::sum<double>(loss);
   } else {
     check_dtype(loss, DType::F32, "accumulate_loss loss (cpu)");
-    s = sum<float>(loss);
+    s = cpu::sum<float>(loss);
   }
-  const double term = weight * ratio(s, count);
+  const double term = weight * cpu::ratio(s, count);
   double* a = acc.ptr<double>();
   a[kMetricTotalLoss] += term;
   a[kMetricNonFinite] += !std::isfinite(term);

@@ -23,13 +23,11 @@ __global__ void unigram_sample_kernel(const double* cdf, int64_t vocab, RngStrea
 
 namespace electra {
 
-using namespace cuda;  // the helpers above
-
 void UnigramSample::cuda(Context& ctx) const {
   const int64_t m = samples.numel();
-  unigram_sample_kernel<<<static_cast<unsigned>(ceil_div(m, kThreads)), kThreads, 0,
-                          ctx.stream()>>>(cdf.ptr<double>(), cdf.numel(), stream,
-                                          samples.ptr<int32_t>(), m);
+  cuda::unigram_sample_kernel<<<static_cast<unsigned>(cuda::ceil_div(m, cuda::kThreads)),
+                                cuda::kThreads, 0, ctx.stream()>>>(
+      cdf.ptr<double>(), cdf.numel(), stream, samples.ptr<int32_t>(), m);
   ELECTRA_CUDA_CHECK_LAUNCH();
 }
 

@@ -182,22 +182,20 @@ __global__ void advance_schedule_kernel(const float* lr_table, int64_t entries, 
 
 namespace electra {
 
-using namespace cuda;  // the helpers above
-
 void AdvanceSchedule::cuda(Context& ctx) const {
-  advance_schedule_kernel<<<1, 1, 0, ctx.stream()>>>(lr_table.ptr<float>(), lr_table.numel(),
-                                                     counter.ptr<int32_t>(), hyper.ptr<float>());
+  cuda::advance_schedule_kernel<<<1, 1, 0, ctx.stream()>>>(
+      lr_table.ptr<float>(), lr_table.numel(), counter.ptr<int32_t>(), hyper.ptr<float>());
   ELECTRA_CUDA_CHECK_LAUNCH();
 }
 
 void GradNorm::cuda(Context& ctx) const {
   float* partials = workspace.ptr<float>();
   if (table.num_blocks > 0) {
-    sum_squares_kernel<<<table.num_blocks, kThreads, 0, ctx.stream()>>>(
+    cuda::sum_squares_kernel<<<table.num_blocks, cuda::kThreads, 0, ctx.stream()>>>(
         grads.ptr<float>(), table.segments.ptr<int32_t>(), table.blocks.ptr<int32_t>(), partials);
     ELECTRA_CUDA_CHECK_LAUNCH();
   }
-  grad_norm_final_kernel<<<1, kReduceThreads, 0, ctx.stream()>>>(
+  cuda::grad_norm_final_kernel<<<1, cuda::kReduceThreads, 0, ctx.stream()>>>(
       table.segments.ptr<int32_t>(), static_cast<int>(table.num_segments), partials,
       norm.ptr<float>(), segment_norms.data != nullptr ? segment_norms.ptr<float>() : nullptr);
   ELECTRA_CUDA_CHECK_LAUNCH();
@@ -205,7 +203,7 @@ void GradNorm::cuda(Context& ctx) const {
 
 void AdamwStep::cuda(Context& ctx) const {
   if (table.num_blocks == 0) return;
-  adamw_kernel<<<table.num_blocks, kThreads, 0, ctx.stream()>>>(
+  cuda::adamw_kernel<<<table.num_blocks, cuda::kThreads, 0, ctx.stream()>>>(
       params.ptr<float>(), grads.ptr<float>(), m.ptr<float>(), v.ptr<float>(),
       table.segments.ptr<int32_t>(), table.lr_mult.ptr<float>(), table.blocks.ptr<int32_t>(),
       hyper.ptr<float>(), norm.ptr<float>(), bias_correction);
@@ -219,15 +217,15 @@ void LambStep::cuda(Context& ctx) const {
   float* ratios = u_partials + table.num_blocks;
   const int32_t* segments = table.segments.ptr<int32_t>();
   const int32_t* blocks = table.blocks.ptr<int32_t>();
-  lamb_moments_kernel<<<table.num_blocks, kThreads, 0, ctx.stream()>>>(
+  cuda::lamb_moments_kernel<<<table.num_blocks, cuda::kThreads, 0, ctx.stream()>>>(
       params.ptr<float>(), grads.ptr<float>(), m.ptr<float>(), v.ptr<float>(), segments,
       table.lr_mult.ptr<float>(), blocks, hyper.ptr<float>(), norm.ptr<float>(), bias_correction,
       p_partials, u_partials);
   ELECTRA_CUDA_CHECK_LAUNCH();
-  lamb_ratio_kernel<<<1, kReduceThreads, 0, ctx.stream()>>>(
+  cuda::lamb_ratio_kernel<<<1, cuda::kReduceThreads, 0, ctx.stream()>>>(
       segments, static_cast<int>(table.num_segments), p_partials, u_partials, ratios);
   ELECTRA_CUDA_CHECK_LAUNCH();
-  lamb_apply_kernel<<<table.num_blocks, kThreads, 0, ctx.stream()>>>(
+  cuda::lamb_apply_kernel<<<table.num_blocks, cuda::kThreads, 0, ctx.stream()>>>(
       params.ptr<float>(), m.ptr<float>(), v.ptr<float>(), segments, table.lr_mult.ptr<float>(),
       blocks, hyper.ptr<float>(), norm.ptr<float>(), bias_correction, ratios);
   ELECTRA_CUDA_CHECK_LAUNCH();

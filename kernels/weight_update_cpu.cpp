@@ -156,8 +156,6 @@ void adamw_range(const AdamCoeffs& c, float step, bool decay, float* p, const fl
 
 namespace electra {
 
-using namespace cpu;  // the helpers above
-
 void AdvanceSchedule::cpu(Context&) const {
   int32_t& t = *counter.ptr<int32_t>();
   float* h = hyper.ptr<float>();
@@ -169,12 +167,12 @@ void AdvanceSchedule::cpu(Context&) const {
 void GradNorm::cpu(Context& ctx) const {
   const float* g = grads.ptr<float>();
   double total = 0;
-  for (int64_t first = 0; first < table.num_segments; first += kNormSegmentsPerRound) {
-    const int64_t count = std::min(kNormSegmentsPerRound, table.num_segments - first);
-    double sq[kNormSegmentsPerRound];
+  for (int64_t first = 0; first < table.num_segments; first += cpu::kNormSegmentsPerRound) {
+    const int64_t count = std::min(cpu::kNormSegmentsPerRound, table.num_segments - first);
+    double sq[cpu::kNormSegmentsPerRound];
     ctx.parallel_for(count, [&](int64_t k) {
-      const SegmentView seg = segment(table, first + k);
-      sq[k] = sum_squares(g + seg.offset, seg.size);
+      const cpu::SegmentView seg = cpu::segment(table, first + k);
+      sq[k] = cpu::sum_squares(g + seg.offset, seg.size);
     });
     for (int64_t k = 0; k < count; ++k) {
       total += sq[k];
@@ -193,12 +191,12 @@ void AdamwStep::cpu(Context& ctx) const {
   const float* g = grads.ptr<float>();
   const int32_t* blocks = table.blocks.ptr<int32_t>();
   ctx.parallel_for(table.num_blocks, [&](int64_t block) {
-    const SegmentView seg = segment(table, blocks[2 * block]);
+    const cpu::SegmentView seg = cpu::segment(table, blocks[2 * block]);
     if (seg.lr_mult == 0.0f) return;  // frozen
     const float step = c.lr * seg.lr_mult;
     const int64_t begin = seg.offset + blocks[2 * block + 1];
     const int64_t end = std::min(begin + kOptimChunk, seg.offset + seg.size);
-    adamw_range(c, step, seg.decay, p, g, pm, pv, begin, end);
+    cpu::adamw_range(c, step, seg.decay, p, g, pm, pv, begin, end);
   });
 }
 
@@ -209,7 +207,7 @@ void LambStep::cpu(Context& ctx) const {
   float *p = params.ptr<float>(), *pm = m.ptr<float>(), *pv = v.ptr<float>();
   const float* g = grads.ptr<float>();
   ctx.parallel_for(table.num_segments, [&](int64_t s) {
-    const SegmentView seg = segment(table, s);
+    const cpu::SegmentView seg = cpu::segment(table, s);
     if (seg.lr_mult == 0.0f) return;  // frozen
     const int64_t end = seg.offset + seg.size;
     // Pass 1 advances the moments and measures ||p|| and ||update||; pass 2 recomputes the update
