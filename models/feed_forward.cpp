@@ -9,13 +9,10 @@ FeedForward::FeedForward(ModelBuilder& builder, const std::string& layer_prefix,
   const int64_t h = config.hidden, f = config.ffn, rows = batch * seq_len;
   intermediate_ = Linear(builder, layer_prefix + "intermediate.dense.", h, f);
   output_ = Linear(builder, layer_prefix + "output.dense.", f, h);
-  gamma_ = builder.param(layer_prefix + "output.LayerNorm.weight", {h}, ParamKind::kLayerNormGamma);
-  beta_ = builder.param(layer_prefix + "output.LayerNorm.bias", {h}, ParamKind::kLayerNormBeta);
+  norm_ = ResidualLayerNorm(builder, layer_prefix + "output.LayerNorm.", rows, h,
+                            config.layer_norm_eps, scratch.reduce);
   pre_ = builder.activation({rows, f});
   act_ = builder.activation({rows, f});
-  sum_ = builder.activation({rows, h});
-  mean_ = builder.activation(builder.dtypes().statistic, {rows});
-  rstd_ = builder.activation(builder.dtypes().statistic, {rows});
 }
 
 void FeedForward::forward(Context& ctx, const Pass& pass, const Tensor& x, const Tensor& y) {
@@ -24,32 +21,13 @@ void FeedForward::forward(Context& ctx, const Pass& pass, const Tensor& x, const
   intermediate_.forward_no_bias(ctx, as_rows(x, h), pre_);
   run_op(ctx, BiasGeluForward{.x = pre_, .b = intermediate_.bias().value, .y = Out(act_)});
   output_.forward(ctx, act_, as_rows(scratch_->sublayer, h));
-  run_op(ctx, ResidualLayerNormForward{.x = as_rows(scratch_->sublayer, h),
-                                       .residual = as_rows(x, h),
-                                       .site = pass.site(output_site_, config_.hidden_dropout),
-                                       .gamma = gamma_.value,
-                                       .beta = beta_.value,
-                                       .eps = config_.layer_norm_eps,
-                                       .sum = Out(sum_),
-                                       .y = Out(as_rows(y, h)),
-                                       .mean = Out(mean_),
-                                       .rstd = Out(rstd_)});
+  norm_.forward(ctx, pass.site(output_site_, config_.hidden_dropout), scratch_->sublayer, x, y);
 }
 
 void FeedForward::backward(Context& ctx, const Pass& pass, const Tensor& dy, const Tensor& dx) {
   const int64_t h = config_.hidden;
   EncoderScratch& s = *scratch_;
-  run_op(ctx, ResidualLayerNormBackward{.dy = as_rows(dy, h),
-                                        .sum = sum_,
-                                        .gamma = gamma_.value,
-                                        .mean = mean_,
-                                        .rstd = rstd_,
-                                        .site = pass.site(output_site_, config_.hidden_dropout),
-                                        .dx = Out(as_rows(s.sublayer, h)),
-                                        .dresidual = Out(as_rows(dx, h)),
-                                        .dgamma = Out(gamma_.grad),
-                                        .dbeta = Out(beta_.grad),
-                                        .workspace = Out(s.reduce)});
+  norm_.backward(ctx, pass.site(output_site_, config_.hidden_dropout), dy, s.sublayer, dx);
   output_.backward(ctx, act_, as_rows(s.sublayer, h), s.grad_act);
   run_op(ctx, BiasGeluBackward{.dy = s.grad_act,
                                .x = pre_,

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "models/encoder_scratch.h"
+#include "models/layer_norm.h"
 #include "models/linear.h"
 #include "models/pass.h"
 
@@ -30,9 +31,9 @@ class FeedForward {
   uint32_t output_site_ = 0;
   EncoderScratch* scratch_ = nullptr;
   Linear intermediate_, output_;
-  Param gamma_, beta_;
+  ResidualLayerNorm norm_;
   Tensor x_;
-  Tensor pre_, act_, sum_, mean_, rstd_;
+  Tensor pre_, act_;
 };
 
 }  // namespace electra

@@ -43,4 +43,44 @@ void LayerNorm::backward(Context& ctx, const Tensor& dy, const Tensor& x, const 
                                 .workspace = Out(workspace_)});
 }
 
+ResidualLayerNorm::ResidualLayerNorm(ModelBuilder& builder, const std::string& prefix, int64_t rows,
+                                     int64_t width, float eps, const Tensor& workspace)
+    : gamma_(builder.param(prefix + "weight", {width}, ParamKind::kLayerNormGamma)),
+      beta_(builder.param(prefix + "bias", {width}, ParamKind::kLayerNormBeta)),
+      eps_(eps),
+      width_(width),
+      sum_(builder.activation({rows, width})),
+      mean_(builder.activation(builder.dtypes().statistic, {rows})),
+      rstd_(builder.activation(builder.dtypes().statistic, {rows})),
+      workspace_(workspace) {}
+
+void ResidualLayerNorm::forward(Context& ctx, const DropoutSite& site, const Tensor& x,
+                                const Tensor& residual, const Tensor& y) const {
+  run_op(ctx, ResidualLayerNormForward{.x = as_rows(x, width_),
+                                       .residual = as_rows(residual, width_),
+                                       .site = site,
+                                       .gamma = gamma_.value,
+                                       .beta = beta_.value,
+                                       .eps = eps_,
+                                       .sum = Out(sum_),
+                                       .y = Out(as_rows(y, width_)),
+                                       .mean = Out(mean_),
+                                       .rstd = Out(rstd_)});
+}
+
+void ResidualLayerNorm::backward(Context& ctx, const DropoutSite& site, const Tensor& dy,
+                                 const Tensor& dx, const Tensor& dresidual) const {
+  run_op(ctx, ResidualLayerNormBackward{.dy = as_rows(dy, width_),
+                                        .sum = sum_,
+                                        .gamma = gamma_.value,
+                                        .mean = mean_,
+                                        .rstd = rstd_,
+                                        .site = site,
+                                        .dx = Out(as_rows(dx, width_)),
+                                        .dresidual = Out(as_rows(dresidual, width_)),
+                                        .dgamma = Out(gamma_.grad),
+                                        .dbeta = Out(beta_.grad),
+                                        .workspace = Out(workspace_)});
+}
+
 }  // namespace electra

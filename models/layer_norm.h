@@ -1,10 +1,14 @@
-// LayerNorm layer over the last dim (kernels/layernorm.h), parameters `prefix`weight (gamma) and
-// `prefix`bias (beta) as HF names them. Saves mean and rstd of its rows; the input must stay
-// alive until the backward (the caller owns it).
+// LayerNorm layers over the last dim (kernels/layernorm.h), parameters `prefix`weight (gamma) and
+// `prefix`bias (beta) as HF names them.
+//   LayerNorm:          y = LayerNorm(x). Saves mean and rstd of its rows; the input must stay
+//                       alive until the backward (the caller owns it).
+//   ResidualLayerNorm:  y = LayerNorm(dropout(x) + residual), BERT's post-LN residual block (the
+//                       output of the attention and of the FFN). Saves the sum and its statistics.
 #pragma once
 
 #include <string>
 
+#include "kernels/dropout.h"
 #include "models/model_builder.h"
 
 namespace electra {
@@ -33,6 +37,27 @@ class LayerNorm {
   float eps_ = 1e-12f;
   int64_t rows_ = 0, width_ = 0;
   Tensor mean_, rstd_, workspace_;
+};
+
+class ResidualLayerNorm {
+ public:
+  ResidualLayerNorm() = default;
+  // For `rows` rows of `width`; `workspace` as LayerNorm's.
+  ResidualLayerNorm(ModelBuilder& builder, const std::string& prefix, int64_t rows, int64_t width,
+                    float eps, const Tensor& workspace);
+
+  // x, residual, y: `rows` x `width` elements each.
+  void forward(Context& ctx, const DropoutSite& site, const Tensor& x, const Tensor& residual,
+               const Tensor& y) const;
+  // dx and dresidual written (the gradients of x and of the residual); dgamma, dbeta accumulated.
+  void backward(Context& ctx, const DropoutSite& site, const Tensor& dy, const Tensor& dx,
+                const Tensor& dresidual) const;
+
+ private:
+  Param gamma_, beta_;
+  float eps_ = 1e-12f;
+  int64_t width_ = 0;
+  Tensor sum_, mean_, rstd_, workspace_;
 };
 
 }  // namespace electra

@@ -13,16 +13,13 @@ SelfAttention::SelfAttention(ModelBuilder& builder, const std::string& prefix,
                 builder.packed({self + "query.bias", self + "key.bias", self + "value.bias"}, {h},
                                ParamKind::kBias));
   output_ = Linear(builder, prefix + "output.dense.", h, h);
-  gamma_ = builder.param(prefix + "output.LayerNorm.weight", {h}, ParamKind::kLayerNormGamma);
-  beta_ = builder.param(prefix + "output.LayerNorm.bias", {h}, ParamKind::kLayerNormBeta);
+  norm_ = ResidualLayerNorm(builder, prefix + "output.LayerNorm.", rows, h, config.layer_norm_eps,
+                            scratch.reduce);
   qkv_out_ = builder.activation({batch, seq_len, 3 * h});
   // The flash kernels save only the row logsumexp L; version 1 and the CPU save P (attention.h).
   probs_ =
       attention_state_tensor(builder, encoder_attention_state(builder, config, batch, seq_len));
   context_ = builder.activation({batch, seq_len, h});
-  sum_ = builder.activation({rows, h});
-  mean_ = builder.activation(builder.dtypes().statistic, {rows});
-  rstd_ = builder.activation(builder.dtypes().statistic, {rows});
 }
 
 AttentionArgs SelfAttention::args(const Pass& pass) const {
@@ -33,7 +30,6 @@ void SelfAttention::forward(Context& ctx, const Pass& pass, const Tensor& x, con
                             const Tensor& y) {
   x_ = x;
   mask_ = mask;
-  const int64_t h = config_.hidden;
   qkv_.forward(ctx, x, qkv_out_);
   run_op(ctx, AttentionForward{.qkv = qkv_out_,
                                .mask = mask,
@@ -42,33 +38,13 @@ void SelfAttention::forward(Context& ctx, const Pass& pass, const Tensor& x, con
                                .scratch = Out(scratch_->attention),
                                .out = Out(context_)});
   output_.forward(ctx, context_, scratch_->sublayer);
-  run_op(ctx, ResidualLayerNormForward{.x = as_rows(scratch_->sublayer, h),
-                                       .residual = as_rows(x, h),
-                                       .site = pass.site(output_site_, config_.hidden_dropout),
-                                       .gamma = gamma_.value,
-                                       .beta = beta_.value,
-                                       .eps = config_.layer_norm_eps,
-                                       .sum = Out(sum_),
-                                       .y = Out(as_rows(y, h)),
-                                       .mean = Out(mean_),
-                                       .rstd = Out(rstd_)});
+  norm_.forward(ctx, pass.site(output_site_, config_.hidden_dropout), scratch_->sublayer, x, y);
 }
 
 void SelfAttention::backward(Context& ctx, const Pass& pass, const Tensor& dy, const Tensor& dx) {
-  const int64_t h = config_.hidden;
   EncoderScratch& s = *scratch_;
   // dx receives the residual path first, then the Q/K/V path is added to it.
-  run_op(ctx, ResidualLayerNormBackward{.dy = as_rows(dy, h),
-                                        .sum = sum_,
-                                        .gamma = gamma_.value,
-                                        .mean = mean_,
-                                        .rstd = rstd_,
-                                        .site = pass.site(output_site_, config_.hidden_dropout),
-                                        .dx = Out(as_rows(s.sublayer, h)),
-                                        .dresidual = Out(as_rows(dx, h)),
-                                        .dgamma = Out(gamma_.grad),
-                                        .dbeta = Out(beta_.grad),
-                                        .workspace = Out(s.reduce)});
+  norm_.backward(ctx, pass.site(output_site_, config_.hidden_dropout), dy, s.sublayer, dx);
   output_.backward(ctx, context_, s.sublayer, s.grad_context);
   run_op(ctx, AttentionBackward{.qkv = qkv_out_,
                                 .mask = mask_,

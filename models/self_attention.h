@@ -4,7 +4,7 @@
 //   c   = attention(qkv, mask)               [B, T, H]  (kernels/attention.h, with probability
 //                                                       dropout)
 //   a   = c Wo^T + bo
-//   y   = LayerNorm(dropout(a) + x)          (kernels/layernorm.h residual variant)
+//   y   = LayerNorm(dropout(a) + x)          (ResidualLayerNorm, models/layer_norm.h)
 // Saves qkv, the probabilities (with the flash kernels, only their row logsumexp: see
 // encoder_attention_state), c (which the flash backward reads too), and the residual sum with its
 // statistics; x is the caller's (the previous layer's output), kept as a view.
@@ -13,6 +13,7 @@
 #include <string>
 
 #include "models/encoder_scratch.h"
+#include "models/layer_norm.h"
 #include "models/linear.h"
 #include "models/pass.h"
 
@@ -39,9 +40,9 @@ class SelfAttention {
   uint32_t probs_site_ = 0, output_site_ = 0;
   EncoderScratch* scratch_ = nullptr;
   Linear qkv_, output_;
-  Param gamma_, beta_;
+  ResidualLayerNorm norm_;
   Tensor x_, mask_;
-  Tensor qkv_out_, probs_, context_, sum_, mean_, rstd_;
+  Tensor qkv_out_, probs_, context_;
 };
 
 }  // namespace electra
