@@ -14,12 +14,7 @@ source "$src/test/common/e2e_common.sh"
 make_tiny_data
 make_tiny_sst2
 
-small=(--config "$src/configs/electra-tiny.yaml"
-  --set data.shards="$work/shards" --set data.vocab="$work/vocab.txt"
-  --set model.hidden=64 --set model.ffn=256 --set model.embedding_size=32 --set model.layers=2
-  --set train.seq_len=64 --set train.batch_size=8 --set train.device=cpu
-  --set train.steps=100 --set optimizer.lr=5e-4 --set schedule.warmup_steps=10
-  --set logging.every=10 --set checkpoint.every=0)
+small=("${tiny_pretrain[@]}")
 
 for objective in electra-15 mlm replace-mlm all-tokens-mlm; do
   dir="$work/$objective"

@@ -16,12 +16,7 @@ make_tiny_data
 make_tiny_sst2
 
 # One head of 64: the generator of multiplier 1 has hidden / 64 = 1 head (sharing: all).
-small=(--config "$src/configs/electra-tiny.yaml"
-  --set data.shards="$work/shards" --set data.vocab="$work/vocab.txt"
-  --set model.hidden=64 --set model.ffn=256 --set model.heads=1 --set model.embedding_size=32
-  --set model.layers=2 --set train.seq_len=64 --set train.batch_size=8 --set train.device=cpu
-  --set train.steps=100 --set optimizer.lr=5e-4 --set schedule.warmup_steps=10
-  --set logging.every=10 --set checkpoint.every=0)
+small=("${tiny_pretrain[@]}" --set model.heads=1)
 all=(--set sharing=all --set model.generator_multiplier=1)
 gdes=(--set sharing=gdes)
 

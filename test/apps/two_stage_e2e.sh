@@ -15,13 +15,7 @@ make_tiny_data
 make_tiny_sst2
 
 # A generator of the discriminator's size: multiplier 1, 1 head (= 64 / 64), FFN 256 (= 4 x 64).
-small=(--config "$src/configs/electra-tiny.yaml"
-  --set data.shards="$work/shards" --set data.vocab="$work/vocab.txt"
-  --set model.hidden=64 --set model.ffn=256 --set model.embedding_size=32 --set model.layers=2
-  --set model.heads=1 --set model.generator_multiplier=1
-  --set train.seq_len=64 --set train.batch_size=8 --set train.device=cpu
-  --set train.steps=100 --set optimizer.lr=5e-4 --set schedule.warmup_steps=10
-  --set logging.every=10 --set checkpoint.every=0
+small=("${tiny_pretrain[@]}" --set model.heads=1 --set model.generator_multiplier=1
   --set training=two-stage --set two_stage.generator_steps=50)
 
 dir="$work/two-stage"

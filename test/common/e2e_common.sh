@@ -1,11 +1,21 @@
 # Set-up shared by the end-to-end scripts; source it after setting `electra` (the binary) and `src`
 # (the source tree): a scratch directory $work removed on exit, pass/fail with a failure count,
-# expect_error, make_tiny_data, make_tiny_sst2 and make_tiny_cased_checkpoint.
+# expect_error, tiny_pretrain, make_tiny_data, make_tiny_sst2 and make_tiny_cased_checkpoint.
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 pass() { echo "ok: $*"; }
+
+# The pre-training arguments of the tiny runs on make_tiny_data's shards: electra-tiny shrunk to
+# 2 layers of 64 (embedding 32, FFN 256), seq 64, batch 8, 100 CPU updates logged every 10, no
+# periodic checkpoints. A later --set of the same key wins.
+tiny_pretrain=(--config "$src/configs/electra-tiny.yaml"
+  --set data.shards="$work/shards" --set data.vocab="$work/vocab.txt"
+  --set model.hidden=64 --set model.ffn=256 --set model.embedding_size=32 --set model.layers=2
+  --set train.seq_len=64 --set train.batch_size=8 --set train.device=cpu
+  --set train.steps=100 --set optimizer.lr=5e-4 --set schedule.warmup_steps=10
+  --set logging.every=10 --set checkpoint.every=0)
 
 # $work/corpus.txt, vocab.txt and shards/: 2 MB of English prose (../shared when present, else
 # Debian's dict-gcide, installed by setup.sh), an 8000-token vocabulary and seq-64 shards.
