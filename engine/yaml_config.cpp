@@ -8,6 +8,7 @@
 #include <limits>
 #include <map>
 #include <sstream>
+#include <vector>
 
 #include "engine/input_file.h"
 
@@ -22,14 +23,29 @@ std::string scalar_text(const YAML::Node& node) {
   return "null";
 }
 
+// How many values a config may expand to. Aliases let a few lines name a tree of any size
+// (`b: &b [*a, *a]`, doubled per line), so the walk below counts what it visits.
+constexpr int kMaxConfigValues = 1 << 16;
+
 // Keys are plain scalars, each once per mapping (yaml-cpp keeps the first of two equal keys and
-// drops the second silently; a complex key `? [a, b]` has no dotted name).
-void check_keys(const YAML::Node& node, const std::string& name, const std::string& prefix) {
+// drops the second silently; a complex key `? [a, b]` has no dotted name). yaml-cpp lets an alias
+// name the mapping it sits in (`a: &a {b: *a}`), a cycle: `open` holds the nodes being walked.
+void check_keys_below(const YAML::Node& node, const std::string& name, const std::string& prefix,
+                      std::vector<YAML::Node>& open, int& visited) {
+  ELECTRA_USER_CHECK(++visited <= kMaxConfigValues, name, ": the config expands to more than ",
+                     kMaxConfigValues, " values (nested aliases?)");
+  if (!node.IsSequence() && !node.IsMap()) return;
+  for (const YAML::Node& ancestor : open) {
+    ELECTRA_USER_CHECK(!node.is(ancestor), name, ":", node.Mark().line + 1, ": ",
+                       prefix.empty() ? "the document" : "'" + prefix + "'",
+                       " contains itself through an alias");
+  }
+  open.push_back(node);
   if (node.IsSequence()) {
-    for (const YAML::Node& item : node) check_keys(item, name, prefix);
+    for (const YAML::Node& item : node) check_keys_below(item, name, prefix, open, visited);
+    open.pop_back();
     return;
   }
-  if (!node.IsMap()) return;
   std::map<std::string, int> lines;
   for (const auto& item : node) {
     const int line = item.first.Mark().line + 1;
@@ -41,8 +57,15 @@ void check_keys(const YAML::Node& node, const std::string& name, const std::stri
     const auto [it, first] = lines.emplace(key, line);
     ELECTRA_USER_CHECK(first, name, ":", line, ": duplicate key '", path, "' (first on line ",
                        it->second, ")");
-    check_keys(item.second, name, path);
+    check_keys_below(item.second, name, path, open, visited);
   }
+  open.pop_back();
+}
+
+void check_keys(const YAML::Node& node, const std::string& name, const std::string& prefix) {
+  std::vector<YAML::Node> open;
+  int visited = 0;
+  check_keys_below(node, name, prefix, open, visited);
 }
 
 }  // namespace

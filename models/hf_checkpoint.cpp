@@ -178,8 +178,9 @@ PreparedModel prepare(const ParameterStore& store, const HfModelLayout& layout,
     const std::vector<int64_t>& shape = store.info(store_name).shape;
     const SafetensorsEntry* entry = file.find(name);
     if (entry == nullptr &&
-        std::any_of(layout.optional_prefixes.begin(), layout.optional_prefixes.end(),
-                    [&](const std::string& prefix) { return starts_with(name, prefix); })) {
+        std::any_of(
+            layout.optional_prefixes.begin(), layout.optional_prefixes.end(),
+            [&tensor = name](const std::string& prefix) { return starts_with(tensor, prefix); })) {
       continue;
     }
     ELECTRA_USER_CHECK(entry != nullptr, file.path(), ": tensor '", name,

@@ -86,6 +86,25 @@ TEST_CASE("duplicate and complex keys are errors naming the lines", "[config]") 
                     Catch::Contains("l.yaml:2: duplicate key 'l.k'"));
 }
 
+TEST_CASE("an alias that names its own mapping, or an alias explosion, is an error", "[config]") {
+  // The fuzzer's finding: the walk over keys recursed through the cycle until the stack ran out.
+  CHECK_THROWS_WITH(ConfigNode::parse("base: &b\n  <<: *b\n  preset: x\n", "cyc.yaml"),
+                    Catch::Contains("cyc.yaml:") && Catch::Contains("'base.<<' contains itself"));
+  CHECK_THROWS_WITH(ConfigNode::parse("l: &l [1, *l]\n", "seq.yaml"),
+                    Catch::Contains("contains itself through an alias"));
+  // 2^20 leaves from 21 short lines: refused by count, quickly.
+  std::string doubling = "a0: &a0 [x, x]\n";
+  for (int i = 1; i <= 20; ++i) {
+    doubling += "a" + std::to_string(i) + ": &a" + std::to_string(i) + " [*a" +
+                std::to_string(i - 1) + ", *a" + std::to_string(i - 1) + "]\n";
+  }
+  CHECK_THROWS_WITH(ConfigNode::parse(doubling, "bomb.yaml"),
+                    Catch::Contains("bomb.yaml: the config expands to more than 65536 values"));
+  // Aliases that do not loop stay allowed.
+  ConfigNode root = ConfigNode::parse("x: &v 3\ny: *v\n", "ok.yaml");
+  CHECK(root.get<int64_t>("y", 0) == 3);
+}
+
 TEST_CASE("an override whose value is not YAML is an error naming the override", "[config]") {
   ConfigNode root = ConfigNode::parse("train:\n  steps: 1\n", "o.yaml");
   CHECK_THROWS_WITH(root.apply_override("train.steps=[1"),
