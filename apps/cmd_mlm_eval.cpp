@@ -233,7 +233,7 @@ int cmd_mlm_eval(const std::vector<std::string>& args) {
   upload_to(ctx, masks_dev, std::vector<int32_t>(static_cast<size_t>(b * n), vocab.mask_id()));
   const size_t bt = static_cast<size_t>(b * t);
   std::vector<int32_t> planes(static_cast<size_t>(model.input().numel()));
-  const Pass eval{model.rng(ctx, RngPurpose::kDropout), false};
+  const DropoutPass eval{model.rng(ctx, RngPurpose::kDropout), false};
   Totals tot;
   Stopwatch clock, since_report;
   const size_t batches = (seqs.size() + static_cast<size_t>(b) - 1) / static_cast<size_t>(b);

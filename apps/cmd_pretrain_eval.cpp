@@ -248,7 +248,7 @@ int cmd_pretrain_eval(const std::vector<std::string>& args) {
     upload_to(ctx, model.input(), planes);
     model.set_step(ctx, static_cast<uint32_t>(step), 1.0f);
     const Corruption corruption = model.corrupt(ctx);
-    const Pass eval{model.rng(ctx, RngPurpose::kDropout), false};
+    const DropoutPass eval{model.rng(ctx, RngPurpose::kDropout), false};
     BatchResult r;
     const Tensor& generator_logits = model.generator_forward(ctx, corruption, eval);
     r.generator_logits = download_doubles(ctx, generator_logits);

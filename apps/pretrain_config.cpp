@@ -68,13 +68,15 @@ const char* schedule_name(ScheduleKind kind) {
 
 }  // namespace
 
+MaskRateSchedule MaskingConfig::schedule(int64_t steps) const {
+  return {.start = static_cast<float>(mask_prob),
+          .end = static_cast<float>(mask_prob_end),
+          .updates = linear_schedule ? steps : 0};
+}
+
 double MaskingConfig::mask_prob_at(int64_t step, int64_t steps) const {
   // The Trainer's device computes the same function (next_micro_step) from its update counter.
-  MicroStepPlan plan;
-  plan.mask_prob = static_cast<float>(mask_prob);
-  plan.mask_prob_end = static_cast<float>(mask_prob_end);
-  plan.schedule_updates = linear_schedule ? steps : 0;
-  return scheduled_mask_prob(plan, step);
+  return scheduled_mask_prob(schedule(steps), step);
 }
 
 void TrainConfig::set_ranks(int64_t ranks) {

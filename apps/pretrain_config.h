@@ -68,6 +68,7 @@
 #include <vector>
 
 #include "engine/context.h"
+#include "kernels/step_scalars.h"
 #include "models/electra_config.h"
 #include "models/objective.h"
 #include "optim/optimizer.h"
@@ -83,6 +84,8 @@ struct MaskingConfig {
   bool linear_schedule = false;  // mask_prob_schedule: linear
   double mask_prob_end = 0.15;
 
+  // The rate of each update of a run of `steps` updates, as the device's next_micro_step reads it.
+  MaskRateSchedule schedule(int64_t steps) const;
   // The mask rate of update `step` (0-based) of a run of `steps` updates (f32, as the device
   // computes it: kernels/step_scalars.h).
   double mask_prob_at(int64_t step, int64_t steps) const;

@@ -116,16 +116,19 @@ int main() {
                            .segment_norms = Out(Tensor{})});
     });
     bench::report(ctx, "grad_norm", model.name, "ours", t_norm, 4 * n, 0);
-    const double t_adamw = bench::time_median_ms(ctx, [&] {
-      run_op(ctx, AdamwStep{.params = Out(p),
-                            .grads = g,
-                            .m = Out(m),
-                            .v = Out(v),
-                            .table = table,
-                            .hyper = hyper,
-                            .norm = norm,
-                            .bias_correction = false});
-    });
+    auto adam_step = [&](bool lamb) {
+      run_op(ctx, AdamStep{.params = Out(p),
+                           .grads = g,
+                           .m = Out(m),
+                           .v = Out(v),
+                           .table = table,
+                           .hyper = hyper,
+                           .norm = norm,
+                           .bias_correction = false,
+                           .lamb = lamb,
+                           .workspace = Out(workspace)});
+    };
+    const double t_adamw = bench::time_median_ms(ctx, [&] { adam_step(false); });
     bench::report(ctx, "adamw", model.name, "ours", t_adamw, 28 * n, 0);
     const double t_naive = bench::time_median_ms(ctx, [&] {
       naive_adamw<<<(total + 255) / 256, 256, 0, ctx.stream()>>>(
@@ -134,17 +137,7 @@ int main() {
       ELECTRA_CUDA_CHECK_LAUNCH();
     });
     bench::report(ctx, "adamw", model.name, "baseline_naive", t_naive, 28 * n, 0);
-    const double t_lamb = bench::time_median_ms(ctx, [&] {
-      run_op(ctx, LambStep{.params = Out(p),
-                           .grads = g,
-                           .m = Out(m),
-                           .v = Out(v),
-                           .table = table,
-                           .hyper = hyper,
-                           .norm = norm,
-                           .bias_correction = false,
-                           .workspace = Out(workspace)});
-    });
+    const double t_lamb = bench::time_median_ms(ctx, [&] { adam_step(true); });
     bench::report(ctx, "lamb", model.name, "ours", t_lamb, 40 * n, 0);
   }
   return 0;

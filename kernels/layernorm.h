@@ -38,11 +38,14 @@ inline int64_t layernorm_backward_workspace_floats(int64_t n, int64_t h) {
   return 2 * ((n + layernorm_rows_per_block(n) - 1) / layernorm_rows_per_block(n)) * h;
 }
 
-// Shape checks shared by the four ops: x [N, H], the rest as named above.
-inline void check_layernorm_shapes(const char* op, const Tensor& x,
-                                   std::initializer_list<const Tensor*> rows_by_h,
-                                   std::initializer_list<const Tensor*> per_column,
-                                   std::initializer_list<const Tensor*> per_row) {
+// The checks shared by the four ops: every tensor on ctx's device, x [N, H], the others [N, H],
+// [H] (per column) or [N] (per row) as listed.
+inline void check_layernorm_args(const Context& ctx, const char* op, const Tensor& x,
+                                 std::initializer_list<const Tensor*> rows_by_h,
+                                 std::initializer_list<const Tensor*> per_column,
+                                 std::initializer_list<const Tensor*> per_row) {
+  check_devices(ctx, op, {&x});
+  for (const auto& group : {rows_by_h, per_column, per_row}) check_devices(ctx, op, group);
   ELECTRA_CHECK(x.rank == 2, op, ": input must be [N, H], got ", x.str());
   for (const Tensor* t : rows_by_h) check_same_shape(x, *t, op);
   for (const Tensor* t : per_column) check_shape(*t, {x.dim(1)}, op);
@@ -56,8 +59,7 @@ struct LayerNormForward {
   Out y, mean, rstd;
 
   void check(const Context& ctx) const {
-    check_devices(ctx, kName, {&x, &gamma, &beta, &y, &mean, &rstd});
-    check_layernorm_shapes(kName, x, {&y}, {&gamma, &beta}, {&mean, &rstd});
+    check_layernorm_args(ctx, kName, x, {&y}, {&gamma, &beta}, {&mean, &rstd});
     ELECTRA_CHECK(eps > 0, kName, ": eps must be positive, got ", eps);
   }
   void cpu(Context& ctx) const;
@@ -71,8 +73,7 @@ struct LayerNormBackward {
   Out workspace;
 
   void check(const Context& ctx) const {
-    check_devices(ctx, kName, {&dy, &x, &gamma, &mean, &rstd, &dx, &dgamma, &dbeta});
-    check_layernorm_shapes(kName, x, {&dy, &dx}, {&gamma, &dgamma, &dbeta}, {&mean, &rstd});
+    check_layernorm_args(ctx, kName, x, {&dy, &dx}, {&gamma, &dgamma, &dbeta}, {&mean, &rstd});
   }
   void cpu(Context& ctx) const;
   void cuda(Context& ctx) const;
@@ -87,8 +88,7 @@ struct ResidualLayerNormForward {
   Out sum, y, mean, rstd;
 
   void check(const Context& ctx) const {
-    check_devices(ctx, kName, {&x, &residual, &gamma, &beta, &sum, &y, &mean, &rstd});
-    check_layernorm_shapes(kName, x, {&residual, &sum, &y}, {&gamma, &beta}, {&mean, &rstd});
+    check_layernorm_args(ctx, kName, x, {&residual, &sum, &y}, {&gamma, &beta}, {&mean, &rstd});
     check_dropout_p(site.p, kName);
     ELECTRA_CHECK(eps > 0, kName, ": eps must be positive, got ", eps);
   }
@@ -104,9 +104,8 @@ struct ResidualLayerNormBackward {
   Out workspace;
 
   void check(const Context& ctx) const {
-    check_devices(ctx, kName, {&dy, &sum, &gamma, &mean, &rstd, &dx, &dresidual, &dgamma, &dbeta});
-    check_layernorm_shapes(kName, sum, {&dy, &dx, &dresidual}, {&gamma, &dgamma, &dbeta},
-                           {&mean, &rstd});
+    check_layernorm_args(ctx, kName, sum, {&dy, &dx, &dresidual}, {&gamma, &dgamma, &dbeta},
+                         {&mean, &rstd});
     check_dropout_p(site.p, kName);
   }
   void cpu(Context& ctx) const;

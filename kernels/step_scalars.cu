@@ -13,7 +13,7 @@ __global__ void next_micro_step_kernel(const int32_t* counter, MicroStepPlan pla
   const int64_t update = *counter;
   s->micro_step = static_cast<uint32_t>(update * plan.accumulation + plan.first + s->micro);
   s->micro = static_cast<uint32_t>((s->micro + 1) % plan.local);
-  s->mask_prob = scheduled_mask_prob(plan, update);
+  s->mask_prob = scheduled_mask_prob(plan.mask_rate, update);
 }
 
 __global__ void loss_normalisers_kernel(const float* slot_weights, int64_t m,

@@ -17,7 +17,8 @@
 // updates done; kernels/weight_update.h):
 //   micro_step = counter * plan.accumulation + plan.first + micro,  micro = (micro + 1) % local
 // i.e. rank r's micro-batch m of update s is micro-step s A + r a + m, without a host value;
-// and mask_prob = scheduled_mask_prob(plan, counter), the masking rate of update `counter`.
+// and mask_prob = scheduled_mask_prob(plan.mask_rate, counter), the masking rate of update
+// `counter`.
 //
 // loss_normalisers(slot_weights [M] f32, token_weights [K] f32, disc_weight, block):
 //   masked = sum slot_weights,  tokens = sum token_weights      (f64; exact for 0/1 weights)
@@ -49,29 +50,33 @@ struct StepScalars {
 constexpr int64_t kStepScalarWords = 8;  // sizeof(StepScalars) rounded up (32 bytes)
 static_assert(sizeof(StepScalars) <= kStepScalarWords * sizeof(int32_t));
 
-// Where next_micro_step puts a rank's micro-batches: A = accumulation micro-batches per update
-// over all ranks, of which this rank computes `local` starting at `first` (= rank x local).
-// The masking rate moves linearly from mask_prob at update 0 to mask_prob_end at update
-// schedule_updates - 1 (masking.mask_prob_schedule: linear; Ankner et al. 2023), and stays at
-// mask_prob when schedule_updates <= 1.
-struct MicroStepPlan {
-  int64_t accumulation = 1;
-  int64_t first = 0;
-  int64_t local = 1;
-  float mask_prob = 0.15f;
-  float mask_prob_end = 0.15f;
-  int64_t schedule_updates = 0;
+// The masking rate of each update: linear from `start` at update 0 to `end` at update
+// `updates` - 1 (masking.mask_prob_schedule: linear; Ankner et al. 2023), `start` throughout when
+// updates <= 1.
+struct MaskRateSchedule {
+  float start = 0.15f;
+  float end = 0.15f;
+  int64_t updates = 0;
 };
 
 // The masking rate of update `update`: p0 + (p1 - p0) * s / (U - 1), s = clamp(update, 0, U - 1),
 // in f32 with explicit roundings (no contraction), so both devices give the same bits.
-ELECTRA_HD float scheduled_mask_prob(const MicroStepPlan& plan, int64_t update) {
-  if (plan.schedule_updates <= 1) return plan.mask_prob;
-  const int64_t last = plan.schedule_updates - 1;
+ELECTRA_HD float scheduled_mask_prob(const MaskRateSchedule& schedule, int64_t update) {
+  if (schedule.updates <= 1) return schedule.start;
+  const int64_t last = schedule.updates - 1;
   const int64_t s = update < 0 ? 0 : (update > last ? last : update);
   const float f = div_rn(static_cast<float>(s), static_cast<float>(last));
-  return add_rn(plan.mask_prob, mul_rn(add_rn(plan.mask_prob_end, -plan.mask_prob), f));
+  return add_rn(schedule.start, mul_rn(add_rn(schedule.end, -schedule.start), f));
 }
+
+// Where next_micro_step puts a rank's micro-batches: A = accumulation micro-batches per update
+// over all ranks, of which this rank computes `local` starting at `first` (= rank x local).
+struct MicroStepPlan {
+  int64_t accumulation = 1;
+  int64_t first = 0;
+  int64_t local = 1;
+  MaskRateSchedule mask_rate;
+};
 
 // The fields of a block (pointers into its memory, on its device).
 inline StepScalars* step_scalars_of(const Tensor& block) {

@@ -9,7 +9,7 @@ void NextMicroStep::cpu(Context&) const {
   const int64_t update = *counter.ptr<int32_t>();
   s.micro_step = static_cast<uint32_t>(update * plan.accumulation + plan.first + s.micro);
   s.micro = static_cast<uint32_t>((s.micro + 1) % plan.local);
-  s.mask_prob = scheduled_mask_prob(plan, update);
+  s.mask_prob = scheduled_mask_prob(plan.mask_rate, update);
 }
 
 void LossNormalisers::cpu(Context&) const {

@@ -201,17 +201,18 @@ void GradNorm::cuda(Context& ctx) const {
   ELECTRA_CUDA_CHECK_LAUNCH();
 }
 
-void AdamwStep::cuda(Context& ctx) const {
+// AdamW: one element-wise kernel. LAMB: moments and the per-block sums of p^2 and update^2, the
+// per-segment trust ratios in one block, then the update from the new moments.
+void AdamStep::cuda(Context& ctx) const {
   if (table.num_blocks == 0) return;
-  cuda::adamw_kernel<<<table.num_blocks, cuda::kThreads, 0, ctx.stream()>>>(
-      params.ptr<float>(), grads.ptr<float>(), m.ptr<float>(), v.ptr<float>(),
-      table.segments.ptr<int32_t>(), table.lr_mult.ptr<float>(), table.blocks.ptr<int32_t>(),
-      hyper.ptr<float>(), norm.ptr<float>(), bias_correction);
-  ELECTRA_CUDA_CHECK_LAUNCH();
-}
-
-void LambStep::cuda(Context& ctx) const {
-  if (table.num_blocks == 0) return;
+  if (!lamb) {
+    cuda::adamw_kernel<<<table.num_blocks, cuda::kThreads, 0, ctx.stream()>>>(
+        params.ptr<float>(), grads.ptr<float>(), m.ptr<float>(), v.ptr<float>(),
+        table.segments.ptr<int32_t>(), table.lr_mult.ptr<float>(), table.blocks.ptr<int32_t>(),
+        hyper.ptr<float>(), norm.ptr<float>(), bias_correction);
+    ELECTRA_CUDA_CHECK_LAUNCH();
+    return;
+  }
   float* p_partials = workspace.ptr<float>();
   float* u_partials = p_partials + table.num_blocks;
   float* ratios = u_partials + table.num_blocks;

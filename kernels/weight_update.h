@@ -19,7 +19,7 @@
 //   Pass 2: one block adds each segment's block partials in f64, in block order, then the
 //   segments in a fixed tree; the result is rounded to f32 once.
 //
-// adamw_step (the official ELECTRA AdamWeightDecayOptimizer by default):
+// adam_step, AdamW (the official ELECTRA AdamWeightDecayOptimizer by default):
 //   n      = norm                                                    (read from the device)
 //   clip   = max_norm > 0 && n > max_norm ? max_norm / n : 1
 //   g'     = clip * g
@@ -27,7 +27,7 @@
 //   update = m / (sqrt(v) + eps)           [bias_correction: m / (1 - b1^t), v / (1 - b2^t)]
 //   update += wd * p                       (segments with the decay flag only)
 //   p     -= lr * lr_mult[s] * update
-// lamb_step: the same moments and update, then the per-segment trust ratio
+// adam_step with lamb: the same moments and update, then the per-segment trust ratio
 //   r_s = ||p_s|| / ||update_s|| (1 when either is 0),   p -= lr * lr_mult[s] * r_s * update
 // with ||p_s|| taken before the step. The gradients are never modified (zeroing them is the
 // caller's job).
@@ -160,7 +160,8 @@ ELECTRA_HD float adam_update(const AdamCoeffs& c, float p, float g, float& m, fl
   return adam_direction(c, p, m, v, decay);
 }
 
-// Workspace floats: grad_norm needs num_blocks; lamb_step needs 2 * num_blocks + num_segments.
+// Workspace floats: grad_norm needs num_blocks; adam_step with lamb needs 2 * num_blocks +
+// num_segments.
 inline int64_t grad_norm_workspace_size(const SegmentTable& table) {
   return table.num_blocks;
 }
@@ -218,39 +219,24 @@ struct GradNorm {
   void cuda(Context& ctx) const;
 };
 
-// params, m, v are updated in place (unless norm is not finite); hyper: f32 [kNumHyper]; norm:
-// f32 [1] from grad_norm.
-struct AdamwStep {
-  static constexpr const char* kName = "adamw_step";
+// adam_step: params, m, v are updated in place (unless norm is not finite); hyper: f32
+// [kNumHyper]; norm: f32 [1] from grad_norm. With lamb, each segment's step is scaled by its trust
+// ratio; workspace: f32 with lamb_workspace_size(table) values for LAMB on CUDA, unused (an unset
+// Tensor{}) otherwise: the CPU finishes one segment before the next and AdamW needs no sums.
+struct AdamStep {
+  static constexpr const char* kName = "adam_step";
   Out params;
   In grads;
   Out m, v;
   SegmentTable table;
   In hyper, norm;
   bool bias_correction = false;
-
-  void check(const Context& ctx) const {
-    check_optimizer_args(ctx, kName, table, {&params, &grads, &m, &v}, &hyper, norm);
-  }
-  void cpu(Context& ctx) const;
-  void cuda(Context& ctx) const;
-};
-
-// As adamw_step, with the trust ratio; workspace: f32 with lamb_workspace_size(table) values
-// (CUDA only: the CPU finishes one segment before the next and ignores it).
-struct LambStep {
-  static constexpr const char* kName = "lamb_step";
-  Out params;
-  In grads;
-  Out m, v;
-  SegmentTable table;
-  In hyper, norm;
-  bool bias_correction = false;
+  bool lamb = false;
   Out workspace;
 
   void check(const Context& ctx) const {
     check_optimizer_args(ctx, kName, table, {&params, &grads, &m, &v}, &hyper, norm);
-    if (ctx.is_cuda()) {
+    if (lamb && ctx.is_cuda()) {
       check_optimizer_workspace(ctx, kName, workspace, lamb_workspace_size(table));
     }
   }

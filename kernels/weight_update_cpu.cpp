@@ -150,6 +150,48 @@ void adamw_range(const AdamCoeffs& c, float step, bool decay, float* p, const fl
   for (; i < end; ++i) p[i] -= step * adam_update(c, p[i], g[i], m[i], v[i], decay);
 }
 
+// AdamW is element-wise: one task per block of the segment table (kOptimChunk elements of one
+// segment).
+void step_adamw(Context& ctx, const AdamStep& op, const AdamCoeffs& c) {
+  const SegmentTable& table = op.table;
+  float *p = op.params.ptr<float>(), *pm = op.m.ptr<float>(), *pv = op.v.ptr<float>();
+  const float* g = op.grads.ptr<float>();
+  const int32_t* blocks = table.blocks.ptr<int32_t>();
+  ctx.parallel_for(table.num_blocks, [&](int64_t block) {
+    const SegmentView seg = segment(table, blocks[2 * block]);
+    if (seg.lr_mult == 0.0f) return;  // frozen
+    const float step = c.lr * seg.lr_mult;
+    const int64_t begin = seg.offset + blocks[2 * block + 1];
+    const int64_t end = std::min(begin + kOptimChunk, seg.offset + seg.size);
+    adamw_range(c, step, seg.decay, p, g, pm, pv, begin, end);
+  });
+}
+
+// LAMB: one task per segment (its trust ratio needs the whole segment's sums, in order).
+void step_lamb(Context& ctx, const AdamStep& op, const AdamCoeffs& c) {
+  const SegmentTable& table = op.table;
+  float *p = op.params.ptr<float>(), *pm = op.m.ptr<float>(), *pv = op.v.ptr<float>();
+  const float* g = op.grads.ptr<float>();
+  ctx.parallel_for(table.num_segments, [&](int64_t s) {
+    const SegmentView seg = segment(table, s);
+    if (seg.lr_mult == 0.0f) return;  // frozen
+    const int64_t end = seg.offset + seg.size;
+    // Pass 1 advances the moments and measures ||p|| and ||update||; pass 2 recomputes the update
+    // from the new moments (as the CUDA kernel does) and applies it.
+    double p_sq = 0, u_sq = 0;
+    for (int64_t i = seg.offset; i < end; ++i) {
+      const float u = adam_update(c, p[i], g[i], pm[i], pv[i], seg.decay);
+      p_sq += static_cast<double>(p[i]) * p[i];
+      u_sq += static_cast<double>(u) * u;
+    }
+    const float ratio = p_sq > 0 && u_sq > 0 ? static_cast<float>(std::sqrt(p_sq / u_sq)) : 1.0f;
+    const float step = c.lr * seg.lr_mult * ratio;
+    for (int64_t i = seg.offset; i < end; ++i) {
+      p[i] -= step * adam_direction(c, p[i], pm[i], pv[i], seg.decay);
+    }
+  });
+}
+
 }  // namespace
 
 }  // namespace electra::cpu
@@ -183,47 +225,14 @@ void GradNorm::cpu(Context& ctx) const {
   norm.ptr<float>()[0] = static_cast<float>(std::sqrt(total));
 }
 
-// Element-wise: one task per block of the segment table (kOptimChunk elements of one segment).
-void AdamwStep::cpu(Context& ctx) const {
+void AdamStep::cpu(Context& ctx) const {
   const AdamCoeffs c = adam_coeffs(hyper.ptr<float>(), norm.ptr<float>()[0], bias_correction);
   if (c.skip) return;
-  float *p = params.ptr<float>(), *pm = m.ptr<float>(), *pv = v.ptr<float>();
-  const float* g = grads.ptr<float>();
-  const int32_t* blocks = table.blocks.ptr<int32_t>();
-  ctx.parallel_for(table.num_blocks, [&](int64_t block) {
-    const cpu::SegmentView seg = cpu::segment(table, blocks[2 * block]);
-    if (seg.lr_mult == 0.0f) return;  // frozen
-    const float step = c.lr * seg.lr_mult;
-    const int64_t begin = seg.offset + blocks[2 * block + 1];
-    const int64_t end = std::min(begin + kOptimChunk, seg.offset + seg.size);
-    cpu::adamw_range(c, step, seg.decay, p, g, pm, pv, begin, end);
-  });
-}
-
-// One task per segment (its trust ratio needs the whole segment's sums, in order).
-void LambStep::cpu(Context& ctx) const {
-  const AdamCoeffs c = adam_coeffs(hyper.ptr<float>(), norm.ptr<float>()[0], bias_correction);
-  if (c.skip) return;
-  float *p = params.ptr<float>(), *pm = m.ptr<float>(), *pv = v.ptr<float>();
-  const float* g = grads.ptr<float>();
-  ctx.parallel_for(table.num_segments, [&](int64_t s) {
-    const cpu::SegmentView seg = cpu::segment(table, s);
-    if (seg.lr_mult == 0.0f) return;  // frozen
-    const int64_t end = seg.offset + seg.size;
-    // Pass 1 advances the moments and measures ||p|| and ||update||; pass 2 recomputes the update
-    // from the new moments (as the CUDA kernel does) and applies it.
-    double p_sq = 0, u_sq = 0;
-    for (int64_t i = seg.offset; i < end; ++i) {
-      const float u = adam_update(c, p[i], g[i], pm[i], pv[i], seg.decay);
-      p_sq += static_cast<double>(p[i]) * p[i];
-      u_sq += static_cast<double>(u) * u;
-    }
-    const float ratio = p_sq > 0 && u_sq > 0 ? static_cast<float>(std::sqrt(p_sq / u_sq)) : 1.0f;
-    const float step = c.lr * seg.lr_mult * ratio;
-    for (int64_t i = seg.offset; i < end; ++i) {
-      p[i] -= step * adam_direction(c, p[i], pm[i], pv[i], seg.decay);
-    }
-  });
+  if (lamb) {
+    cpu::step_lamb(ctx, *this, c);
+  } else {
+    cpu::step_adamw(ctx, *this, c);
+  }
 }
 
 }  // namespace electra

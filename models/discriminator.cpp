@@ -29,7 +29,7 @@ ElectraDiscriminator::ElectraDiscriminator(ModelBuilder& builder, const EncoderC
   head_span_.end = builder.declared();
 }
 
-void ElectraDiscriminator::forward(Context& ctx, const Pass& pass, const Tensor& ids,
+void ElectraDiscriminator::forward(Context& ctx, const DropoutPass& pass, const Tensor& ids,
                                    const Tensor& segment_ids, const Tensor& mask,
                                    const Tensor& mlm_positions) {
   encoder_.forward(ctx, pass, ids, segment_ids, mask);
@@ -42,7 +42,8 @@ void ElectraDiscriminator::forward(Context& ctx, const Pass& pass, const Tensor&
   if (mlm_) mlm_->forward(ctx, encoder_.output(), mlm_positions);
 }
 
-void ElectraDiscriminator::backward(Context& ctx, const Pass& pass, const GradientsReady& ready) {
+void ElectraDiscriminator::backward(Context& ctx, const DropoutPass& pass,
+                                    const GradientsReady& ready) {
   if (heads_.binary) {
     prediction_.backward(ctx, act_, logits_, grad_act_);
     run_op(ctx, BiasGeluBackward{.dy = grad_act_,

@@ -32,7 +32,7 @@ class ElectraDiscriminator {
                        const DiscriminatorHeads& heads = {});
 
   // mlm_positions i32 [B, N] (the MLM head's positions; unset without an MLM head).
-  void forward(Context& ctx, const Pass& pass, const Tensor& ids, const Tensor& segment_ids,
+  void forward(Context& ctx, const DropoutPass& pass, const Tensor& ids, const Tensor& segment_ids,
                const Tensor& mask, const Tensor& mlm_positions = {});
   const Tensor& logits() const { return logits_; }  // [B * T]; holds dz before backward()
   // [B * N, Vp]; dz before backward(). Only with an MLM head.
@@ -42,7 +42,7 @@ class ElectraDiscriminator {
   }
   // `ready` (optional) receives the heads' parameter span when their gradients are final, then
   // the encoder's spans (models/encoder.h).
-  void backward(Context& ctx, const Pass& pass, const GradientsReady& ready = {});
+  void backward(Context& ctx, const DropoutPass& pass, const GradientsReady& ready = {});
 
   const Encoder& encoder() const { return encoder_; }
   Encoder& encoder() { return encoder_; }

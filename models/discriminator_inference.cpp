@@ -10,9 +10,9 @@
 namespace electra {
 
 // The encoder alone, or the whole ElectraForPreTraining (encoder + replaced-token head).
-struct DiscriminatorInference::Parts {
-  Parts(ModelBuilder& b, const EncoderConfig& config, int64_t batch, int64_t seq_len,
-        bool with_head)
+struct DiscriminatorInference::Network {
+  Network(ModelBuilder& b, const EncoderConfig& config, int64_t batch, int64_t seq_len,
+          bool with_head)
       : tables(b, str_cat(ElectraDiscriminator::kPrefix, "electra."), config) {
     if (with_head) {
       discriminator.emplace(b, config, tables, batch, seq_len);
@@ -52,7 +52,7 @@ DiscriminatorInference::DiscriminatorInference(Context& ctx, const EncoderConfig
   {
     Arena counting = Arena::counting("activations", ctx.device());
     ModelBuilder planner(weights_, counting, dtypes, ctx.device());
-    Parts planned(planner, config_, batch, seq_len, with_head);
+    Network planned(planner, config_, batch, seq_len, with_head);
     activation_bytes = counting.high_water();
   }
   ModelArenas arenas = allocate_model(weights_, dtypes, ctx.device(), activation_bytes);
@@ -60,7 +60,7 @@ DiscriminatorInference::DiscriminatorInference(Context& ctx, const EncoderConfig
   grads_ = std::move(arenas.grads);
   acts_ = std::move(arenas.activations);
   ModelBuilder builder(weights_, acts_, dtypes, ctx.device());
-  parts_ = std::make_unique<Parts>(builder, config_, batch, seq_len, with_head);
+  network_ = std::make_unique<Network>(builder, config_, batch, seq_len, with_head);
   host_mask_.resize(static_cast<size_t>(batch * seq_len));
 }
 
@@ -92,28 +92,28 @@ void DiscriminatorInference::forward(Context& ctx, const std::vector<int32_t>& i
                   " outside the vocabulary");
     host_mask_[i] = ids[i] != pad_id;
   }
-  Parts& p = *parts_;
-  upload_to(ctx, p.ids, ids);
-  upload_to(ctx, p.segment_ids, segment_ids);
-  upload_to(ctx, p.mask, host_mask_);
-  const Pass pass{ctx.rng(RngPurpose::kDropout, 0), false};
-  if (p.discriminator) {
-    p.discriminator->forward(ctx, pass, p.ids, p.segment_ids, p.mask);
+  Network& net = *network_;
+  upload_to(ctx, net.ids, ids);
+  upload_to(ctx, net.segment_ids, segment_ids);
+  upload_to(ctx, net.mask, host_mask_);
+  const DropoutPass pass{ctx.rng(RngPurpose::kDropout, 0), false};
+  if (net.discriminator) {
+    net.discriminator->forward(ctx, pass, net.ids, net.segment_ids, net.mask);
   } else {
-    p.encoder->forward(ctx, pass, p.ids, p.segment_ids, p.mask);
+    net.encoder->forward(ctx, pass, net.ids, net.segment_ids, net.mask);
   }
 }
 
 std::vector<float> DiscriminatorInference::hidden(Context& ctx, int layer) const {
   ELECTRA_CHECK(layer >= 0 && layer <= config_.layers, "layer ", layer, " outside [0, ",
                 config_.layers, "]");
-  const std::vector<double> values = download_doubles(ctx, parts_->the_encoder().hidden(layer));
+  const std::vector<double> values = download_doubles(ctx, network_->the_encoder().hidden(layer));
   return std::vector<float>(values.begin(), values.end());
 }
 
 std::vector<float> DiscriminatorInference::logits(Context& ctx) const {
-  ELECTRA_CHECK(parts_->discriminator.has_value(), "logits() of a model built without the head");
-  const std::vector<double> values = download_doubles(ctx, parts_->discriminator->logits());
+  ELECTRA_CHECK(network_->discriminator.has_value(), "logits() of a model built without the head");
+  const std::vector<double> values = download_doubles(ctx, network_->discriminator->logits());
   return std::vector<float>(values.begin(), values.end());
 }
 

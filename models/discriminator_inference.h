@@ -39,13 +39,13 @@ class DiscriminatorInference {
   int64_t seq_len() const { return seq_len_; }
 
  private:
-  struct Parts;
+  struct Network;  // the layers and their buffers, declared through a ModelBuilder (.cpp)
   EncoderConfig config_;
   int64_t batch_, seq_len_;
   bool with_head_;
   ModelWeights weights_;
   Arena params_, grads_, acts_;
-  std::unique_ptr<Parts> parts_;
+  std::unique_ptr<Network> network_;
   std::vector<int32_t> host_mask_;
 };
 

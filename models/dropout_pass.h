@@ -1,4 +1,4 @@
-// Pass: what a forward/backward pair needs beyond its tensors: the dropout stream of this
+// DropoutPass: what a forward/backward pair needs beyond its tensors: the dropout stream of this
 // micro-step and whether dropout is on. Each dropout site of a model has a fixed number (see
 // DropoutSites), so the backward regenerates exactly the forward's masks.
 #pragma once
@@ -10,7 +10,7 @@
 
 namespace electra {
 
-struct Pass {
+struct DropoutPass {
   RngStream dropout;     // kDropout; in pre-training its step is the step scalars' micro-step
   bool training = true;  // false: every dropout is the identity
 

@@ -89,7 +89,7 @@ Embeddings::Embeddings(ModelBuilder& builder, const EmbeddingTables& tables,
   lookup_workspace_ = builder.activation(DType::F32, {static_cast<int64_t>(lookup_bytes / 4 + 1)});
 }
 
-void Embeddings::forward(Context& ctx, const Pass& pass, const Tensor& ids,
+void Embeddings::forward(Context& ctx, const DropoutPass& pass, const Tensor& ids,
                          const Tensor& segment_ids, const Tensor& out) {
   ids_ = ids;
   segment_ids_ = segment_ids;
@@ -109,7 +109,7 @@ void Embeddings::forward(Context& ctx, const Pass& pass, const Tensor& ids,
   }
 }
 
-void Embeddings::backward(Context& ctx, const Pass& pass, const Tensor& dout) {
+void Embeddings::backward(Context& ctx, const DropoutPass& pass, const Tensor& dout) {
   const DropoutSite site = pass.site(site_, config_.hidden_dropout);
   if (config_.has_projection()) {
     project_.backward(ctx, dropped_, dout, grad_sum_);

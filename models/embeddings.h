@@ -12,10 +12,10 @@
 
 #include <string>
 
+#include "models/dropout_pass.h"
 #include "models/electra_config.h"
 #include "models/layer_norm.h"
 #include "models/linear.h"
-#include "models/pass.h"
 
 namespace electra {
 
@@ -78,10 +78,10 @@ class Embeddings {
              const Tensor& workspace);
 
   // ids, segment_ids i32 [B, T] (kept as views until the backward); out [B, T, H].
-  void forward(Context& ctx, const Pass& pass, const Tensor& ids, const Tensor& segment_ids,
+  void forward(Context& ctx, const DropoutPass& pass, const Tensor& ids, const Tensor& segment_ids,
                const Tensor& out);
   // dout [B, T, H]: parameter gradients only (the ids need none). dout may be overwritten.
-  void backward(Context& ctx, const Pass& pass, const Tensor& dout);
+  void backward(Context& ctx, const DropoutPass& pass, const Tensor& dout);
 
  private:
   const EmbeddingTables* tables_ = nullptr;

@@ -24,8 +24,8 @@ Encoder::Encoder(ModelBuilder& builder, const std::string& prefix, const Encoder
   }
 }
 
-void Encoder::forward(Context& ctx, const Pass& pass, const Tensor& ids, const Tensor& segment_ids,
-                      const Tensor& mask) {
+void Encoder::forward(Context& ctx, const DropoutPass& pass, const Tensor& ids,
+                      const Tensor& segment_ids, const Tensor& mask) {
   embeddings_.forward(ctx, pass, ids, segment_ids, hidden_[0]);
   for (size_t l = 0; l < layers_.size(); ++l) {
     layers_[l].attention.forward(ctx, pass, hidden_[l], mask, mid_[l]);
@@ -33,7 +33,7 @@ void Encoder::forward(Context& ctx, const Pass& pass, const Tensor& ids, const T
   }
 }
 
-void Encoder::backward(Context& ctx, const Pass& pass, const GradientsReady& ready) {
+void Encoder::backward(Context& ctx, const DropoutPass& pass, const GradientsReady& ready) {
   for (size_t l = layers_.size(); l-- > 0;) {
     layers_[l].feed_forward.backward(ctx, pass, scratch_.residual, scratch_.residual_mid);
     layers_[l].attention.backward(ctx, pass, scratch_.residual_mid, scratch_.residual);

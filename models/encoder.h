@@ -32,13 +32,13 @@ class Encoder {
   Encoder& operator=(const Encoder&) = delete;
 
   // ids, segment_ids, mask i32 [B, T]; kept as views until the backward.
-  void forward(Context& ctx, const Pass& pass, const Tensor& ids, const Tensor& segment_ids,
+  void forward(Context& ctx, const DropoutPass& pass, const Tensor& ids, const Tensor& segment_ids,
                const Tensor& mask);
   const Tensor& output() const { return hidden_.back(); }  // [B, T, H]
   // hidden(0): the embeddings' output, hidden(l): layer l's (HF's hidden_states[l]), l <= L.
   const Tensor& hidden(int l) const { return hidden_.at(static_cast<size_t>(l)); }
   const Tensor& grad_output() const { return scratch_.residual; }
-  void backward(Context& ctx, const Pass& pass, const GradientsReady& ready = {});
+  void backward(Context& ctx, const DropoutPass& pass, const GradientsReady& ready = {});
 
   const EncoderConfig& config() const { return config_; }
 

@@ -15,7 +15,7 @@ FeedForward::FeedForward(ModelBuilder& builder, const std::string& layer_prefix,
   act_ = builder.activation({rows, f});
 }
 
-void FeedForward::forward(Context& ctx, const Pass& pass, const Tensor& x, const Tensor& y) {
+void FeedForward::forward(Context& ctx, const DropoutPass& pass, const Tensor& x, const Tensor& y) {
   x_ = x;
   const int64_t h = config_.hidden;
   intermediate_.forward_no_bias(ctx, as_rows(x, h), pre_);
@@ -24,7 +24,8 @@ void FeedForward::forward(Context& ctx, const Pass& pass, const Tensor& x, const
   norm_.forward(ctx, pass.site(output_site_, config_.hidden_dropout), scratch_->sublayer, x, y);
 }
 
-void FeedForward::backward(Context& ctx, const Pass& pass, const Tensor& dy, const Tensor& dx) {
+void FeedForward::backward(Context& ctx, const DropoutPass& pass, const Tensor& dy,
+                           const Tensor& dx) {
   const int64_t h = config_.hidden;
   EncoderScratch& s = *scratch_;
   norm_.backward(ctx, pass.site(output_site_, config_.hidden_dropout), dy, s.sublayer, dx);

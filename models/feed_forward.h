@@ -8,10 +8,10 @@
 
 #include <string>
 
+#include "models/dropout_pass.h"
 #include "models/encoder_scratch.h"
 #include "models/layer_norm.h"
 #include "models/linear.h"
-#include "models/pass.h"
 
 namespace electra {
 
@@ -22,9 +22,9 @@ class FeedForward {
   FeedForward(ModelBuilder& builder, const std::string& layer_prefix, const EncoderConfig& config,
               int64_t batch, int64_t seq_len, uint32_t output_site, EncoderScratch& scratch);
 
-  void forward(Context& ctx, const Pass& pass, const Tensor& x, const Tensor& y);
+  void forward(Context& ctx, const DropoutPass& pass, const Tensor& x, const Tensor& y);
   // dy -> dx (written); must not alias.
-  void backward(Context& ctx, const Pass& pass, const Tensor& dy, const Tensor& dx);
+  void backward(Context& ctx, const DropoutPass& pass, const Tensor& dy, const Tensor& dx);
 
  private:
   EncoderConfig config_;

@@ -98,7 +98,7 @@ class SequenceHead {
     grad_pong_ = b.activation({batch, hidden});
   }
 
-  void forward(Context& ctx, const Pass& pass, const Tensor& cls) {
+  void forward(Context& ctx, const DropoutPass& pass, const Tensor& cls) {
     run_op(ctx, DropoutForward{.x = cls,
                                .site = pass.site(ElectraFinetuner::kHeadSiteBase, p_),
                                .y = Out(dropped_)});
@@ -116,7 +116,7 @@ class SequenceHead {
 
   const Tensor& logits() const { return logits_; }  // [B, outputs]; holds dlogits before backward
 
-  void backward(Context& ctx, const Pass& pass, const Tensor& grad_cls) {
+  void backward(Context& ctx, const DropoutPass& pass, const Tensor& grad_cls) {
     const DropoutSite site = pass.site(ElectraFinetuner::kHeadSiteBase, p_);
     if (two_layer_) {
       out_.backward(ctx, dropped_act_, logits_, grad_ping_);
@@ -216,8 +216,9 @@ double sum_of(const std::vector<double>& v) {
 }  // namespace
 
 // The encoder, the head and every per-step buffer, built by one ModelBuilder pass.
-struct ElectraFinetuner::Parts {
-  Parts(ModelBuilder& b, const EncoderConfig& e, const TaskHeadConfig& h, const FinetuneOptions& o)
+struct ElectraFinetuner::Network {
+  Network(ModelBuilder& b, const EncoderConfig& e, const TaskHeadConfig& h,
+          const FinetuneOptions& o)
       : tables(b, str_cat(kPrefix, "electra."), e),
         encoder(b, str_cat(kPrefix, "electra."), e, tables, o.batch, o.seq_len,
                 DropoutSites{DropoutSites::kDiscriminatorSiteBase}) {
@@ -292,7 +293,7 @@ ElectraFinetuner::ElectraFinetuner(Context& ctx, const EncoderConfig& encoder,
   {
     Arena counting = Arena::counting("activations", device);
     ModelBuilder planner(weights_, counting, dtypes, device);
-    Parts planned(planner, encoder_, head_, options_);
+    Network planned(planner, encoder_, head_, options_);
     activation_bytes = counting.high_water();
   }
   // Pass 2: allocate, then bind the same layout to real memory.
@@ -301,8 +302,8 @@ ElectraFinetuner::ElectraFinetuner(Context& ctx, const EncoderConfig& encoder,
   grads_ = std::move(arenas.grads);
   acts_ = std::move(arenas.activations);
   ModelBuilder builder(weights_, acts_, dtypes, device);
-  parts_ = std::make_unique<Parts>(builder, encoder_, head_, options_);
-  zero_tensor(ctx.stream(), parts_->cls_positions);  // [CLS] is position 0 of every sequence
+  network_ = std::make_unique<Network>(builder, encoder_, head_, options_);
+  zero_tensor(ctx.stream(), network_->cls_positions);  // [CLS] is position 0 of every sequence
 
   const size_t b = static_cast<size_t>(options_.batch);
   host_mask_.resize(b * static_cast<size_t>(options_.seq_len));
@@ -324,7 +325,7 @@ void ElectraFinetuner::zero_grads(Context& ctx) {
 }
 
 bool ElectraFinetuner::stage_batch(Context& ctx, const FinetuneBatch& batch) {
-  Parts& p = *parts_;
+  Network& net = *network_;
   const int64_t b = options_.batch, t = options_.seq_len;
   const size_t bt = static_cast<size_t>(b * t), rows = static_cast<size_t>(b);
   ELECTRA_USER_CHECK(batch.ids.size() == bt && batch.segment_ids.size() == bt,
@@ -344,9 +345,9 @@ bool ElectraFinetuner::stage_batch(Context& ctx, const FinetuneBatch& batch) {
                        encoder_.type_vocab_size, ")");
     host_mask_[i] = id != options_.pad_id;
   }
-  upload_to(ctx, p.ids, batch.ids);
-  upload_to(ctx, p.segment_ids, batch.segment_ids);
-  upload_to(ctx, p.mask, host_mask_);
+  upload_to(ctx, net.ids, batch.ids);
+  upload_to(ctx, net.segment_ids, batch.segment_ids);
+  upload_to(ctx, net.mask, host_mask_);
   examples_ = static_cast<double>(examples);
   for (size_t i = 0; i < rows; ++i) host_weights_[i] = static_cast<int64_t>(i) < examples;
 
@@ -366,8 +367,8 @@ bool ElectraFinetuner::stage_batch(Context& ctx, const FinetuneBatch& batch) {
                            label, " of example ", i, " is outside [0, ", head_.num_labels, ")");
         host_ints_[i] = real ? label : 0;
       }
-      upload_to(ctx, p.labels, host_ints_);
-      upload_to(ctx, p.weights, host_weights_);
+      upload_to(ctx, net.labels, host_ints_);
+      upload_to(ctx, net.weights, host_weights_);
       return true;
     }
     case TaskKind::kRegression: {
@@ -378,8 +379,8 @@ bool ElectraFinetuner::stage_batch(Context& ctx, const FinetuneBatch& batch) {
                            batch.targets[i], " of example ", i, " is not finite");
         host_floats_[i] = real ? batch.targets[i] : 0.0f;
       }
-      upload_to(ctx, p.targets, host_floats_);
-      upload_to(ctx, p.weights, host_weights_);
+      upload_to(ctx, net.targets, host_floats_);
+      upload_to(ctx, net.weights, host_weights_);
       return true;
     }
     case TaskKind::kSpan: {
@@ -402,10 +403,10 @@ bool ElectraFinetuner::stage_batch(Context& ctx, const FinetuneBatch& batch) {
         upload_to(ctx, labels, host_ints_);
         return count;
       };
-      start_count_ = stage_positions(batch.start_positions, host_start_weights_, p.labels);
-      upload_to(ctx, p.start_weights, host_start_weights_);
-      end_count_ = stage_positions(batch.end_positions, host_end_weights_, p.end_labels);
-      upload_to(ctx, p.end_weights, host_end_weights_);
+      start_count_ = stage_positions(batch.start_positions, host_start_weights_, net.labels);
+      upload_to(ctx, net.start_weights, host_start_weights_);
+      end_count_ = stage_positions(batch.end_positions, host_end_weights_, net.end_labels);
+      upload_to(ctx, net.end_weights, host_end_weights_);
       if (head_.answerability) {
         ELECTRA_USER_CHECK(batch.is_impossible.size() == rows,
                            "finetune: the answerable classifier needs is_impossible for each of ",
@@ -416,8 +417,8 @@ bool ElectraFinetuner::stage_batch(Context& ctx, const FinetuneBatch& batch) {
                              " must be 0 or 1");
           host_ints_[i] = v;
         }
-        upload_to(ctx, p.impossible, host_ints_);
-        upload_to(ctx, p.weights, host_weights_);
+        upload_to(ctx, net.impossible, host_ints_);
+        upload_to(ctx, net.weights, host_weights_);
       }
       return true;
     }
@@ -425,27 +426,28 @@ bool ElectraFinetuner::stage_batch(Context& ctx, const FinetuneBatch& batch) {
   return false;
 }
 
-void ElectraFinetuner::run_forward(Context& ctx, const Pass& pass, bool with_loss, float loss_scale,
-                                   FinetuneOutputs* outputs) {
-  Parts& p = *parts_;
+void ElectraFinetuner::run_forward(Context& ctx, const DropoutPass& pass, bool with_loss,
+                                   float loss_scale, FinetuneOutputs* outputs) {
+  Network& net = *network_;
   const int64_t b = options_.batch, t = options_.seq_len;
   const int64_t examples = static_cast<int64_t>(examples_);
   weights_.refresh_compute(ctx);
-  p.encoder.forward(ctx, pass, p.ids, p.segment_ids, p.mask);
-  const Tensor hidden = as_rows(p.encoder.output(), encoder_.hidden);
-  if (p.sequence || head_.answerability) {
+  net.encoder.forward(ctx, pass, net.ids, net.segment_ids, net.mask);
+  const Tensor hidden = as_rows(net.encoder.output(), encoder_.hidden);
+  if (net.sequence || head_.answerability) {
     run_op(ctx,
-           GatherForward{.x = p.encoder.output(), .positions = p.cls_positions, .out = Out(p.cls)});
+           GatherForward{
+               .x = net.encoder.output(), .positions = net.cls_positions, .out = Out(net.cls)});
   }
-  if (p.sequence) {
-    p.sequence->forward(ctx, pass, p.cls);
+  if (net.sequence) {
+    net.sequence->forward(ctx, pass, net.cls);
   } else {
-    p.span->forward(ctx, hidden, p.cls);
+    net.span->forward(ctx, hidden, net.cls);
   }
   if (outputs != nullptr) {
-    if (p.sequence) {
+    if (net.sequence) {
       const int64_t n = head_.outputs();
-      outputs->logits = download_floats(ctx, p.sequence->logits(), examples * n);
+      outputs->logits = download_floats(ctx, net.sequence->logits(), examples * n);
       if (head_.kind == TaskKind::kClassification) {
         outputs->predictions.resize(static_cast<size_t>(examples));
         for (int64_t i = 0; i < examples; ++i) {
@@ -454,10 +456,10 @@ void ElectraFinetuner::run_forward(Context& ctx, const Pass& pass, bool with_los
         }
       }
     } else {
-      outputs->start_logits = download_floats(ctx, p.span->start_logits(), examples * t);
-      outputs->end_logits = download_floats(ctx, p.span->end_logits(), examples * t);
+      outputs->start_logits = download_floats(ctx, net.span->start_logits(), examples * t);
+      outputs->end_logits = download_floats(ctx, net.span->end_logits(), examples * t);
       if (head_.answerability) {
-        outputs->answerable_logits = download_floats(ctx, p.span->answerable_logits(), examples);
+        outputs->answerable_logits = download_floats(ctx, net.span->answerable_logits(), examples);
       }
     }
   }
@@ -472,53 +474,53 @@ void ElectraFinetuner::run_forward(Context& ctx, const Pass& pass, bool with_los
     case TaskKind::kClassification:
       xent.vocab = head_.num_labels;
       xent.scale = mean_scale;
-      run_op(ctx, SoftmaxXent{.logits = Out(p.sequence->logits()),
-                              .labels = p.labels,
-                              .weights = p.weights,
+      run_op(ctx, SoftmaxXent{.logits = Out(net.sequence->logits()),
+                              .labels = net.labels,
+                              .weights = net.weights,
                               .params = xent,
-                              .loss = Out(p.loss),
-                              .sample = Out(p.sample),
-                              .argmax = Out(p.argmax)});
+                              .loss = Out(net.loss),
+                              .sample = Out(net.sample),
+                              .argmax = Out(net.argmax)});
       break;
     case TaskKind::kRegression: {
-      const Tensor predictions = p.sequence->logits().reshape({b});
+      const Tensor predictions = net.sequence->logits().reshape({b});
       run_op(ctx, MseLoss{.predictions = predictions,
-                          .targets = p.targets,
-                          .weights = p.weights,
+                          .targets = net.targets,
+                          .weights = net.weights,
                           .scale = mean_scale,
-                          .loss = Out(p.loss),
+                          .loss = Out(net.loss),
                           .dpredictions = Out(predictions)});
       break;
     }
     case TaskKind::kSpan: {
       xent.vocab = t;
       xent.scale = start_count_ > 0 ? static_cast<float>(0.5 * loss_scale / start_count_) : 0.0f;
-      run_op(ctx, SoftmaxXent{.logits = Out(p.span->start_logits().reshape({b, t})),
-                              .labels = p.labels,
-                              .weights = p.start_weights,
+      run_op(ctx, SoftmaxXent{.logits = Out(net.span->start_logits().reshape({b, t})),
+                              .labels = net.labels,
+                              .weights = net.start_weights,
                               .params = xent,
-                              .loss = Out(p.loss),
-                              .sample = Out(p.sample),
-                              .argmax = Out(p.argmax)});
+                              .loss = Out(net.loss),
+                              .sample = Out(net.sample),
+                              .argmax = Out(net.argmax)});
       xent.scale = end_count_ > 0 ? static_cast<float>(0.5 * loss_scale / end_count_) : 0.0f;
-      run_op(ctx, SoftmaxXent{.logits = Out(p.span->end_logits().reshape({b, t})),
-                              .labels = p.end_labels,
-                              .weights = p.end_weights,
+      run_op(ctx, SoftmaxXent{.logits = Out(net.span->end_logits().reshape({b, t})),
+                              .labels = net.end_labels,
+                              .weights = net.end_weights,
                               .params = xent,
-                              .loss = Out(p.end_loss),
-                              .sample = Out(p.sample),
-                              .argmax = Out(p.argmax)});
+                              .loss = Out(net.end_loss),
+                              .sample = Out(net.sample),
+                              .argmax = Out(net.argmax)});
       if (head_.answerability) {
-        const Tensor logits = p.span->answerable_logits().reshape({b});
+        const Tensor logits = net.span->answerable_logits().reshape({b});
         run_op(ctx, DiscHead{.logits = logits,
-                             .labels = p.impossible,
-                             .weights = p.weights,
+                             .labels = net.impossible,
+                             .weights = net.weights,
                              .scale = static_cast<float>(loss_scale * head_.answerable_weight /
                                                          examples_),
-                             .loss = Out(p.answerable_loss),
+                             .loss = Out(net.answerable_loss),
                              .dlogits = Out(logits),
-                             .counts = Out(p.counts),
-                             .workspace = Out(p.disc_workspace)});
+                             .counts = Out(net.counts),
+                             .workspace = Out(net.disc_workspace)});
       }
       break;
     }
@@ -527,31 +529,32 @@ void ElectraFinetuner::run_forward(Context& ctx, const Pass& pass, bool with_los
 
 void ElectraFinetuner::step(Context& ctx, const FinetuneBatch& batch, uint32_t micro_step,
                             float loss_scale) {
-  Parts& p = *parts_;
+  Network& net = *network_;
   ELECTRA_USER_CHECK(stage_batch(ctx, batch), "finetune: a training batch needs the ",
                      task_kind_name(head_.kind), " task's targets");
-  const Pass pass{ctx.rng(RngPurpose::kDropout, micro_step), true};
+  const DropoutPass pass{ctx.rng(RngPurpose::kDropout, micro_step), true};
   run_forward(ctx, pass, true, loss_scale, nullptr);
 
-  const Tensor& grad_hidden = p.encoder.grad_output();
-  if (p.sequence) {
-    p.sequence->backward(ctx, pass, p.grad_cls);
+  const Tensor& grad_hidden = net.encoder.grad_output();
+  if (net.sequence) {
+    net.sequence->backward(ctx, pass, net.grad_cls);
     zero_tensor(ctx.stream(), grad_hidden);
     run_op(ctx, GatherBackward{
-                    .dout = p.grad_cls, .positions = p.cls_positions, .dx = Out(grad_hidden)});
+                    .dout = net.grad_cls, .positions = net.cls_positions, .dx = Out(grad_hidden)});
   } else {
-    p.span->backward(ctx, as_rows(p.encoder.output(), encoder_.hidden), p.cls,
-                     as_rows(grad_hidden, encoder_.hidden), p.grad_cls);
+    net.span->backward(ctx, as_rows(net.encoder.output(), encoder_.hidden), net.cls,
+                       as_rows(grad_hidden, encoder_.hidden), net.grad_cls);
     if (head_.answerability)
-      run_op(ctx, GatherBackward{
-                      .dout = p.grad_cls, .positions = p.cls_positions, .dx = Out(grad_hidden)});
+      run_op(ctx,
+             GatherBackward{
+                 .dout = net.grad_cls, .positions = net.cls_positions, .dx = Out(grad_hidden)});
   }
-  p.encoder.backward(ctx, pass);
+  net.encoder.backward(ctx, pass);
 }
 
 FinetuneOutputs ElectraFinetuner::forward(Context& ctx, const FinetuneBatch& batch) {
   const bool with_loss = stage_batch(ctx, batch);
-  const Pass pass{ctx.rng(RngPurpose::kDropout, 0), false};
+  const DropoutPass pass{ctx.rng(RngPurpose::kDropout, 0), false};
   FinetuneOutputs out;
   run_forward(ctx, pass, with_loss, 1.0f, &out);
   out.has_loss = with_loss;
@@ -561,15 +564,15 @@ FinetuneOutputs ElectraFinetuner::forward(Context& ctx, const FinetuneBatch& bat
 
 FinetuneMetrics ElectraFinetuner::metrics(Context& ctx) const {
   ELECTRA_CHECK(has_loss_, "finetune: metrics() without a step() or forward() with targets");
-  const Parts& p = *parts_;
+  const Network& net = *network_;
   const int64_t b = options_.batch;
   FinetuneMetrics m;
   m.examples = examples_;
-  const std::vector<double> loss = download_doubles(ctx, p.loss, b);
+  const std::vector<double> loss = download_doubles(ctx, net.loss, b);
   switch (head_.kind) {
     case TaskKind::kClassification: {
-      const std::vector<int32_t> argmax = download_as<int32_t>(ctx, p.argmax);
-      const std::vector<int32_t> labels = download_as<int32_t>(ctx, p.labels);
+      const std::vector<int32_t> argmax = download_as<int32_t>(ctx, net.argmax);
+      const std::vector<int32_t> labels = download_as<int32_t>(ctx, net.labels);
       double correct = 0;
       for (int64_t i = 0; i < b; ++i) correct += host_weights_[i] * (argmax[i] == labels[i]);
       m.loss = sum_of(loss) / examples_;
@@ -582,10 +585,10 @@ FinetuneMetrics ElectraFinetuner::metrics(Context& ctx) const {
     case TaskKind::kSpan: {
       auto mean = [](double sum, double count) { return count > 0 ? sum / count : 0.0; };
       m.start_loss = mean(sum_of(loss), start_count_);
-      m.end_loss = mean(sum_of(download_doubles(ctx, p.end_loss, b)), end_count_);
+      m.end_loss = mean(sum_of(download_doubles(ctx, net.end_loss, b)), end_count_);
       m.loss = 0.5 * (m.start_loss + m.end_loss);
       if (head_.answerability) {
-        m.answerable_loss = download_doubles(ctx, p.counts, kDiscCounts)[kDiscLoss] / examples_;
+        m.answerable_loss = download_doubles(ctx, net.counts, kDiscCounts)[kDiscLoss] / examples_;
         m.loss += head_.answerable_weight * m.answerable_loss;
       }
       break;
@@ -596,18 +599,19 @@ FinetuneMetrics ElectraFinetuner::metrics(Context& ctx) const {
 
 void ElectraFinetuner::accumulate_loss(Context& ctx, const Tensor& acc) const {
   ELECTRA_CHECK(has_loss_, "finetune: accumulate_loss() without a step()");
-  const Parts& p = *parts_;
+  const Network& net = *network_;
   // The terms of metrics()'s loss, each a weighted mean over its rows.
   if (head_.kind != TaskKind::kSpan) {
-    run_op(ctx, AccumulateLoss{.loss = p.loss, .weight = 1.0, .count = examples_, .acc = Out(acc)});
+    run_op(ctx,
+           AccumulateLoss{.loss = net.loss, .weight = 1.0, .count = examples_, .acc = Out(acc)});
     return;
   }
   run_op(ctx,
-         AccumulateLoss{.loss = p.loss, .weight = 0.5, .count = start_count_, .acc = Out(acc)});
+         AccumulateLoss{.loss = net.loss, .weight = 0.5, .count = start_count_, .acc = Out(acc)});
   run_op(ctx,
-         AccumulateLoss{.loss = p.end_loss, .weight = 0.5, .count = end_count_, .acc = Out(acc)});
+         AccumulateLoss{.loss = net.end_loss, .weight = 0.5, .count = end_count_, .acc = Out(acc)});
   if (head_.answerability) {
-    run_op(ctx, AccumulateLoss{.loss = p.counts.rows(kDiscLoss, kDiscLoss + 1),
+    run_op(ctx, AccumulateLoss{.loss = net.counts.rows(kDiscLoss, kDiscLoss + 1),
                                .weight = head_.answerable_weight,
                                .count = examples_,
                                .acc = Out(acc)});

@@ -151,10 +151,10 @@ class ElectraFinetuner {
   void accumulate_loss(Context& ctx, const Tensor& acc) const;
 
  private:
-  struct Parts;
+  struct Network;  // the encoder, the head and every per-step buffer (finetune_model.cpp)
   // Forward (and the loss when `with_loss`); `outputs` (may be null) receives the logits before
   // the loss overwrites them with their gradient.
-  void run_forward(Context& ctx, const Pass& pass, bool with_loss, float loss_scale,
+  void run_forward(Context& ctx, const DropoutPass& pass, bool with_loss, float loss_scale,
                    FinetuneOutputs* outputs);
   // Validates and uploads the batch; returns whether it carries the task's targets.
   bool stage_batch(Context& ctx, const FinetuneBatch& batch);
@@ -166,7 +166,7 @@ class ElectraFinetuner {
   Arena params_;
   Arena grads_;
   Arena acts_;
-  std::unique_ptr<Parts> parts_;
+  std::unique_ptr<Network> network_;
   // Host staging, sized at construction, and the counts behind the loss scales.
   std::vector<int32_t> host_mask_;
   std::vector<float> host_weights_, host_start_weights_, host_end_weights_;

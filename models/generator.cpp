@@ -10,14 +10,15 @@ ElectraGenerator::ElectraGenerator(ModelBuilder& builder, const EncoderConfig& c
                seq_len, DropoutSites{0}),
       head_(builder, kPrefix, config, tables, batch * slots) {}
 
-void ElectraGenerator::forward(Context& ctx, const Pass& pass, const Tensor& ids,
+void ElectraGenerator::forward(Context& ctx, const DropoutPass& pass, const Tensor& ids,
                                const Tensor& segment_ids, const Tensor& mask,
                                const Tensor& positions) {
   encoder_.forward(ctx, pass, ids, segment_ids, mask);
   head_.forward(ctx, encoder_.output(), positions);
 }
 
-void ElectraGenerator::backward(Context& ctx, const Pass& pass, const GradientsReady& ready) {
+void ElectraGenerator::backward(Context& ctx, const DropoutPass& pass,
+                                const GradientsReady& ready) {
   zero_tensor(ctx.stream(), encoder_.grad_output());
   head_.backward(ctx, encoder_.grad_output());
   if (ready) ready(ctx, head_.span());

@@ -27,7 +27,7 @@ class ElectraGenerator {
                    const char* tied_to = nullptr);
 
   // ids, segment_ids, mask i32 [B, T]; positions i32 [B, N] (views kept for the backward).
-  void forward(Context& ctx, const Pass& pass, const Tensor& ids, const Tensor& segment_ids,
+  void forward(Context& ctx, const DropoutPass& pass, const Tensor& ids, const Tensor& segment_ids,
                const Tensor& mask, const Tensor& positions);
   const Tensor& logits() const { return head_.logits(); }  // [B * N, Vp]; dz before backward()
   // h_G at the masked positions [B * N, H] (from the last forward).
@@ -35,7 +35,7 @@ class ElectraGenerator {
   // `ready` (optional) receives the head's parameter span when its gradients are final, then the
   // encoder's spans (models/encoder.h); not those of a tied encoder, whose gradients the other
   // model's backward completes (and reports).
-  void backward(Context& ctx, const Pass& pass, const GradientsReady& ready = {});
+  void backward(Context& ctx, const DropoutPass& pass, const GradientsReady& ready = {});
 
   const Encoder& encoder() const { return encoder_; }
   Encoder& encoder() { return encoder_; }

@@ -61,8 +61,8 @@ std::string sharing_problem(const ElectraConfig& config, Sharing sharing, Object
 }
 
 // The models and every per-step buffer, built by one ModelBuilder pass.
-struct ElectraPretrainer::Parts {
-  Parts(ModelBuilder& b, const ElectraConfig& config, const PretrainOptions& o, int64_t slots)
+struct ElectraPretrainer::Network {
+  Network(ModelBuilder& b, const ElectraConfig& config, const PretrainOptions& o, int64_t slots)
       : wiring(objective_wiring(o.objective)),
         adversarial(o.generator_training == GeneratorTraining::kAdversarial) {
     const int64_t bt = o.batch * o.seq_len, bn = o.batch * slots;
@@ -189,7 +189,7 @@ size_t plan_into(ModelWeights& weights, const ElectraConfig& config, const Pretr
                  int64_t slots, ModelDTypes dtypes, Device device) {
   Arena counting = Arena::counting("activations", device);
   ModelBuilder planner(weights, counting, dtypes, device);
-  ElectraPretrainer::Parts planned(planner, config, o, slots);
+  ElectraPretrainer::Network planned(planner, config, o, slots);
   return counting.high_water();
 }
 
@@ -273,8 +273,8 @@ ElectraPretrainer::ElectraPretrainer(Context& ctx, const ElectraConfig& config,
   zero_tensor(ctx.stream(), weights_.store.flat_params());
   zero_tensor(ctx.stream(), weights_.store.flat_grads());
   ModelBuilder builder(weights_, acts_, dtypes, device);
-  parts_ = std::make_unique<Parts>(builder, config_, options_, slots_);
-  tables_span_ = parts_->tables_span;
+  network_ = std::make_unique<Network>(builder, config_, options_, slots_);
+  tables_span_ = network_->tables_span;
   {
     const std::vector<ParamInfo>& params = weights_.store.params();
     const ParamInfo& first = params[tables_span_.first];
@@ -282,12 +282,12 @@ ElectraPretrainer::ElectraPretrainer(Context& ctx, const ElectraConfig& config,
     shared_tables_grad_ =
         weights_.store.flat_grads().rows(first.offset, last.offset + last.padded_numel());
   }
-  generator_tables_span_ = parts_->generator_tables_span;
-  input_ = parts_->input;
-  if (parts_->wiring.all_tokens) {
+  generator_tables_span_ = network_->generator_tables_span;
+  input_ = network_->input;
+  if (network_->wiring.all_tokens) {
     std::vector<int32_t> iota(static_cast<size_t>(options_.batch * options_.seq_len));
     for (size_t i = 0; i < iota.size(); ++i) iota[i] = static_cast<int32_t>(i % options_.seq_len);
-    upload_to(ctx, parts_->all_positions, iota);
+    upload_to(ctx, network_->all_positions, iota);
   }
   step_planes_.resize(static_cast<size_t>(input_.numel()));
   set_step(ctx, 0, 1.0f);
@@ -317,15 +317,15 @@ StepMetrics step_metrics(const std::vector<double>& acc) {
 }
 
 const ReinforceSlots& ElectraPretrainer::adversarial_slots() const {
-  return parts_->reinforce_slots;
+  return network_->reinforce_slots;
 }
 
 const Tensor& ElectraPretrainer::discriminator_token_loss() const {
-  return parts_->disc_loss;
+  return network_->disc_loss;
 }
 
 const Tensor& ElectraPretrainer::labels() const {
-  return parts_->labels;
+  return network_->labels;
 }
 
 void ElectraPretrainer::set_mask_prob(float p) {
@@ -335,11 +335,12 @@ void ElectraPretrainer::set_mask_prob(float p) {
 }
 
 void ElectraPretrainer::set_unigram_counts(Context& ctx, const std::vector<uint64_t>& counts) {
-  ELECTRA_CHECK(parts_->unigram_cdf.data != nullptr, "set_unigram_counts: not a unigram generator");
+  ELECTRA_CHECK(network_->unigram_cdf.data != nullptr,
+                "set_unigram_counts: not a unigram generator");
   ELECTRA_USER_CHECK(counts.size() == static_cast<size_t>(config_.discriminator.vocab_size),
                      "unigram counts: ", counts.size(), " tokens for a vocabulary of ",
                      config_.discriminator.vocab_size);
-  upload_to(ctx, parts_->unigram_cdf, unigram_cdf(counts));
+  upload_to(ctx, network_->unigram_cdf, unigram_cdf(counts));
   unigram_counts_ = counts;
 }
 
@@ -356,7 +357,7 @@ void ElectraPretrainer::zero_grads(Context& ctx) {
 }
 
 const Tensor& ElectraPretrainer::step_scalars() const {
-  return parts_->scalars;
+  return network_->scalars;
 }
 
 void ElectraPretrainer::set_step(Context& ctx, uint32_t micro_step, float loss_scale) {
@@ -366,12 +367,12 @@ void ElectraPretrainer::set_step(Context& ctx, uint32_t micro_step, float loss_s
   s.mask_prob = mask_prob_;
   std::vector<int32_t> words(kStepScalarWords);
   std::memcpy(words.data(), &s, sizeof(s));
-  upload_to(ctx, parts_->scalars, words);
+  upload_to(ctx, network_->scalars, words);
 }
 
 RngStream ElectraPretrainer::rng(Context& ctx, RngPurpose purpose) const {
   RngStream stream = ctx.rng(purpose, 0);
-  stream.step_at = micro_step_at(parts_->scalars);
+  stream.step_at = micro_step_at(network_->scalars);
   return stream;
 }
 
@@ -418,162 +419,163 @@ void ElectraPretrainer::stage_batch(const HostBatch& batch, int32_t* planes) con
 }
 
 Corruption ElectraPretrainer::corrupt(Context& ctx) {
-  Parts& p = *parts_;
+  Network& net = *network_;
   MaskingParams masking;
   masking.pad_id = options_.tokens.pad;
   masking.cls_id = options_.tokens.cls;
   masking.sep_id = options_.tokens.sep;
   masking.mask_id = options_.tokens.mask;
-  masking.mask_prob = DeviceScalar<float>::in(mask_prob_at(p.scalars));
+  masking.mask_prob = DeviceScalar<float>::in(mask_prob_at(net.scalars));
   masking.mask_token_prob = options_.mask_token_prob;
   masking.random_token_prob = options_.random_token_prob;
   masking.vocab_size = config_.discriminator.vocab_size;
   masking.stream = rng(ctx, RngPurpose::kMasking);
-  run_op(ctx, MaskTokens{.ids = p.ids,
+  run_op(ctx, MaskTokens{.ids = net.ids,
                          .params = masking,
-                         .masked_ids = Out(p.generator_ids),
-                         .positions = Out(p.positions),
-                         .original = Out(p.original),
-                         .weights = Out(p.mlm_weights)});
+                         .masked_ids = Out(net.generator_ids),
+                         .positions = Out(net.positions),
+                         .original = Out(net.original),
+                         .weights = Out(net.mlm_weights)});
   Corruption c;
-  c.generator_ids = p.generator_ids;
-  c.positions = p.positions;
-  c.original = p.original;
-  c.weights = p.mlm_weights;
+  c.generator_ids = net.generator_ids;
+  c.positions = net.positions;
+  c.original = net.original;
+  c.weights = net.mlm_weights;
   return c;
 }
 
 const Tensor& ElectraPretrainer::generator_forward(Context& ctx, const Corruption& c,
-                                                   const Pass& pass) {
-  Parts& p = *parts_;
-  p.generator->forward(ctx, pass, c.generator_ids, p.segment_ids, p.mask, c.positions);
-  return p.generator->logits();
+                                                   const DropoutPass& pass) {
+  Network& net = *network_;
+  net.generator->forward(ctx, pass, c.generator_ids, net.segment_ids, net.mask, c.positions);
+  return net.generator->logits();
 }
 
 Tensor ElectraPretrainer::generator_loss(Context& ctx, const Corruption& c) {
-  Parts& p = *parts_;
+  Network& net = *network_;
   const int64_t bn = options_.batch * slots_;
   normalise(ctx, c);
-  if (!p.generator) {  // generator: unigram (no loss; the same Philox purpose as Gumbel-max)
+  if (!net.generator) {  // generator: unigram (no loss; the same Philox purpose as Gumbel-max)
     ELECTRA_CHECK(!unigram_counts_.empty(), "pretrain: generator: unigram without counts");
-    run_op(ctx, UnigramSample{.cdf = p.unigram_cdf,
+    run_op(ctx, UnigramSample{.cdf = net.unigram_cdf,
                               .stream = rng(ctx, RngPurpose::kGumbel),
-                              .samples = Out(p.samples)});
-    return c.samples.data != nullptr ? c.samples : p.samples;
+                              .samples = Out(net.samples)});
+    return c.samples.data != nullptr ? c.samples : net.samples;
   }
   SoftmaxXentParams xent;
   xent.vocab = config_.discriminator.vocab_size;
   xent.temperature = options_.temperature;
   // Adversarial: the unscaled w (p - e_y) that adversarial_loss turns into the policy gradient.
-  xent.scale =
-      p.adversarial ? DeviceScalar<float>(1.0f) : DeviceScalar<float>::in(gen_scale_at(p.scalars));
+  xent.scale = net.adversarial ? DeviceScalar<float>(1.0f)
+                               : DeviceScalar<float>::in(gen_scale_at(net.scalars));
   xent.stream = rng(ctx, RngPurpose::kGumbel);
-  run_op(ctx, SoftmaxXent{.logits = Out(p.generator->logits()),
+  run_op(ctx, SoftmaxXent{.logits = Out(net.generator->logits()),
                           .labels = c.original.reshape({bn}),
                           .weights = c.weights.reshape({bn}),
                           .params = xent,
-                          .loss = Out(p.gen_loss),
-                          .sample = Out(p.samples),
-                          .argmax = Out(p.argmax)});
-  return c.samples.data != nullptr ? c.samples : p.samples;
+                          .loss = Out(net.gen_loss),
+                          .sample = Out(net.samples),
+                          .argmax = Out(net.argmax)});
+  return c.samples.data != nullptr ? c.samples : net.samples;
 }
 
 Tensor ElectraPretrainer::discriminator_forward(Context& ctx, const Corruption& c,
-                                                const Tensor& samples, const Pass& pass) {
-  Parts& p = *parts_;
-  if (p.gdes) p.gdes->refresh(ctx);  // E_D = sg(E_G) + E_delta with this update's weights
+                                                const Tensor& samples, const DropoutPass& pass) {
+  Network& net = *network_;
+  if (net.gdes) net.gdes->refresh(ctx);  // E_D = sg(E_G) + E_delta with this update's weights
   // Without a generator (mlm) the model reads the masking op's output directly.
   const Tensor* ids = &c.generator_ids;
-  if (p.wiring.generator) {
-    run_op(ctx, ReplaceTokens{.ids = p.ids,
+  if (net.wiring.generator) {
+    run_op(ctx, ReplaceTokens{.ids = net.ids,
                               .positions = c.positions,
                               .weights = c.weights,
                               .samples = samples,
-                              .replaced = Out(p.disc_ids),
-                              .labels = Out(p.labels)});
-    ids = &p.disc_ids;
+                              .replaced = Out(net.disc_ids),
+                              .labels = Out(net.labels)});
+    ids = &net.disc_ids;
   }
-  p.discriminator->forward(ctx, pass, *ids, p.segment_ids, p.mask,
-                           p.wiring.all_tokens ? p.all_positions : c.positions);
-  if (!p.wiring.binary_head) return Tensor{};
-  return p.discriminator->logits().reshape({options_.batch * options_.seq_len});
+  net.discriminator->forward(ctx, pass, *ids, net.segment_ids, net.mask,
+                             net.wiring.all_tokens ? net.all_positions : c.positions);
+  if (!net.wiring.binary_head) return Tensor{};
+  return net.discriminator->logits().reshape({options_.batch * options_.seq_len});
 }
 
 void ElectraPretrainer::discriminator_loss(Context& ctx, const Corruption& c) {
-  Parts& p = *parts_;
+  Network& net = *network_;
   const int64_t bt = options_.batch * options_.seq_len;
-  const Tensor logits = p.discriminator->logits().reshape({bt});
+  const Tensor logits = net.discriminator->logits().reshape({bt});
   // electra-15: the token weights are 1 at the masked positions only (scattered from the slot
   // weights, an empty slot adding 0), and the mean is over the masked positions (normalise).
-  Tensor weights = p.token_weights;
-  if (p.wiring.masked_only) {
-    zero_tensor(ctx.stream(), p.masked_weights);
+  Tensor weights = net.token_weights;
+  if (net.wiring.masked_only) {
+    zero_tensor(ctx.stream(), net.masked_weights);
     run_op(ctx, GatherBackward{.dout = c.weights.reshape({options_.batch * slots_, 1}),
                                .positions = c.positions,
-                               .dx = Out(p.masked_weights)});
-    weights = p.masked_weights.reshape({bt});
+                               .dx = Out(net.masked_weights)});
+    weights = net.masked_weights.reshape({bt});
   }
-  const DeviceScalar<float> scale = DeviceScalar<float>::in(disc_scale_at(p.scalars));
+  const DeviceScalar<float> scale = DeviceScalar<float>::in(disc_scale_at(net.scalars));
   run_op(ctx, DiscHead{.logits = logits,
-                       .labels = p.labels.reshape({bt}),
+                       .labels = net.labels.reshape({bt}),
                        .weights = weights,
                        .scale = scale,
-                       .loss = Out(p.disc_loss),
+                       .loss = Out(net.disc_loss),
                        .dlogits = Out(logits),
-                       .counts = Out(p.counts),
-                       .workspace = Out(p.disc_workspace)});
+                       .counts = Out(net.counts),
+                       .workspace = Out(net.disc_workspace)});
 }
 
 void ElectraPretrainer::mlm_loss(Context& ctx, const Corruption& c) {
-  Parts& p = *parts_;
+  Network& net = *network_;
   const int64_t bt = options_.batch * options_.seq_len, bn = options_.batch * slots_;
-  const bool all = p.wiring.all_tokens;
-  const Tensor labels = all ? p.ids.reshape({bt}) : c.original.reshape({bn});
-  const Tensor weights = all ? p.token_weights : c.weights.reshape({bn});
+  const bool all = net.wiring.all_tokens;
+  const Tensor labels = all ? net.ids.reshape({bt}) : c.original.reshape({bn});
+  const Tensor weights = all ? net.token_weights : c.weights.reshape({bn});
   SoftmaxXentParams xent;
   xent.vocab = config_.discriminator.vocab_size;
   // A mean over the tokens (all-tokens-mlm) or over the masked slots.
-  xent.scale = DeviceScalar<float>::in(all ? token_scale_at(p.scalars) : gen_scale_at(p.scalars));
+  xent.scale =
+      DeviceScalar<float>::in(all ? token_scale_at(net.scalars) : gen_scale_at(net.scalars));
   xent.stream = rng(ctx, RngPurpose::kGumbel);  // its samples are not used
-  const Tensor& logits = p.discriminator->mlm_logits();
+  const Tensor& logits = net.discriminator->mlm_logits();
   run_op(ctx, SoftmaxXent{.logits = Out(logits),
                           .labels = labels,
                           .weights = weights,
                           .params = xent,
-                          .loss = Out(p.mlm_loss),
-                          .sample = Out(p.mlm_samples),
-                          .argmax = Out(p.mlm_argmax)});
+                          .loss = Out(net.mlm_loss),
+                          .sample = Out(net.mlm_samples),
+                          .argmax = Out(net.mlm_argmax)});
   if (all) {
-    run_op(ctx, CopyMlm{.copy_logits = p.discriminator->logits().reshape({bt}),
-                        .inputs = p.disc_ids.reshape({bt}),
+    run_op(ctx, CopyMlm{.copy_logits = net.discriminator->logits().reshape({bt}),
+                        .inputs = net.disc_ids.reshape({bt}),
                         .labels = labels,
                         .weights = weights,
                         .scale = xent.scale,
-                        .xent_loss = Out(p.mlm_loss),
+                        .xent_loss = Out(net.mlm_loss),
                         .dlogits = Out(logits),
-                        .argmax = Out(p.mlm_argmax)});
+                        .argmax = Out(net.mlm_argmax)});
   }
 }
 
 void ElectraPretrainer::adversarial_loss(Context& ctx, const Corruption& c, const Tensor& samples) {
-  Parts& p = *parts_;
+  Network& net = *network_;
   const int64_t bn = options_.batch * slots_;
-  const Tensor& hidden = p.generator->masked_hidden();
-  p.baseline.forward(ctx, hidden, p.baseline_logit);
+  const Tensor& hidden = net.generator->masked_hidden();
+  net.baseline.forward(ctx, hidden, net.baseline_logit);
   ReinforceParams params;
   params.vocab = config_.discriminator.vocab_size;
-  params.scale = DeviceScalar<float>::in(gen_scale_at(p.scalars));
-  const Tensor u = p.baseline_logit.reshape({bn});
-  run_op(ctx, Reinforce{.dlogits = Out(p.generator->logits()),
+  params.scale = DeviceScalar<float>::in(gen_scale_at(net.scalars));
+  const Tensor u = net.baseline_logit.reshape({bn});
+  run_op(ctx, Reinforce{.dlogits = Out(net.generator->logits()),
                         .labels = c.original.reshape({bn}),
                         .samples = samples,
                         .weights = c.weights.reshape({bn}),
-                        .token_loss = p.disc_loss,
+                        .token_loss = net.disc_loss,
                         .positions = c.positions,
                         .baseline = u,
                         .params = params,
                         .baseline_grad = Out(u),
-                        .out = p.reinforce_slots});
+                        .out = net.reinforce_slots});
 }
 
 ForwardContext ElectraPretrainer::forward(Context& ctx, const Corruption& c, uint32_t micro_step,
@@ -590,19 +592,19 @@ ForwardContext ElectraPretrainer::forward(Context& ctx, const Corruption& c) {
                 "pretrain: corruption sizes do not match B = ", b, ", T = ", t, ", N = ", n);
   weights_.refresh_compute(ctx);
   ForwardContext saved;
-  saved.pass = Pass{rng(ctx, RngPurpose::kDropout), true};
-  const ObjectiveWiring& w = parts_->wiring;
+  saved.pass = DropoutPass{rng(ctx, RngPurpose::kDropout), true};
+  const ObjectiveWiring& w = network_->wiring;
   if (w.generator) {
-    if (parts_->generator) generator_forward(ctx, c, saved.pass);
+    if (network_->generator) generator_forward(ctx, c, saved.pass);
     saved.samples = generator_loss(ctx, c);
   } else {
     normalise(ctx, c);
   }
-  saved.labels = parts_->labels;
+  saved.labels = network_->labels;
   last_corruption_ = c;
   last_forward_ = saved;
   if (stage_ == PretrainStage::kGenerator) {  // two-stage, stage 1: no discriminator
-    zero_tensor(ctx.stream(), parts_->counts);
+    zero_tensor(ctx.stream(), network_->counts);
     return saved;
   }
   discriminator_forward(ctx, c, saved.samples, saved.pass);
@@ -611,25 +613,25 @@ ForwardContext ElectraPretrainer::forward(Context& ctx, const Corruption& c) {
   if (w.binary_head && !w.all_tokens) {
     discriminator_loss(ctx, c);
   } else {
-    zero_tensor(ctx.stream(), parts_->counts);
+    zero_tensor(ctx.stream(), network_->counts);
   }
   if (w.mlm_head) mlm_loss(ctx, c);
-  if (parts_->adversarial) adversarial_loss(ctx, c, saved.samples);
+  if (network_->adversarial) adversarial_loss(ctx, c, saved.samples);
   return saved;
 }
 
 void ElectraPretrainer::normalise(Context& ctx, const Corruption& c) {
-  const Parts& p = *parts_;
+  const Network& net = *network_;
   run_op(ctx, LossNormalisers{.slot_weights = c.weights.reshape({options_.batch * slots_}),
-                              .token_weights = p.token_weights,
+                              .token_weights = net.token_weights,
                               .disc_weight = options_.disc_weight,
-                              .disc_over_slots = p.wiring.masked_only,
-                              .block = Out(p.scalars)});
+                              .disc_over_slots = net.wiring.masked_only,
+                              .block = Out(net.scalars)});
 }
 
 void ElectraPretrainer::set_stage(PretrainStage stage) {
   ELECTRA_CHECK(stage == PretrainStage::kJoint ||
-                    (options_.training == Training::kTwoStage && parts_->generator.has_value()),
+                    (options_.training == Training::kTwoStage && network_->generator.has_value()),
                 "set_stage: stage ", stage_name(stage),
                 " needs two-stage training with an MLM "
                 "generator");
@@ -649,9 +651,9 @@ bool ElectraPretrainer::frozen_in(PretrainStage stage, const ParamInfo& param) c
     case PretrainStage::kJoint:
       return false;
     case PretrainStage::kGenerator:
-      return in(parts_->discriminator_span) || (own_tables && in(tables_span_));
+      return in(network_->discriminator_span) || (own_tables && in(tables_span_));
     case PretrainStage::kDiscriminator:  // shared tables are the generator's too: frozen
-      return in(parts_->generator_span) || in(generator_tables_span_) ||
+      return in(network_->generator_span) || in(generator_tables_span_) ||
              (!own_tables && in(tables_span_));
   }
   return false;
@@ -691,68 +693,68 @@ void ElectraPretrainer::report_tables(Context& ctx, const GradientsReady& ready)
 
 void ElectraPretrainer::backward(Context& ctx, const ForwardContext& saved,
                                  const GradientsReady& ready) {
-  Parts& p = *parts_;
-  if (p.adversarial) {  // declared last, so reported first; no gradient into the generator's
-                        // encoder (stop-gradient)
-    p.baseline.backward(ctx, p.generator->masked_hidden(), p.baseline_logit, Tensor{});
-    if (ready) ready(ctx, p.baseline_span);
+  Network& net = *network_;
+  if (net.adversarial) {  // declared last, so reported first; no gradient into the generator's
+                          // encoder (stop-gradient)
+    net.baseline.backward(ctx, net.generator->masked_hidden(), net.baseline_logit, Tensor{});
+    if (ready) ready(ctx, net.baseline_span);
   }
-  if (options_.sharing == Sharing::kAll && p.generator) {
+  if (options_.sharing == Sharing::kAll && net.generator) {
     // sharing: all: the generator's head is declared after the discriminator and reported
     // before it; its backward adds into the tied encoder's gradients, which the
     // discriminator's backward then completes and reports, layer by layer. (Not two-stage.)
-    p.generator->backward(ctx, saved.pass, ready);
-    p.discriminator->backward(ctx, saved.pass, ready);
+    net.generator->backward(ctx, saved.pass, ready);
+    net.discriminator->backward(ctx, saved.pass, ready);
     report_tables(ctx, ready);
     return;
   }
   // Two-stage: a model the stage does not run reports its whole span: its gradients stay 0.
   if (stage_ != PretrainStage::kGenerator) {
-    p.discriminator->backward(ctx, saved.pass, ready);
+    net.discriminator->backward(ctx, saved.pass, ready);
     // Stage 2 with shared tables: they are the frozen generator's; the discriminator's gradient
     // into them is dropped (frozen gradients are 0, and they stay out of the norm).
     if (stage_ == PretrainStage::kDiscriminator && options_.sharing == Sharing::kEmbeddings)
       zero_tensor(ctx.stream(), shared_tables_grad_);
   } else if (ready) {
-    ready(ctx, p.discriminator_span);
+    ready(ctx, net.discriminator_span);
   }
-  if (p.generator && stage_ != PretrainStage::kDiscriminator) {
-    p.generator->backward(ctx, saved.pass, ready);
-  } else if (ready && p.generator) {
-    ready(ctx, p.generator_span);
+  if (net.generator && stage_ != PretrainStage::kDiscriminator) {
+    net.generator->backward(ctx, saved.pass, ready);
+  } else if (ready && net.generator) {
+    ready(ctx, net.generator_span);
   }
   report_tables(ctx, ready);
 }
 
 void ElectraPretrainer::accumulate_metrics(Context& ctx, const Corruption& c, const Tensor& acc) {
-  const Parts& p = *parts_;
+  const Network& net = *network_;
   const int64_t bt = options_.batch * options_.seq_len, bn = options_.batch * slots_;
   // Without an MLM generator (mlm, generator: unigram) its rows are empty: its loss and accuracy
   // count 0.
-  const int64_t gen_rows = p.generator ? bn : 0;
-  run_op(ctx, AccumulatePretrainMetrics{.gen_loss = p.gen_loss.rows(0, gen_rows),
-                                        .argmax = p.argmax.rows(0, gen_rows),
+  const int64_t gen_rows = net.generator ? bn : 0;
+  run_op(ctx, AccumulatePretrainMetrics{.gen_loss = net.gen_loss.rows(0, gen_rows),
+                                        .argmax = net.argmax.rows(0, gen_rows),
                                         .original = c.original.reshape({bn}).rows(0, gen_rows),
                                         .weights = c.weights.reshape({bn}).rows(0, gen_rows),
-                                        .counts = p.counts,
+                                        .counts = net.counts,
                                         .disc_weight = options_.disc_weight,
                                         .acc = Out(acc)});
-  if (p.adversarial) {
-    run_op(ctx, AccumulateReinforceMetrics{.reward = p.reinforce_slots.reward,
-                                           .baseline_loss = p.reinforce_slots.baseline_loss,
+  if (net.adversarial) {
+    run_op(ctx, AccumulateReinforceMetrics{.reward = net.reinforce_slots.reward,
+                                           .baseline_loss = net.reinforce_slots.baseline_loss,
                                            .weights = c.weights.reshape({bn}),
                                            .acc = Out(acc)});
   }
-  if (!p.wiring.mlm_head) return;
-  if (p.wiring.all_tokens) {
-    run_op(ctx, AccumulateMlmMetrics{.loss = p.mlm_loss,
-                                     .argmax = p.mlm_argmax,
-                                     .labels = p.ids.reshape({bt}),
-                                     .weights = p.token_weights,
+  if (!net.wiring.mlm_head) return;
+  if (net.wiring.all_tokens) {
+    run_op(ctx, AccumulateMlmMetrics{.loss = net.mlm_loss,
+                                     .argmax = net.mlm_argmax,
+                                     .labels = net.ids.reshape({bt}),
+                                     .weights = net.token_weights,
                                      .acc = Out(acc)});
   } else {
-    run_op(ctx, AccumulateMlmMetrics{.loss = p.mlm_loss,
-                                     .argmax = p.mlm_argmax,
+    run_op(ctx, AccumulateMlmMetrics{.loss = net.mlm_loss,
+                                     .argmax = net.mlm_argmax,
                                      .labels = c.original.reshape({bn}),
                                      .weights = c.weights.reshape({bn}),
                                      .acc = Out(acc)});
@@ -769,7 +771,7 @@ void ElectraPretrainer::step(Context& ctx, const HostBatch& batch, uint32_t micr
 }
 
 StepMetrics ElectraPretrainer::metrics(Context& ctx, const Corruption& corruption) {
-  const Tensor& acc = parts_->metrics;
+  const Tensor& acc = network_->metrics;
   zero_tensor(ctx.stream(), acc);
   accumulate_metrics(ctx, corruption, acc);
   return step_metrics(download_as<double>(ctx, acc));

@@ -60,9 +60,9 @@
 
 #include "kernels/reinforce.h"
 #include "models/discriminator.h"
+#include "models/dropout_pass.h"
 #include "models/generator.h"
 #include "models/objective.h"
-#include "models/pass.h"
 
 namespace electra {
 
@@ -129,9 +129,9 @@ struct Corruption {
 
 // What the backward needs from the forward, and what the forward produced.
 struct ForwardContext {
-  Pass pass;       // the dropout stream: the backward regenerates the masks from it
-  Tensor samples;  // i32 [B * N]: the replacements the discriminator saw
-  Tensor labels;   // i32 [B, T]: 1 where a token was replaced
+  DropoutPass pass;  // the dropout stream: the backward regenerates the masks from it
+  Tensor samples;    // i32 [B * N]: the replacements the discriminator saw
+  Tensor labels;     // i32 [B, T]: 1 where a token was replaced
 };
 
 struct StepMetrics {
@@ -250,10 +250,11 @@ class ElectraPretrainer {
   // the losses overwrite them with their gradients). generator_loss (forward() itself without a
   // generator: mlm) first computes the loss normalisers of the micro-batch into the step scalars
   // (normalise), which the later losses read too.
-  const Tensor& generator_forward(Context& ctx, const Corruption& corruption, const Pass& pass);
+  const Tensor& generator_forward(Context& ctx, const Corruption& corruption,
+                                  const DropoutPass& pass);
   Tensor generator_loss(Context& ctx, const Corruption& corruption);
   Tensor discriminator_forward(Context& ctx, const Corruption& corruption, const Tensor& samples,
-                               const Pass& pass);
+                               const DropoutPass& pass);
   void discriminator_loss(Context& ctx, const Corruption& corruption);
   // The MLM objectives: the discriminator-sized model's MLM loss (at the masked positions, or at
   // every token with the copy mechanism), dlogits in place.
@@ -277,7 +278,7 @@ class ElectraPretrainer {
   // The same for the corruption of the last forward() (it must still exist).
   StepMetrics metrics(Context& ctx) { return metrics(ctx, last_corruption_); }
 
-  struct Parts;  // the models and every per-step buffer (pretrainer.cpp)
+  struct Network;  // the models and every per-step buffer (pretrainer.cpp)
   // The last forward's corruption and context (views).
   const Corruption& last_corruption() const { return last_corruption_; }
   const ForwardContext& last_forward() const { return last_forward_; }
@@ -295,7 +296,7 @@ class ElectraPretrainer {
   Arena params_;
   Arena grads_;
   Arena acts_;
-  std::unique_ptr<Parts> parts_;
+  std::unique_ptr<Network> network_;
   Tensor input_;                     // i32 [4, B, T]
   ParamSpan tables_span_;            // the shared embedding tables
   ParamSpan generator_tables_span_;  // sharing: none: the generator's own (empty otherwise)

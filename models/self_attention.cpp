@@ -22,12 +22,12 @@ SelfAttention::SelfAttention(ModelBuilder& builder, const std::string& prefix,
   context_ = builder.activation({batch, seq_len, h});
 }
 
-AttentionArgs SelfAttention::args(const Pass& pass) const {
+AttentionArgs SelfAttention::args(const DropoutPass& pass) const {
   return AttentionArgs{config_.heads, pass.p(config_.attention_dropout), pass.dropout, probs_site_};
 }
 
-void SelfAttention::forward(Context& ctx, const Pass& pass, const Tensor& x, const Tensor& mask,
-                            const Tensor& y) {
+void SelfAttention::forward(Context& ctx, const DropoutPass& pass, const Tensor& x,
+                            const Tensor& mask, const Tensor& y) {
   x_ = x;
   mask_ = mask;
   qkv_.forward(ctx, x, qkv_out_);
@@ -41,7 +41,8 @@ void SelfAttention::forward(Context& ctx, const Pass& pass, const Tensor& x, con
   norm_.forward(ctx, pass.site(output_site_, config_.hidden_dropout), scratch_->sublayer, x, y);
 }
 
-void SelfAttention::backward(Context& ctx, const Pass& pass, const Tensor& dy, const Tensor& dx) {
+void SelfAttention::backward(Context& ctx, const DropoutPass& pass, const Tensor& dy,
+                             const Tensor& dx) {
   EncoderScratch& s = *scratch_;
   // dx receives the residual path first, then the Q/K/V path is added to it.
   norm_.backward(ctx, pass.site(output_site_, config_.hidden_dropout), dy, s.sublayer, dx);

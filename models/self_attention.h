@@ -12,10 +12,10 @@
 
 #include <string>
 
+#include "models/dropout_pass.h"
 #include "models/encoder_scratch.h"
 #include "models/layer_norm.h"
 #include "models/linear.h"
-#include "models/pass.h"
 
 namespace electra {
 
@@ -28,13 +28,13 @@ class SelfAttention {
                 EncoderScratch& scratch);
 
   // x, y [B, T, H]; mask i32 [B, T] (1 = token, 0 = padding).
-  void forward(Context& ctx, const Pass& pass, const Tensor& x, const Tensor& mask,
+  void forward(Context& ctx, const DropoutPass& pass, const Tensor& x, const Tensor& mask,
                const Tensor& y);
   // dy [B, T, H] -> dx [B, T, H] (written). dy and dx must not alias.
-  void backward(Context& ctx, const Pass& pass, const Tensor& dy, const Tensor& dx);
+  void backward(Context& ctx, const DropoutPass& pass, const Tensor& dy, const Tensor& dx);
 
  private:
-  AttentionArgs args(const Pass& pass) const;
+  AttentionArgs args(const DropoutPass& pass) const;
 
   EncoderConfig config_;
   uint32_t probs_site_ = 0, output_site_ = 0;

@@ -174,26 +174,16 @@ void Optimizer::step(Context& ctx) {
                        .workspace = Out(workspace_),
                        .norm = Out(norm_),
                        .segment_norms = Out(Tensor{})});
-  if (config_.kind == OptimizerKind::kLamb) {
-    run_op(ctx, LambStep{.params = Out(params_),
-                         .grads = grads_,
-                         .m = Out(m_),
-                         .v = Out(v_),
-                         .table = table_,
-                         .hyper = hyper_,
-                         .norm = norm_,
-                         .bias_correction = config_.bias_correction,
-                         .workspace = Out(workspace_)});
-  } else {
-    run_op(ctx, AdamwStep{.params = Out(params_),
-                          .grads = grads_,
-                          .m = Out(m_),
-                          .v = Out(v_),
-                          .table = table_,
-                          .hyper = hyper_,
-                          .norm = norm_,
-                          .bias_correction = config_.bias_correction});
-  }
+  run_op(ctx, AdamStep{.params = Out(params_),
+                       .grads = grads_,
+                       .m = Out(m_),
+                       .v = Out(v_),
+                       .table = table_,
+                       .hyper = hyper_,
+                       .norm = norm_,
+                       .bias_correction = config_.bias_correction,
+                       .lamb = config_.kind == OptimizerKind::kLamb,
+                       .workspace = Out(workspace_)});
 }
 
 float Optimizer::grad_norm(Context& ctx) const {

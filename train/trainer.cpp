@@ -145,11 +145,11 @@ bool Trainer::replaying() const {
 void Trainer::micro_batch(const GradientsReady& ready) {
   // Micro-batch m of update s on rank r is micro-step s A + r a + m (the top of trainer.h),
   // computed on the device from the optimizer's update counter.
-  MicroStepPlan plan{accumulation_, comm_.rank() * local_accumulation_, local_accumulation_};
-  // The update's masking rate, also from the update counter (masking.mask_prob_schedule).
-  plan.mask_prob = static_cast<float>(config_.masking.mask_prob);
-  plan.mask_prob_end = static_cast<float>(config_.masking.mask_prob_end);
-  plan.schedule_updates = config_.masking.linear_schedule ? config_.train.steps : 0;
+  // The update's masking rate comes from the update counter too (masking.mask_prob_schedule).
+  const MicroStepPlan plan{.accumulation = accumulation_,
+                           .first = comm_.rank() * local_accumulation_,
+                           .local = local_accumulation_,
+                           .mask_rate = config_.masking.schedule(config_.train.steps)};
   run_op(ctx_, NextMicroStep{.counter = Out(optimizer_.counter()),
                              .plan = plan,
                              .block = Out(model_.step_scalars())});

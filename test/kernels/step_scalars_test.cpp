@@ -27,7 +27,8 @@ TEST_CASE("next_micro_step numbers rank r's micro-batch m of update s as s A + r
   std::vector<int32_t> words(kStepScalarWords, 0), counter{0};
   const Tensor block = Tensor::view_of(words.data(), Device::CPU, {kStepScalarWords});
   const Tensor count = Tensor::view_of(counter.data(), Device::CPU, {1});
-  const MicroStepPlan plan{6, 2, 2};  // 3 ranks x 2 micro-batches, rank 1
+  const MicroStepPlan plan{
+      .accumulation = 6, .first = 2, .local = 2, .mask_rate = {}};  // 3 ranks x 2, rank 1
   std::vector<uint32_t> seen;
   for (int32_t update = 0; update < 3; ++update) {
     counter[0] = update;
@@ -73,8 +74,8 @@ TEST_CASE("next_micro_step writes the update's masking rate: constant or a linea
   const Tensor block = Tensor::view_of(words.data(), Device::CPU, {kStepScalarWords});
   const Tensor count = Tensor::view_of(counter.data(), Device::CPU, {1});
   MicroStepPlan plan;
-  plan.mask_prob = 0.3f;
-  plan.mask_prob_end = 0.15f;
+  plan.mask_rate.start = 0.3f;
+  plan.mask_rate.end = 0.15f;
   auto rate_at = [&](int32_t update) {
     counter[0] = update;
     run_op(ctx, NextMicroStep{.counter = Out(count), .plan = plan, .block = Out(block)});
@@ -82,7 +83,7 @@ TEST_CASE("next_micro_step writes the update's masking rate: constant or a linea
   };
   CHECK(rate_at(0) == 0.3f);  // no schedule: mask_prob throughout
   CHECK(rate_at(77) == 0.3f);
-  plan.schedule_updates = 101;
+  plan.mask_rate.updates = 101;
   CHECK(rate_at(0) == 0.3f);
   CHECK(rate_at(50) == Approx(0.225f));
   CHECK(rate_at(100) == 0.15f);

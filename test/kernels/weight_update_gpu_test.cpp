@@ -119,43 +119,26 @@ TEST_CASE("adamw and lamb on the GPU match the CPU over two steps", "[weight_upd
                              .segment_norms = Out(Tensor{})});
         REQUIRE(norm[0] > 1.0f);
         const Tensor hyper_cpu = Tensor::view_of(hyper.data(), Device::CPU, {kNumHyper});
-        if (lamb) {
-          run_op(gpu, LambStep{.params = Out(dp),
-                               .grads = dg,
-                               .m = Out(dm),
-                               .v = Out(dv),
-                               .table = table,
-                               .hyper = dhyper,
-                               .norm = dnorm,
-                               .bias_correction = bias_correction,
-                               .workspace = Out(workspace)});
-          run_op(cpu, LambStep{.params = Out(test::view(p)),
-                               .grads = test::view(g),
-                               .m = Out(test::view(m)),
-                               .v = Out(test::view(v)),
-                               .table = cpu_table,
-                               .hyper = hyper_cpu,
-                               .norm = test::view(norm),
-                               .bias_correction = bias_correction,
-                               .workspace = Out(Tensor{})});
-        } else {
-          run_op(gpu, AdamwStep{.params = Out(dp),
-                                .grads = dg,
-                                .m = Out(dm),
-                                .v = Out(dv),
-                                .table = table,
-                                .hyper = dhyper,
-                                .norm = dnorm,
-                                .bias_correction = bias_correction});
-          run_op(cpu, AdamwStep{.params = Out(test::view(p)),
-                                .grads = test::view(g),
-                                .m = Out(test::view(m)),
-                                .v = Out(test::view(v)),
-                                .table = cpu_table,
-                                .hyper = hyper_cpu,
-                                .norm = test::view(norm),
-                                .bias_correction = bias_correction});
-        }
+        run_op(gpu, AdamStep{.params = Out(dp),
+                             .grads = dg,
+                             .m = Out(dm),
+                             .v = Out(dv),
+                             .table = table,
+                             .hyper = dhyper,
+                             .norm = dnorm,
+                             .bias_correction = bias_correction,
+                             .lamb = lamb,
+                             .workspace = Out(workspace)});
+        run_op(cpu, AdamStep{.params = Out(test::view(p)),
+                             .grads = test::view(g),
+                             .m = Out(test::view(m)),
+                             .v = Out(test::view(v)),
+                             .table = cpu_table,
+                             .hyper = hyper_cpu,
+                             .norm = test::view(norm),
+                             .bias_correction = bias_correction,
+                             .lamb = lamb,
+                             .workspace = Out(Tensor{})});
         CHECK(test::download<float>(gpu, dg) == g);  // gradients untouched
         CHECK(test::max_relative_error(test::download<float>(gpu, dm), m) < 1e-5);
         CHECK(test::max_relative_error(test::download<float>(gpu, dv), v) < 1e-5);

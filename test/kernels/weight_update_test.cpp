@@ -20,6 +20,23 @@ bool in_segment(int64_t i) {
   return i < 6 || (i >= 8 && i < 13) || i >= 14;
 }
 
+// One CPU adam_step (AdamW, or LAMB with lamb) over host vectors: p, m, v updated in place.
+void cpu_adam_step(Context& ctx, const SegmentTable& table, std::vector<float>& p,
+                   std::vector<float>& g, std::vector<float>& m, std::vector<float>& v,
+                   std::array<float, kNumHyper>& hyper, std::vector<float>& norm,
+                   bool bias_correction, bool lamb) {
+  run_op(ctx, AdamStep{.params = Out(test::view(p)),
+                       .grads = test::view(g),
+                       .m = Out(test::view(m)),
+                       .v = Out(test::view(v)),
+                       .table = table,
+                       .hyper = Tensor::view_of(hyper.data(), Device::CPU, {kNumHyper}),
+                       .norm = test::view(norm),
+                       .bias_correction = bias_correction,
+                       .lamb = lamb,
+                       .workspace = Out(Tensor{})});
+}
+
 // The reference update in f64, written out per element: returns the new p, m, v.
 struct State {
   std::vector<double> p, m, v;
@@ -117,14 +134,7 @@ TEST_CASE("adamw first step on one element by hand", "[weight_update]") {
   std::array<float, kNumHyper> hyper = h.packed();
   for (bool bias_correction : {false, true}) {
     std::vector<float> p = {1.0f}, g = {0.5f}, m = {0.0f}, v = {0.0f}, norm = {0.5f};
-    run_op(ctx, AdamwStep{.params = Out(test::view(p)),
-                          .grads = test::view(g),
-                          .m = Out(test::view(m)),
-                          .v = Out(test::view(v)),
-                          .table = table,
-                          .hyper = Tensor::view_of(hyper.data(), Device::CPU, {kNumHyper}),
-                          .norm = test::view(norm),
-                          .bias_correction = bias_correction});
+    cpu_adam_step(ctx, table, p, g, m, v, hyper, norm, bias_correction, false);
     // The betas are f32 (1 - 0.999f = 0.00099998713), so the hand values use them as such.
     const double b1 = 0.9f, b2 = 0.999f, m1 = (1 - b1) * 0.5, v1 = (1 - b2) * 0.25;
     CHECK(m[0] == Approx(m1).epsilon(1e-6));
@@ -164,14 +174,7 @@ TEST_CASE("adamw gives the bits of the scalar adam_update on every element", "[w
       }
     }
     std::vector<float> g_in = g;
-    run_op(ctx, AdamwStep{.params = Out(test::view(p)),
-                          .grads = test::view(g_in),
-                          .m = Out(test::view(m)),
-                          .v = Out(test::view(v)),
-                          .table = table,
-                          .hyper = Tensor::view_of(hyper.data(), Device::CPU, {kNumHyper}),
-                          .norm = test::view(norm),
-                          .bias_correction = bias_correction});
+    cpu_adam_step(ctx, table, p, g_in, m, v, hyper, norm, bias_correction, false);
     INFO("bias_correction " << bias_correction);
     CHECK(std::memcmp(p.data(), ep.data(), n * sizeof(float)) == 0);
     CHECK(std::memcmp(m.data(), em.data(), n * sizeof(float)) == 0);
@@ -193,7 +196,7 @@ TEST_CASE("adamw and lamb two steps match the f64 reference", "[weight_update]")
         State ref{std::vector<double>(p.begin(), p.end()), std::vector<double>(m.begin(), m.end()),
                   std::vector<double>(v.begin(), v.end())};
         const std::vector<float> outside = {p[6], p[7], p[13]}, m0 = m;
-        std::vector<float> workspace(lamb_workspace_size(table)), norm(1);
+        std::vector<float> norm(1);
         for (int step = 1; step <= 2; ++step) {
           std::vector<float> g = test::random_vector<float>(kParams, 60 + step, -3, 3);
           const std::vector<float> g0 = g;
@@ -208,27 +211,7 @@ TEST_CASE("adamw and lamb two steps match the f64 reference", "[weight_update]")
           h.step = static_cast<float>(step);
           h.max_norm = max_norm;
           std::array<float, kNumHyper> hyper = h.packed();
-          const Tensor hyper_t = Tensor::view_of(hyper.data(), Device::CPU, {kNumHyper});
-          if (lamb) {
-            run_op(ctx, LambStep{.params = Out(test::view(p)),
-                                 .grads = test::view(g),
-                                 .m = Out(test::view(m)),
-                                 .v = Out(test::view(v)),
-                                 .table = table,
-                                 .hyper = hyper_t,
-                                 .norm = test::view(norm),
-                                 .bias_correction = bias_correction,
-                                 .workspace = Out(test::view(workspace))});
-          } else {
-            run_op(ctx, AdamwStep{.params = Out(test::view(p)),
-                                  .grads = test::view(g),
-                                  .m = Out(test::view(m)),
-                                  .v = Out(test::view(v)),
-                                  .table = table,
-                                  .hyper = hyper_t,
-                                  .norm = test::view(norm),
-                                  .bias_correction = bias_correction});
-          }
+          cpu_adam_step(ctx, table, p, g, m, v, hyper, norm, bias_correction, lamb);
           reference_step(ref, g, h, norm[0], bias_correction, lamb);
           CHECK(g == g0);
           require_close(m, ref.m, 1e-5);

@@ -40,7 +40,7 @@ class Stages {
     model_.set_step(ctx, 0, 1.0f);
     const Corruption& c = fixed_.corruption();
     ForwardContext saved;
-    saved.pass = Pass{model_.rng(ctx, RngPurpose::kDropout), true};
+    saved.pass = DropoutPass{model_.rng(ctx, RngPurpose::kDropout), true};
     model_.generator_forward(ctx, c, saved.pass);
     saved.samples = model_.generator_loss(ctx, c);
     model_.discriminator_forward(ctx, c, saved.samples, saved.pass);

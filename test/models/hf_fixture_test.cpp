@@ -152,7 +152,7 @@ TEST_CASE("pre-training step matches HF transformers: logits, losses and every g
   fixed.stage(ctx);
   const Corruption& c = fixed.corruption();
   model.weights().refresh_compute(ctx);
-  const Pass pass{ctx.rng(RngPurpose::kDropout, 0), true};
+  const DropoutPass pass{ctx.rng(RngPurpose::kDropout, 0), true};
   const std::vector<float> gen_logits = unpadded(model.generator_forward(ctx, c, pass), 97);
   const Tensor samples = model.generator_loss(ctx, c);
   const std::vector<float> disc_logits = host(model.discriminator_forward(ctx, c, samples, pass));

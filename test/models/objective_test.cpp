@@ -71,7 +71,7 @@ TEST_CASE("electra-15's binary loss weights only the masked positions", "[object
     // The forward's stages one by one; after the loss the binary head's logits hold
     // d loss / d logit.
     const Corruption& c = step.corruption();
-    const Pass pass{ctx.rng(RngPurpose::kDropout, 0), false};
+    const DropoutPass pass{ctx.rng(RngPurpose::kDropout, 0), false};
     model.generator_forward(ctx, c, pass);
     const Tensor samples = model.generator_loss(ctx, c);
     const Tensor logits = model.discriminator_forward(ctx, c, samples, pass);
