@@ -88,6 +88,23 @@ std::optional<bool> squad_version(const std::string& task) {
   return std::nullopt;
 }
 
+// The task a command was given: SQuAD (its version) or a GLUE task, its display name and the
+// lower-case key of its settings in a config's `tasks:` section.
+struct TaskChoice {
+  std::optional<bool> squad;        // true: SQuAD 2.0, false: 1.1, nullopt: GLUE
+  GlueTask glue = GlueTask::kSST2;  // read only for a GLUE task
+  std::string name, key;
+};
+
+TaskChoice choose_task(const std::string& task) {
+  TaskChoice c;
+  c.squad = squad_version(task);
+  if (!c.squad) c.glue = parse_glue_task(task);
+  c.name = c.squad ? (*c.squad ? "SQuAD2.0" : "SQuAD1.1") : glue_task_info(c.glue).name;
+  c.key = c.squad ? (*c.squad ? "squad2.0" : "squad1.1") : lower(c.name);
+  return c;
+}
+
 // The model's tokenizer (checkpoint_tokenizer), announced with where its casing came from.
 data::ModelTokenizer load_tokenizer(const std::string& vocab, const std::string& model_dir) {
   data::ModelTokenizer t = checkpoint_tokenizer(vocab, model_dir);
@@ -115,15 +132,16 @@ ArgParser& add_common(ArgParser& parser, CommonArgs& a) {
 
 // The settings of task `key` (lower-case) from --config or the task family's default file
 // (apps/default_config.h), which is named on stderr.
-FinetuneSettings settings_for(const CommonArgs& a, const std::string& key, bool squad) {
+FinetuneSettings settings_for(const CommonArgs& a, const TaskChoice& task) {
   std::string path = a.config;
   if (path.empty()) {
-    const DefaultConfig found = find_default_config(squad ? "squad.yaml" : "glue.yaml");
+    const DefaultConfig found = find_default_config(task.squad ? "squad.yaml" : "glue.yaml");
     std::fprintf(stderr, "config: %s (the default, found %s; --config FILE to choose)\n",
                  found.path.c_str(), found.found.c_str());
     path = found.path;
   }
-  FinetuneSettings settings = read_finetune_config(path, a.overrides, task_keys()).for_task(key);
+  FinetuneSettings settings =
+      read_finetune_config(path, a.overrides, task_keys()).for_task(task.key);
   if (a.threads) settings.threads = *a.threads;
   return settings;
 }
@@ -173,6 +191,22 @@ bool parse_checkpoint_args(const char* command, const char* usage,
   return true;
 }
 
+// What eval and predict run: the task, the checkpoint's tokenizer and the task's settings with
+// the sequence lengths the checkpoint was trained with.
+struct CheckpointRun {
+  TaskChoice task;
+  data::ModelTokenizer tokenizer;
+  FinetuneSettings settings;
+};
+
+CheckpointRun open_checkpoint(const CheckpointArgs& a) {
+  const std::string model_dir = resolve_init(a.checkpoint).model_dir;
+  CheckpointRun run{choose_task(a.common.task), load_tokenizer(a.common.vocab, model_dir), {}};
+  run.settings = settings_for(a.common, run.task);
+  use_recorded_lengths(run.settings, a.common, model_dir);
+  return run;
+}
+
 }  // namespace
 
 int cmd_finetune(const std::vector<std::string>& args) {
@@ -192,12 +226,10 @@ int cmd_finetune(const std::vector<std::string>& args) {
   parser.require(!common.data_dir.empty(), "--data-dir");
   parser.require(!init.empty(), "--init");
   ELECTRA_USER_CHECK(seeds >= 1, "--seeds must be at least 1");
-  const std::optional<bool> squad = squad_version(common.task);
-  GlueTask glue = GlueTask::kSST2;  // read only for a GLUE task
-  if (!squad) glue = parse_glue_task(common.task);
-  const std::string name = squad ? (*squad ? "SQuAD2.0" : "SQuAD1.1") : glue_task_info(glue).name;
-  const std::string key = squad ? (*squad ? "squad2.0" : "squad1.1") : lower(name);
-  const FinetuneSettings settings = settings_for(common, key, squad.has_value());
+  const TaskChoice task = choose_task(common.task);
+  const std::optional<bool> squad = task.squad;
+  const std::string &name = task.name, &key = task.key;
+  const FinetuneSettings settings = settings_for(common, task);
   const FinetuneInit from = resolve_init(init);
   const data::ModelTokenizer tokenizer = load_tokenizer(common.vocab, from.model_dir);
   const data::Vocab& vocab = tokenizer.vocab;
@@ -233,7 +265,7 @@ int cmd_finetune(const std::vector<std::string>& args) {
       metric_name = "f1";
     } else {
       GlueRunOptions run;
-      run.task = glue;
+      run.task = task.glue;
       run.data_dir = common.data_dir;
       run.output_dir = out;
       run.init = from;
@@ -263,27 +295,19 @@ int cmd_eval(const std::vector<std::string>& args) {
   CheckpointArgs a;
   if (!parse_checkpoint_args("eval", kEvalUsage, args, false, a)) return 0;
   const CommonArgs& common = a.common;
-  const std::string &checkpoint = a.checkpoint, &output = a.output;
-  const std::string model_dir = resolve_init(checkpoint).model_dir;
-  const data::ModelTokenizer tokenizer = load_tokenizer(common.vocab, model_dir);
-  if (const std::optional<bool> squad = squad_version(common.task)) {
-    FinetuneSettings settings = settings_for(common, *squad ? "squad2.0" : "squad1.1", true);
-    use_recorded_lengths(settings, common, model_dir);
+  const CheckpointRun run = open_checkpoint(a);
+  const int64_t max_eval = static_cast<int64_t>(common.max_eval);
+  if (const std::optional<bool> squad = run.task.squad) {
     const SquadScores scores = evaluate_squad_checkpoint(
-        *squad, squad_file(common.data_dir, *squad, "dev"), checkpoint, tokenizer, settings,
-        static_cast<int64_t>(common.max_eval), output, settings.null_threshold);
-    std::printf("%s dev: %s\n", *squad ? "SQuAD2.0" : "SQuAD1.1",
-                format_squad_scores(scores).c_str());
+        *squad, squad_file(common.data_dir, *squad, "dev"), a.checkpoint, run.tokenizer,
+        run.settings, max_eval, a.output, run.settings.null_threshold);
+    std::printf("%s dev: %s\n", run.task.name.c_str(), format_squad_scores(scores).c_str());
     return 0;
   }
-  const GlueTask task = parse_glue_task(common.task);
-  FinetuneSettings settings = settings_for(common, lower(glue_task_info(task).name), false);
-  use_recorded_lengths(settings, common, model_dir);
   for (const auto& [split, scores] :
-       evaluate_glue_checkpoint(task, common.data_dir, checkpoint, tokenizer, settings,
-                                static_cast<int64_t>(common.max_eval), output)) {
-    std::printf("%s %s: %s\n", glue_task_info(task).name.c_str(), split.c_str(),
-                format_scores(scores).c_str());
+       evaluate_glue_checkpoint(run.task.glue, common.data_dir, a.checkpoint, run.tokenizer,
+                                run.settings, max_eval, a.output)) {
+    std::printf("%s %s: %s\n", run.task.name.c_str(), split.c_str(), format_scores(scores).c_str());
   }
   return 0;
 }
@@ -292,28 +316,21 @@ int cmd_predict(const std::vector<std::string>& args) {
   CheckpointArgs a;
   if (!parse_checkpoint_args("predict", kPredictUsage, args, true, a)) return 0;
   const CommonArgs& common = a.common;
-  const std::string &checkpoint = a.checkpoint, &output = a.output;
-  const std::string model_dir = resolve_init(checkpoint).model_dir;
-  const data::ModelTokenizer tokenizer = load_tokenizer(common.vocab, model_dir);
-  if (const std::optional<bool> squad = squad_version(common.task)) {
-    FinetuneSettings settings = settings_for(common, *squad ? "squad2.0" : "squad1.1", true);
-    use_recorded_lengths(settings, common, model_dir);
-    fs::create_directories(output);
-    const std::string path = (fs::path(output) / "predictions.json").string();
-    evaluate_squad_checkpoint(*squad, squad_file(common.data_dir, *squad, "dev"), checkpoint,
-                              tokenizer, settings, static_cast<int64_t>(common.max_eval), path,
-                              settings.null_threshold);
+  const CheckpointRun run = open_checkpoint(a);
+  if (const std::optional<bool> squad = run.task.squad) {
+    fs::create_directories(a.output);
+    const std::string path = (fs::path(a.output) / "predictions.json").string();
+    evaluate_squad_checkpoint(*squad, squad_file(common.data_dir, *squad, "dev"), a.checkpoint,
+                              run.tokenizer, run.settings, static_cast<int64_t>(common.max_eval),
+                              path, run.settings.null_threshold);
     std::printf("wrote %s\n", path.c_str());
     return 0;
   }
   ELECTRA_USER_CHECK(common.max_eval == 0,
                      "--max-eval does not apply to GLUE predictions (a submission file holds "
                      "every test example)");
-  const GlueTask task = parse_glue_task(common.task);
-  FinetuneSettings settings = settings_for(common, lower(glue_task_info(task).name), false);
-  use_recorded_lengths(settings, common, model_dir);
-  for (const std::string& path :
-       predict_glue_test(task, common.data_dir, checkpoint, tokenizer, settings, output)) {
+  for (const std::string& path : predict_glue_test(run.task.glue, common.data_dir, a.checkpoint,
+                                                   run.tokenizer, run.settings, a.output)) {
     std::printf("wrote %s\n", path.c_str());
   }
   return 0;
