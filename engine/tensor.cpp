@@ -120,6 +120,12 @@ void check_dtype(const Tensor& t, DType dtype, const char* what) {
   }
 }
 
+void check_tensor(const Tensor& t, std::initializer_list<int64_t> dims, DType dtype,
+                  const char* what) {
+  check_shape(t, dims, what);
+  check_dtype(t, dtype, what);
+}
+
 void check_same_shape(const Tensor& a, const Tensor& b, const char* what) {
   bool ok = a.rank == b.rank;
   for (int i = 0; ok && i < a.rank; ++i) ok = a.shape[i] == b.shape[i];

@@ -96,6 +96,9 @@ struct Tensor {
 void check_shape(const Tensor& t, std::initializer_list<int64_t> dims, const char* what);
 // Throws Error naming `what` unless t has the given dtype.
 void check_dtype(const Tensor& t, DType dtype, const char* what);
+// Both: t has exactly the given dims and dtype (check_shape first).
+void check_tensor(const Tensor& t, std::initializer_list<int64_t> dims, DType dtype,
+                  const char* what);
 // Throws Error unless a and b have the same dims.
 void check_same_shape(const Tensor& a, const Tensor& b, const char* what);
 

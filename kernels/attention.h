@@ -128,8 +128,7 @@ inline bool check_attention(const Context& ctx, const Tensor& qkv, const Tensor&
                 " is not divisible by ", args.heads, " heads");
   ELECTRA_CHECK(args.dropout_p >= 0 && args.dropout_p < 1, "attention: dropout p ", args.dropout_p,
                 " not in [0, 1)");
-  check_shape(mask, {b, t}, "attention: mask");
-  check_dtype(mask, DType::I32, "attention: mask");
+  check_tensor(mask, {b, t}, DType::I32, "attention: mask");
   const AttentionState state = attention_state(ctx.device(), args, b, t, h, qkv.dtype);
   state.check(saved, state.flash ? "attention (flash): saved logsumexp" : "attention: probs");
   state.check(scratch, state.flash ? "attention (flash): scratch" : "attention: scratch");

@@ -45,15 +45,11 @@ struct CopyMlm {
                   " rows");
     ELECTRA_CHECK(copy_logits.dtype == dlogits.dtype, "copy_mlm: copy_logits ", copy_logits.str(),
                   " and dlogits ", dlogits.str(), " differ in dtype");
-    check_shape(inputs, {m}, "copy_mlm inputs");
-    check_dtype(inputs, DType::I32, "copy_mlm inputs");
-    check_shape(labels, {m}, "copy_mlm labels");
-    check_dtype(labels, DType::I32, "copy_mlm labels");
-    check_shape(weights, {m}, "copy_mlm weights");
-    check_dtype(weights, DType::F32, "copy_mlm weights");
+    check_tensor(inputs, {m}, DType::I32, "copy_mlm inputs");
+    check_tensor(labels, {m}, DType::I32, "copy_mlm labels");
+    check_tensor(weights, {m}, DType::F32, "copy_mlm weights");
     check_shape(xent_loss, {m}, "copy_mlm xent_loss");
-    check_shape(argmax, {m}, "copy_mlm argmax");
-    check_dtype(argmax, DType::I32, "copy_mlm argmax");
+    check_tensor(argmax, {m}, DType::I32, "copy_mlm argmax");
     ELECTRA_CHECK(scale.at != nullptr || scale.value > 0, "copy_mlm: scale ", scale.value);
   }
   void cpu(Context& ctx) const;

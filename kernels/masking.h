@@ -99,14 +99,10 @@ struct MaskTokens {
                   positions.str());
     const int64_t b = ids.dim(0), t = ids.dim(1), n = positions.dim(1);
     check_dtype(ids, DType::I32, "mask_tokens ids");
-    check_shape(masked_ids, {b, t}, "mask_tokens masked_ids");
-    check_dtype(masked_ids, DType::I32, "mask_tokens masked_ids");
-    check_shape(positions, {b, n}, "mask_tokens positions");
-    check_dtype(positions, DType::I32, "mask_tokens positions");
-    check_shape(original, {b, n}, "mask_tokens original");
-    check_dtype(original, DType::I32, "mask_tokens original");
-    check_shape(weights, {b, n}, "mask_tokens weights");
-    check_dtype(weights, DType::F32, "mask_tokens weights");
+    check_tensor(masked_ids, {b, t}, DType::I32, "mask_tokens masked_ids");
+    check_tensor(positions, {b, n}, DType::I32, "mask_tokens positions");
+    check_tensor(original, {b, n}, DType::I32, "mask_tokens original");
+    check_tensor(weights, {b, n}, DType::F32, "mask_tokens weights");
     ELECTRA_CHECK(params.mask_prob.at != nullptr ||
                       (params.mask_prob.value >= 0 && params.mask_prob.value <= 1),
                   "mask_tokens: mask_prob ", params.mask_prob.value);

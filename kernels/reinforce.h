@@ -77,8 +77,7 @@ struct Reinforce {
       check_shape(*t, {m}, "reinforce labels/samples");
       check_dtype(*t, DType::I32, "reinforce labels/samples");
     }
-    check_shape(weights, {m}, "reinforce weights");
-    check_dtype(weights, DType::F32, "reinforce weights");
+    check_tensor(weights, {m}, DType::F32, "reinforce weights");
     for (const Tensor* t : std::initializer_list<const Tensor*>{&baseline, &baseline_grad}) {
       ELECTRA_CHECK(t->numel() == m && t->dtype == dlogits.dtype, "reinforce: baseline ", t->str(),
                     " must have ", m, " values of dlogits' dtype");

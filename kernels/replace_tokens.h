@@ -30,8 +30,7 @@ struct ReplaceTokens {
     check_dtype(positions, DType::I32, "replace_tokens positions");
     check_same_shape(positions, weights, "replace_tokens weights");
     check_dtype(weights, DType::F32, "replace_tokens weights");
-    check_shape(samples, {positions.numel()}, "replace_tokens samples");
-    check_dtype(samples, DType::I32, "replace_tokens samples");
+    check_tensor(samples, {positions.numel()}, DType::I32, "replace_tokens samples");
     check_same_shape(ids, replaced, "replace_tokens replaced");
     check_dtype(replaced, DType::I32, "replace_tokens replaced");
     check_same_shape(ids, labels, "replace_tokens labels");

@@ -49,15 +49,11 @@ struct SoftmaxXent {
     ELECTRA_CHECK(params.vocab > 0 && params.vocab <= logits.dim(1), "softmax_xent: vocab ",
                   params.vocab, " for logits ", logits.str());
     ELECTRA_CHECK(params.temperature > 0, "softmax_xent: temperature ", params.temperature);
-    check_shape(labels, {m}, "softmax_xent labels");
-    check_dtype(labels, DType::I32, "softmax_xent labels");
-    check_shape(weights, {m}, "softmax_xent weights");
-    check_dtype(weights, DType::F32, "softmax_xent weights");
+    check_tensor(labels, {m}, DType::I32, "softmax_xent labels");
+    check_tensor(weights, {m}, DType::F32, "softmax_xent weights");
     check_shape(loss, {m}, "softmax_xent loss");
-    check_shape(sample, {m}, "softmax_xent sample");
-    check_dtype(sample, DType::I32, "softmax_xent sample");
-    check_shape(argmax, {m}, "softmax_xent argmax");
-    check_dtype(argmax, DType::I32, "softmax_xent argmax");
+    check_tensor(sample, {m}, DType::I32, "softmax_xent sample");
+    check_tensor(argmax, {m}, DType::I32, "softmax_xent argmax");
   }
   void cpu(Context& ctx) const;
   void cuda(Context& ctx) const;

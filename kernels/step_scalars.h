@@ -99,8 +99,7 @@ inline const float* mask_prob_at(const Tensor& block) {
 }
 
 inline void check_step_scalars(const Tensor& block, const char* op) {
-  check_shape(block, {kStepScalarWords}, op);
-  check_dtype(block, DType::I32, op);
+  check_tensor(block, {kStepScalarWords}, DType::I32, op);
 }
 
 struct NextMicroStep {
@@ -111,8 +110,7 @@ struct NextMicroStep {
 
   void check(const Context& ctx) const {
     check_devices(ctx, kName, {&counter, &block});
-    check_shape(counter, {1}, "next_micro_step counter");
-    check_dtype(counter, DType::I32, "next_micro_step counter");
+    check_tensor(counter, {1}, DType::I32, "next_micro_step counter");
     check_step_scalars(block, "next_micro_step block");
     ELECTRA_CHECK(plan.local > 0 && plan.first >= 0 && plan.first + plan.local <= plan.accumulation,
                   "next_micro_step: micro-batches [", plan.first, ", ", plan.first + plan.local,

@@ -81,8 +81,7 @@ struct AccumulatePretrainMetrics {
     check_shape(counts, {kDiscCounts}, "accumulate_pretrain_metrics counts");
     ELECTRA_CHECK(counts.dtype == gen_loss.dtype, "accumulate_pretrain_metrics: counts ",
                   counts.str(), " and gen_loss ", gen_loss.str(), " differ in dtype");
-    check_shape(acc, {kTrainMetrics}, "accumulate_pretrain_metrics acc");
-    check_dtype(acc, DType::F64, "accumulate_pretrain_metrics acc");
+    check_tensor(acc, {kTrainMetrics}, DType::F64, "accumulate_pretrain_metrics acc");
   }
   void cpu(Context& ctx) const;
   void cuda(Context& ctx) const;
@@ -102,8 +101,7 @@ struct AccumulateMlmMetrics {
     ELECTRA_CHECK(argmax.numel() == m && labels.numel() == m && weights.numel() == m,
                   "accumulate_mlm_metrics: ", loss.str(), ", ", argmax.str(), ", ", labels.str(),
                   ", ", weights.str(), " must have one element per row");
-    check_shape(acc, {kTrainMetrics}, "accumulate_mlm_metrics acc");
-    check_dtype(acc, DType::F64, "accumulate_mlm_metrics acc");
+    check_tensor(acc, {kTrainMetrics}, DType::F64, "accumulate_mlm_metrics acc");
   }
   void cpu(Context& ctx) const;
   void cuda(Context& ctx) const;
@@ -122,8 +120,7 @@ struct AccumulateReinforceMetrics {
         baseline_loss.numel() == m && weights.numel() == m && baseline_loss.dtype == reward.dtype,
         "accumulate_reinforce_metrics: ", reward.str(), ", ", baseline_loss.str(), ", ",
         weights.str(), " must have one element per slot");
-    check_shape(acc, {kTrainMetrics}, "accumulate_reinforce_metrics acc");
-    check_dtype(acc, DType::F64, "accumulate_reinforce_metrics acc");
+    check_tensor(acc, {kTrainMetrics}, DType::F64, "accumulate_reinforce_metrics acc");
   }
   void cpu(Context& ctx) const;
   void cuda(Context& ctx) const;
@@ -136,10 +133,8 @@ struct RecordGradNorm {
 
   void check(const Context& ctx) const {
     check_devices(ctx, kName, {&norm, &acc});
-    check_shape(norm, {1}, "record_grad_norm norm");
-    check_dtype(norm, DType::F32, "record_grad_norm norm");
-    check_shape(acc, {kTrainMetrics}, "record_grad_norm acc");
-    check_dtype(acc, DType::F64, "record_grad_norm acc");
+    check_tensor(norm, {1}, DType::F32, "record_grad_norm norm");
+    check_tensor(acc, {kTrainMetrics}, DType::F64, "record_grad_norm acc");
   }
   void cpu(Context& ctx) const;
   void cuda(Context& ctx) const;
@@ -154,8 +149,7 @@ struct AccumulateLoss {
 
   void check(const Context& ctx) const {
     check_devices(ctx, kName, {&loss, &acc});
-    check_shape(acc, {kTrainMetrics}, "accumulate_loss acc");
-    check_dtype(acc, DType::F64, "accumulate_loss acc");
+    check_tensor(acc, {kTrainMetrics}, DType::F64, "accumulate_loss acc");
   }
   void cpu(Context& ctx) const;
   void cuda(Context& ctx) const;

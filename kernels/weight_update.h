@@ -187,10 +187,8 @@ struct AdvanceSchedule {
     check_devices(ctx, kName, {&lr_table, &counter, &hyper});
     check_dtype(lr_table, DType::F32, "advance_schedule lr_table");
     ELECTRA_CHECK(lr_table.numel() > 0, "advance_schedule: empty lr_table");
-    check_shape(counter, {1}, "advance_schedule counter");
-    check_dtype(counter, DType::I32, "advance_schedule counter");
-    check_shape(hyper, {kNumHyper}, "advance_schedule hyper");
-    check_dtype(hyper, DType::F32, "advance_schedule hyper");
+    check_tensor(counter, {1}, DType::I32, "advance_schedule counter");
+    check_tensor(hyper, {kNumHyper}, DType::F32, "advance_schedule hyper");
   }
   void cpu(Context& ctx) const;
   void cuda(Context& ctx) const;
@@ -208,8 +206,7 @@ struct GradNorm {
     check_optimizer_args(ctx, kName, table, {&grads}, nullptr, norm);
     if (segment_norms.data != nullptr) {
       check_devices(ctx, kName, {&segment_norms});
-      check_shape(segment_norms, {table.num_segments}, "grad_norm segment_norms");
-      check_dtype(segment_norms, DType::F32, "grad_norm segment_norms");
+      check_tensor(segment_norms, {table.num_segments}, DType::F32, "grad_norm segment_norms");
     }
     if (ctx.is_cuda()) {
       check_optimizer_workspace(ctx, kName, workspace, grad_norm_workspace_size(table));

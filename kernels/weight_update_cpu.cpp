@@ -85,8 +85,7 @@ void check_optimizer_args(const Context& ctx, const char* op, const SegmentTable
     check_shape(*hyper, {kNumHyper}, op);
     check_dtype(*hyper, DType::F32, op);
   }
-  check_shape(norm, {1}, op);
-  check_dtype(norm, DType::F32, op);
+  check_tensor(norm, {1}, DType::F32, op);
 }
 
 void check_optimizer_workspace(const Context& ctx, const char* op, const Tensor& workspace,
