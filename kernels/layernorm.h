@@ -52,6 +52,11 @@ inline void check_layernorm_args(const Context& ctx, const char* op, const Tenso
   for (const Tensor* t : per_row) check_shape(*t, {x.dim(0)}, op);
 }
 
+// Throws Error naming op unless eps > 0 (the forwards divide by sqrt(var + eps)).
+inline void check_layernorm_eps(float eps, const char* op) {
+  ELECTRA_CHECK(eps > 0, op, ": eps must be positive, got ", eps);
+}
+
 struct LayerNormForward {
   static constexpr const char* kName = "layernorm_forward";
   In x, gamma, beta;
@@ -60,7 +65,7 @@ struct LayerNormForward {
 
   void check(const Context& ctx) const {
     check_layernorm_args(ctx, kName, x, {&y}, {&gamma, &beta}, {&mean, &rstd});
-    ELECTRA_CHECK(eps > 0, kName, ": eps must be positive, got ", eps);
+    check_layernorm_eps(eps, kName);
   }
   void cpu(Context& ctx) const;
   void cuda(Context& ctx) const;
@@ -90,7 +95,7 @@ struct ResidualLayerNormForward {
   void check(const Context& ctx) const {
     check_layernorm_args(ctx, kName, x, {&residual, &sum, &y}, {&gamma, &beta}, {&mean, &rstd});
     check_dropout_p(site.p, kName);
-    ELECTRA_CHECK(eps > 0, kName, ": eps must be positive, got ", eps);
+    check_layernorm_eps(eps, kName);
   }
   void cpu(Context& ctx) const;
   void cuda(Context& ctx) const;

@@ -63,6 +63,11 @@ enum TrainMetric : int {
   kTrainMetrics = 17,
 };
 
+// Throws Error naming `what` unless acc is the f64 [kTrainMetrics] accumulator.
+inline void check_metrics_acc(const Tensor& acc, const char* what) {
+  check_tensor(acc, {kTrainMetrics}, DType::F64, what);
+}
+
 struct AccumulatePretrainMetrics {
   static constexpr const char* kName = "accumulate_pretrain_metrics";
   In gen_loss, argmax, original, weights, counts;
@@ -81,7 +86,7 @@ struct AccumulatePretrainMetrics {
     check_shape(counts, {kDiscCounts}, "accumulate_pretrain_metrics counts");
     ELECTRA_CHECK(counts.dtype == gen_loss.dtype, "accumulate_pretrain_metrics: counts ",
                   counts.str(), " and gen_loss ", gen_loss.str(), " differ in dtype");
-    check_tensor(acc, {kTrainMetrics}, DType::F64, "accumulate_pretrain_metrics acc");
+    check_metrics_acc(acc, "accumulate_pretrain_metrics acc");
   }
   void cpu(Context& ctx) const;
   void cuda(Context& ctx) const;
@@ -101,7 +106,7 @@ struct AccumulateMlmMetrics {
     ELECTRA_CHECK(argmax.numel() == m && labels.numel() == m && weights.numel() == m,
                   "accumulate_mlm_metrics: ", loss.str(), ", ", argmax.str(), ", ", labels.str(),
                   ", ", weights.str(), " must have one element per row");
-    check_tensor(acc, {kTrainMetrics}, DType::F64, "accumulate_mlm_metrics acc");
+    check_metrics_acc(acc, "accumulate_mlm_metrics acc");
   }
   void cpu(Context& ctx) const;
   void cuda(Context& ctx) const;
@@ -120,7 +125,7 @@ struct AccumulateReinforceMetrics {
         baseline_loss.numel() == m && weights.numel() == m && baseline_loss.dtype == reward.dtype,
         "accumulate_reinforce_metrics: ", reward.str(), ", ", baseline_loss.str(), ", ",
         weights.str(), " must have one element per slot");
-    check_tensor(acc, {kTrainMetrics}, DType::F64, "accumulate_reinforce_metrics acc");
+    check_metrics_acc(acc, "accumulate_reinforce_metrics acc");
   }
   void cpu(Context& ctx) const;
   void cuda(Context& ctx) const;
@@ -134,7 +139,7 @@ struct RecordGradNorm {
   void check(const Context& ctx) const {
     check_devices(ctx, kName, {&norm, &acc});
     check_tensor(norm, {1}, DType::F32, "record_grad_norm norm");
-    check_tensor(acc, {kTrainMetrics}, DType::F64, "record_grad_norm acc");
+    check_metrics_acc(acc, "record_grad_norm acc");
   }
   void cpu(Context& ctx) const;
   void cuda(Context& ctx) const;
@@ -149,7 +154,7 @@ struct AccumulateLoss {
 
   void check(const Context& ctx) const {
     check_devices(ctx, kName, {&loss, &acc});
-    check_tensor(acc, {kTrainMetrics}, DType::F64, "accumulate_loss acc");
+    check_metrics_acc(acc, "accumulate_loss acc");
   }
   void cpu(Context& ctx) const;
   void cuda(Context& ctx) const;
