@@ -74,8 +74,7 @@ struct AccumulatePretrainMetrics {
   float disc_weight = 0;
   Out acc;
 
-  void check(const Context& ctx) const {
-    check_devices(ctx, kName, {&gen_loss, &argmax, &original, &weights, &counts, &acc});
+  void check() const {
     const int64_t m = gen_loss.numel();
     check_dtype(argmax, DType::I32, "accumulate_pretrain_metrics argmax");
     check_dtype(original, DType::I32, "accumulate_pretrain_metrics original");
@@ -97,8 +96,7 @@ struct AccumulateMlmMetrics {
   In loss, argmax, labels, weights;
   Out acc;
 
-  void check(const Context& ctx) const {
-    check_devices(ctx, kName, {&loss, &argmax, &labels, &weights, &acc});
+  void check() const {
     const int64_t m = loss.numel();
     check_dtype(argmax, DType::I32, "accumulate_mlm_metrics argmax");
     check_dtype(labels, DType::I32, "accumulate_mlm_metrics labels");
@@ -117,8 +115,7 @@ struct AccumulateReinforceMetrics {
   In reward, baseline_loss, weights;
   Out acc;
 
-  void check(const Context& ctx) const {
-    check_devices(ctx, kName, {&reward, &baseline_loss, &weights, &acc});
+  void check() const {
     const int64_t m = reward.numel();
     check_dtype(weights, DType::F32, "accumulate_reinforce_metrics weights");
     ELECTRA_CHECK(
@@ -136,8 +133,7 @@ struct RecordGradNorm {
   In norm;
   Out acc;
 
-  void check(const Context& ctx) const {
-    check_devices(ctx, kName, {&norm, &acc});
+  void check() const {
     check_tensor(norm, {1}, DType::F32, "record_grad_norm norm");
     check_metrics_acc(acc, "record_grad_norm acc");
   }
@@ -152,10 +148,7 @@ struct AccumulateLoss {
   double count = 0;
   Out acc;
 
-  void check(const Context& ctx) const {
-    check_devices(ctx, kName, {&loss, &acc});
-    check_metrics_acc(acc, "accumulate_loss acc");
-  }
+  void check() const { check_metrics_acc(acc, "accumulate_loss acc"); }
   void cpu(Context& ctx) const;
   void cuda(Context& ctx) const;
 };
