@@ -19,10 +19,10 @@
 // every field (designated initialisers), so the compiler checks each name and the order.
 //
 // run_op first checks that every tensor among the op's fields (In, Out, and those of a struct
-// field) is on the context's device: kernels/op_fields.h finds the fields, so no op lists them
-// and none can be forgotten. Then it
-// calls check(); an op whose checks depend on the device (a workspace only the GPU uses)
-// declares check(const Context&) instead.
+// field; not one behind a pointer) is on the context's device: kernels/op_fields.h finds the
+// fields, so no op lists them and none can be forgotten. Then it calls check(); an op whose
+// checks depend on the device (a workspace only the GPU uses) declares check(const Context&)
+// instead.
 // In a CPU-only build the cuda() members are not defined; run_op() then throws for a CUDA context
 // instead of referencing them.
 #pragma once
