@@ -41,11 +41,11 @@ int main() {
       host[i] = bf16_to_float(float_to_bf16((i % 1999) * 1e-3f - 1));
     const Tensor x = test::upload_bf16(ctx, arena, host, {s.n});
     const Tensor y = arena.alloc<bf16>({s.n});
-    run_op(ctx, DropoutForward{.x = x, .site = site, .y = Out(y)});
+    run_op(ctx, Dropout{.x = x, .site = site, .y = Out(y)});
     std::vector<float> expect(s.n);
-    run_op(cpu, DropoutForward{.x = Tensor::view_of(host.data(), Device::CPU, {s.n}),
-                               .site = site,
-                               .y = Out(Tensor::view_of(expect.data(), Device::CPU, {s.n}))});
+    run_op(cpu, Dropout{.x = Tensor::view_of(host.data(), Device::CPU, {s.n}),
+                        .site = site,
+                        .y = Out(Tensor::view_of(expect.data(), Device::CPU, {s.n}))});
     const std::vector<bf16> got = test::download<bf16>(ctx, y);
     for (int64_t i = 0; i < s.n; ++i) {
       if (got[i].bits != float_to_bf16(expect[i]).bits) {
@@ -55,7 +55,7 @@ int main() {
     }
     const double bytes = 2.0 * 2 * s.n;
     const double ours = bench::time_median_ms(
-        ctx, [&] { run_op(ctx, DropoutForward{.x = x, .site = site, .y = Out(y)}); });
+        ctx, [&] { run_op(ctx, Dropout{.x = x, .site = site, .y = Out(y)}); });
     bench::report(ctx, "dropout_fwd_bf16", s.name, "ours", ours, bytes, 0);
     const double base = bench::time_median_ms(ctx, [&] {
       naive_dropout<<<(s.n + 255) / 256, 256, 0, ctx.stream()>>>(

@@ -115,12 +115,11 @@ inline AttentionState attention_state(Device device, const AttentionArgs& args, 
 
 namespace detail {
 
-// Checks every shape, dtype and device against qkv [B, T, 3H] and heads; `out` is out (forward)
+// Checks every shape and dtype against qkv [B, T, 3H] and heads; `out` is out (forward)
 // or dout (backward). Returns whether the call runs the flash kernels.
 inline bool check_attention(const Context& ctx, const Tensor& qkv, const Tensor& mask,
                             const AttentionArgs& args, const Tensor& saved, const Tensor& scratch,
                             const Tensor& out) {
-  check_devices(ctx, "attention", {&qkv, &mask, &saved, &scratch, &out});
   ELECTRA_CHECK(qkv.rank == 3 && qkv.dim(2) % 3 == 0, "attention: qkv must be [B, T, 3H], got ",
                 qkv.str());
   const int64_t b = qkv.dim(0), t = qkv.dim(1), h = qkv.dim(2) / 3;
@@ -164,11 +163,9 @@ struct AttentionBackward {
 
   void check(const Context& ctx) const {
     const bool flash = detail::check_attention(ctx, qkv, mask, args, saved, scratch, dout);
-    check_devices(ctx, "attention", {&dqkv});
     check_same_shape(dqkv, qkv, "attention: dqkv vs qkv");
     check_dtype(dqkv, qkv.dtype, "attention: dqkv");
     if (flash) {
-      check_devices(ctx, "attention", {&out});
       check_same_shape(out, dout, "attention (flash): the forward's out vs dout");
       check_dtype(out, qkv.dtype, "attention (flash): the forward's out");
     }

@@ -36,9 +36,7 @@ struct CopyMlm {
   DeviceScalar<float> scale;
   Out xent_loss, dlogits, argmax;
 
-  void check(const Context& ctx) const {
-    check_devices(ctx, kName,
-                  {&copy_logits, &inputs, &labels, &weights, &xent_loss, &dlogits, &argmax});
+  void check() const {
     ELECTRA_CHECK(dlogits.rank == 2, "copy_mlm: dlogits must be [M, Vp], got ", dlogits.str());
     const int64_t m = dlogits.dim(0);
     ELECTRA_CHECK(copy_logits.numel() == m, "copy_mlm: copy_logits ", copy_logits.str(), " for ", m,

@@ -49,7 +49,6 @@ struct DiscHead {
   Out loss, dlogits, counts, workspace;
 
   void check(const Context& ctx) const {
-    check_devices(ctx, kName, {&logits, &labels, &weights, &loss, &dlogits, &counts});
     const int64_t n = logits.numel();
     ELECTRA_CHECK(n > 0, "disc_head: no tokens in ", logits.str());
     ELECTRA_CHECK(
@@ -61,7 +60,6 @@ struct DiscHead {
     check_dtype(dlogits, logits.dtype, "disc_head dlogits");
     check_shape(counts, {kDiscCounts}, "disc_head counts");
     if (ctx.is_cuda()) {
-      check_devices(ctx, kName, {&workspace});
       check_dtype(workspace, DType::F32, "disc_head workspace");
       ELECTRA_CHECK(workspace.numel() >= disc_head_workspace_size(n), "disc_head: workspace ",
                     workspace.str(), " < ", disc_head_workspace_size(n), " floats");

@@ -5,7 +5,7 @@
 //     In x, gamma, beta;                      // read
 //     float eps = 0;
 //     Out y, mean, rstd;                      // written (=) or accumulated (+=), as documented
-//     void check(const Context& ctx) const;   // devices and shapes, in the header
+//     void check() const;                     // shapes and dtypes, in the header
 //     void cpu(Context& ctx) const;           // <op>_cpu.cpp, templated on float/double
 //     void cuda(Context& ctx) const;          // <op>.cu, f32/bf16 in, f32 accumulation
 //   };
@@ -18,15 +18,23 @@
 // it only reads. Neither has a default: a field left out does not compile either. Call sites name
 // every field (designated initialisers), so the compiler checks each name and the order.
 //
+// run_op first checks that every tensor among the op's fields (In, Out, and those of a struct
+// field; not one behind a pointer) is on the context's device: kernels/op_fields.h finds the
+// fields, so no op lists them and none can be forgotten. Then it calls check(); an op whose
+// checks depend on the device (a workspace only the GPU uses) declares check(const Context&)
+// instead.
 // In a CPU-only build the cuda() members are not defined; run_op() then throws for a CUDA context
 // instead of referencing them.
 #pragma once
 
 #include <initializer_list>
+#include <tuple>
+#include <type_traits>
 
 #include "engine/context.h"
 #include "engine/error.h"
 #include "engine/tensor.h"
+#include "kernels/op_fields.h"
 
 namespace electra {
 
@@ -74,10 +82,30 @@ struct Out : Tensor {
   explicit Out(const Tensor& t) : Tensor(t) {}
 };
 
+// Throws Error naming op unless `field`, when it is a tensor holding data, lives on ctx's device,
+// or, when it is a struct (an op, or a group of its arguments such as Gemm's matrices), every
+// tensor among its fields does. A tensor left unset (Tensor{}, data == nullptr: an optional
+// output, a workspace that the CPU does not use) holds nothing and is passed over; the op's
+// check() says whether it may be unset.
+template <class Field>
+void check_field_devices(const Context& ctx, const char* op, const Field& field) {
+  if constexpr (std::is_base_of_v<Tensor, Field>) {
+    if (field.data != nullptr) check_devices(ctx, op, {&field});
+  } else if constexpr (std::is_class_v<Field> && std::is_aggregate_v<Field>) {
+    std::apply([&](const auto&... f) { (check_field_devices(ctx, op, f), ...); },
+               detail::fields_of(field));
+  }
+}
+
 // Checks op's arguments, then runs it on ctx's device.
 template <class Op>
 void run_op(Context& ctx, const Op& op) {
-  op.check(ctx);
+  check_field_devices(ctx, Op::kName, op);
+  if constexpr (requires { op.check(ctx); }) {
+    op.check(ctx);
+  } else {
+    op.check();
+  }
   if (ctx.is_cuda()) {
 #if ELECTRA_WITH_CUDA
     op.cuda(ctx);

@@ -63,26 +63,17 @@ void launch(Context& ctx, const T* in, T* out, int64_t n, const DropoutSite& sit
   ELECTRA_CUDA_CHECK_LAUNCH();
 }
 
-void apply_mask(Context& ctx, const Tensor& in, const Tensor& out, const DropoutSite& site,
-                const char* op) {
-  dispatch_activation(in, op, [&](auto tag) {
-    using T = decltype(tag);
-    launch(ctx, static_cast<const T*>(in.data), static_cast<T*>(out.data), in.numel(), site);
-  });
-}
-
 }  // namespace
 
 }  // namespace electra::cuda
 
 namespace electra {
 
-void DropoutForward::cuda(Context& ctx) const {
-  cuda::apply_mask(ctx, x, y, site, kName);
-}
-
-void DropoutBackward::cuda(Context& ctx) const {
-  cuda::apply_mask(ctx, dy, dx, site, kName);
+void Dropout::cuda(Context& ctx) const {
+  cuda::dispatch_activation(x, kName, [&](auto tag) {
+    using T = decltype(tag);
+    cuda::launch(ctx, static_cast<const T*>(x.data), static_cast<T*>(y.data), x.numel(), site);
+  });
 }
 
 }  // namespace electra

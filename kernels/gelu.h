@@ -36,8 +36,7 @@ struct BiasGeluForward {
   In x, b;
   Out y;
 
-  void check(const Context& ctx) const {
-    check_devices(ctx, kName, {&x, &b, &y});
+  void check() const {
     ELECTRA_CHECK(x.rank == 2, "bias_gelu_forward: x must be [N, H], got ", x.str());
     check_shape(b, {x.dim(1)}, "bias_gelu_forward: b");
     check_same_shape(x, y, "bias_gelu_forward: x and y");
@@ -51,8 +50,7 @@ struct BiasGeluBackward {
   In dy, x, b;
   Out dx, db, workspace;
 
-  void check(const Context& ctx) const {
-    check_devices(ctx, kName, {&dy, &x, &b, &dx, &db});
+  void check() const {
     ELECTRA_CHECK(x.rank == 2, "bias_gelu_backward: x must be [N, H], got ", x.str());
     check_shape(b, {x.dim(1)}, "bias_gelu_backward: b");
     check_shape(db, {x.dim(1)}, "bias_gelu_backward: db");
@@ -68,8 +66,7 @@ struct BiasGeluBackwardPreact {
   In dy, u;
   Out dx, db, workspace;
 
-  void check(const Context& ctx) const {
-    check_devices(ctx, kName, {&dy, &u, &dx, &db});
+  void check() const {
     ELECTRA_CHECK(u.rank == 2, "bias_gelu_backward_preact: u must be [N, H], got ", u.str());
     check_shape(db, {u.dim(1)}, "bias_gelu_backward_preact: db");
     check_same_shape(u, dy, "bias_gelu_backward_preact: u and dy");

@@ -38,18 +38,21 @@ inline int64_t layernorm_backward_workspace_floats(int64_t n, int64_t h) {
   return 2 * ((n + layernorm_rows_per_block(n) - 1) / layernorm_rows_per_block(n)) * h;
 }
 
-// The checks shared by the four ops: every tensor on ctx's device, x [N, H], the others [N, H],
-// [H] (per column) or [N] (per row) as listed.
-inline void check_layernorm_args(const Context& ctx, const char* op, const Tensor& x,
+// The shapes shared by the four ops: x [N, H], the others [N, H], [H] (per column) or [N] (per
+// row) as listed.
+inline void check_layernorm_args(const char* op, const Tensor& x,
                                  std::initializer_list<const Tensor*> rows_by_h,
                                  std::initializer_list<const Tensor*> per_column,
                                  std::initializer_list<const Tensor*> per_row) {
-  check_devices(ctx, op, {&x});
-  for (const auto& group : {rows_by_h, per_column, per_row}) check_devices(ctx, op, group);
   ELECTRA_CHECK(x.rank == 2, op, ": input must be [N, H], got ", x.str());
   for (const Tensor* t : rows_by_h) check_same_shape(x, *t, op);
   for (const Tensor* t : per_column) check_shape(*t, {x.dim(1)}, op);
   for (const Tensor* t : per_row) check_shape(*t, {x.dim(0)}, op);
+}
+
+// Throws Error naming op unless eps > 0 (the forwards divide by sqrt(var + eps)).
+inline void check_layernorm_eps(float eps, const char* op) {
+  ELECTRA_CHECK(eps > 0, op, ": eps must be positive, got ", eps);
 }
 
 struct LayerNormForward {
@@ -58,9 +61,9 @@ struct LayerNormForward {
   float eps = 0;
   Out y, mean, rstd;
 
-  void check(const Context& ctx) const {
-    check_layernorm_args(ctx, kName, x, {&y}, {&gamma, &beta}, {&mean, &rstd});
-    ELECTRA_CHECK(eps > 0, kName, ": eps must be positive, got ", eps);
+  void check() const {
+    check_layernorm_args(kName, x, {&y}, {&gamma, &beta}, {&mean, &rstd});
+    check_layernorm_eps(eps, kName);
   }
   void cpu(Context& ctx) const;
   void cuda(Context& ctx) const;
@@ -72,8 +75,8 @@ struct LayerNormBackward {
   Out dx, dgamma, dbeta;
   Out workspace;
 
-  void check(const Context& ctx) const {
-    check_layernorm_args(ctx, kName, x, {&dy, &dx}, {&gamma, &dgamma, &dbeta}, {&mean, &rstd});
+  void check() const {
+    check_layernorm_args(kName, x, {&dy, &dx}, {&gamma, &dgamma, &dbeta}, {&mean, &rstd});
   }
   void cpu(Context& ctx) const;
   void cuda(Context& ctx) const;
@@ -87,10 +90,10 @@ struct ResidualLayerNormForward {
   float eps = 0;
   Out sum, y, mean, rstd;
 
-  void check(const Context& ctx) const {
-    check_layernorm_args(ctx, kName, x, {&residual, &sum, &y}, {&gamma, &beta}, {&mean, &rstd});
+  void check() const {
+    check_layernorm_args(kName, x, {&residual, &sum, &y}, {&gamma, &beta}, {&mean, &rstd});
     check_dropout_p(site.p, kName);
-    ELECTRA_CHECK(eps > 0, kName, ": eps must be positive, got ", eps);
+    check_layernorm_eps(eps, kName);
   }
   void cpu(Context& ctx) const;
   void cuda(Context& ctx) const;
@@ -103,8 +106,8 @@ struct ResidualLayerNormBackward {
   Out dx, dresidual, dgamma, dbeta;
   Out workspace;
 
-  void check(const Context& ctx) const {
-    check_layernorm_args(ctx, kName, sum, {&dy, &dx, &dresidual}, {&gamma, &dgamma, &dbeta},
+  void check() const {
+    check_layernorm_args(kName, sum, {&dy, &dx, &dresidual}, {&gamma, &dgamma, &dbeta},
                          {&mean, &rstd});
     check_dropout_p(site.p, kName);
   }

@@ -136,7 +136,7 @@ void LayerNormBackward::cpu(Context& ctx) const {
 void ResidualLayerNormForward::cpu(Context& ctx) const {
   dispatch_cpu_float(x.dtype, kName, [&](auto tag) {
     using T = decltype(tag);
-    DropoutForward{.x = x, .site = site, .y = sum}.cpu(ctx);
+    Dropout{.x = x, .site = site, .y = sum}.cpu(ctx);
     T* s = sum.ptr<T>();
     const T* res = residual.ptr<T>();
     ctx.parallel_ranges(x.numel(), cpu::kRowBlock * x.dim(1), [&](int64_t i0, int64_t i1) {
@@ -149,7 +149,7 @@ void ResidualLayerNormForward::cpu(Context& ctx) const {
 void ResidualLayerNormBackward::cpu(Context& ctx) const {
   dispatch_cpu_float(sum.dtype, kName, [&](auto tag) {
     cpu::backward<decltype(tag)>(ctx, dy, sum, gamma, mean, rstd, dresidual, dgamma, dbeta);
-    DropoutBackward{.dy = dresidual, .site = site, .dx = dx}.cpu(ctx);
+    Dropout{.x = dresidual, .site = site, .y = dx}.cpu(ctx);
   });
 }
 

@@ -92,8 +92,7 @@ struct MaskTokens {
   MaskingParams params;
   Out masked_ids, positions, original, weights;
 
-  void check(const Context& ctx) const {
-    check_devices(ctx, kName, {&ids, &masked_ids, &positions, &original, &weights});
+  void check() const {
     ELECTRA_CHECK(ids.rank == 2, "mask_tokens: ids must be [B, T], got ", ids.str());
     ELECTRA_CHECK(positions.rank == 2, "mask_tokens: positions must be [B, N], got ",
                   positions.str());

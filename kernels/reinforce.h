@@ -37,6 +37,7 @@
 
 #include "engine/device_scalar.h"
 #include "kernels/dispatch.h"
+#include "kernels/softmax_xent.h"
 
 namespace electra {
 
@@ -58,15 +59,8 @@ struct Reinforce {
   Out baseline_grad;
   ReinforceSlots out;
 
-  void check(const Context& ctx) const {
-    check_devices(ctx, kName,
-                  {&dlogits, &labels, &samples, &weights, &token_loss, &positions, &baseline,
-                   &baseline_grad, &out.reward, &out.advantage, &out.log_prob, &out.baseline_loss});
-    ELECTRA_CHECK(dlogits.rank == 2, "reinforce: dlogits must be [M, V_stride], got ",
-                  dlogits.str());
-    const int64_t m = dlogits.dim(0);
-    ELECTRA_CHECK(params.vocab > 0 && params.vocab <= dlogits.dim(1), "reinforce: vocab ",
-                  params.vocab, " for dlogits ", dlogits.str());
+  void check() const {
+    const int64_t m = check_padded_logits(kName, "dlogits", dlogits, params.vocab);
     ELECTRA_CHECK(positions.rank == 2 && positions.numel() == m && m > 0, "reinforce: positions ",
                   positions.str(), " for ", m, " rows");
     check_dtype(positions, DType::I32, "reinforce positions");

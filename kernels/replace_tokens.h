@@ -21,8 +21,7 @@ struct ReplaceTokens {
   In ids, positions, weights, samples;
   Out replaced, labels;
 
-  void check(const Context& ctx) const {
-    check_devices(ctx, kName, {&ids, &positions, &weights, &samples, &replaced, &labels});
+  void check() const {
     ELECTRA_CHECK(ids.rank == 2 && positions.rank == 2 && positions.dim(0) == ids.dim(0),
                   "replace_tokens: ids ", ids.str(), " must be [B, T] and positions ",
                   positions.str(), " [B, N]");

@@ -34,6 +34,16 @@ struct SoftmaxXentParams {
   RngStream stream;  // usually ctx.rng(RngPurpose::kGumbel, step); its step may be device memory
 };
 
+// Throws Error naming op unless logits (called `what`) is [M, V_stride] with 0 < vocab <=
+// V_stride (the columns from vocab on are padding). Returns M.
+inline int64_t check_padded_logits(const char* op, const char* what, const Tensor& logits,
+                                   int64_t vocab) {
+  ELECTRA_CHECK(logits.rank == 2, op, ": ", what, " must be [M, V_stride], got ", logits.str());
+  ELECTRA_CHECK(vocab > 0 && vocab <= logits.dim(1), op, ": vocab ", vocab, " for ", what, " ",
+                logits.str());
+  return logits.dim(0);
+}
+
 struct SoftmaxXent {
   static constexpr const char* kName = "softmax_xent";
   Out logits;
@@ -41,13 +51,8 @@ struct SoftmaxXent {
   SoftmaxXentParams params;
   Out loss, sample, argmax;
 
-  void check(const Context& ctx) const {
-    check_devices(ctx, kName, {&logits, &labels, &weights, &loss, &sample, &argmax});
-    ELECTRA_CHECK(logits.rank == 2, "softmax_xent: logits must be [M, V_stride], got ",
-                  logits.str());
-    const int64_t m = logits.dim(0);
-    ELECTRA_CHECK(params.vocab > 0 && params.vocab <= logits.dim(1), "softmax_xent: vocab ",
-                  params.vocab, " for logits ", logits.str());
+  void check() const {
+    const int64_t m = check_padded_logits(kName, "logits", logits, params.vocab);
     ELECTRA_CHECK(params.temperature > 0, "softmax_xent: temperature ", params.temperature);
     check_tensor(labels, {m}, DType::I32, "softmax_xent labels");
     check_tensor(weights, {m}, DType::F32, "softmax_xent weights");

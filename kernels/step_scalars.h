@@ -108,8 +108,7 @@ struct NextMicroStep {
   MicroStepPlan plan;
   Out block;
 
-  void check(const Context& ctx) const {
-    check_devices(ctx, kName, {&counter, &block});
+  void check() const {
     check_tensor(counter, {1}, DType::I32, "next_micro_step counter");
     check_step_scalars(block, "next_micro_step block");
     ELECTRA_CHECK(plan.local > 0 && plan.first >= 0 && plan.first + plan.local <= plan.accumulation,
@@ -127,8 +126,7 @@ struct LossNormalisers {
   bool disc_over_slots = false;
   Out block;
 
-  void check(const Context& ctx) const {
-    check_devices(ctx, kName, {&slot_weights, &token_weights, &block});
+  void check() const {
     check_dtype(slot_weights, DType::F32, "loss_normalisers slot_weights");
     check_dtype(token_weights, DType::F32, "loss_normalisers token_weights");
     check_step_scalars(block, "loss_normalisers block");

@@ -63,14 +63,18 @@ enum TrainMetric : int {
   kTrainMetrics = 17,
 };
 
+// Throws Error naming `what` unless acc is the f64 [kTrainMetrics] accumulator.
+inline void check_metrics_acc(const Tensor& acc, const char* what) {
+  check_tensor(acc, {kTrainMetrics}, DType::F64, what);
+}
+
 struct AccumulatePretrainMetrics {
   static constexpr const char* kName = "accumulate_pretrain_metrics";
   In gen_loss, argmax, original, weights, counts;
   float disc_weight = 0;
   Out acc;
 
-  void check(const Context& ctx) const {
-    check_devices(ctx, kName, {&gen_loss, &argmax, &original, &weights, &counts, &acc});
+  void check() const {
     const int64_t m = gen_loss.numel();
     check_dtype(argmax, DType::I32, "accumulate_pretrain_metrics argmax");
     check_dtype(original, DType::I32, "accumulate_pretrain_metrics original");
@@ -81,7 +85,7 @@ struct AccumulatePretrainMetrics {
     check_shape(counts, {kDiscCounts}, "accumulate_pretrain_metrics counts");
     ELECTRA_CHECK(counts.dtype == gen_loss.dtype, "accumulate_pretrain_metrics: counts ",
                   counts.str(), " and gen_loss ", gen_loss.str(), " differ in dtype");
-    check_tensor(acc, {kTrainMetrics}, DType::F64, "accumulate_pretrain_metrics acc");
+    check_metrics_acc(acc, "accumulate_pretrain_metrics acc");
   }
   void cpu(Context& ctx) const;
   void cuda(Context& ctx) const;
@@ -92,8 +96,7 @@ struct AccumulateMlmMetrics {
   In loss, argmax, labels, weights;
   Out acc;
 
-  void check(const Context& ctx) const {
-    check_devices(ctx, kName, {&loss, &argmax, &labels, &weights, &acc});
+  void check() const {
     const int64_t m = loss.numel();
     check_dtype(argmax, DType::I32, "accumulate_mlm_metrics argmax");
     check_dtype(labels, DType::I32, "accumulate_mlm_metrics labels");
@@ -101,7 +104,7 @@ struct AccumulateMlmMetrics {
     ELECTRA_CHECK(argmax.numel() == m && labels.numel() == m && weights.numel() == m,
                   "accumulate_mlm_metrics: ", loss.str(), ", ", argmax.str(), ", ", labels.str(),
                   ", ", weights.str(), " must have one element per row");
-    check_tensor(acc, {kTrainMetrics}, DType::F64, "accumulate_mlm_metrics acc");
+    check_metrics_acc(acc, "accumulate_mlm_metrics acc");
   }
   void cpu(Context& ctx) const;
   void cuda(Context& ctx) const;
@@ -112,15 +115,14 @@ struct AccumulateReinforceMetrics {
   In reward, baseline_loss, weights;
   Out acc;
 
-  void check(const Context& ctx) const {
-    check_devices(ctx, kName, {&reward, &baseline_loss, &weights, &acc});
+  void check() const {
     const int64_t m = reward.numel();
     check_dtype(weights, DType::F32, "accumulate_reinforce_metrics weights");
     ELECTRA_CHECK(
         baseline_loss.numel() == m && weights.numel() == m && baseline_loss.dtype == reward.dtype,
         "accumulate_reinforce_metrics: ", reward.str(), ", ", baseline_loss.str(), ", ",
         weights.str(), " must have one element per slot");
-    check_tensor(acc, {kTrainMetrics}, DType::F64, "accumulate_reinforce_metrics acc");
+    check_metrics_acc(acc, "accumulate_reinforce_metrics acc");
   }
   void cpu(Context& ctx) const;
   void cuda(Context& ctx) const;
@@ -131,10 +133,9 @@ struct RecordGradNorm {
   In norm;
   Out acc;
 
-  void check(const Context& ctx) const {
-    check_devices(ctx, kName, {&norm, &acc});
+  void check() const {
     check_tensor(norm, {1}, DType::F32, "record_grad_norm norm");
-    check_tensor(acc, {kTrainMetrics}, DType::F64, "record_grad_norm acc");
+    check_metrics_acc(acc, "record_grad_norm acc");
   }
   void cpu(Context& ctx) const;
   void cuda(Context& ctx) const;
@@ -147,10 +148,7 @@ struct AccumulateLoss {
   double count = 0;
   Out acc;
 
-  void check(const Context& ctx) const {
-    check_devices(ctx, kName, {&loss, &acc});
-    check_tensor(acc, {kTrainMetrics}, DType::F64, "accumulate_loss acc");
-  }
+  void check() const { check_metrics_acc(acc, "accumulate_loss acc"); }
   void cpu(Context& ctx) const;
   void cuda(Context& ctx) const;
 };

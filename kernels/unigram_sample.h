@@ -49,8 +49,7 @@ struct UnigramSample {
   RngStream stream;
   Out samples;
 
-  void check(const Context& ctx) const {
-    check_devices(ctx, kName, {&cdf, &samples});
+  void check() const {
     ELECTRA_CHECK(cdf.rank == 1 && cdf.numel() > 0, "unigram_sample: cdf must be [V], got ",
                   cdf.str());
     check_dtype(cdf, DType::F64, "unigram_sample cdf");

@@ -183,8 +183,7 @@ struct AdvanceSchedule {
   In lr_table;
   Out counter, hyper;
 
-  void check(const Context& ctx) const {
-    check_devices(ctx, kName, {&lr_table, &counter, &hyper});
+  void check() const {
     check_dtype(lr_table, DType::F32, "advance_schedule lr_table");
     ELECTRA_CHECK(lr_table.numel() > 0, "advance_schedule: empty lr_table");
     check_tensor(counter, {1}, DType::I32, "advance_schedule counter");
@@ -205,7 +204,6 @@ struct GradNorm {
   void check(const Context& ctx) const {
     check_optimizer_args(ctx, kName, table, {&grads}, nullptr, norm);
     if (segment_norms.data != nullptr) {
-      check_devices(ctx, kName, {&segment_norms});
       check_tensor(segment_norms, {table.num_segments}, DType::F32, "grad_norm segment_norms");
     }
     if (ctx.is_cuda()) {

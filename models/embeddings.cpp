@@ -102,10 +102,10 @@ void Embeddings::forward(Context& ctx, const DropoutPass& pass, const Tensor& id
   norm_.forward(ctx, sum_, normed_);
   const DropoutSite site = pass.site(site_, config_.hidden_dropout);
   if (config_.has_projection()) {
-    run_op(ctx, DropoutForward{.x = normed_, .site = site, .y = Out(dropped_)});
+    run_op(ctx, Dropout{.x = normed_, .site = site, .y = Out(dropped_)});
     project_.forward(ctx, dropped_, out);
   } else {
-    run_op(ctx, DropoutForward{.x = normed_, .site = site, .y = Out(out)});
+    run_op(ctx, Dropout{.x = normed_, .site = site, .y = Out(out)});
   }
 }
 
@@ -113,9 +113,9 @@ void Embeddings::backward(Context& ctx, const DropoutPass& pass, const Tensor& d
   const DropoutSite site = pass.site(site_, config_.hidden_dropout);
   if (config_.has_projection()) {
     project_.backward(ctx, dropped_, dout, grad_sum_);
-    run_op(ctx, DropoutBackward{.dy = grad_sum_, .site = site, .dx = Out(grad_normed_)});
+    run_op(ctx, Dropout{.x = grad_sum_, .site = site, .y = Out(grad_normed_)});
   } else {
-    run_op(ctx, DropoutBackward{.dy = dout, .site = site, .dx = Out(grad_normed_)});
+    run_op(ctx, Dropout{.x = dout, .site = site, .y = Out(grad_normed_)});
   }
   norm_.backward(ctx, grad_normed_, sum_, grad_sum_);
   run_op(ctx, EmbeddingBackward{.dout = grad_sum_,

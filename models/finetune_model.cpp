@@ -99,15 +99,15 @@ class SequenceHead {
   }
 
   void forward(Context& ctx, const DropoutPass& pass, const Tensor& cls) {
-    run_op(ctx, DropoutForward{.x = cls,
-                               .site = pass.site(ElectraFinetuner::kHeadSiteBase, p_),
-                               .y = Out(dropped_)});
+    run_op(ctx, Dropout{.x = cls,
+                        .site = pass.site(ElectraFinetuner::kHeadSiteBase, p_),
+                        .y = Out(dropped_)});
     if (two_layer_) {
       dense_.forward_no_bias(ctx, dropped_, pre_);
       run_op(ctx, BiasGeluForward{.x = pre_, .b = dense_.bias().value, .y = Out(act_)});
-      run_op(ctx, DropoutForward{.x = act_,
-                                 .site = pass.site(ElectraFinetuner::kHeadSiteBase + 1, p_),
-                                 .y = Out(dropped_act_)});
+      run_op(ctx, Dropout{.x = act_,
+                          .site = pass.site(ElectraFinetuner::kHeadSiteBase + 1, p_),
+                          .y = Out(dropped_act_)});
       out_.forward(ctx, dropped_act_, logits_);
     } else {
       out_.forward(ctx, dropped_, logits_);
@@ -120,9 +120,9 @@ class SequenceHead {
     const DropoutSite site = pass.site(ElectraFinetuner::kHeadSiteBase, p_);
     if (two_layer_) {
       out_.backward(ctx, dropped_act_, logits_, grad_ping_);
-      run_op(ctx, DropoutBackward{.dy = grad_ping_,
-                                  .site = pass.site(ElectraFinetuner::kHeadSiteBase + 1, p_),
-                                  .dx = Out(grad_pong_)});
+      run_op(ctx, Dropout{.x = grad_ping_,
+                          .site = pass.site(ElectraFinetuner::kHeadSiteBase + 1, p_),
+                          .y = Out(grad_pong_)});
       run_op(ctx, BiasGeluBackward{.dy = grad_pong_,
                                    .x = pre_,
                                    .b = dense_.bias().value,
@@ -130,10 +130,10 @@ class SequenceHead {
                                    .db = Out(dense_.bias().grad),
                                    .workspace = Out(reduce_)});
       dense_.backward_no_bias(ctx, dropped_, grad_ping_, grad_pong_);
-      run_op(ctx, DropoutBackward{.dy = grad_pong_, .site = site, .dx = Out(grad_cls)});
+      run_op(ctx, Dropout{.x = grad_pong_, .site = site, .y = Out(grad_cls)});
     } else {
       out_.backward(ctx, dropped_, logits_, grad_ping_);
-      run_op(ctx, DropoutBackward{.dy = grad_ping_, .site = site, .dx = Out(grad_cls)});
+      run_op(ctx, Dropout{.x = grad_ping_, .site = site, .y = Out(grad_cls)});
     }
   }
 

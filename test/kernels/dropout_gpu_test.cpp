@@ -1,6 +1,7 @@
 // dropout on the GPU against the CPU reference: the same mask bit for bit (vector and scalar
 // paths, 4-aligned and unaligned site offsets), f32 outputs identical, bf16 outputs equal to the
-// CPU's f32 result rounded once; the backward regenerates the same mask.
+// CPU's f32 result rounded once; applied again with the same site (as the backward is, to dy),
+// it regenerates the same mask.
 #include <catch2/catch.hpp>
 #include <cstring>
 
@@ -20,19 +21,19 @@ void check_dropout(int64_t n, uint64_t offset, float p, DType dtype) {
   const DropoutSite site{gpu.rng(RngPurpose::kDropout, 12), offset, p};
   std::vector<float> x = test::as_dtype(test::random_vector<float>(n, n + 1, -3, 3, true), dtype);
   std::vector<float> expect(n), expect_back(n);
-  run_op(cpu, DropoutForward{.x = Tensor::view_of(x.data(), Device::CPU, {n}),
-                             .site = site,
-                             .y = Out(Tensor::view_of(expect.data(), Device::CPU, {n}))});
-  run_op(cpu, DropoutBackward{.dy = Tensor::view_of(x.data(), Device::CPU, {n}),
-                              .site = site,
-                              .dx = Out(Tensor::view_of(expect_back.data(), Device::CPU, {n}))});
+  run_op(cpu, Dropout{.x = Tensor::view_of(x.data(), Device::CPU, {n}),
+                      .site = site,
+                      .y = Out(Tensor::view_of(expect.data(), Device::CPU, {n}))});
+  run_op(cpu, Dropout{.x = Tensor::view_of(x.data(), Device::CPU, {n}),
+                      .site = site,
+                      .y = Out(Tensor::view_of(expect_back.data(), Device::CPU, {n}))});
   const Tensor dx_in = test::upload_as(gpu, arena, x, dtype, {n});
   const Tensor y = arena.alloc(dtype, {n});
   const Tensor back = arena.alloc(dtype, {n});
   poison_tensor(gpu.stream(), y);
   poison_tensor(gpu.stream(), back);
-  run_op(gpu, DropoutForward{.x = dx_in, .site = site, .y = Out(y)});
-  run_op(gpu, DropoutBackward{.dy = dx_in, .site = site, .dx = Out(back)});
+  run_op(gpu, Dropout{.x = dx_in, .site = site, .y = Out(y)});
+  run_op(gpu, Dropout{.x = dx_in, .site = site, .y = Out(back)});
   const std::vector<float> got = test::download_f32(gpu, y);
   const std::vector<float> got_back = test::download_f32(gpu, back);
   int64_t mismatches = 0;

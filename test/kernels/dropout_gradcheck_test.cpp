@@ -19,13 +19,13 @@ void check_dropout(int64_t n, float p, size_t max_checks) {
   std::vector<double> y(n), dx(n);
   long double base = 0;
   auto run = [&] {
-    run_op(ctx, DropoutForward{.x = test::view(x), .site = site, .y = Out(test::view(y))});
+    run_op(ctx, Dropout{.x = test::view(x), .site = site, .y = Out(test::view(y))});
     return static_cast<double>(test::compensated_weighted_sum(y, w) - base);
   };
   run();
   base = test::compensated_weighted_sum(y, w);
   std::vector<double> dy = w;
-  run_op(ctx, DropoutBackward{.dy = test::view(dy), .site = site, .dx = Out(test::view(dx))});
+  run_op(ctx, Dropout{.x = test::view(dy), .site = site, .y = Out(test::view(dx))});
   test::expect_gradient("x", x, dx, run, max_checks);
 }
 

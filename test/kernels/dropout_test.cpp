@@ -16,7 +16,7 @@ TEST_CASE("dropout keeps a binomial fraction and scales survivors by exactly 1 /
   for (float p : {0.1f, 0.5f}) {
     const DropoutSite site{ctx.rng(RngPurpose::kDropout, 2), dropout_site_offset(3), p};
     std::vector<float> x = test::random_vector<float>(n, 1, -2, 2, true), y(n);
-    run_op(ctx, DropoutForward{.x = test::view(x), .site = site, .y = Out(test::view(y))});
+    run_op(ctx, Dropout{.x = test::view(x), .site = site, .y = Out(test::view(y))});
     const float scale = 1.0f / (1.0f - p);
     int64_t kept = 0;
     for (int64_t i = 0; i < n; ++i) {
@@ -34,9 +34,9 @@ TEST_CASE("dropout keeps a binomial fraction and scales survivors by exactly 1 /
 TEST_CASE("dropout with p = 0 is the identity", "[dropout]") {
   Context ctx = Context::cpu();
   std::vector<float> x = test::random_vector<float>(1001, 2), y(1001);
-  run_op(ctx, DropoutForward{.x = test::view(x),
-                             .site = DropoutSite{ctx.rng(RngPurpose::kDropout, 0), 0, 0.0f},
-                             .y = Out(test::view(y))});
+  run_op(ctx, Dropout{.x = test::view(x),
+                      .site = DropoutSite{ctx.rng(RngPurpose::kDropout, 0), 0, 0.0f},
+                      .y = Out(test::view(y))});
   CHECK(y == x);
 }
 
@@ -46,8 +46,8 @@ TEST_CASE("dropout backward regenerates the forward mask; sites and steps differ
   const DropoutSite site{ctx.rng(RngPurpose::kDropout, 7), dropout_site_offset(1), 0.25f};
   std::vector<float> x = test::random_vector<float>(n, 3, -1, 1, true), y(n), dx(n);
   std::vector<float> dy = test::random_vector<float>(n, 4, -1, 1, true);
-  run_op(ctx, DropoutForward{.x = test::view(x), .site = site, .y = Out(test::view(y))});
-  run_op(ctx, DropoutBackward{.dy = test::view(dy), .site = site, .dx = Out(test::view(dx))});
+  run_op(ctx, Dropout{.x = test::view(x), .site = site, .y = Out(test::view(y))});
+  run_op(ctx, Dropout{.x = test::view(dy), .site = site, .y = Out(test::view(dx))});
   for (int64_t i = 0; i < n; ++i) {
     REQUIRE((y[i] == 0.0f) == (dx[i] == 0.0f));
     if (dx[i] != 0.0f) REQUIRE(dx[i] == dy[i] * (1.0f / 0.75f));
@@ -57,7 +57,7 @@ TEST_CASE("dropout backward regenerates the forward mask; sites and steps differ
   other_step.stream.step = 8;
   for (const DropoutSite& s : {other_site, other_step}) {
     std::vector<float> z(n);
-    run_op(ctx, DropoutForward{.x = test::view(x), .site = s, .y = Out(test::view(z))});
+    run_op(ctx, Dropout{.x = test::view(x), .site = s, .y = Out(test::view(z))});
     int64_t differ = 0;
     for (int64_t i = 0; i < n; ++i) differ += (z[i] == 0.0f) != (y[i] == 0.0f);
     CHECK(differ > n / 10);
@@ -68,23 +68,22 @@ TEST_CASE("dropout refuses p outside 0 <= p < 1 and mismatched or integer tensor
   Context ctx = Context::cpu();
   std::vector<float> x(8, 1.0f), y(8), short_y(7);
   const RngStream stream = ctx.rng(RngPurpose::kDropout, 0);
-  CHECK_THROWS_WITH(run_op(ctx, DropoutForward{.x = test::view(x),
-                                               .site = DropoutSite{stream, 0, 1.0f},
-                                               .y = Out(test::view(y))}),
+  CHECK_THROWS_WITH(run_op(ctx, Dropout{.x = test::view(x),
+                                        .site = DropoutSite{stream, 0, 1.0f},
+                                        .y = Out(test::view(y))}),
                     Catch::Contains("[0, 1)"));
-  CHECK_THROWS_AS(run_op(ctx, DropoutBackward{.dy = test::view(x),
-                                              .site = DropoutSite{stream, 0, -0.1f},
-                                              .dx = Out(test::view(y))}),
+  CHECK_THROWS_AS(run_op(ctx, Dropout{.x = test::view(x),
+                                      .site = DropoutSite{stream, 0, -0.1f},
+                                      .y = Out(test::view(y))}),
                   Error);
-  CHECK_THROWS_AS(run_op(ctx, DropoutForward{.x = test::view(x),
-                                             .site = DropoutSite{stream, 0, 0.1f},
-                                             .y = Out(test::view(short_y))}),
+  CHECK_THROWS_AS(run_op(ctx, Dropout{.x = test::view(x),
+                                      .site = DropoutSite{stream, 0, 0.1f},
+                                      .y = Out(test::view(short_y))}),
                   Error);
   std::vector<int32_t> ints(8);
   const Tensor t = test::view(ints, {8});
-  CHECK_THROWS_WITH(
-      run_op(ctx, DropoutForward{.x = t, .site = DropoutSite{stream, 0, 0.1f}, .y = Out(t)}),
-      Catch::Contains("f32 or f64"));
+  CHECK_THROWS_WITH(run_op(ctx, Dropout{.x = t, .site = DropoutSite{stream, 0, 0.1f}, .y = Out(t)}),
+                    Catch::Contains("f32 or f64"));
 }
 
 TEST_CASE("the CPU mask is dropout_keep element by element, from any offset", "[dropout]") {

@@ -116,9 +116,9 @@ TEST_CASE("residual layernorm normalises dropout(x) + residual and saves that su
                                          .mean = Out(test::view(mean, {n})),
                                          .rstd = Out(test::view(rstd, {n}))});
     std::vector<float> dropped(n * h), expect_sum(n * h), expect_y(n * h), m2(n), r2(n);
-    run_op(ctx,
-           DropoutForward{
-               .x = test::view(x, {n * h}), .site = site, .y = Out(test::view(dropped, {n * h}))});
+    run_op(
+        ctx,
+        Dropout{.x = test::view(x, {n * h}), .site = site, .y = Out(test::view(dropped, {n * h}))});
     for (int64_t i = 0; i < n * h; ++i) expect_sum[i] = dropped[i] + res[i];
     CHECK(sum == expect_sum);
     run_op(ctx, LayerNormForward{.x = test::view(expect_sum, {n, h}),

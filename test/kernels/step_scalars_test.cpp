@@ -103,12 +103,12 @@ TEST_CASE("masking, dropout and Gumbel sampling read the step from memory with t
   };
   {  // dropout
     std::vector<float> x = test::random_vector<float>(1000, 3), a(1000), b(1000);
-    run_op(ctx, DropoutForward{.x = view(x),
-                               .site = DropoutSite{by_value(RngPurpose::kDropout), 5, 0.3f},
-                               .y = Out(view(a))});
-    run_op(ctx, DropoutForward{.x = view(x),
-                               .site = DropoutSite{from_memory(RngPurpose::kDropout), 5, 0.3f},
-                               .y = Out(view(b))});
+    run_op(ctx, Dropout{.x = view(x),
+                        .site = DropoutSite{by_value(RngPurpose::kDropout), 5, 0.3f},
+                        .y = Out(view(a))});
+    run_op(ctx, Dropout{.x = view(x),
+                        .site = DropoutSite{from_memory(RngPurpose::kDropout), 5, 0.3f},
+                        .y = Out(view(b))});
     CHECK(a == b);
   }
   {  // masking
