@@ -1,6 +1,9 @@
 #include "engine/thread_pool.h"
 
+#include <immintrin.h>
 #include <sched.h>
+
+#include <chrono>
 
 #include "engine/error.h"
 
@@ -9,6 +12,21 @@ namespace {
 
 // True on a pool's worker and inside a task on the caller: a nested parallel_for runs inline.
 thread_local bool tls_in_pool = false;
+
+// How long a thread spins for the next job (a worker) or for the workers to finish (the caller)
+// before it sleeps: longer than the gap between two parallel_for calls of a step.
+constexpr auto kSpin = std::chrono::microseconds(100);
+
+// Spins until ready() or kSpin has passed; true when ready() held.
+template <class F>
+bool spin_until(F ready) {
+  const auto deadline = std::chrono::steady_clock::now() + kSpin;
+  while (!ready()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    _mm_pause();
+  }
+  return true;
+}
 
 }  // namespace
 
@@ -70,6 +88,7 @@ void ThreadPool::run(int64_t tasks, void (*call)(void*, int64_t), void* fn) {
   tls_in_pool = true;
   work(job);
   tls_in_pool = false;
+  spin_until([&] { return job.done.load() == tasks && active_.load() == 0; });
   {
     // Workers join a job only while job_ points to it, so none touches `job` after this.
     std::unique_lock<std::mutex> lock(mutex_);
@@ -83,8 +102,18 @@ void ThreadPool::worker_loop() {
   tls_in_pool = true;
   uint64_t seen = 0;
   std::unique_lock<std::mutex> lock(mutex_);
+  const auto has_work = [&] { return stop_ || (generation_ != seen && job_ != nullptr); };
   for (;;) {
-    wake_.wait(lock, [&] { return stop_ || (generation_ != seen && job_ != nullptr); });
+    while (!has_work()) {
+      lock.unlock();
+      const bool woke = spin_until([&] { return generation_.load() != seen; });
+      lock.lock();
+      if (!woke) {
+        wake_.wait(lock, has_work);
+      } else if (job_ == nullptr) {
+        seen = generation_;  // that job is over already (the caller ran all its tasks)
+      }
+    }
     if (stop_) return;
     seen = generation_;
     Job* job = job_;

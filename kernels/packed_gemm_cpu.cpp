@@ -3,6 +3,7 @@
 //     pack op(B_i) [K, N] into panels of kNR columns, k-major inside a panel (tasks of panels)
 //     tasks: blocks of C_i, mc rows x nc columns (sizes from M and N only)
 //       for each block of kKc values of k: pack alpha op(A) rows x kc into panels of kMR rows
+//       (full panels of a row-major op(A) with alpha == 1 are read in place instead)
 //         for each kMR-row panel (its A panel stays in L1), for each kNR-column panel:
 //           micro-kernel: kMR x kNR accumulators in registers, kc FMAs each, in k order
 //       the epilogue on the block
@@ -50,9 +51,24 @@ int64_t round_up(int64_t a, int64_t b) {
 // How C starts before the first block of K: 0 (beta == 0, C never read), or beta * C.
 enum class Start { kZero, kScaledC, kC };
 
-// c[r, 0 .. kNR) for r < kMR (leading dimension ldc) after kc more FMAs from the packed panels
-// a (kc x kMR) and b (kc x kNR).
-void micro_kernel(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, Start start,
+// The kMR rows of op(A) a tile reads, from k0 of the current block of K: a packed panel
+// (pack_a_block: element (r, k) at p[k * kMR + r], alpha applied), or, when op(A) is row-major and
+// alpha == 1, the rows in place (element (r, k) at p[r * ld + k]): packing would copy them
+// unchanged, and each row's run of kc values is contiguous, so they stay in L1 as a panel does.
+struct PackedRows {
+  const float* p;
+  float at(int r, int64_t k) const { return p[k * kMR + r]; }
+};
+struct InPlaceRows {
+  const float* p;
+  int64_t ld;
+  float at(int r, int64_t k) const { return p[r * ld + k]; }
+};
+
+// c[r, 0 .. kNR) for r < kMR (leading dimension ldc) after kc more FMAs from the rows a (kc values
+// each) and the packed panel b (kc x kNR).
+template <class Rows>
+void micro_kernel(int64_t kc, Rows a, const float* b, float* c, int64_t ldc, Start start,
                   float beta) {
   Vec acc[kMR][kVecsPerRow];
   const Vec scale = Vec::broadcast(beta);
@@ -72,11 +88,10 @@ void micro_kernel(int64_t kc, const float* a, const float* b, float* c, int64_t 
     for (int v = 0; v < kVecsPerRow; ++v) bv[v] = Vec::load(b + v * Vec::kLanes);
 #pragma GCC unroll 16
     for (int r = 0; r < kMR; ++r) {
-      const Vec av = Vec::broadcast(a[r]);
+      const Vec av = Vec::broadcast(a.at(r, k));
 #pragma GCC unroll 4
       for (int v = 0; v < kVecsPerRow; ++v) acc[r][v] = Vec::fma(av, bv[v], acc[r][v]);
     }
-    a += kMR;
     b += kNR;
   }
 #pragma GCC unroll 16
@@ -88,7 +103,8 @@ void micro_kernel(int64_t kc, const float* a, const float* b, float* c, int64_t 
 
 // The micro-kernel on a partial tile (rows < kMR or cols < kNR) through a full tile on the stack;
 // the packed panels' padding is zero, so the extra lanes compute zeros that are dropped.
-void edge_kernel(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int64_t rows,
+template <class Rows>
+void edge_kernel(int64_t kc, Rows a, const float* b, float* c, int64_t ldc, int64_t rows,
                  int64_t cols, Start start, float beta) {
   alignas(64) float tile[kMR * kNR];
   if (start != Start::kZero) {
@@ -164,6 +180,14 @@ void pack_a_block(const Strided& a, float alpha, int64_t r0, int64_t rows, int64
     const int64_t panel_rows = std::min<int64_t>(kMR, rows - p0);
     float* panel = out + p0 * kc;
     const float* src = a.p + (r0 + p0) * a.rs + k0 * a.cs;
+    if (a.rs == 1 && panel_rows == kMR) {  // kMR contiguous values per k: a fixed-length copy
+      for (int64_t k = 0; k < kc; ++k) {
+        const float* col = src + k * a.cs;
+#pragma GCC unroll 16
+        for (int r = 0; r < kMR; ++r) panel[k * kMR + r] = alpha * col[r];
+      }
+      continue;
+    }
     if (a.rs == 1) {
       for (int64_t k = 0; k < kc; ++k) {
         const float* col = src + k * a.cs;
@@ -221,6 +245,22 @@ Blocking blocking_for(int64_t m, int64_t n, int threads) {
   return Blocking{Split{row_panels, row_blocks, kMR, m}, Split{col_panels, col_blocks, kNR, n}};
 }
 
+// One row of tiles: rows (<= kMR) of C from a's rows and the packed panels of op(B) from b
+// (panel stride kNR * k_dim), cols columns.
+template <class Rows>
+void tile_row(int64_t kc, Rows a, const float* b, int64_t k_dim, float* c, int64_t ldc,
+              int64_t rows, int64_t cols, Start start, float beta) {
+  for (int64_t jr = 0; jr < cols; jr += kNR) {
+    const float* bp = b + jr * k_dim;
+    const int64_t tile_cols = std::min(kNR, cols - jr);
+    if (rows == kMR && tile_cols == kNR) {
+      micro_kernel(kc, a, bp, c + jr, ldc, start, beta);
+    } else {
+      edge_kernel(kc, a, bp, c + jr, ldc, rows, tile_cols, start, beta);
+    }
+  }
+}
+
 // Block (r0, c0, rows, cols) of C (row-major, ldc) from the packed op(B) (whole K) and op(A).
 void compute_block(const Strided& a, float alpha, const float* packed_b, int64_t k_dim, float* c,
                    int64_t ldc, int64_t r0, int64_t rows, int64_t c0, int64_t cols, float beta) {
@@ -229,19 +269,21 @@ void compute_block(const Strided& a, float alpha, const float* packed_b, int64_t
   for (int64_t kb = 0; kb < k_blocks; ++kb) {
     const int64_t k0 = kb * kKc, kc = std::min(kKc, k_dim - k0);
     const Start start = kb > 0 ? Start::kC : beta == 0 ? Start::kZero : Start::kScaledC;
-    pack_a_block(a, alpha, r0, rows, k0, kc, packed_a);
+    // Full row panels of a row-major op(A) with alpha == 1 are read in place; the rest is packed.
+    const int64_t in_place = a.cs == 1 && alpha == 1 ? rows / kMR * kMR : 0;
+    if (in_place < rows) {
+      pack_a_block(a, alpha, r0 + in_place, rows - in_place, k0, kc, packed_a);
+    }
     for (int64_t ir = 0; ir < rows; ir += kMR) {
-      const float* ap = packed_a + ir * kc;
       const int64_t tile_rows = std::min<int64_t>(kMR, rows - ir);
-      for (int64_t jr = 0; jr < cols; jr += kNR) {
-        const float* bp = packed_b + (c0 + jr) * k_dim + k0 * kNR;
-        float* ct = c + (r0 + ir) * ldc + c0 + jr;
-        const int64_t tile_cols = std::min(kNR, cols - jr);
-        if (tile_rows == kMR && tile_cols == kNR) {
-          micro_kernel(kc, ap, bp, ct, ldc, start, beta);
-        } else {
-          edge_kernel(kc, ap, bp, ct, ldc, tile_rows, tile_cols, start, beta);
-        }
+      float* ct = c + (r0 + ir) * ldc + c0;
+      const float* bp = packed_b + c0 * k_dim + k0 * kNR;
+      if (ir < in_place) {
+        const InPlaceRows rows_a{a.p + (r0 + ir) * a.rs + k0, a.rs};
+        tile_row(kc, rows_a, bp, k_dim, ct, ldc, tile_rows, cols, start, beta);
+      } else {
+        const PackedRows rows_a{packed_a + (ir - in_place) * kc};
+        tile_row(kc, rows_a, bp, k_dim, ct, ldc, tile_rows, cols, start, beta);
       }
     }
   }

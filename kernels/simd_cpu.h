@@ -2,59 +2,69 @@
 // whichever the build targets). Every operation is the IEEE one, correctly rounded per lane, so a
 // lane gives the bits of the same scalar expression (fma: std::fma): a loop's vector body and its
 // scalar tail agree, and -ffp-contract=off is kept (nothing is fused unless fma is written).
+//
+// + - * / are the compiler's vector extensions (GCC and clang: one instruction of the target's
+// width each); only fma and sqrt name the instruction of each ISA.
 #pragma once
 
 #include <immintrin.h>
 
 #include <cmath>
+#include <cstring>
 
 namespace electra::cpu {
 
 #if defined(__AVX512F__)
-struct Vec {
-  static constexpr int kLanes = 16;
-  __m512 v;
-  static Vec zero() { return {_mm512_setzero_ps()}; }
-  static Vec load(const float* p) { return {_mm512_loadu_ps(p)}; }
-  static Vec broadcast(float x) { return {_mm512_set1_ps(x)}; }
-  void store(float* p) const { _mm512_storeu_ps(p, v); }
-  Vec operator+(Vec o) const { return {_mm512_add_ps(v, o.v)}; }
-  Vec operator-(Vec o) const { return {_mm512_sub_ps(v, o.v)}; }
-  Vec operator*(Vec o) const { return {_mm512_mul_ps(v, o.v)}; }
-  Vec operator/(Vec o) const { return {_mm512_div_ps(v, o.v)}; }
-  static Vec sqrt(Vec a) { return {_mm512_sqrt_ps(a.v)}; }
-  static Vec fma(Vec a, Vec b, Vec c) { return {_mm512_fmadd_ps(a.v, b.v, c.v)}; }
-};
+constexpr int kVecLanes = 16;
 #elif defined(__AVX2__) && defined(__FMA__)
-struct Vec {
-  static constexpr int kLanes = 8;
-  __m256 v;
-  static Vec zero() { return {_mm256_setzero_ps()}; }
-  static Vec load(const float* p) { return {_mm256_loadu_ps(p)}; }
-  static Vec broadcast(float x) { return {_mm256_set1_ps(x)}; }
-  void store(float* p) const { _mm256_storeu_ps(p, v); }
-  Vec operator+(Vec o) const { return {_mm256_add_ps(v, o.v)}; }
-  Vec operator-(Vec o) const { return {_mm256_sub_ps(v, o.v)}; }
-  Vec operator*(Vec o) const { return {_mm256_mul_ps(v, o.v)}; }
-  Vec operator/(Vec o) const { return {_mm256_div_ps(v, o.v)}; }
-  static Vec sqrt(Vec a) { return {_mm256_sqrt_ps(a.v)}; }
-  static Vec fma(Vec a, Vec b, Vec c) { return {_mm256_fmadd_ps(a.v, b.v, c.v)}; }
-};
+constexpr int kVecLanes = 8;
 #else
+constexpr int kVecLanes = 1;
+#endif
+
 struct Vec {
-  static constexpr int kLanes = 1;
-  float v;
-  static Vec zero() { return {0.0f}; }
-  static Vec load(const float* p) { return {*p}; }
-  static Vec broadcast(float x) { return {x}; }
-  void store(float* p) const { *p = v; }
+  static constexpr int kLanes = kVecLanes;
+  using Lanes = float __attribute__((vector_size(kLanes * sizeof(float))));
+  Lanes v;
+
+  static Vec zero() { return {Lanes{}}; }
+  static Vec load(const float* p) {
+    Vec r;
+    std::memcpy(&r.v, p, sizeof(Lanes));
+    return r;
+  }
+  // x - 0 is x in every lane, -0 and NaN included (x + 0 would turn -0 into +0).
+  static Vec broadcast(float x) { return {x - Lanes{}}; }
+  void store(float* p) const { std::memcpy(p, &v, sizeof(Lanes)); }
   Vec operator+(Vec o) const { return {v + o.v}; }
   Vec operator-(Vec o) const { return {v - o.v}; }
   Vec operator*(Vec o) const { return {v * o.v}; }
   Vec operator/(Vec o) const { return {v / o.v}; }
-  static Vec sqrt(Vec a) { return {std::sqrt(a.v)}; }
-  static Vec fma(Vec a, Vec b, Vec c) { return {std::fma(a.v, b.v, c.v)}; }
+  static Vec sqrt(Vec a);
+  static Vec fma(Vec a, Vec b, Vec c);
 };
+
+#if defined(__AVX512F__)
+inline Vec Vec::sqrt(Vec a) {
+  return {_mm512_sqrt_ps(a.v)};
+}
+inline Vec Vec::fma(Vec a, Vec b, Vec c) {
+  return {_mm512_fmadd_ps(a.v, b.v, c.v)};
+}
+#elif defined(__AVX2__) && defined(__FMA__)
+inline Vec Vec::sqrt(Vec a) {
+  return {_mm256_sqrt_ps(a.v)};
+}
+inline Vec Vec::fma(Vec a, Vec b, Vec c) {
+  return {_mm256_fmadd_ps(a.v, b.v, c.v)};
+}
+#else
+inline Vec Vec::sqrt(Vec a) {
+  return {Vec::Lanes{std::sqrt(a.v[0])}};
+}
+inline Vec Vec::fma(Vec a, Vec b, Vec c) {
+  return {Vec::Lanes{std::fma(a.v[0], b.v[0], c.v[0])}};
+}
 #endif
 
 }  // namespace electra::cpu

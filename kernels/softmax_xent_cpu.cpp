@@ -19,6 +19,17 @@ constexpr int64_t kExpChunk = 64;
 template <class T>
 using ExpChunk = Eigen::Array<T, kExpChunk, 1>;
 
+// The first index of the largest of x[0, n) if that is above `floor`, else -1: what the loop
+// `for j: if (x[j] > floor) floor = x[j], at = j` finds (a NaN never wins; ties go to the lowest
+// index), as a vectorised max and a scan for its first occurrence.
+template <class T>
+int64_t first_max_above(const T* x, int64_t n, T floor) {
+  const T max = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>(x, n)
+                    .template maxCoeff<Eigen::PropagateNumbers>();
+  if (!(max > floor)) return -1;
+  return std::find(x, x + n, max) - x;
+}
+
 template <class T>
 void run(Context& ctx, const Tensor& logits, const Tensor& labels, const Tensor& weights,
          const SoftmaxXentParams& params, const Tensor& loss, const Tensor& sample,
@@ -48,14 +59,14 @@ void run(Context& ctx, const Tensor& logits, const Tensor& labels, const Tensor&
         score[j] =
             add_rn(div_rn(static_cast<float>(row[c + j]), params.temperature), gumbel(bits[j]));
       }
-      for (int64_t j = 0; j < len; ++j) {
-        if (score[j] > best_score) best_score = score[j], best = c + j;
-      }
+      const int64_t at = first_max_above(score, len, best_score);
+      if (at >= 0) best_score = score[at], best = c + at;
     }
-    int64_t top = 0;
-    for (int64_t j = 1; j < v; ++j) {
-      if (row[j] > row[top]) top = j;
-    }
+    // The first largest logit; as `if (row[j] > row[top]) top = j` from top = 0, a NaN at 0 wins.
+    const int64_t top =
+        std::isnan(row[0])
+            ? 0
+            : std::max<int64_t>(0, first_max_above(row, v, static_cast<T>(-INFINITY)));
     out_sample[i] = static_cast<int32_t>(best);
     out_argmax[i] = static_cast<int32_t>(top);
 

@@ -87,6 +87,28 @@ TEST_CASE("softmax_xent breaks argmax ties to the lowest index and checks labels
   CHECK_THROWS_AS(run(x, 1, 5, labels, weights, params), Error);
 }
 
+// Rows longer than the vectorised max's registers and the 1024-column noise chunks: the first of
+// equal maxima still wins wherever the copies lie, -0 ties +0, and a NaN after column 0 never wins.
+TEST_CASE("softmax_xent argmax on long rows: first of the ties, NaN never wins", "[softmax_xent]") {
+  const int64_t v = 2500;
+  SoftmaxXentParams params;
+  params.vocab = v;
+  std::vector<int32_t> labels = {0};
+  std::vector<float> weights = {1};
+  const auto argmax = [&](std::vector<float> x) {
+    return run(x, 1, v, labels, weights, params).argmax[0];
+  };
+  std::vector<float> x = test::random_vector<float>(v, 31, -4, 4);
+  x[37] = x[1500] = x[2499] = 7.0f;
+  CHECK(argmax(x) == 37);
+  x[5] = std::nanf("");
+  CHECK(argmax(x) == 37);
+  std::vector<float> zeros(v, -1.0f);
+  zeros[700] = -0.0f;
+  zeros[1100] = 0.0f;
+  CHECK(argmax(zeros) == 700);
+}
+
 // Gumbel-max draws are exact samples of softmax(x / T): over many rows and steps the frequencies
 // pass a chi-square test, and padded columns (with huge logits) are never drawn.
 TEST_CASE("softmax_xent samples follow softmax(logits / T)", "[softmax_xent]") {
