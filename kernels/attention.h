@@ -131,8 +131,7 @@ inline bool check_attention(const Context& ctx, const Tensor& qkv, const Tensor&
   const AttentionState state = attention_state(ctx.device(), args, b, t, h, qkv.dtype);
   state.check(saved, state.flash ? "attention (flash): saved logsumexp" : "attention: probs");
   state.check(scratch, state.flash ? "attention (flash): scratch" : "attention: scratch");
-  check_shape(out, {b, t, h}, "attention: out / dout");
-  check_dtype(out, qkv.dtype, "attention: out / dout");
+  check_tensor(out, {b, t, h}, qkv.dtype, "attention: out / dout");
   return state.flash;
 }
 

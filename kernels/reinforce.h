@@ -68,8 +68,7 @@ struct Reinforce {
     ELECTRA_CHECK(token_loss.numel() > 0 && token_loss.numel() % batch == 0,
                   "reinforce: token_loss ", token_loss.str(), " for a batch of ", batch);
     for (const Tensor* t : std::initializer_list<const Tensor*>{&labels, &samples}) {
-      check_shape(*t, {m}, "reinforce labels/samples");
-      check_dtype(*t, DType::I32, "reinforce labels/samples");
+      check_tensor(*t, {m}, DType::I32, "reinforce labels/samples");
     }
     check_tensor(weights, {m}, DType::F32, "reinforce weights");
     for (const Tensor* t : std::initializer_list<const Tensor*>{&baseline, &baseline_grad}) {
@@ -77,8 +76,7 @@ struct Reinforce {
                     " must have ", m, " values of dlogits' dtype");
     }
     for (const Tensor* t : {&out.reward, &out.advantage, &out.log_prob, &out.baseline_loss}) {
-      check_shape(*t, {m}, "reinforce slot output");
-      check_dtype(*t, token_loss.dtype, "reinforce slot output");
+      check_tensor(*t, {m}, token_loss.dtype, "reinforce slot output");
     }
   }
   void cpu(Context& ctx) const;

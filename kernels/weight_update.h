@@ -169,13 +169,13 @@ inline int64_t lamb_workspace_size(const SegmentTable& table) {
   return 2 * table.num_blocks + table.num_segments;
 }
 
-// Throws Error unless the table, the flat buffers, the hyper tensor and the norm fit together.
-void check_optimizer_args(const Context& ctx, const char* op, const SegmentTable& table,
+// Throws Error unless the table, the flat buffers, the hyper tensor and the norm fit together
+// (their devices are run_op's check).
+void check_optimizer_args(const char* op, const SegmentTable& table,
                           std::initializer_list<const Tensor*> flat_buffers, const Tensor* hyper,
                           const Tensor& norm);
-// Throws Error unless workspace is an f32 tensor on ctx's device with at least `floats` values.
-void check_optimizer_workspace(const Context& ctx, const char* op, const Tensor& workspace,
-                               int64_t floats);
+// Throws Error unless workspace is an f32 tensor with at least `floats` values.
+void check_optimizer_workspace(const char* op, const Tensor& workspace, int64_t floats);
 
 // lr_table f32 [S > 0], counter i32 [1], hyper f32 [kNumHyper] (see the top of this file).
 struct AdvanceSchedule {
@@ -202,12 +202,12 @@ struct GradNorm {
   Out workspace, norm, segment_norms;
 
   void check(const Context& ctx) const {
-    check_optimizer_args(ctx, kName, table, {&grads}, nullptr, norm);
+    check_optimizer_args(kName, table, {&grads}, nullptr, norm);
     if (segment_norms.data != nullptr) {
       check_tensor(segment_norms, {table.num_segments}, DType::F32, "grad_norm segment_norms");
     }
     if (ctx.is_cuda()) {
-      check_optimizer_workspace(ctx, kName, workspace, grad_norm_workspace_size(table));
+      check_optimizer_workspace(kName, workspace, grad_norm_workspace_size(table));
     }
   }
   void cpu(Context& ctx) const;
@@ -230,9 +230,9 @@ struct AdamStep {
   Out workspace;
 
   void check(const Context& ctx) const {
-    check_optimizer_args(ctx, kName, table, {&params, &grads, &m, &v}, &hyper, norm);
+    check_optimizer_args(kName, table, {&params, &grads, &m, &v}, &hyper, norm);
     if (lamb && ctx.is_cuda()) {
-      check_optimizer_workspace(ctx, kName, workspace, lamb_workspace_size(table));
+      check_optimizer_workspace(kName, workspace, lamb_workspace_size(table));
     }
   }
   void cpu(Context& ctx) const;

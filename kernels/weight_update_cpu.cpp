@@ -71,26 +71,15 @@ SegmentTable make_segment_table(Context& ctx, Arena& arena,
   return table;
 }
 
-void check_optimizer_args(const Context& ctx, const char* op, const SegmentTable& table,
+void check_optimizer_args(const char* op, const SegmentTable& table,
                           std::initializer_list<const Tensor*> flat_buffers, const Tensor* hyper,
                           const Tensor& norm) {
-  check_devices(ctx, op, {&table.segments, &table.lr_mult, &table.blocks, &norm});
-  for (const Tensor* t : flat_buffers) {
-    check_devices(ctx, op, {t});
-    check_shape(*t, {table.num_params}, op);
-    check_dtype(*t, DType::F32, op);
-  }
-  if (hyper != nullptr) {
-    check_devices(ctx, op, {hyper});
-    check_shape(*hyper, {kNumHyper}, op);
-    check_dtype(*hyper, DType::F32, op);
-  }
+  for (const Tensor* t : flat_buffers) check_tensor(*t, {table.num_params}, DType::F32, op);
+  if (hyper != nullptr) check_tensor(*hyper, {kNumHyper}, DType::F32, op);
   check_tensor(norm, {1}, DType::F32, op);
 }
 
-void check_optimizer_workspace(const Context& ctx, const char* op, const Tensor& workspace,
-                               int64_t floats) {
-  check_devices(ctx, op, {&workspace});
+void check_optimizer_workspace(const char* op, const Tensor& workspace, int64_t floats) {
   check_dtype(workspace, DType::F32, op);
   ELECTRA_CHECK(workspace.numel() >= floats, op, ": workspace ", workspace.str(), " < ", floats,
                 " floats");

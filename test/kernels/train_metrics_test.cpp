@@ -273,6 +273,15 @@ TEMPLATE_TEST_CASE("accumulate_loss adds weight x sum / count to the total loss"
   check_acc(acc, expected);
 }
 
+// Runs `valid` with one argument broken by `change` and checks that the error names `what`.
+template <class Op, class Change>
+void expect_refused(Context& ctx, const Op& valid, Change change, const char* what) {
+  Op op = valid;
+  change(op);
+  INFO(what);
+  CHECK_THROWS_WITH(run_op(ctx, op), Catch::Contains(what));
+}
+
 TEST_CASE("train_metrics ops refuse wrong dtypes, shapes and devices naming the argument",
           "[train_metrics]") {
   Context ctx = Context::cpu();
@@ -290,62 +299,40 @@ TEST_CASE("train_metrics ops refuse wrong dtypes, shapes and devices naming the 
                                            .counts = counts,
                                            .disc_weight = 1,
                                            .acc = Out(test::view(acc))};
-  run_op(ctx, pretrain);  // the valid call the cases below break one argument of
-  auto refuses = [&](AccumulatePretrainMetrics op, const char* what) {
-    INFO(what);
-    CHECK_THROWS_WITH(run_op(ctx, op), Catch::Contains(what));
-  };
-  {
-    AccumulatePretrainMetrics op = pretrain;
-    op.argmax = test::view(f5);
-    refuses(op, "accumulate_pretrain_metrics argmax");
-  }
-  {
-    AccumulatePretrainMetrics op = pretrain;
-    op.original = test::view(f5);
-    refuses(op, "accumulate_pretrain_metrics original");
-  }
-  {
-    AccumulatePretrainMetrics op = pretrain;
-    op.weights = test::view(d5);
-    refuses(op, "accumulate_pretrain_metrics weights");
-  }
-  {
-    AccumulatePretrainMetrics op = pretrain;
-    op.original = test::view(i4);
-    refuses(op, "one element per slot");
-  }
-  {
-    AccumulatePretrainMetrics op = pretrain;
-    op.counts = test::view(f5);
-    refuses(op, "accumulate_pretrain_metrics counts");
-  }
-  {
-    AccumulatePretrainMetrics op = pretrain;
-    op.gen_loss = test::view(d5);  // f64 loss with f32 counts
-    refuses(op, "differ in dtype");
-  }
-  {
-    AccumulatePretrainMetrics op = pretrain;
-    op.acc = Out(test::view(acc_short));
-    refuses(op, "accumulate_pretrain_metrics acc");
-  }
-  {
-    AccumulatePretrainMetrics op = pretrain;
-    op.acc = Out(test::view(acc_f32));
-    refuses(op, "accumulate_pretrain_metrics acc");
-  }
-  {
-    AccumulatePretrainMetrics op = pretrain;
-    op.weights = on_gpu;
-    refuses(op, "is not on");
-  }
-  {
-    AccumulatePretrainMetrics op = pretrain;
-    op.gen_loss = test::view(i5);  // the CPU reference takes f32 or f64
-    op.counts = test::view(i6);
-    refuses(op, "accumulate_pretrain_metrics gen_loss");
-  }
+  run_op(ctx, pretrain);  // the valid call each case below breaks one argument of
+  expect_refused(
+      ctx, pretrain, [&](auto& op) { op.argmax = test::view(f5); },
+      "accumulate_pretrain_metrics argmax");
+  expect_refused(
+      ctx, pretrain, [&](auto& op) { op.original = test::view(f5); },
+      "accumulate_pretrain_metrics original");
+  expect_refused(
+      ctx, pretrain, [&](auto& op) { op.weights = test::view(d5); },
+      "accumulate_pretrain_metrics weights");
+  expect_refused(
+      ctx, pretrain, [&](auto& op) { op.original = test::view(i4); }, "one element per slot");
+  expect_refused(
+      ctx, pretrain, [&](auto& op) { op.counts = test::view(f5); },
+      "accumulate_pretrain_metrics counts");
+  // An f64 loss with f32 counts.
+  expect_refused(
+      ctx, pretrain, [&](auto& op) { op.gen_loss = test::view(d5); }, "differ in dtype");
+  expect_refused(
+      ctx, pretrain, [&](auto& op) { op.acc = Out(test::view(acc_short)); },
+      "accumulate_pretrain_metrics acc");
+  expect_refused(
+      ctx, pretrain, [&](auto& op) { op.acc = Out(test::view(acc_f32)); },
+      "accumulate_pretrain_metrics acc");
+  expect_refused(
+      ctx, pretrain, [&](auto& op) { op.weights = on_gpu; }, "is not on");
+  // The CPU reference takes f32 or f64 losses.
+  expect_refused(
+      ctx, pretrain,
+      [&](auto& op) {
+        op.gen_loss = test::view(i5);
+        op.counts = test::view(i6);
+      },
+      "accumulate_pretrain_metrics gen_loss");
 
   const AccumulateMlmMetrics mlm{.loss = test::view(f5),
                                  .argmax = test::view(i5),
@@ -353,69 +340,51 @@ TEST_CASE("train_metrics ops refuse wrong dtypes, shapes and devices naming the 
                                  .weights = test::view(f5),
                                  .acc = Out(test::view(acc))};
   run_op(ctx, mlm);
-  {
-    AccumulateMlmMetrics op = mlm;
-    op.labels = test::view(f5);
-    CHECK_THROWS_WITH(run_op(ctx, op), Catch::Contains("accumulate_mlm_metrics labels"));
-    op = mlm;
-    op.weights = test::view(f6);
-    CHECK_THROWS_WITH(run_op(ctx, op), Catch::Contains("one element per row"));
-    op = mlm;
-    op.loss = test::view(i5);  // the CPU reference takes f32 or f64
-    CHECK_THROWS_WITH(run_op(ctx, op), Catch::Contains("accumulate_mlm_metrics loss"));
-    op = mlm;
-    op.acc = Out(test::view(acc_short));
-    CHECK_THROWS_WITH(run_op(ctx, op), Catch::Contains("accumulate_mlm_metrics acc"));
-  }
+  expect_refused(
+      ctx, mlm, [&](auto& op) { op.labels = test::view(f5); }, "accumulate_mlm_metrics labels");
+  expect_refused(
+      ctx, mlm, [&](auto& op) { op.weights = test::view(f6); }, "one element per row");
+  expect_refused(
+      ctx, mlm, [&](auto& op) { op.loss = test::view(i5); }, "accumulate_mlm_metrics loss");
+  expect_refused(
+      ctx, mlm, [&](auto& op) { op.acc = Out(test::view(acc_short)); },
+      "accumulate_mlm_metrics acc");
 
   const AccumulateReinforceMetrics reinforce{.reward = test::view(f5),
                                              .baseline_loss = test::view(f5),
                                              .weights = test::view(f5),
                                              .acc = Out(test::view(acc))};
   run_op(ctx, reinforce);
-  {
-    AccumulateReinforceMetrics op = reinforce;
-    op.baseline_loss = test::view(d5);
-    CHECK_THROWS_WITH(run_op(ctx, op), Catch::Contains("one element per slot"));
-    op = reinforce;
-    op.weights = test::view(f6);
-    CHECK_THROWS_WITH(run_op(ctx, op), Catch::Contains("one element per slot"));
-    op = reinforce;
-    op.weights = test::view(d5);
-    CHECK_THROWS_WITH(run_op(ctx, op), Catch::Contains("accumulate_reinforce_metrics weights"));
-    op = reinforce;
-    op.reward = op.baseline_loss = test::view(i5);
-    CHECK_THROWS_WITH(run_op(ctx, op), Catch::Contains("accumulate_reinforce_metrics"));
-    op = reinforce;
-    op.acc = Out(test::view(acc_f32));
-    CHECK_THROWS_WITH(run_op(ctx, op), Catch::Contains("accumulate_reinforce_metrics acc"));
-  }
+  expect_refused(
+      ctx, reinforce, [&](auto& op) { op.baseline_loss = test::view(d5); }, "one element per slot");
+  expect_refused(
+      ctx, reinforce, [&](auto& op) { op.weights = test::view(f6); }, "one element per slot");
+  expect_refused(
+      ctx, reinforce, [&](auto& op) { op.weights = test::view(d5); },
+      "accumulate_reinforce_metrics weights");
+  expect_refused(
+      ctx, reinforce, [&](auto& op) { op.reward = op.baseline_loss = test::view(i5); },
+      "accumulate_reinforce_metrics");
+  expect_refused(
+      ctx, reinforce, [&](auto& op) { op.acc = Out(test::view(acc_f32)); },
+      "accumulate_reinforce_metrics acc");
 
   const RecordGradNorm norm{.norm = test::view(f1), .acc = Out(test::view(acc))};
   run_op(ctx, norm);
-  {
-    RecordGradNorm op = norm;
-    op.norm = test::view(f2);
-    CHECK_THROWS_WITH(run_op(ctx, op), Catch::Contains("record_grad_norm norm"));
-    op.norm = test::view(d1);
-    CHECK_THROWS_WITH(run_op(ctx, op), Catch::Contains("record_grad_norm norm"));
-    op = norm;
-    op.acc = Out(test::view(acc_short));
-    CHECK_THROWS_WITH(run_op(ctx, op), Catch::Contains("record_grad_norm acc"));
-  }
+  expect_refused(
+      ctx, norm, [&](auto& op) { op.norm = test::view(f2); }, "record_grad_norm norm");
+  expect_refused(
+      ctx, norm, [&](auto& op) { op.norm = test::view(d1); }, "record_grad_norm norm");
+  expect_refused(
+      ctx, norm, [&](auto& op) { op.acc = Out(test::view(acc_short)); }, "record_grad_norm acc");
 
   const AccumulateLoss loss{
       .loss = test::view(f5), .weight = 1, .count = 5, .acc = Out(test::view(acc))};
   run_op(ctx, loss);
-  {
-    AccumulateLoss op = loss;
-    op.loss = test::view(i5);
-    CHECK_THROWS_WITH(run_op(ctx, op), Catch::Contains("accumulate_loss loss"));
-    op = loss;
-    op.acc = Out(test::view(acc_f32));
-    CHECK_THROWS_WITH(run_op(ctx, op), Catch::Contains("accumulate_loss acc"));
-    op = loss;
-    op.loss = on_gpu;
-    CHECK_THROWS_WITH(run_op(ctx, op), Catch::Contains("is not on"));
-  }
+  expect_refused(
+      ctx, loss, [&](auto& op) { op.loss = test::view(i5); }, "accumulate_loss loss");
+  expect_refused(
+      ctx, loss, [&](auto& op) { op.acc = Out(test::view(acc_f32)); }, "accumulate_loss acc");
+  expect_refused(
+      ctx, loss, [&](auto& op) { op.loss = on_gpu; }, "is not on");
 }
