@@ -140,6 +140,7 @@ __global__ void __launch_bounds__(kThreads)
   fp.rng = fp.rng.resolved();  // the step may live in device memory (engine/philox.h)
   using L = fl::MmaForward<kD>;
   constexpr int kBr = L::kBr, kBc = L::kBc, kLd = L::kLd;
+  static_assert(kBc == 64, "real_keys64 gives the mask of 64 keys");
   extern __shared__ __align__(128) unsigned char smem[];
   const auto tile_at = [&](size_t offset) { return reinterpret_cast<bf16*>(smem + offset); };
   bf16* q = tile_at(L::kQ);
@@ -254,6 +255,7 @@ __global__ void __launch_bounds__(kThreads)
   fp.rng = fp.rng.resolved();  // the step may live in device memory (engine/philox.h)
   using L = fl::MmaDq<kD>;
   constexpr int kBr = L::kBr, kBc = L::kBc, kLd = L::kLd;
+  static_assert(kBc == 64, "real_keys64 gives the mask of 64 keys");
   extern __shared__ __align__(128) unsigned char smem[];
   const auto tile_at = [&](size_t offset) { return reinterpret_cast<bf16*>(smem + offset); };
   const int bh = blockIdx.y, b = bh / fp.heads, head = bh % fp.heads;

@@ -97,8 +97,8 @@ constexpr int kMmaRowsPerWarp = 16;  // the M of mma.sync m16n8k16
 constexpr int kMmaRows = kMmaWarps * kMmaRowsPerWarp;
 constexpr size_t kBf16 = 2;
 
-// Forward: the Q tile (kBr queries, read once into registers) and two buffers each of K and V
-// (kBc keys).
+// Forward: the Q tile (kBr queries; each warp reads its A fragments per key tile) and two buffers
+// each of K and V (kBc keys).
 template <int kD>
 struct MmaForward {
   static constexpr int kBr = kMmaRows, kBc = 64, kLd = operand_ld(kD);
@@ -125,15 +125,12 @@ struct MmaDq {
 };
 
 // dK, dV pass (one block per key tile, looping over query tiles): K and V of kBc keys, two buffers
-// each of Q, dout (kBr queries) and of their rows' L log2(e) and D. kBr = 32 at d = 128 keeps the
-// warp's S^T and dP^T tiles (16 x kBr f32 each) beside its two 16 x 128 accumulators within 255
-// registers.
+// each of Q, dout (kBr queries) and of their rows' L log2(e) and D. kBr = 16 at d = 128 keeps the
+// warp's S^T and dP^T tiles (16 x kBr f32 each) beside its two 16 x 128 accumulators without
+// spills (at kBr = 32, sm_90 spills 8 bytes at 255 registers).
 template <int kD>
 struct MmaDkDv {
-  static constexpr int kBr = kD <= 32   ? 64
-                             : kD <= 64 ? 32
-                                        : 16,
-                       kBc = kMmaRows, kLd = operand_ld(kD);
+  static constexpr int kBr = kD <= 64 ? 64 : 16, kBc = kMmaRows, kLd = operand_ld(kD);
   static constexpr size_t kTileQ = kBf16 * kBr * kLd, kTileK = kBf16 * kBc * kLd;
   static constexpr size_t kK = 0;
   static constexpr size_t kV = align128(kK + kTileK);
