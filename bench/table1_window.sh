@@ -51,7 +51,7 @@
 #   --seq-per-s     skip the probe: pre-training sequences per second (e.g. 7485, the first GPU
 #                   run's, H100); the fixed cost is then --margin-s
 #   --finetune-s-per-seed  the fine-tuning reserve per seed (default 90: the five tasks took
-#                   79 s at one seed in the first GPU run, 2026-11-26, H100)
+#                   8 + 6 + 23 + 7 + 36 = 80 s at one seed in the first GPU run, 2026-11-26, H100)
 #   --max-train, --max-eval  the first N training / dev examples of each task (tests; the row says)
 #   --pretrain-set, --finetune-set  config overrides for `electra pretrain` / `electra finetune`
 set -euo pipefail
@@ -243,7 +243,9 @@ if [[ ! -f "$checkpoint/trainer_state.json" ]]; then
   log "pre-training ${resume[*]:-from scratch}: limit $limit s"
   t=$SECONDS
   rc=0
-  timeout -s INT -k 60 "$limit" "$electra" pretrain "${pretrain[@]}" "${resume[@]}" \
+  # --foreground: electra stays in this script's process group, so a signal sent to the group
+  # (an outer `timeout -s INT`, Ctrl-C) reaches it too and it saves a checkpoint.
+  timeout --foreground -s INT -k 60 "$limit" "$electra" pretrain "${pretrain[@]}" "${resume[@]}" \
     >>"$out/pretrain.log" 2>&1 || rc=$?
   echo $((SECONDS - t)) >>"$out/pretrain_wall.txt"
   if [[ ! -f "$checkpoint/trainer_state.json" ]]; then
