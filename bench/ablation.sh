@@ -196,9 +196,14 @@ if [[ -n "$budget_s" && ! -f "$out/budget_flops" ]]; then
   [[ -n "$seq_per_s" ]] || die "the probe printed no seq/s ($out/probe.log)"
   python3 -c "import sys; s, r, b, f = map(float, sys.argv[1:]); print('%.6g' % (s * r / b * f))" \
     "$budget_s" "$seq_per_s" "$((batch))" "$flops" >"$out/budget_flops"
+  echo "$budget_s" >"$out/budget_s"
   log "budget: $budget_s s at $seq_per_s seq/s = $(cat "$out/budget_flops") FLOPs per row"
 fi
-[[ -z "$budget_s" ]] || budget="$(cat "$out/budget_flops")"
+if [[ -n "$budget_s" ]]; then
+  [[ "$(cat "$out/budget_s")" == "$budget_s" ]] ||
+    die "$out was sized for --budget-s $(cat "$out/budget_s"): give it that, or another --out"
+  budget="$(cat "$out/budget_flops")"
+fi
 
 : >"$out/rows.tsv"
 for v in "${variants[@]}"; do

@@ -7,7 +7,8 @@
 #     updates than electra);
 #   - table.md has a row per objective, each task's cell the median over the two seeds with their
 #     [min, max];
-#   - a rerun with the same --out repeats no pre-training and no fine-tuning and gives the same table.
+#   - a rerun with the same --out repeats no pre-training and no fine-tuning and gives the same table;
+#     with another --budget-s it is refused.
 # Usage: ablation_e2e.sh ELECTRA_BINARY SOURCE_DIR
 set -uo pipefail
 electra="$1"
@@ -72,6 +73,16 @@ if ! grep -q "^\[[0-9:]*\] .*\(pre-training\|fine-tuning\|probe\)" "$work/ab2.lo
   pass "a rerun repeats nothing and gives the same table"
 else
   fail "the rerun: $(grep "^\[[0-9:]*\] " "$work/ab2.log" | head -3)"
+fi
+
+# The same --out with another --budget-s: refused (its rows were sized for 3 s), one line, exit 2.
+"${run[@]}" --budget-s 5 >"$work/ab3.log" 2>&1
+rc=$?
+if [[ $rc -eq 2 && $(wc -l <"$work/ab3.log") -eq 1 ]] &&
+  grep -q "^ablation.sh: .* was sized for --budget-s 3: give it that, or another --out" "$work/ab3.log"; then
+  pass "another --budget-s for the same --out is refused"
+else
+  fail "another --budget-s: exit $rc: $(cat "$work/ab3.log")"
 fi
 
 if ((failures == 0)); then echo "all checks passed"; else echo "$failures checks failed"; fi
