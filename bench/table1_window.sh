@@ -120,6 +120,12 @@ for n in probe_updates seeds ft_per_seed margin; do
   [[ "${!n}" =~ ^[0-9]+$ ]] || die "--${n//_/-} ${!n}: not a whole number"
 done
 ((seeds >= 1)) || die "--seeds must be at least 1"
+python3 -c "import sys; sys.exit(0 if 0 <= float(sys.argv[1]) < 1 else 1)" "$warmup_fraction" 2>/dev/null ||
+  die "--warmup-fraction $warmup_fraction: not a number in [0, 1)"
+for task in "${tasks[@]}"; do
+  [[ " CoLA SST-2 MRPC STS-B RTE " == *" $task "* ]] ||
+    die "--tasks: $task is not one of the row's CoLA SST-2 MRPC STS-B RTE"
+done
 if [[ -z "$electra" ]]; then
   for candidate in "$root/build/cuda-release/apps/electra" "$root/build/cuda/apps/electra"; do
     [[ -x "$candidate" ]] && electra="$candidate" && break
@@ -166,7 +172,7 @@ plan_line="$("$electra" pretrain "${pretrain[@]}" --set data.shards="$out" --dry
   die "pretrain --dry-run failed: $(tail -1 <<<"$plan_line")"
 read -r micro seq_len accumulation < <(sed -n \
   's/^pretrain --dry-run: .* micro-batch \([0-9]*\) x \([0-9]*\) tokens per rank (\([0-9]*\) .*/\1 \2 \3/p' \
-  <<<"$plan_line")
+  <<<"$plan_line") || true
 flops="$(sed -n 's/^  FLOPs per update ([a-z0-9-]*): //p' <<<"$plan_line")"
 [[ -n "$micro" && -n "$flops" ]] || die "pretrain --dry-run printed no batch or FLOPs line"
 batch=$((micro * accumulation))
