@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench/table1_window.sh at tiny scale on the CPU: a 2-layer 64-wide ELECTRA (tiny_pretrain's
-# sizes), a 40-second budget, tiny synthetic copies of the five GLUE tasks in their real file
+# sizes), a 30-second budget, tiny synthetic copies of the five GLUE tasks in their real file
 # layouts, two fine-tuning seeds. Checks:
 #   - the run builds shards from the corpus folder, probes the throughput and plans train.steps
 #     from it: the steps are (planned seconds - fixed cost) x seq/s / batch, the warm-up 10%;
@@ -37,14 +37,14 @@ run=(bash "$src/bench/table1_window.sh" --electra "$electra" --data "$work/data"
 # pre-training is cut at the budget (exit 75) and the same command finishes it (tested below).
 start=$SECONDS
 for attempt in 1 2 3; do
-  "${run[@]}" --budget-s 40 >>"$work/t1.log" 2>&1
+  "${run[@]}" --budget-s 30 >>"$work/t1.log" 2>&1
   rc=$?
   ((rc == 75)) || break
   echo "attempt $attempt: pre-training cut at the budget (the machine slowed down); resuming"
 done
 ((rc == 0)) || { echo "table1_window.sh exited $rc:"; tail -5 "$work/t1.log"; exit 1; }
 wall=$((SECONDS - start))
-echo "first run: $wall s for a 40 s budget ($attempt invocation(s))"
+echo "first run: $wall s for a 30 s budget ($attempt invocation(s))"
 
 if python3 - "$work" "$rows_before" "$attempt" <<'PY'; then
 import json, os, sys
@@ -82,17 +82,19 @@ values = [float(s.split(" ")[0]) for s in scores]
 # Each shown value is rounded to 0.05: the mean of the shown five and the shown mean differ by
 # at most 0.05 + 0.05.
 ok = ok and all(-100 <= v <= 100 for v in values) and abs(sum(values[:5]) / 5 - values[5]) <= 0.1 + 1e-9
-ok = ok and "--budget-s 40" in cells["command"]
+ok = ok and "--budget-s 30" in cells["command"]
 sys.exit(0 if ok else 1)
 PY
   pass "the plan, the whole schedule and the row"
 else
   fail "plan, schedule or row: $(tail -3 "$work/t1.log")"
 fi
-((wall <= 40 * attempt + 40)) || fail "$attempt invocation(s) of a 40 s budget took $wall s"
+# A bound that catches a script ignoring its budget, not a speed figure: seed 1's fine-tuning
+# always runs, and on a loaded machine it may outlast its 6 s reserve per invocation.
+((wall <= 30 * attempt + 40)) || fail "$attempt invocation(s) of a 30 s budget took $wall s"
 
 # A rerun with the same --out: the finished pre-training and fine-tuning are reused, another row.
-"${run[@]}" --budget-s 40 >"$work/t1b.log" 2>&1 || fail "the rerun exited $?: $(tail -2 "$work/t1b.log")"
+"${run[@]}" --budget-s 30 >"$work/t1b.log" 2>&1 || fail "the rerun exited $?: $(tail -2 "$work/t1b.log")"
 # The script's progress lines ("[HH:MM:SS] pre-training ...") say what it runs.
 if ! grep -q "^\[[0-9:]*\] .*\(probe\|pre-training\|fine-tuning\)" "$work/t1b.log" &&
   [[ $(grep -c '^| table1_window.sh' "$work/QUALITY.md") -eq $((rows_before + 2)) ]]; then
