@@ -69,6 +69,11 @@ done
 # The device's glibc and libstdc++ bound the symbol versions our binaries may ask for.
 needs=$(scripts/check_symbol_versions.sh 2.39 3.4.33 "$stage"/bin/* "$stage"/lib/*)
 
+# The presets, where `electra` looks for a default config beside an installed binary
+# (apps/default_config.h), so that --config may be left out wherever the bundle is unpacked.
+mkdir -p "$stage/share/electra-engine"
+cp -r configs "$stage/share/electra-engine/"
+
 if [[ $data != none ]]; then
   mkdir -p "$stage/data/vocab" "$stage/data/glue" "$stage/data/corpus"
   cp "$shared/vocab/bert-base-uncased-vocab.txt" "$stage/data/vocab/"
@@ -84,7 +89,7 @@ fi
   echo "built $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(uname -m), preset gpu-bundle (sm_90, Release)"
   echo "$needs"
   echo "data $data"
-  (cd "$stage" && find bin lib data -type f 2>/dev/null | sort)
+  (cd "$stage" && find bin lib share data -type f 2>/dev/null | sort)
 } >"$stage/MANIFEST"
 
 mkdir -p "$(dirname "$out")"

@@ -27,8 +27,12 @@
 #   resume     75  bit for bit on the GPU: N updates straight (N = 400) against a run stopped by
 #                  SIGINT after update N/4 and resumed to N (same checkpoint bytes, or the first
 #                  differing tensor named), and two identical runs give identical bytes
-# After every phase $OUT holds at most four files, rewritten: summary.md (one table of everything
-# run on this machine so far), steps.tsv, logs.tar.gz (every log) and, after `step`, profile.txt.
+#   table1    570  not in the default list: bench/table1_window.sh on the bundle's data (build it
+#                  with gpu_bundle.sh --data both), a Table 1 row of ELECTRA-Small in one command;
+#                  run again with the same bundle to resume a run cut at its budget (docs/QUALITY.md)
+# After every phase $OUT holds at most five files, rewritten: summary.md (one table of everything
+# run on this machine so far), steps.tsv, logs.tar.gz (every log), after `step` profile.txt and
+# after `table1` row.md (the Table 1 row, also appended to the device's docs/QUALITY.md).
 # The exit status is 0 when everything that ran passed, 1 otherwise, 3 when no GPU was found.
 set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -45,11 +49,12 @@ while (($#)); do
     *) echo "gpu_check.sh: unknown argument '$1' (see the header of $0)" >&2; exit 2 ;;
   esac
 done
-declare -A budget=([tests]=100 [sanitize]=150 [bench]=150 [step]=170 [user]=170 [resume]=75)
+declare -A budget=([tests]=100 [sanitize]=150 [bench]=150 [step]=170 [user]=170 [resume]=75
+  [table1]=570)
 IFS=, read -r -a phases <<<"$phases_arg"
 for phase in "${phases[@]}"; do
   [[ -n ${budget[$phase]:-} ]] || {
-    echo "gpu_check.sh: unknown phase '$phase' (tests, sanitize, bench, step, user, resume)" >&2
+    echo "gpu_check.sh: unknown phase '$phase' (tests, sanitize, bench, step, user, resume, table1)" >&2
     exit 2
   }
   override=GPU_CHECK_BUDGET_${phase^^}
@@ -74,6 +79,7 @@ publish() {
     echo "gpu_check.sh: the summary failed: $(tail -1 "$work/summary.err")" >&2
   cp "$work/summary.md" "$steps" "$out/" 2>/dev/null
   [[ -f $work/profile.txt ]] && cp "$work/profile.txt" "$out/"
+  [[ -f $work/table1/row.md ]] && cp "$work/table1/row.md" "$out/"
   tar -C "$work" -czf "$out/logs.tar.gz" logs 2>/dev/null
 }
 
@@ -334,6 +340,20 @@ phase_resume() {
   step resume same_bytes_resumed "$deadline" 30 python3 scripts/checkpoint_diff.py \
     "$work/resume/a/$last" "$work/resume/c/$last" || rc=1
   return $rc
+}
+
+phase_table1() {
+  local deadline=$1
+  [[ -d $bundle/data/corpus && -d $bundle/data/glue ]] || {
+    record table1 all "not run: the bundle carries no corpus or GLUE data (gpu_bundle.sh --data both)" 0
+    return 1
+  }
+  # table1_window.sh keeps its own budget (a run cut at it saves and exits 75, and the same
+  # command resumes it); the step's limit is only the backstop.
+  local budget_s=$(($(left "$deadline") - 15))
+  LD_LIBRARY_PATH="$GPU_CHECK_LIBS" ELECTRA_BIN="$bundle/bin/electra" step table1 window \
+    "$deadline" "$((budget_s + 10))" bash bench/table1_window.sh --budget-s "$budget_s" \
+    --data "$bundle/data" --out "$work/table1"
 }
 
 # ---- Run -------------------------------------------------------------------------------------
