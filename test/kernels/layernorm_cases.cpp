@@ -14,6 +14,17 @@ constexpr float kEps = 1e-12f;  // ELECTRA's
 // to f32 rounding of row sums of length H whatever the activation dtype.
 constexpr Tol kStatTol = {1e-5, 1e-5};
 
+// y, mean, rstd = layernorm(x) with the case's gamma and beta.
+void layernorm_forward(Context& ctx, const Args& a, const Tensor& x) {
+  run_op(ctx, LayerNormForward{.x = x,
+                               .gamma = a["gamma"],
+                               .beta = a["beta"],
+                               .eps = kEps,
+                               .y = Out(a["y"]),
+                               .mean = Out(a["mean"]),
+                               .rstd = Out(a["rstd"])});
+}
+
 OpCase layernorm(const std::string& shape, int64_t n, int64_t h, unsigned modes,
                  size_t max_checks = 0) {
   return OpCase{
@@ -26,16 +37,7 @@ OpCase layernorm(const std::string& shape, int64_t n, int64_t h, unsigned modes,
                   grad("dx", "x", {n, h}), grad_acc("dgamma", "gamma", {h}),
                   grad_acc("dbeta", "beta", {h}),
                   workspace("workspace", layernorm_backward_workspace_floats(n, h))},
-      .forward =
-          [](Context& ctx, const Args& a) {
-            run_op(ctx, LayerNormForward{.x = a["x"],
-                                         .gamma = a["gamma"],
-                                         .beta = a["beta"],
-                                         .eps = kEps,
-                                         .y = Out(a["y"]),
-                                         .mean = Out(a["mean"]),
-                                         .rstd = Out(a["rstd"])});
-          },
+      .forward = [](Context& ctx, const Args& a) { layernorm_forward(ctx, a, a["x"]); },
       .backward =
           [](Context& ctx, const Args& a) {
             run_op(ctx, LayerNormBackward{.dy = a["dy"],
@@ -104,13 +106,7 @@ OpCase residual_layernorm(const std::string& shape, int64_t n, int64_t h, uint64
           [forward, backward](Context& ctx, const Args& a) {
             forward(ctx, a);
             round_to_act(a["sum"], a.act());
-            run_op(ctx, LayerNormForward{.x = a["sum"],
-                                         .gamma = a["gamma"],
-                                         .beta = a["beta"],
-                                         .eps = kEps,
-                                         .y = Out(a["y"]),
-                                         .mean = Out(a["mean"]),
-                                         .rstd = Out(a["rstd"])});
+            layernorm_forward(ctx, a, a["sum"]);
             backward(ctx, a);
           },
       .modes = modes,

@@ -1,12 +1,12 @@
-// The op harness (test/common/op_case.h) on the CPU: its parity run, with the CPU standing in for
-// the GPU in f32, passes for a correct op and names the tensor of every kind of failure (a wrong
-// value, an output left unwritten, a mask that differs, bits that differ); its gradient check
-// passes for a correct backward and fails for a backward that adds twice.
+// The op harness (test/common/op_case.h) on the CPU, on gelu_cases.cpp's bias_gelu/15x7 and a
+// dropout case: its parity run, with the CPU standing in for the GPU in f32, passes for a correct
+// op and names the tensor of every kind of failure (a wrong value, an output left unwritten, a
+// mask that differs, bits that differ); its gradient check passes for a correct backward and
+// fails for a backward that adds twice.
 #include <catch2/catch.hpp>
 #include <cmath>
 
 #include "kernels/dropout.h"
-#include "kernels/gelu.h"
 #include "test/common/op_case.h"
 
 using namespace electra;
@@ -14,27 +14,13 @@ using namespace electra::test;
 
 namespace {
 
-OpCase bias_gelu(int64_t n, int64_t h) {
-  return OpCase{
-      .op = "bias_gelu",
-      .shape = "test",
-      .tensors = {input("x", {n, h}, {.lo = -4, .hi = 4}), param("b", {h}), output("y", {n, h}),
-                  upstream("dy", "y", {n, h}), grad("dx", "x", {n, h}), grad_acc("db", "b", {h}),
-                  workspace("workspace", bias_gelu_backward_workspace_floats(n, h))},
-      .forward =
-          [](Context& ctx, const Args& a) {
-            run_op(ctx, BiasGeluForward{.x = a["x"], .b = a["b"], .y = Out(a["y"])});
-          },
-      .backward =
-          [](Context& ctx, const Args& a) {
-            run_op(ctx, BiasGeluBackward{.dy = a["dy"],
-                                         .x = a["x"],
-                                         .b = a["b"],
-                                         .dx = Out(a["dx"]),
-                                         .db = Out(a["db"]),
-                                         .workspace = Out(a["workspace"])});
-          },
-  };
+// A case of test/kernels/gelu_cases.cpp, linked in: bias + GELU at 15 x 7.
+OpCase gelu_case() {
+  for (const OpCase& c : op_cases()) {
+    if (c.name() == "bias_gelu/15x7") return c;
+  }
+  FAIL("gelu_cases.cpp has no bias_gelu/15x7");
+  return {};
 }
 
 // One failure line naming `tensor`.
@@ -48,8 +34,8 @@ void expect_one_failure_naming(const std::vector<std::string>& failures,
 
 TEST_CASE("the harness's parity run passes for a correct op and names a wrong output",
           "[op_harness]") {
-  Context device = Context::cpu(1);
-  OpCase c = bias_gelu(9, 13);
+  const OpCase c = gelu_case();
+  Context device = Context::cpu(c.seed);
   CHECK(parity(c, DType::F32, device).empty());
 
   // The reference's y moved by 1e-3 at one element: a normwise error of at least 2e-4 (|y| < 5),
@@ -65,8 +51,8 @@ TEST_CASE("the harness's parity run passes for a correct op and names a wrong ou
 }
 
 TEST_CASE("the harness's parity run fails an output left unwritten", "[op_harness]") {
-  Context device = Context::cpu(1);
-  OpCase c = bias_gelu(4, 8);
+  OpCase c = gelu_case();
+  Context device = Context::cpu(c.seed);
   // Written by neither side: the reference's is 0, the device's keeps its NaN poison.
   c.tensors.push_back(output("z", {4}));
   expect_one_failure_naming(parity(c, DType::F32, device), "z");
@@ -119,14 +105,14 @@ TEST_CASE("the harness compares bits and zero patterns where a case asks", "[op_
 
 TEST_CASE("the harness's gradient check passes a correct backward and fails one that adds twice",
           "[op_harness]") {
-  const OpCase c = bias_gelu(5, 3);
+  const OpCase c = gelu_case();
   const std::vector<GradientCheck> checks = gradient_checks(c);
   REQUIRE(checks.size() == 2);
   CHECK(checks[0].input == "x");
   CHECK(checks[1].input == "b");
   for (const GradientCheck& g : checks) {
     INFO(g.input);
-    CHECK(g.result.checked == (g.input == "x" ? 15u : 3u));
+    CHECK(g.result.checked == (g.input == "x" ? 15u * 7 : 7u));
     CHECK(g.result.max_relative_error < 1e-6);
   }
 
