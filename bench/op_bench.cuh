@@ -9,8 +9,8 @@
 //   3. the median time of the forward, then of the backward, as RESULT lines (<op>_fwd_<dtype>,
 //      <op>_bwd_<dtype>) beside every baseline of that pass; bytes are the ideal traffic: each
 //      tensor the pass names read or written once (an accumulated output both), workspaces not
-//      counted; roofline_pct is against the device-to-device copy bandwidth measured in the same
-//      run (bench_common.cuh).
+//      counted, unless the case gives its own (OpCase::bench_bytes); roofline_pct is against the
+//      device-to-device copy bandwidth measured in the same run (bench_common.cuh).
 #pragma once
 
 #include <algorithm>
@@ -88,7 +88,8 @@ inline int run_op_benchmarks(const std::vector<test::OpCase>& cases,
       const test::Run& ours = pass == Pass::kForward ? c.forward : c.backward;
       if (!ours) continue;
       const std::string op = c.op + (pass == Pass::kForward ? "_fwd" : "_bwd") + suffix;
-      const double bytes = pass_bytes(c, sets[0], ours, run_ctx);
+      const double bytes = c.bench_bytes ? c.bench_bytes(dtype, pass == Pass::kBackward)
+                                         : pass_bytes(c, sets[0], ours, run_ctx);
       auto time = [&](const test::Run& run) {
         size_t next = 0;
         return time_median_ms(run_ctx, [&] { run(run_ctx, sets[next++ % copies]); });
