@@ -47,6 +47,12 @@ TensorSpec TensorSpec::zeros_agree() const {
   return s;
 }
 
+TensorSpec TensorSpec::f32_bits() const {
+  TensorSpec s = *this;
+  s.bits_in_f32 = true;
+  return s;
+}
+
 TensorSpec input(std::string name, std::vector<int64_t> dims, Fill fill, Kind kind) {
   return TensorSpec{
       .name = std::move(name), .dims = std::move(dims), .kind = kind, .fill = std::move(fill)};
@@ -61,8 +67,9 @@ TensorSpec output(std::string name, std::vector<int64_t> dims, Kind kind) {
       .name = std::move(name), .dims = std::move(dims), .kind = kind, .role = Role::kOutput};
 }
 
-TensorSpec upstream(std::string name, std::string of, std::vector<int64_t> dims, Kind kind) {
-  TensorSpec s = input(std::move(name), std::move(dims), {}, kind);
+TensorSpec upstream(std::string name, std::string of, std::vector<int64_t> dims, Kind kind,
+                    Fill fill) {
+  TensorSpec s = input(std::move(name), std::move(dims), std::move(fill), kind);
   s.upstream_of = std::move(of);
   return s;
 }
@@ -237,7 +244,7 @@ std::string compare(const OpCase& c, const TensorSpec& s, DType act, const std::
   std::ostringstream fail;
   fail << s.name << ": ";
   const double tol = (s.tol ? *s.tol : c.tol).of(act);
-  if (s.compare == Compare::kBits) {
+  if (s.compare == Compare::kBits || (s.bits_in_f32 && act == DType::F32)) {
     int64_t differ = 0, first = -1;
     for (size_t i = 0; i < got.size(); ++i) {
       const double w = as_stored(want[i], stored);

@@ -88,12 +88,14 @@ struct TensorSpec {
   Compare compare = Compare::kNormwise;
   std::optional<Tol> tol{};  // overrides the case's
   bool same_zeros = false;   // GPU and reference agree on which elements are exactly 0
+  bool bits_in_f32 = false;  // compared bit for bit in an f32 run, by `compare` otherwise
 
   int64_t numel() const;
   TensorSpec with_tol(Tol t) const;
   TensorSpec bits() const;
   TensorSpec relative(Tol t) const;
   TensorSpec zeros_agree() const;
+  TensorSpec f32_bits() const;
 };
 
 // The spec helpers the cases are written with.
@@ -103,7 +105,7 @@ TensorSpec param(std::string name, std::vector<int64_t> dims, Fill fill = {});
 TensorSpec output(std::string name, std::vector<int64_t> dims, Kind kind = Kind::kAct);
 // dLoss/d(of): an input of the backward (the gradient check's loss weights).
 TensorSpec upstream(std::string name, std::string of, std::vector<int64_t> dims,
-                    Kind kind = Kind::kAct);
+                    Kind kind = Kind::kAct, Fill fill = {});
 // dLoss/d(of), written (=) by the backward.
 TensorSpec grad(std::string name, std::string of, std::vector<int64_t> dims,
                 Kind kind = Kind::kAct);
