@@ -16,6 +16,28 @@
 
 namespace electra::test {
 
+// A tensor on the CPU in the dtype of its kind for a mode, owning its storage.
+struct HostTensor {
+  std::vector<double> f64;
+  std::vector<float> f32;
+  std::vector<uint16_t> b16;  // bf16 bits
+  std::vector<int32_t> i32;
+  Tensor view;
+  std::vector<double> to_f64() const;
+};
+
+// Every tensor of `c` on the CPU: f64 for the gradient check (act == F64), else the f32
+// reference of a GPU run in `act`. Written outputs and workspaces start at 0, accumulated outputs
+// at their values.
+struct HostRun {
+  std::vector<HostTensor> tensors;
+  Args args;
+};
+HostRun bind_host(const OpCase& c, const std::vector<std::vector<double>>& values, DType act);
+
+// dtype of a spec in a GPU run of activation dtype `act`.
+DType device_dtype(Kind kind, DType act);
+
 int64_t TensorSpec::numel() const {
   int64_t n = 1;
   for (int64_t d : dims) n *= d;

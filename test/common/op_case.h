@@ -15,8 +15,9 @@
 //          .backward = ...};
 //
 // The harness allocates every tensor on the mode's device in the mode's dtype (Kind), fills the
-// inputs from their seeded Fill, poisons the outputs (NaN) so that an unwritten element fails,
-// runs forward then backward, and compares. Modes:
+// inputs from their seeded Fill, poisons the device's outputs (NaN) so that an unwritten element
+// fails, runs forward then backward (a loss has no backward: its forward writes the gradients),
+// and compares. Modes:
 //   gradcheck (CPU, f64): loss = sum over upstream tensors u of u . output(u), computed with
 //     a compensated sum; the backward runs with dy = u; each grad(...) (for grad_acc(...): what
 //     the backward added to its random starting values) is compared with central differences of
@@ -109,11 +110,11 @@ TensorSpec upstream(std::string name, std::string of, std::vector<int64_t> dims,
 // dLoss/d(of), written (=) by the backward.
 TensorSpec grad(std::string name, std::string of, std::vector<int64_t> dims,
                 Kind kind = Kind::kAct);
-// dLoss/d(of), accumulated (+=) by the backward into random starting values (0 in the gradient
-// check).
+// dLoss/d(of), accumulated (+=) by the backward into random starting values (the gradient check
+// takes what was added).
 TensorSpec grad_acc(std::string name, std::string of, std::vector<int64_t> dims,
                     Kind kind = Kind::kParam);
-// f32 scratch of the GPU kernels; the CPU gets an unset Tensor{} (the references ignore it).
+// f32 scratch of the GPU kernels; the CPU reference gets an unset Tensor{} (it ignores it).
 TensorSpec workspace(std::string name, int64_t floats);
 
 // The tensors of one run by name, and the activation dtype the run emulates (f64 in the gradient
@@ -174,25 +175,6 @@ std::vector<OpCase> op_cases();
 // written outputs and workspaces.
 std::vector<std::vector<double>> make_values(const OpCase& c);
 
-// A tensor on the CPU in the dtype of its kind for a mode, owning its storage.
-struct HostTensor {
-  std::vector<double> f64;
-  std::vector<float> f32;
-  std::vector<uint16_t> b16;  // bf16 bits
-  std::vector<int32_t> i32;
-  Tensor view;
-  std::vector<double> to_f64() const;
-};
-
-// Every tensor of `c` on the CPU: f64 for the gradient check (act == F64), else the f32
-// reference of a GPU run in `act`. Written outputs and workspaces start at 0, accumulated outputs
-// at their values.
-struct HostRun {
-  std::vector<HostTensor> tensors;
-  Args args;
-};
-HostRun bind_host(const OpCase& c, const std::vector<std::vector<double>>& values, DType act);
-
 // One parity run of `c` in `dtype` on `device` against the CPU reference; returns one line per
 // failed comparison (empty: passed). The device is a GPU but for the harness's own test
 // (op_harness_test.cpp, the CPU against itself in f32).
@@ -221,8 +203,5 @@ Args bind_device(Context& ctx, Arena& arena, const OpCase& c,
 // Rounds a CPU f32 tensor in place to what a GPU tensor of dtype `act` holds (bf16: to 8 bits;
 // f32, f64: unchanged): for references that store an intermediate in the activation dtype.
 void round_to_act(const Tensor& t, DType act);
-
-// dtype of a spec in a GPU run of activation dtype `act`.
-DType device_dtype(Kind kind, DType act);
 
 }  // namespace electra::test
