@@ -87,9 +87,10 @@ struct TensorSpec {
   std::string grad_of{};      // an output holding dLoss/d(input named here)
   bool accumulates = false;   // the op adds (+=) into this output
   Compare compare = Compare::kNormwise;
-  std::optional<Tol> tol{};  // overrides the case's
-  bool same_zeros = false;   // GPU and reference agree on which elements are exactly 0
-  bool bits_in_f32 = false;  // compared bit for bit in an f32 run, by `compare` otherwise
+  std::optional<Tol> tol{};   // overrides the case's
+  bool same_zeros = false;    // GPU and reference agree on which elements are exactly 0
+  bool bits_in_f32 = false;   // compared bit for bit in an f32 run, by `compare` otherwise
+  bool some_nonzero = false;  // the reference has a nonzero element (the inputs exercise it)
 
   int64_t numel() const;
   TensorSpec with_tol(Tol t) const;
@@ -97,6 +98,7 @@ struct TensorSpec {
   TensorSpec relative(Tol t) const;
   TensorSpec zeros_agree() const;
   TensorSpec f32_bits() const;
+  TensorSpec nonzero() const;
 };
 
 // The spec helpers the cases are written with.

@@ -58,6 +58,18 @@ TEST_CASE("the harness's parity run fails an output left unwritten", "[op_harnes
   expect_one_failure_naming(parity(c, DType::F32, device), "z");
 }
 
+TEST_CASE("the harness fails an output asked to be nonzero that the inputs leave at 0",
+          "[op_harness]") {
+  OpCase c = gelu_case();
+  Context device = Context::cpu(c.seed);
+  c.tensors.push_back(output("z", {4}).nonzero());
+  // z is all 0 in the reference and NaN on the device: two failures, both naming z.
+  const std::vector<std::string> failures = parity(c, DType::F32, device);
+  REQUIRE(failures.size() == 2);
+  CHECK_THAT(failures[0], Catch::StartsWith("z:") && Catch::Contains("error"));
+  CHECK_THAT(failures[1], Catch::StartsWith("z:") && Catch::Contains("all 0"));
+}
+
 TEST_CASE("the harness compares bits and zero patterns where a case asks", "[op_harness]") {
   const int64_t n = 1000;
   auto site = [](const Context& ctx) {
