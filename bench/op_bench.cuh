@@ -85,7 +85,9 @@ inline int run_op_benchmarks(const std::vector<test::OpCase>& cases,
     }
     const std::string suffix = std::string("_") + dtype_name(dtype);
     for (Pass pass : {Pass::kForward, Pass::kBackward}) {
-      const test::Run& ours = pass == Pass::kForward ? c.forward : c.backward;
+      const test::Run& ours = pass == Pass::kBackward ? c.backward
+                              : c.bench_forward       ? c.bench_forward
+                                                      : c.forward;
       if (!ours) continue;
       const std::string op = c.op + (pass == Pass::kForward ? "_fwd" : "_bwd") + suffix;
       const double bytes = c.bench_bytes ? c.bench_bytes(dtype, pass == Pass::kBackward)

@@ -160,6 +160,9 @@ struct OpCase {
   size_t max_checks = 0;      // gradient check: coordinates per input (0 = all)
   bool deterministic = true;  // a second GPU run gives the same bits
   DType bench_dtype = DType::BF16;
+  // What the benchmark times as the forward when the forward has a step it must not time
+  // (softmax_xent's copy of its logits into the buffer it overwrites); default: forward.
+  Run bench_forward{};
   // The benchmark's ideal bytes of the forward (backward = false) or the backward, where they
   // are not every tensor the pass names once (a table read only at the rows its ids touch).
   std::function<double(DType dtype, bool backward)> bench_bytes{};
