@@ -1,8 +1,9 @@
 // The benchmark mode of the op harness (test/common/op_case.h): a bench/<op>_bench.cu holds only
 // its naive baselines and calls run_op_benchmarks(op_cases(), baselines), with the cases of
 // test/kernels/<op>_cases.cpp. For each case with kBench, in its bench_dtype:
-//   1. validation: the GPU parity run of the harness at the benchmark's shape; a failure prints
-//      "FAILED validation" and exits 1 before anything is timed;
+//   1. validation: the GPU parity run of the harness at the benchmark's shape (or at the smaller
+//      OpCase::bench_validation); a failure prints "FAILED validation" and exits 1 before
+//      anything is timed;
 //   2. a working set of copies of every tensor, at least twice L2 in all, and each timed repeat
 //      uses the next copy, so a repeat reads nothing the previous ones left in L2 (the L2 is also
 //      flushed before each repeat by time_median_ms);
@@ -62,15 +63,17 @@ inline int run_op_benchmarks(const std::vector<test::OpCase>& cases,
   for (const test::OpCase& c : cases) {
     if ((c.modes & test::kBench) == 0) continue;
     const DType dtype = c.bench_dtype;
-    const std::vector<std::string> failures = test::gpu_parity(c, dtype);
+    const test::OpCase validated = c.bench_validation ? c.bench_validation() : c;
+    const std::vector<std::string> failures = test::gpu_parity(validated, dtype);
     if (!failures.empty()) {
       for (const std::string& f : failures) {
-        std::printf("FAILED validation of %s/%s: %s\n", c.name().c_str(), dtype_name(dtype),
+        std::printf("FAILED validation of %s/%s: %s\n", validated.name().c_str(), dtype_name(dtype),
                     f.c_str());
       }
       return 1;
     }
-    std::printf("validated %s/%s against the CPU reference\n", c.name().c_str(), dtype_name(dtype));
+    std::printf("validated %s/%s against the CPU reference\n", validated.name().c_str(),
+                dtype_name(dtype));
 
     Context run_ctx = Context::cuda(0, c.seed);
     const size_t set_bytes = test::device_bytes(c, dtype);

@@ -160,6 +160,9 @@ struct OpCase {
   size_t max_checks = 0;      // gradient check: coordinates per input (0 = all)
   bool deterministic = true;  // a second GPU run gives the same bits
   DType bench_dtype = DType::BF16;
+  // The case the benchmark validates before timing, where the benchmark's shape would make the
+  // CPU reference take minutes (a few rows of it); default: the case itself.
+  std::function<OpCase()> bench_validation{};
   // What the benchmark times as the forward when the forward has a step it must not time
   // (softmax_xent's copy of its logits into the buffer it overwrites); default: forward.
   Run bench_forward{};
