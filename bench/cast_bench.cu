@@ -1,12 +1,10 @@
-// cast f32 -> bf16 at the size of ELECTRA-Base's parameter buffer (~110M values), ours against a
-// plain one-element-per-thread kernel as the baseline.
-#include <cstdio>
-#include <vector>
+// cast f32 -> bf16 at the size of ELECTRA-Base's parameter buffer (~110M values): the case of
+// test/kernels/cast_cases.cpp run by bench/op_bench.cuh, ours against a plain
+// one-element-per-thread kernel as the baseline.
+#include <cuda_bf16.h>
 
-#include "bench_common.cuh"
-#include "engine/arena.h"
 #include "kernels/cast.h"
-#include "test/common/device_util.h"
+#include "op_bench.cuh"
 
 using namespace electra;
 
@@ -18,30 +16,13 @@ __global__ void naive_cast(const float* in, __nv_bfloat16* out, int64_t n) {
 }  // namespace
 
 int main() {
-  Context ctx = Context::cuda(0);
-  const int64_t n = 110'000'000;
-  Arena arena("bench", Device::CUDA, size_t{n} * 8 + (1 << 20));
-  Tensor x = arena.alloc<float>({n});
-  Tensor y = arena.alloc<bf16>({n});
-  std::vector<float> host(n);
-  for (int64_t i = 0; i < n; ++i) host[i] = static_cast<float>(i % 1000) * 0.001f - 0.5f;
-  copy_tensor(ctx.stream(), x, Tensor::view_of(host.data(), Device::CPU, {n}));
-  run_op(ctx, Cast{.in = x, .out = Out(y)});
-  const std::vector<bf16> got = test::download<bf16>(ctx, y);
-  for (int64_t i = 0; i < n; i += 9973) {
-    if (got[i].bits != float_to_bf16(host[i]).bits) {
-      std::printf("FAILED validation at %ld\n", static_cast<long>(i));
-      return 1;
-    }
-  }
-  const double bytes = 6.0 * n;
-  const double ours =
-      bench::time_median_ms(ctx, [&] { run_op(ctx, Cast{.in = x, .out = Out(y)}); });
-  bench::report(ctx, "cast_f32_bf16", "110M", "ours", ours, bytes, 0);
-  const double base = bench::time_median_ms(ctx, [&] {
-    naive_cast<<<(n + 255) / 256, 256, 0, ctx.stream()>>>(x.ptr<float>(),
-                                                          static_cast<__nv_bfloat16*>(y.data), n);
-  });
-  bench::report(ctx, "cast_f32_bf16", "110M", "baseline_naive", base, bytes, 0);
-  return 0;
+  const std::vector<bench::Baseline> baselines = {
+      {"cast_f32_bf16", bench::Pass::kForward, "baseline_naive",
+       [](Context& ctx, const test::Args& a) {
+         const int64_t n = a["in"].numel();
+         naive_cast<<<(n + 255) / 256, 256, 0, ctx.stream()>>>(
+             a["in"].ptr<float>(), static_cast<__nv_bfloat16*>(a["out"].data), n);
+       }},
+  };
+  return bench::run_op_benchmarks(test::op_cases(), baselines);
 }

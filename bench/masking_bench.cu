@@ -1,15 +1,10 @@
-// masking at the pre-training shape B = 128, T = 128 (and B = 32, T = 512): ours (one block per
-// sequence) against a plain kernel with one thread per sequence that picks the k smallest keys by
-// k linear scans. Roofline bytes: ids read, masked ids and the three slot arrays written.
-#include <cstdio>
-#include <vector>
-
-#include "bench_common.cuh"
-#include "engine/arena.h"
+// masking at the pre-training shape B = 128, T = 128 (and B = 32, T = 512): the cases of
+// test/kernels/masking_cases.cpp run by bench/op_bench.cuh, ours (one block per sequence) against
+// a plain kernel with one thread per sequence that picks the k smallest keys by k linear scans.
+// Roofline bytes: ids read, masked ids and the three slot arrays written.
 #include "kernels/cuda_common.cuh"
 #include "kernels/masking.h"
-#include "test/common/device_util.h"
-#include "test/common/test_util.h"
+#include "op_bench.cuh"
 
 using namespace electra;
 
@@ -66,71 +61,21 @@ __global__ void naive_masking(const int32_t* ids, int batch, int seq, int slots,
 }  // namespace
 
 int main() {
-  Context ctx = Context::cuda(0);
-  Context cpu = Context::cpu();
-  Arena arena("bench", Device::CUDA, size_t{16} << 20);
-  const struct {
-    const char* name;
-    int64_t b, t;
-  } shapes[] = {{"128x128", 128, 128}, {"32x512", 32, 512}};
-  MaskingParams params;
-  params.stream = ctx.rng(RngPurpose::kMasking, 1);
-  for (const auto& shape : shapes) {
-    const int64_t b = shape.b, t = shape.t;
-    const int64_t n = max_predictions(params.mask_prob.value, static_cast<int>(t));
-    const size_t mark = arena.mark();
-    std::vector<int32_t> ids = test::random_ints(b * t, 1, 1000, 30000);
-    const std::vector<int32_t> lengths = test::random_ints(b, 2, 8, static_cast<int>(t));
-    for (int64_t s = 0; s < b; ++s) {
-      ids[s * t] = params.cls_id;
-      ids[s * t + lengths[s] - 1] = params.sep_id;
-      for (int64_t i = lengths[s]; i < t; ++i) ids[s * t + i] = params.pad_id;
-    }
-    const Tensor d_ids = test::upload(ctx, arena, ids, {b, t});
-    const Tensor masked = arena.alloc(DType::I32, {b, t});
-    const Tensor positions = arena.alloc(DType::I32, {b, n});
-    const Tensor original = arena.alloc(DType::I32, {b, n});
-    const Tensor weights = arena.alloc<float>({b, n});
-    run_op(ctx, MaskTokens{.ids = d_ids,
-                           .params = params,
-                           .masked_ids = Out(masked),
-                           .positions = Out(positions),
-                           .original = Out(original),
-                           .weights = Out(weights)});
-    std::vector<int32_t> ref_masked(b * t), ref_positions(b * n), ref_original(b * n);
-    std::vector<float> ref_weights(b * n);
-    run_op(cpu,
-           MaskTokens{.ids = Tensor::view_of(ids.data(), Device::CPU, {b, t}),
-                      .params = params,
-                      .masked_ids = Out(Tensor::view_of(ref_masked.data(), Device::CPU, {b, t})),
-                      .positions = Out(Tensor::view_of(ref_positions.data(), Device::CPU, {b, n})),
-                      .original = Out(Tensor::view_of(ref_original.data(), Device::CPU, {b, n})),
-                      .weights = Out(Tensor::view_of(ref_weights.data(), Device::CPU, {b, n}))});
-    if (test::download<int32_t>(ctx, masked) != ref_masked ||
-        test::download<int32_t>(ctx, positions) != ref_positions ||
-        test::download<float>(ctx, weights) != ref_weights) {
-      std::printf("FAILED validation against the CPU at %s\n", shape.name);
-      return 1;
-    }
-    const double bytes = b * t * 8.0 + b * n * 12.0;
-    const double ours = bench::time_median_ms(ctx, [&] {
-      run_op(ctx, MaskTokens{.ids = d_ids,
-                             .params = params,
-                             .masked_ids = Out(masked),
-                             .positions = Out(positions),
-                             .original = Out(original),
-                             .weights = Out(weights)});
-    });
-    bench::report(ctx, "masking", shape.name, "ours", ours, bytes, 0);
-    const double base = bench::time_median_ms(ctx, [&] {
-      naive_masking<<<(b + 127) / 128, 128, 0, ctx.stream()>>>(
-          d_ids.ptr<int32_t>(), static_cast<int>(b), static_cast<int>(t), static_cast<int>(n),
-          params, probability_threshold(params.mask_token_prob), masked.ptr<int32_t>(),
-          positions.ptr<int32_t>(), original.ptr<int32_t>(), weights.ptr<float>());
-      ELECTRA_CUDA_CHECK_LAUNCH();
-    });
-    bench::report(ctx, "masking", shape.name, "baseline_thread_per_sequence", base, bytes, 0);
-    arena.rewind(mark);
-  }
-  return 0;
+  const std::vector<bench::Baseline> baselines = {
+      {"masking", bench::Pass::kForward, "baseline_thread_per_sequence",
+       [](Context& ctx, const test::Args& a) {
+         const Tensor &ids = a["ids"], &positions = a["positions"];
+         // The parameters of test/kernels/masking_cases.cpp's benchmark cases.
+         MaskingParams params;
+         params.stream = ctx.rng(RngPurpose::kMasking, static_cast<uint32_t>(ids.dim(1)));
+         const int b = static_cast<int>(ids.dim(0));
+         naive_masking<<<(b + 127) / 128, 128, 0, ctx.stream()>>>(
+             ids.ptr<int32_t>(), b, static_cast<int>(ids.dim(1)),
+             static_cast<int>(positions.dim(1)), params,
+             probability_threshold(params.mask_token_prob), a["masked_ids"].ptr<int32_t>(),
+             positions.ptr<int32_t>(), a["original"].ptr<int32_t>(), a["weights"].ptr<float>());
+         ELECTRA_CUDA_CHECK_LAUNCH();
+       }},
+  };
+  return bench::run_op_benchmarks(test::op_cases(), baselines);
 }

@@ -1,18 +1,14 @@
 // softmax_xent at the generator's MLM shapes (rows = batch x max_predictions, V = 30522, bf16 and
-// f32 logits): ours (one fused pass for loss + sample, one for dlogits) against a plain-CUDA
-// baseline of four kernels (row max, row sum of exp, loss + dlogits, Gumbel-max sample), each
-// reading the row again. Roofline bytes: the logits read once and the dlogits written once.
-// Repeated calls run on the previous call's dlogits: finite values, the same work.
+// f32 logits): the cases of test/kernels/softmax_xent_cases.cpp run by bench/op_bench.cuh, ours
+// (one fused pass for loss + sample, one for dlogits) against a plain-CUDA baseline of four
+// kernels (row max, row sum of exp, loss + dlogits, Gumbel-max sample), each reading the row
+// again. Roofline bytes: the logits read once and the dlogits written once. Repeated calls run on
+// the previous call's dlogits: finite values, the same work.
 #include <climits>
-#include <cstdio>
-#include <vector>
 
-#include "bench_common.cuh"
-#include "engine/arena.h"
 #include "kernels/cuda_common.cuh"
 #include "kernels/softmax_xent.h"
-#include "test/common/device_util.h"
-#include "test/common/test_util.h"
+#include "op_bench.cuh"
 
 using namespace electra;
 
@@ -102,111 +98,26 @@ void baseline(Context& ctx, const Tensor& logits, const Tensor& labels, const Te
   ELECTRA_CUDA_CHECK_LAUNCH();
 }
 
-// Ours on the first `rows` rows against the CPU reference: exits non-zero on a mismatch.
-bool validate(Context& gpu, Arena& arena, DType dtype, int64_t rows, int64_t v) {
-  const size_t mark = arena.mark();
-  std::vector<float> x = test::random_vector<float>(rows * v, 3, -8, 8);
-  if (dtype == DType::BF16) {
-    for (float& f : x) f = bf16_to_float(float_to_bf16(f));
-  }
-  const std::vector<int32_t> labels = test::random_ints(rows, 4, 0, static_cast<int32_t>(v - 1));
-  const std::vector<float> weights(rows, 1.0f);
-  SoftmaxXentParams params;
-  params.vocab = v;
-  params.scale = 1.0f / rows;
-  params.stream = RngStream{1, RngPurpose::kGumbel, 0, 0};
-  const Tensor logits = dtype == DType::F32 ? test::upload(gpu, arena, x, {rows, v})
-                                            : test::upload_bf16(gpu, arena, x, {rows, v});
-  const Tensor loss = arena.alloc<float>({rows});
-  const Tensor sample = arena.alloc(DType::I32, {rows});
-  const Tensor argmax = arena.alloc(DType::I32, {rows});
-  run_op(gpu, SoftmaxXent{.logits = Out(logits),
-                          .labels = test::upload(gpu, arena, labels, {rows}),
-                          .weights = test::upload(gpu, arena, weights, {rows}),
-                          .params = params,
-                          .loss = Out(loss),
-                          .sample = Out(sample),
-                          .argmax = Out(argmax)});
-  Context cpu = Context::cpu();
-  std::vector<int32_t> l = labels, s(rows), a(rows);
-  std::vector<float> w = weights, ref_loss(rows);
-  run_op(cpu, SoftmaxXent{.logits = Out(Tensor::view_of(x.data(), Device::CPU, {rows, v})),
-                          .labels = Tensor::view_of(l.data(), Device::CPU, {rows}),
-                          .weights = Tensor::view_of(w.data(), Device::CPU, {rows}),
-                          .params = params,
-                          .loss = Out(Tensor::view_of(ref_loss.data(), Device::CPU, {rows})),
-                          .sample = Out(Tensor::view_of(s.data(), Device::CPU, {rows})),
-                          .argmax = Out(Tensor::view_of(a.data(), Device::CPU, {rows}))});
-  const double tol = dtype == DType::F32 ? 1e-5 : 2e-2;
-  const bool ok = test::max_relative_error(test::download<float>(gpu, loss), ref_loss) < 1e-5 &&
-                  test::max_relative_error(test::download_f32(gpu, logits), x) < tol &&
-                  test::download<int32_t>(gpu, sample) == s &&
-                  test::download<int32_t>(gpu, argmax) == a;
-  arena.rewind(mark);
-  return ok;
-}
-
 }  // namespace
 
 int main() {
-  Context ctx = Context::cuda(0);
-  const int64_t v = 30522;
-  const struct {
-    const char* name;
-    int64_t rows;
-  } shapes[] = {{"small_128x19", 128 * 19}, {"base_256x79", 256 * 79}};
-  Arena arena("bench", Device::CUDA, size_t{256} * 79 * v * 4 + (64 << 20));
-  for (DType dtype : {DType::BF16, DType::F32}) {
-    if (!validate(ctx, arena, dtype, 64, v)) {
-      std::printf("FAILED validation against the CPU (%s)\n", dtype_name(dtype));
-      return 1;
-    }
-    for (const auto& shape : shapes) {
-      const size_t mark = arena.mark();
-      const int64_t m = shape.rows;
-      const Tensor logits = arena.alloc(dtype, {m, v});
-      const std::vector<float> host = test::random_vector<float>(m * v, 5, -8, 8);
-      if (dtype == DType::F32) {
-        copy_tensor(ctx.stream(), logits,
-                    Tensor::view_of(const_cast<float*>(host.data()), Device::CPU, {m, v}));
-      } else {
-        std::vector<bf16> rounded(host.size());
-        for (size_t i = 0; i < host.size(); ++i) rounded[i] = float_to_bf16(host[i]);
-        copy_tensor(ctx.stream(), logits, Tensor::view_of(rounded.data(), Device::CPU, {m, v}));
-      }
-      const Tensor labels =
-          test::upload(ctx, arena, test::random_ints(m, 6, 0, static_cast<int32_t>(v - 1)), {m});
-      const Tensor weights = test::upload(ctx, arena, std::vector<float>(m, 1.0f), {m});
-      const Tensor loss = arena.alloc<float>({m});
-      const Tensor sample = arena.alloc(DType::I32, {m});
-      const Tensor argmax = arena.alloc(DType::I32, {m});
-      const Tensor scratch = arena.alloc<float>({2 * m});
-      SoftmaxXentParams params;
-      params.vocab = v;
-      params.scale = 1.0f / m;
-      params.stream = ctx.rng(RngPurpose::kGumbel, 0);
-      const double bytes = 2.0 * m * v * dtype_size(dtype);
-      const std::string op = std::string("softmax_xent_") + dtype_name(dtype);
-      const double ours = bench::time_median_ms(ctx, [&] {
-        run_op(ctx, SoftmaxXent{.logits = Out(logits),
-                                .labels = labels,
-                                .weights = weights,
-                                .params = params,
-                                .loss = Out(loss),
-                                .sample = Out(sample),
-                                .argmax = Out(argmax)});
-      });
-      bench::report(ctx, op, shape.name, "ours", ours, bytes, 0);
-      const double base = bench::time_median_ms(ctx, [&] {
-        if (dtype == DType::F32) {
-          baseline<float>(ctx, logits, labels, weights, params, loss, sample, scratch);
-        } else {
-          baseline<__nv_bfloat16>(ctx, logits, labels, weights, params, loss, sample, scratch);
-        }
-      });
-      bench::report(ctx, op, shape.name, "baseline_4pass", base, bytes, 0);
-      arena.rewind(mark);
-    }
-  }
-  return 0;
+  const std::vector<bench::Baseline> baselines = {
+      {"softmax_xent", bench::Pass::kForward, "baseline_4pass",
+       [](Context& ctx, const test::Args& a) {
+         const Tensor& logits = a["logits"];
+         // The parameters of test/kernels/softmax_xent_cases.cpp's benchmark cases.
+         SoftmaxXentParams p;
+         p.vocab = logits.dim(1);
+         p.scale = 1.0f / static_cast<float>(logits.dim(0));
+         p.stream = RngStream{1, RngPurpose::kGumbel, 0, 0};
+         if (a.act() == DType::F32) {
+           baseline<float>(ctx, logits, a["labels"], a["weights"], p, a["loss"], a["sample"],
+                           a["scratch"]);
+         } else {
+           baseline<__nv_bfloat16>(ctx, logits, a["labels"], a["weights"], p, a["loss"],
+                                   a["sample"], a["scratch"]);
+         }
+       }},
+  };
+  return bench::run_op_benchmarks(test::op_cases(), baselines);
 }

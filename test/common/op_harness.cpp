@@ -1,0 +1,64 @@
+// The Catch2 side of the op harness (op_case.h): registers, before main(), one test case per case
+// of op_cases() and mode, named <op>/<shape>/<dtype> and tagged [gradcheck] or [gpu], so that a
+// failure names the op, the shape and the dtype. An executable picks its mode with a test spec
+// (test/kernels/CMakeLists.txt: the gradient check runs "[gradcheck]" under catch_main.cpp, the
+// GPU test "[gpu]" under gpu_main.cpp, which skips without a GPU).
+#include <catch2/catch.hpp>
+
+#include "test/common/op_case.h"
+
+namespace electra::test {
+namespace {
+
+// The f64 gradient check (op_case.h, gradient_checks); the tolerance is expect_gradient's
+// (catch_checks.h): 1e-6 relative, central differences of step 1e-5 in f64.
+void run_gradcheck(const OpCase& c) {
+  const std::vector<GradientCheck> checks = gradient_checks(c);
+  CHECK(!checks.empty());
+  for (const GradientCheck& g : checks) {
+    INFO("gradient w.r.t. " << g.input);
+    CHECK(g.result.checked > 0);
+    CHECK(g.result.max_relative_error < 1e-6);
+  }
+}
+
+void run_gpu_parity(const OpCase& c, DType dtype) {
+  for (const std::string& failure : gpu_parity(c, dtype)) FAIL_CHECK(failure);
+}
+
+// Catch2 v2 calls a test through an ITestInvoker; this one holds a closure over the case.
+class CaseInvoker : public Catch::ITestInvoker {
+ public:
+  explicit CaseInvoker(std::function<void()> run) : run_(std::move(run)) {}
+  void invoke() const override { run_(); }
+
+ private:
+  std::function<void()> run_;
+};
+
+void add_test(const std::string& name, const char* tag, std::function<void()> run) {
+  // AutoReg copies the name and tags into the registry.
+  const Catch::AutoReg reg(new CaseInvoker(std::move(run)), CATCH_INTERNAL_LINEINFO,
+                           Catch::StringRef(), Catch::NameAndTags(name.c_str(), tag));
+}
+
+struct Registrar {
+  Registrar() {
+    for (const OpCase& c : op_cases()) {
+      if ((c.modes & kGradcheck) != 0) {
+        add_test(c.name() + "/f64", "[gradcheck]", [c] { run_gradcheck(c); });
+      }
+      if ((c.modes & kGpu) != 0) {
+        for (DType dtype : c.dtypes) {
+          add_test(c.name() + "/" + dtype_name(dtype), "[gpu]",
+                   [c, dtype] { run_gpu_parity(c, dtype); });
+        }
+      }
+    }
+  }
+};
+
+const Registrar registrar;
+
+}  // namespace
+}  // namespace electra::test

@@ -1,0 +1,146 @@
+// layernorm and the fused residual layernorm (kernels/layernorm.h) for the op harness
+// (test/common/op_case.h): gradient checks at a small odd shape and ELECTRA-Small's width, GPU
+// parity at ELECTRA-Small, Base and Large widths and awkward shapes, benchmarks at the three
+// models' activation sizes. Hand values and refusals: layernorm_test.cpp.
+#include "kernels/layernorm.h"
+#include "test/common/op_case.h"
+
+namespace electra::test {
+namespace {
+
+constexpr float kEps = 1e-12f;  // ELECTRA's
+
+// The statistics are f32 in every run and computed from the same (rounded) inputs, so they agree
+// to f32 rounding of row sums of length H whatever the activation dtype.
+constexpr Tol kStatTol = {1e-5, 1e-5};
+
+// y, mean, rstd = layernorm(x) with the case's gamma and beta.
+void layernorm_forward(Context& ctx, const Args& a, const Tensor& x) {
+  run_op(ctx, LayerNormForward{.x = x,
+                               .gamma = a["gamma"],
+                               .beta = a["beta"],
+                               .eps = kEps,
+                               .y = Out(a["y"]),
+                               .mean = Out(a["mean"]),
+                               .rstd = Out(a["rstd"])});
+}
+
+OpCase layernorm(const std::string& shape, int64_t n, int64_t h, unsigned modes,
+                 size_t max_checks = 0) {
+  return OpCase{
+      .op = "layernorm",
+      .shape = shape,
+      .tensors = {input("x", {n, h}, {.lo = -2, .hi = 3}),
+                  param("gamma", {h}, {.lo = 0.5, .hi = 1.5}), param("beta", {h}),
+                  output("y", {n, h}), output("mean", {n}, Kind::kParam).with_tol(kStatTol),
+                  output("rstd", {n}, Kind::kParam).with_tol(kStatTol), upstream("dy", "y", {n, h}),
+                  grad("dx", "x", {n, h}), grad_acc("dgamma", "gamma", {h}),
+                  grad_acc("dbeta", "beta", {h}),
+                  workspace("workspace", layernorm_backward_workspace_floats(n, h))},
+      .forward = [](Context& ctx, const Args& a) { layernorm_forward(ctx, a, a["x"]); },
+      .backward =
+          [](Context& ctx, const Args& a) {
+            run_op(ctx, LayerNormBackward{.dy = a["dy"],
+                                          .x = a["x"],
+                                          .gamma = a["gamma"],
+                                          .mean = a["mean"],
+                                          .rstd = a["rstd"],
+                                          .dx = Out(a["dx"]),
+                                          .dgamma = Out(a["dgamma"]),
+                                          .dbeta = Out(a["dbeta"]),
+                                          .workspace = Out(a["workspace"])});
+          },
+      .modes = modes,
+      .max_checks = max_checks,
+  };
+}
+
+// BERT's LayerNorm(dropout(x) + residual); `site` is dropout_site_offset(k) + shift.
+OpCase residual_layernorm(const std::string& shape, int64_t n, int64_t h, uint64_t offset, float p,
+                          unsigned modes, size_t max_checks = 0) {
+  auto site = [offset, p](const Context& ctx) {
+    return DropoutSite{ctx.rng(RngPurpose::kDropout, 8), offset, p};
+  };
+  auto forward = [site](Context& ctx, const Args& a) {
+    run_op(ctx, ResidualLayerNormForward{.x = a["x"],
+                                         .residual = a["residual"],
+                                         .site = site(ctx),
+                                         .gamma = a["gamma"],
+                                         .beta = a["beta"],
+                                         .eps = kEps,
+                                         .sum = Out(a["sum"]),
+                                         .y = Out(a["y"]),
+                                         .mean = Out(a["mean"]),
+                                         .rstd = Out(a["rstd"])});
+  };
+  auto backward = [site](Context& ctx, const Args& a) {
+    run_op(ctx, ResidualLayerNormBackward{.dy = a["dy"],
+                                          .sum = a["sum"],
+                                          .gamma = a["gamma"],
+                                          .mean = a["mean"],
+                                          .rstd = a["rstd"],
+                                          .site = site(ctx),
+                                          .dx = Out(a["dx"]),
+                                          .dresidual = Out(a["dresidual"]),
+                                          .dgamma = Out(a["dgamma"]),
+                                          .dbeta = Out(a["dbeta"]),
+                                          .workspace = Out(a["workspace"])});
+  };
+  return OpCase{
+      .op = "residual_layernorm",
+      .shape = shape,
+      .tensors = {input("x", {n, h}, {.lo = -2, .hi = 3}), input("residual", {n, h}),
+                  param("gamma", {h}, {.lo = 0.5, .hi = 1.5}), param("beta", {h}),
+                  // The same mask and one f32 add, rounded once to the activation dtype.
+                  output("sum", {n, h}).relative({1e-6, 1e-6}), output("y", {n, h}),
+                  output("mean", {n}, Kind::kParam).with_tol(kStatTol),
+                  output("rstd", {n}, Kind::kParam).with_tol(kStatTol), upstream("dy", "y", {n, h}),
+                  grad("dx", "x", {n, h}).zeros_agree(), grad("dresidual", "residual", {n, h}),
+                  grad_acc("dgamma", "gamma", {h}), grad_acc("dbeta", "beta", {h}),
+                  workspace("workspace", layernorm_backward_workspace_floats(n, h))},
+      .forward = forward,
+      .backward = backward,
+      // The GPU stores sum in the activation dtype and normalises that rounded sum: so does the
+      // reference (the CPU op keeps it in f32).
+      .reference =
+          [forward, backward](Context& ctx, const Args& a) {
+            forward(ctx, a);
+            round_to_act(a["sum"], a.act());
+            layernorm_forward(ctx, a, a["sum"]);
+            backward(ctx, a);
+          },
+      .modes = modes,
+      .seed = 21,
+      .max_checks = max_checks,
+  };
+}
+
+}  // namespace
+
+std::vector<OpCase> op_cases() {
+  const unsigned all = kGradcheck | kGpu;
+  return {
+      layernorm("15x7", 15, 7, all),
+      layernorm("small_256x256", 256, 256, kGradcheck, 97),
+      layernorm("small_1024x256", 8 * 128, 256, kGpu),
+      layernorm("base_1024x768", 2 * 512, 768, kGpu),
+      layernorm("large_512x1024", 512, 1024, kGpu),
+      layernorm("33x100", 33, 100, kGpu),
+      layernorm("9x1000", 9, 1000, kGpu),
+      layernorm("1x256", 1, 256, kGpu),
+      // 507 row blocks of 79 rows for dgamma / dbeta.
+      layernorm("40000x64", 40000, 64, kGpu),
+      layernorm("small_16384x256", 128 * 128, 256, kBench),
+      layernorm("base_16384x768", 32 * 512, 768, kBench),
+      layernorm("large_16384x1024", 32 * 512, 1024, kBench),
+      residual_layernorm("15x7", 15, 7, dropout_site_offset(6), 0.3f, all),
+      residual_layernorm("small_256x256", 256, 256, dropout_site_offset(5), 0.1f, kGradcheck, 97),
+      residual_layernorm("small_1024x256", 8 * 128, 256, dropout_site_offset(4), 0.1f, kGpu),
+      residual_layernorm("base_1024x768", 2 * 512, 768, dropout_site_offset(5), 0.1f, kGpu),
+      residual_layernorm("21x1000", 21, 1000, dropout_site_offset(7) + 1, 0.1f, kGpu),
+      residual_layernorm("1x256", 1, 256, dropout_site_offset(1) + 2, 0.1f, kGpu),
+      residual_layernorm("small_16384x256", 128 * 128, 256, dropout_site_offset(2), 0.1f, kBench),
+  };
+}
+
+}  // namespace electra::test

@@ -1,0 +1,141 @@
+// The op harness (test/common/op_case.h) on the CPU, on gelu_cases.cpp's bias_gelu/15x7 and a
+// dropout case: its parity run, with the CPU standing in for the GPU in f32, passes for a correct
+// op and names the tensor of every kind of failure (a wrong value, an output left unwritten, a
+// mask that differs, bits that differ); its gradient check passes for a correct backward and
+// fails for a backward that adds twice.
+#include <catch2/catch.hpp>
+#include <cmath>
+
+#include "kernels/dropout.h"
+#include "test/common/op_case.h"
+
+using namespace electra;
+using namespace electra::test;
+
+namespace {
+
+// A case of test/kernels/gelu_cases.cpp, linked in: bias + GELU at 15 x 7.
+OpCase gelu_case() {
+  for (const OpCase& c : op_cases()) {
+    if (c.name() == "bias_gelu/15x7") return c;
+  }
+  FAIL("gelu_cases.cpp has no bias_gelu/15x7");
+  return {};
+}
+
+// One failure line naming `tensor`.
+void expect_one_failure_naming(const std::vector<std::string>& failures,
+                               const std::string& tensor) {
+  REQUIRE(failures.size() == 1);
+  CHECK(failures[0].rfind(tensor + ":", 0) == 0);
+}
+
+}  // namespace
+
+TEST_CASE("the harness's parity run passes for a correct op and names a wrong output",
+          "[op_harness]") {
+  const OpCase c = gelu_case();
+  Context device = Context::cpu(c.seed);
+  CHECK(parity(c, DType::F32, device).empty());
+
+  // The reference's y moved by 1e-3 at one element: a normwise error of at least 2e-4 (|y| < 5),
+  // 20 times the f32 tolerance.
+  OpCase shifted = c;
+  shifted.reference = [c](Context& ctx, const Args& a) {
+    c.forward(ctx, a);
+    c.backward(ctx, a);
+    float* y = a["y"].ptr<float>();
+    for (int64_t i = 0; i < a["y"].numel(); ++i) y[i] += 1e-3f * (i == 5);
+  };
+  expect_one_failure_naming(parity(shifted, DType::F32, device), "y");
+}
+
+TEST_CASE("the harness's parity run fails an output left unwritten", "[op_harness]") {
+  OpCase c = gelu_case();
+  Context device = Context::cpu(c.seed);
+  // Written by neither side: the reference's is 0, the device's keeps its NaN poison.
+  c.tensors.push_back(output("z", {4}));
+  expect_one_failure_naming(parity(c, DType::F32, device), "z");
+}
+
+TEST_CASE("the harness fails an output asked to be nonzero that the inputs leave at 0",
+          "[op_harness]") {
+  OpCase c = gelu_case();
+  Context device = Context::cpu(c.seed);
+  c.tensors.push_back(output("z", {4}).nonzero());
+  // z is all 0 in the reference and NaN on the device: two failures, both naming z.
+  const std::vector<std::string> failures = parity(c, DType::F32, device);
+  REQUIRE(failures.size() == 2);
+  CHECK_THAT(failures[0], Catch::StartsWith("z:") && Catch::Contains("error"));
+  CHECK_THAT(failures[1], Catch::StartsWith("z:") && Catch::Contains("all 0"));
+}
+
+TEST_CASE("the harness compares bits and zero patterns where a case asks", "[op_harness]") {
+  const int64_t n = 1000;
+  auto site = [](const Context& ctx) {
+    return DropoutSite{ctx.rng(RngPurpose::kDropout, 1), dropout_site_offset(1), 0.5f};
+  };
+  OpCase c{
+      .op = "dropout",
+      .shape = "test",
+      .tensors = {input("x", {n}, {.lo = -1, .hi = 1, .away_from_zero = true}),
+                  output("y", {n}).bits().zeros_agree()},
+      .forward =
+          [site](Context& ctx, const Args& a) {
+            run_op(ctx, Dropout{.x = a["x"], .site = site(ctx), .y = Out(a["y"])});
+          },
+  };
+  // Seeded as the reference's context: the same dropout streams.
+  Context device = Context::cpu(c.seed);
+  CHECK(parity(c, DType::F32, device).empty());
+
+  // Another step's mask: different bits and a different zero pattern (two failures).
+  OpCase other = c;
+  other.reference = [](Context& ctx, const Args& a) {
+    const DropoutSite s{ctx.rng(RngPurpose::kDropout, 2), dropout_site_offset(1), 0.5f};
+    run_op(ctx, Dropout{.x = a["x"], .site = s, .y = Out(a["y"])});
+  };
+  const std::vector<std::string> failures = parity(other, DType::F32, device);
+  REQUIRE(failures.size() == 2);
+  CHECK_THAT(failures[0], Catch::StartsWith("y:") && Catch::Contains("differ"));
+  CHECK_THAT(failures[1], Catch::StartsWith("y:") && Catch::Contains("0 on one side"));
+
+  // A last bit of one element: kBits sees it where the normwise tolerance would not.
+  OpCase ulp = c;
+  ulp.reference = [c](Context& ctx, const Args& a) {
+    c.forward(ctx, a);
+    float* y = a["y"].ptr<float>();
+    for (int64_t i = 0; i < n; ++i) {
+      if (y[i] != 0) {
+        y[i] = std::nextafter(y[i], 2 * y[i]);
+        break;
+      }
+    }
+  };
+  expect_one_failure_naming(parity(ulp, DType::F32, device), "y");
+}
+
+TEST_CASE("the harness's gradient check passes a correct backward and fails one that adds twice",
+          "[op_harness]") {
+  const OpCase c = gelu_case();
+  const std::vector<GradientCheck> checks = gradient_checks(c);
+  REQUIRE(checks.size() == 2);
+  CHECK(checks[0].input == "x");
+  CHECK(checks[1].input == "b");
+  for (const GradientCheck& g : checks) {
+    INFO(g.input);
+    CHECK(g.result.checked == (g.input == "x" ? 15u * 7 : 7u));
+    CHECK(g.result.max_relative_error < 1e-6);
+  }
+
+  // db added twice: twice the gradient w.r.t. b (dx is written, so it stays right).
+  OpCase twice = c;
+  twice.backward = [c](Context& ctx, const Args& a) {
+    c.backward(ctx, a);
+    c.backward(ctx, a);
+  };
+  const std::vector<GradientCheck> wrong = gradient_checks(twice);
+  REQUIRE(wrong.size() == 2);
+  CHECK(wrong[0].result.max_relative_error < 1e-6);
+  CHECK(wrong[1].result.max_relative_error > 0.5);
+}
