@@ -4,10 +4,9 @@
 // thread: run_op then costs one thread-local load and a branch on a null pointer, and a training
 // step neither synchronises nor allocates for it.
 //
-// Model parts: a ModelPart scope names the part of the update that the op calls inside it belong
-// to ("generator", "discriminator", "embeddings", "optimizer"; the innermost scope wins); calls
-// outside every scope belong to kOtherPart (masking, losses, sampling, step scalars, metrics,
-// casts and zeroing, which the pre-trainer runs between the models).
+// Model parts: a ModelPart scope names the part of the work that the op calls inside it belong to
+// (the innermost scope wins); calls outside every scope belong to kOtherPart. The models and the
+// optimizer mark theirs with one line at the top of a forward, backward or step.
 #pragma once
 
 #include <cstddef>

@@ -7,6 +7,9 @@
 //
 // The events are recorded between the kernels of an eager run (a CUDA graph replay has no op
 // calls to observe): profile eagerly. collect() waits for the stream; nothing else synchronises.
+// A GPU op's time runs from the event before it to the event after it on the stream, so it also
+// holds any time the GPU waited for the host to launch the op's kernels: where an update is
+// launch-bound, small ops show their launch cost, not their kernels' run time.
 #pragma once
 
 #include <memory>
