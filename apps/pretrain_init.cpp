@@ -281,7 +281,9 @@ void adopt_init_source(PretrainConfig& config, const InitSource& source) {
     ELECTRA_USER_CHECK(config.train.seq_len <= want.max_positions, config.path,
                        ": train.seq_len is ", config.train.seq_len,
                        " but the model of --init has max_position_embeddings ", want.max_positions,
-                       " (", disc_json, ")");
+                       " (", disc_json,
+                       "); --init does not grow the position table: pre-train the first phase "
+                       "with model.max_positions at least the later phase's train.seq_len");
   } else {
     const EncoderConfig& have = config.model.discriminator;
     const std::string& path = config.path;

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A 2,000-update bf16 pre-training run of ELECTRA-Small on the GPU against the f32 run
 # (TF32 off) from the same seed, data and masking, and how far apart their loss curves are.
-# Run by scripts/gpu_check.sh. Text: carry/corpus.txt when present (the device machine has no
+# Run from a build tree on a GPU machine (ELECTRA= names another binary). Text: carry/corpus.txt when present (the device machine has no
 # ../shared: copy it there with `scripts/english_corpus.sh carry/corpus.txt 40` and name carry/ in
 # the run's carry list), else scripts/english_corpus.sh.
 # Prints, every 100 updates, both runs' generator and discriminator losses (each a mean over the

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# The end-to-end GPU benchmark, run by scripts/gpu_check.sh: our bf16 pre-training
+# The end-to-end GPU benchmark from a build tree (the `step` phase of scripts/gpu_check.sh runs the
+# same from the GPU bundle): our bf16 pre-training
 # update for ELECTRA-Small (seq 128, batch 128) and ELECTRA-Base (seq 128 and 512) against HF
 # transformers (generator + discriminator with shared embeddings, masking and sampling in
 # PyTorch, AdamW, bf16 autocast), eager and torch.compile, in the same run; 50 timed updates
 # after warm-up, medians. MFU = the paper's FLOPs over the bf16 GEMM rate that
-# build/.../bench/matmul_bench measures in the same gpu_check run.
+# build/.../bench/matmul_bench measures in the same run.
 set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 bin="${TRAIN_STEP:-$root/build/cuda-release/bench/train_step}"

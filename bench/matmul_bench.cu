@@ -2,7 +2,11 @@
 // f32 accumulation): forward y = x W^T + b (bias epilogue), dgrad dx = dy W, wgrad dW += dy^T x
 // (f32 output, beta 1). Ours (the wrapper, plan cache included) against a raw cublasLtMatmul
 // call with the same configuration planned once outside the timing; both beside the measured
-// bf16 GEMM rate (roofline_pct). Ours is validated against the CPU on a slice of rows first.
+// bf16 GEMM rate (roofline_pct). Every timed call, ours and raw, is first validated in exactly
+// the timed configuration (the bf16 bias included) against an f64 reference on a slice of its
+// output, element by element within bounds derived from its roundings.
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -12,6 +16,7 @@
 #include "kernels/matmul.h"
 #include "test/common/device_util.h"
 #include "test/common/test_util.h"
+#include "test/kernels/bf16_bounds.h"
 
 using namespace electra;
 
@@ -74,24 +79,93 @@ struct RawGemm {
   }
 };
 
-// ours on the first `rows` rows of y = x W^T + b against the CPU in f32 (bf16-rounded inputs).
-bool validate_forward(Context& ctx, const std::vector<float>& x, const std::vector<float>& w,
-                      const std::vector<float>& bias, const Tensor& y, int64_t in, int64_t out) {
-  const int64_t rows = 64;
-  std::vector<float> xs(x.begin(), x.begin() + rows * in), ws = w, bs = bias;
-  xs = test::as_dtype(std::move(xs), DType::BF16);
-  ws = test::as_dtype(std::move(ws), DType::BF16);
-  std::vector<float> ref(rows * out);
-  Context cpu = Context::cpu();
-  linear_forward(cpu, Tensor::view_of(xs.data(), Device::CPU, {rows, in}),
-                 Tensor::view_of(ws.data(), Device::CPU, {out, in}),
-                 Tensor::view_of(bs.data(), Device::CPU, {out}),
-                 Tensor::view_of(ref.data(), Device::CPU, {rows, out}));
-  const std::vector<float> got = test::download_f32(ctx, y.rows(0, rows));
-  const double err = test::max_relative_error(got, ref);
-  std::printf("validate matmul forward %ldx%ld: max rel err %.3g\n", static_cast<long>(in),
-              static_cast<long>(out), err);
-  return err < 2e-2;
+// One GEMM's expected values on a slice of its output and an error bound per element, derived
+// from the roundings (test/kernels/bf16_bounds.h), so that outputs near zero (zero-mean inputs, a
+// bias near -x W^T) are judged by the error their terms allow, not relative to themselves.
+struct Expected {
+  std::vector<double> value, bound;
+
+  void add(double value_i, double bound_i) {
+    value.push_back(value_i);
+    bound.push_back(bound_i);
+  }
+  // Prints the worst error / bound and the normwise error ||got - value|| / ||value|| of one
+  // implementation; true when every element is within its bound.
+  bool check(const std::string& what, const char* impl, const std::vector<float>& got) const {
+    double worst = 0, diff = 0, norm = 0;
+    for (size_t i = 0; i < value.size(); ++i) {
+      const double err = std::abs(got[i] - value[i]);
+      const double ratio = err / bound[i];
+      if (!(ratio <= worst)) worst = ratio;  // NaN included
+      diff += err * err;
+      norm += value[i] * value[i];
+    }
+    std::printf("validate %s (%s): worst error / bound %.3g, normwise error %.3g\n", what.c_str(),
+                impl, worst, std::sqrt(diff / norm));
+    return worst <= 1;
+  }
+};
+
+// Rows [0, rows) of y = x W^T + b (x [tokens, in], W [out, in], bf16 values; b the bf16 bias
+// the timed call reads), with the bias epilogue's bound (fused: one bf16 rounding; unfused: two).
+Expected expected_forward(const std::vector<float>& x, const std::vector<float>& w,
+                          const std::vector<float>& b, int64_t rows, int64_t in, int64_t out) {
+  Expected e;
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < out; ++c) {
+      double xw = 0, abs_xw = 0;
+      for (int64_t i = 0; i < in; ++i) {
+        const double p = static_cast<double>(x[r * in + i]) * w[c * in + i];
+        xw += p;
+        abs_xw += std::abs(p);
+      }
+      e.add(xw + b[c], test::bf16_gemm_bias_bound(xw, xw + b[c], abs_xw, in));
+    }
+  }
+  return e;
+}
+
+// Rows [0, rows) of dx = dy W (dy [tokens, out], W [out, in]), bf16 output.
+Expected expected_dgrad(const std::vector<float>& dy, const std::vector<float>& w, int64_t rows,
+                        int64_t in, int64_t out) {
+  Expected e;
+  std::vector<double> sum(in), abs_sum(in);
+  for (int64_t r = 0; r < rows; ++r) {
+    std::fill(sum.begin(), sum.end(), 0.0);
+    std::fill(abs_sum.begin(), abs_sum.end(), 0.0);
+    for (int64_t o = 0; o < out; ++o) {
+      for (int64_t i = 0; i < in; ++i) {
+        const double p = static_cast<double>(dy[r * out + o]) * w[o * in + i];
+        sum[i] += p;
+        abs_sum[i] += std::abs(p);
+      }
+    }
+    for (int64_t i = 0; i < in; ++i) {
+      e.add(sum[i], test::gemm_bound(sum[i], abs_sum[i], out, test::kBf16Roundoff));
+    }
+  }
+  return e;
+}
+
+// Rows [0, rows) of dW = dy^T x (dy [tokens, out], x [tokens, in]) accumulated into zeros, f32
+// output: a sum over all tokens.
+Expected expected_wgrad(const std::vector<float>& dy, const std::vector<float>& x, int64_t rows,
+                        int64_t tokens, int64_t in, int64_t out) {
+  Expected e;
+  std::vector<double> sum(rows * in, 0.0), abs_sum(rows * in, 0.0);
+  for (int64_t t = 0; t < tokens; ++t) {
+    for (int64_t o = 0; o < rows; ++o) {
+      for (int64_t i = 0; i < in; ++i) {
+        const double p = static_cast<double>(dy[t * out + o]) * x[t * in + i];
+        sum[o * in + i] += p;
+        abs_sum[o * in + i] += std::abs(p);
+      }
+    }
+  }
+  for (int64_t j = 0; j < rows * in; ++j) {
+    e.add(sum[j], test::gemm_bound(sum[j], abs_sum[j], tokens, test::kF32Roundoff));
+  }
+  return e;
 }
 
 }  // namespace
@@ -117,13 +191,48 @@ int main() {
     const Tensor gx = test::upload_bf16(ctx, arena, x, {tokens, l.in});
     const Tensor gw = test::upload_bf16(ctx, arena, w, {l.out, l.in});
     const Tensor gb = test::upload_bf16(ctx, arena, bias, {l.out});
-    const Tensor gbias32 = test::upload(ctx, arena, bias, {l.out});
     const Tensor gy = arena.alloc<bf16>({tokens, l.out});
     const Tensor gdx = arena.alloc<bf16>({tokens, l.in});
     const Tensor gdw = arena.alloc<float>({l.out, l.in});
+    const MatmulEpilogue epi{&gb, nullptr};
+    const RawGemm raw_fwd(ctx, false, true, tokens, l.out, l.in, CUDA_R_16BF, CUDA_R_16BF, gb.data);
+    const RawGemm raw_dgrad(ctx, false, false, tokens, l.in, l.out, CUDA_R_16BF, CUDA_R_16BF,
+                            nullptr);
+    const RawGemm raw_wgrad(ctx, true, false, l.out, l.in, tokens, CUDA_R_16BF, CUDA_R_32F,
+                            nullptr);
+
+    // Validation of every timed call (ours and raw) on a slice of its output: the first 64
+    // rows of y and dx, the first 8 rows of dW (each a sum over all tokens).
+    const int64_t rows = 64, dw_rows = 8;
+    const std::vector<float> xb = test::as_dtype(x, DType::BF16);
+    const std::vector<float> wb = test::as_dtype(w, DType::BF16);
+    const std::string name =
+        std::string(l.name) + " " + std::to_string(l.in) + "x" + std::to_string(l.out);
+    bool ok = true;
+    const Expected fwd_want =
+        expected_forward(xb, wb, test::as_dtype(bias, DType::BF16), rows, l.in, l.out);
+    matmul(ctx, gx, false, gw, true, gy, 1, 0, epi);
+    ok &= fwd_want.check("forward " + name, "ours", test::download_f32(ctx, gy.rows(0, rows)));
+    raw_fwd.run(ctx, gx.data, gw.data, gy.data, 0);
+    ok &= fwd_want.check("forward " + name, "cublaslt_raw",
+                         test::download_f32(ctx, gy.rows(0, rows)));
+    // dgrad and wgrad read y as the timed calls do (the raw forward's output).
+    const std::vector<float> y = test::download_f32(ctx, gy);
+    const Expected dgrad_want = expected_dgrad(y, wb, rows, l.in, l.out);
+    matmul(ctx, gy, false, gw, false, gdx);
+    ok &= dgrad_want.check("dgrad " + name, "ours", test::download_f32(ctx, gdx.rows(0, rows)));
+    raw_dgrad.run(ctx, gy.data, gw.data, gdx.data, 0);
+    ok &= dgrad_want.check("dgrad " + name, "cublaslt_raw",
+                           test::download_f32(ctx, gdx.rows(0, rows)));
+    const Expected wgrad_want = expected_wgrad(y, xb, dw_rows, tokens, l.in, l.out);
     zero_tensor(ctx.stream(), gdw);
-    linear_forward(ctx, gx, gw, gbias32, gy);
-    if (!validate_forward(ctx, x, w, bias, gy, l.in, l.out)) {
+    matmul(ctx, gy, true, gx, false, gdw, 1, 1);
+    ok &= wgrad_want.check("wgrad " + name, "ours", test::download_f32(ctx, gdw.rows(0, dw_rows)));
+    zero_tensor(ctx.stream(), gdw);
+    raw_wgrad.run(ctx, gy.data, gx.data, gdw.data, 1);
+    ok &= wgrad_want.check("wgrad " + name, "cublaslt_raw",
+                           test::download_f32(ctx, gdw.rows(0, dw_rows)));
+    if (!ok) {
       std::printf("FAILED validation of %s\n", l.name);
       return 1;
     }
@@ -132,12 +241,10 @@ int main() {
         std::to_string(tokens) + "x" + std::to_string(l.in) + "x" + std::to_string(l.out);
     const double bytes_fwd = 2.0 * (tokens * l.in + l.in * l.out + tokens * l.out);
 
-    const MatmulEpilogue epi{&gb, nullptr};
     const double fwd =
         bench::time_median_ms(ctx, [&] { matmul(ctx, gx, false, gw, true, gy, 1, 0, epi); });
     bench::report(ctx, "matmul_fwd_bias", l.name + std::string("_") + shape, "ours", fwd, bytes_fwd,
                   flops);
-    const RawGemm raw_fwd(ctx, false, true, tokens, l.out, l.in, CUDA_R_16BF, CUDA_R_16BF, gb.data);
     const double fwd_raw =
         bench::time_median_ms(ctx, [&] { raw_fwd.run(ctx, gx.data, gw.data, gy.data, 0); });
     bench::report(ctx, "matmul_fwd_bias", l.name + std::string("_") + shape, "cublaslt_raw",
@@ -147,8 +254,6 @@ int main() {
         bench::time_median_ms(ctx, [&] { matmul(ctx, gy, false, gw, false, gdx); });
     bench::report(ctx, "matmul_dgrad", l.name + std::string("_") + shape, "ours", dgrad, bytes_fwd,
                   flops);
-    const RawGemm raw_dgrad(ctx, false, false, tokens, l.in, l.out, CUDA_R_16BF, CUDA_R_16BF,
-                            nullptr);
     const double dgrad_raw =
         bench::time_median_ms(ctx, [&] { raw_dgrad.run(ctx, gy.data, gw.data, gdx.data, 0); });
     bench::report(ctx, "matmul_dgrad", l.name + std::string("_") + shape, "cublaslt_raw", dgrad_raw,
@@ -159,8 +264,6 @@ int main() {
         bench::time_median_ms(ctx, [&] { matmul(ctx, gy, true, gx, false, gdw, 1, 1); });
     bench::report(ctx, "matmul_wgrad", l.name + std::string("_") + shape, "ours", wgrad,
                   bytes_wgrad, flops);
-    const RawGemm raw_wgrad(ctx, true, false, l.out, l.in, tokens, CUDA_R_16BF, CUDA_R_32F,
-                            nullptr);
     const double wgrad_raw =
         bench::time_median_ms(ctx, [&] { raw_wgrad.run(ctx, gy.data, gx.data, gdw.data, 1); });
     bench::report(ctx, "matmul_wgrad", l.name + std::string("_") + shape, "cublaslt_raw", wgrad_raw,

@@ -12,6 +12,8 @@
 // dropout mask is a pure function of (rng, site, element index), regenerated in the backward;
 // every pass that needs it takes groups of 4 consecutive elements (one lane, or one thread), whose
 // keep bits come from one Philox block (dropout_keep4), and none draws at p = 0.
+#include <type_traits>
+
 #include "kernels/attention.h"
 #include "kernels/attention_flash.h"
 #include "kernels/cuda_common.cuh"
@@ -77,19 +79,27 @@ __global__ void dropout_probs_kernel(const T* probs, T* pd, int64_t n, RngStream
   }
 }
 
-// dPd -> dS in place over `grad`: dP = dPd * keep / (1 - p), dS = P (dP - sum_k P_k dP_k).
-// Each lane takes groups of 4 consecutive keys; the keep bits are drawn in both passes (nothing
-// of size T is stored per lane) and not at all at p = 0 (keep_scale = 1 then).
+// dPd (f32) -> dS (T) over `grad`: dP = dPd * keep / (1 - p), dS = P (dP - sum_k P_k dP_k), all
+// in f32 (the subtraction cancels: attention.h). Row r of dPd is f32 elements r t .. r t + t - 1;
+// dS row r is written as T from the first byte of the same row (for bf16 a row pitch of 2t
+// elements, see ds_pitch). Each lane takes groups of 4 consecutive keys; the keep bits are drawn
+// in both passes (nothing of size T is stored per lane) and not at all at p = 0 (keep_scale = 1
+// then). The second pass goes over the row in chunks of 4 * 32 keys: all lanes read a chunk into
+// registers, __syncwarp, then write it. The T values of chunk [c, c + 128) overlap the f32 values
+// [c / 2, c / 2 + 64) of the row, which were all read in this chunk or an earlier one, so each
+// read precedes the barrier that precedes the write over it (for f32 each lane rewrites only
+// what it read itself).
 template <class T>
-__global__ void softmax_dropout_backward_kernel(const T* probs, T* grad, int64_t rows, int t,
+__global__ void softmax_dropout_backward_kernel(const T* probs, float* grad, int64_t rows, int t,
                                                 RngStream rng, uint64_t site, float p,
                                                 float keep_scale) {
   rng = rng.resolved();  // the step may live in device memory (engine/philox.h)
   const int64_t row = blockIdx.x * static_cast<int64_t>(kRowsPerBlock) + threadIdx.x / kWarpSize;
   const int lane = threadIdx.x % kWarpSize;
-  if (row >= rows) return;
+  if (row >= rows) return;  // the whole warp: `row` is the warp's
   const T* prob = probs + row * t;
-  T* g = grad + row * t;
+  const float* g = grad + row * t;
+  T* ds = reinterpret_cast<T*>(grad + row * t);
   const uint64_t first = site + row * t;
   float dot = 0.0f;
   for (int j4 = 4 * lane; j4 < t; j4 += 4 * kWarpSize) {
@@ -98,18 +108,24 @@ __global__ void softmax_dropout_backward_kernel(const T* probs, T* grad, int64_t
     for (int e = 0; e < 4; ++e) {
       const int j = j4 + e;
       if (j >= t) break;
-      if ((keep >> e) & 1u) dot += to_float(prob[j]) * to_float(g[j]) * keep_scale;
+      if ((keep >> e) & 1u) dot += to_float(prob[j]) * g[j] * keep_scale;
     }
   }
   dot = warp_sum(dot);
-  for (int j4 = 4 * lane; j4 < t; j4 += 4 * kWarpSize) {
-    const uint32_t keep = p > 0.0f ? dropout_keep4(rng, first + j4, p) : 0xFu;
+  for (int chunk = 0; chunk < t; chunk += 4 * kWarpSize) {
+    const int j4 = chunk + 4 * lane;
+    const uint32_t keep = p > 0.0f && j4 < t ? dropout_keep4(rng, first + j4, p) : 0xFu;
+    float dp[4];
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       const int j = j4 + e;
-      if (j >= t) break;
-      const float dp = (keep >> e) & 1u ? to_float(g[j]) * keep_scale : 0.0f;
-      g[j] = from_float<T>(to_float(prob[j]) * (dp - dot));
+      dp[e] = j < t && ((keep >> e) & 1u) ? g[j] * keep_scale : 0.0f;
+    }
+    __syncwarp();
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int j = j4 + e;
+      if (j < t) ds[j] = from_float<T>(to_float(prob[j]) * (dp[e] - dot));
     }
   }
 }
@@ -138,8 +154,10 @@ struct Plan {
     return HeadMatrices{qkv, part * h, t * 3 * h, d, t, d, 3 * h};
   }
   HeadMatrices hidden(const Tensor& x) const { return HeadMatrices{x, 0, t * h, d, t, d, h}; }
-  HeadMatrices scores(const Tensor& x) const {
-    return HeadMatrices{x, 0, heads * t * t, t * t, t, t, t};
+  // [T, T] per head with leading dimension ld (t unless given).
+  HeadMatrices scores(const Tensor& x, int64_t ld = 0) const {
+    if (ld == 0) ld = t;
+    return HeadMatrices{x, 0, heads * t * ld, t * ld, t, t, ld};
   }
 };
 
@@ -159,6 +177,25 @@ float keep_scale_of(const AttentionArgs& args) {
 template <class T>
 T* data_of(const Tensor& t) {
   return static_cast<T*>(t.data);
+}
+
+template <class T>
+DType dtype_of() {
+  return std::is_same_v<T, float> ? DType::F32 : DType::BF16;
+}
+
+// The f32 scratch's bytes as elements of T: Pd (T, [B, heads, T, T] dense from the start) and dS
+// (T, row pitch ds_pitch) of a bf16 call live there.
+template <class T>
+Tensor scratch_as(const Tensor& scratch) {
+  return Tensor::view_of(scratch.data, dtype_of<T>(), Device::CUDA,
+                         {scratch.numel() * static_cast<int64_t>(sizeof(float) / sizeof(T))});
+}
+
+// The row pitch, in elements of T, of dS written over the f32 dPd rows of t elements.
+template <class T>
+int64_t ds_pitch(int64_t t) {
+  return t * static_cast<int64_t>(sizeof(float) / sizeof(T));
 }
 
 template <class T>
@@ -188,8 +225,8 @@ void launch_softmax_backward(Context& ctx, const Plan& pl, const AttentionArgs& 
                              const Tensor& probs, const Tensor& grad) {
   const int64_t rows = pl.b * pl.heads * pl.t;
   softmax_dropout_backward_kernel<T><<<ceil_div(rows, kRowsPerBlock), kThreads, 0, ctx.stream()>>>(
-      data_of<T>(probs), data_of<T>(grad), rows, static_cast<int>(pl.t), args.rng, site_of(args),
-      args.dropout_p, keep_scale_of(args));
+      data_of<T>(probs), data_of<float>(grad), rows, static_cast<int>(pl.t), args.rng,
+      site_of(args), args.dropout_p, keep_scale_of(args));
   ELECTRA_CUDA_CHECK_LAUNCH();
 }
 
@@ -205,8 +242,9 @@ void forward_typed(Context& ctx, const Tensor& qkv, const Tensor& mask, const At
                    scale, 0);
   }
   const bool drop = args.dropout_p > 0;
-  launch_softmax_forward<T>(ctx, pl, mask, args, probs, drop ? &scratch : nullptr);
-  const HeadMatrices pd = pl.scores(drop ? scratch : probs);
+  const Tensor pd_storage = scratch_as<T>(scratch);
+  launch_softmax_forward<T>(ctx, pl, mask, args, probs, drop ? &pd_storage : nullptr);
+  const HeadMatrices pd = pl.scores(drop ? pd_storage : probs);
   for (int64_t step = 0; step < pl.steps(); ++step) {
     matmul_batched(ctx, pl.at(pd, step), false, pl.at(v, step), false, pl.at(o, step), pl.batch());
   }
@@ -220,23 +258,26 @@ void backward_typed(Context& ctx, const Tensor& qkv, const AttentionArgs& args, 
   const HeadMatrices q = pl.qkv_part(qkv, 0), k = pl.qkv_part(qkv, 1), v = pl.qkv_part(qkv, 2);
   const HeadMatrices dq = pl.qkv_part(dqkv, 0), dk = pl.qkv_part(dqkv, 1),
                      dv = pl.qkv_part(dqkv, 2);
-  const HeadMatrices g = pl.hidden(dout), w = pl.scores(scratch);
+  const Tensor t_storage = scratch_as<T>(scratch);
+  const HeadMatrices g = pl.hidden(dout), dpd = pl.scores(scratch);
+  const HeadMatrices ds = pl.scores(t_storage, ds_pitch<T>(pl.t));
   const bool drop = args.dropout_p > 0;
-  if (drop) launch_dropout_probs<T>(ctx, args, probs, scratch);
-  const HeadMatrices pd = pl.scores(drop ? scratch : probs);
-  // dV = Pd^T dout, then dPd = dout V^T over the same scratch (stream order keeps Pd alive).
+  if (drop) launch_dropout_probs<T>(ctx, args, probs, t_storage);
+  const HeadMatrices pd = pl.scores(drop ? t_storage : probs);
+  // dV = Pd^T dout, then dPd = dout V^T in f32 over the same scratch (stream order keeps Pd
+  // alive), then dS over dPd (softmax_dropout_backward_kernel).
   for (int64_t step = 0; step < pl.steps(); ++step) {
     matmul_batched(ctx, pl.at(pd, step), true, pl.at(g, step), false, pl.at(dv, step), pl.batch());
   }
   for (int64_t step = 0; step < pl.steps(); ++step) {
-    matmul_batched(ctx, pl.at(g, step), false, pl.at(v, step), true, pl.at(w, step), pl.batch());
+    matmul_batched(ctx, pl.at(g, step), false, pl.at(v, step), true, pl.at(dpd, step), pl.batch());
   }
   launch_softmax_backward<T>(ctx, pl, args, probs, scratch);
   // dQ = dS K / sqrt(d), dK = dS^T Q / sqrt(d).
   for (int64_t step = 0; step < pl.steps(); ++step) {
-    matmul_batched(ctx, pl.at(w, step), false, pl.at(k, step), false, pl.at(dq, step), pl.batch(),
+    matmul_batched(ctx, pl.at(ds, step), false, pl.at(k, step), false, pl.at(dq, step), pl.batch(),
                    scale, 0);
-    matmul_batched(ctx, pl.at(w, step), true, pl.at(q, step), false, pl.at(dk, step), pl.batch(),
+    matmul_batched(ctx, pl.at(ds, step), true, pl.at(q, step), false, pl.at(dk, step), pl.batch(),
                    scale, 0);
   }
 }

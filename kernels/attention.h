@@ -22,8 +22,12 @@
 // - v1 (kUnfused): cuBLASLt strided-batched GEMMs through matmul_batched around one fused
 //   scale-mask-softmax-dropout kernel and its backward (kernels/attention.cu).
 //   Saved by the forward: probs [B, heads, T, T] = P (before dropout), in qkv's dtype.
-//   Workspace (both directions): scratch [B, heads, T, T] in qkv's dtype; its contents are
-//   undefined afterwards (it holds Pd in the forward, then dPd / dS in the backward).
+//   Workspace (both directions): scratch [B, heads, T, T] f32 whatever qkv's dtype; its contents
+//   are undefined afterwards. It holds Pd (qkv's dtype) in the forward, then dPd in f32 and dS
+//   (qkv's dtype) in the backward: dPd = dout V^T is a cuBLASLt GEMM with an f32 output, because
+//   the softmax backward subtracts the row dot product sum_k P_ik dP_ik from it, which cancels
+//   (with positive V and dout a bf16 dPd gave dQ / dK normwise errors of 2-4%, 0.3-0.5% in f32:
+//   test/kernels/bf16_emulation_test.cpp).
 // - v2 (kFlash): FlashAttention-2 style fused kernels (kernels/attention_flash.cu), nothing of
 //   size T^2 in memory; for T <= 512 and d <= 128. The forward keeps O in shared memory with an
 //   online softmax and saves only the per-row logsumexp
@@ -32,12 +36,12 @@
 //   the backward recomputes P_ij = exp(S_ij - L_i) tile by tile and needs the forward's output
 //   `out` for D_i = <dout_i, out_i> = sum_k P_ik dP_ik. Workspace: scratch [B, heads, T] f32
 //   (D in the backward; unused by the forward).
-// The CPU reference is always "v1" (probs and scratch [B, heads, T, T]).
-// attention_state() says which one a call gets and the shape and dtype of its `saved` and
+// The CPU reference is always "v1" (probs and scratch [B, heads, T, T], both in qkv's dtype).
+// attention_state() says which one a call gets and the shape and dtypes of its `saved` and
 // `scratch`, so a caller plans them once (kernels/attention_flash.h declares version 2's entry
 // points).
-// Dtypes: CPU, all floating tensors f32 or all f64; CUDA, all f32 or all bf16 (softmax in f32;
-// the flash L and D are always f32).
+// Dtypes: CPU, all floating tensors f32 or all f64; CUDA, all f32 or all bf16 (softmax in f32)
+// except the scratch, always f32 (and the flash L).
 #pragma once
 
 #include <algorithm>
@@ -82,28 +86,38 @@ inline bool attention_uses_flash(Device device, const AttentionArgs& args, int64
 }
 
 // The state one call keeps besides its inputs and outputs: `saved` (written by the forward, read
-// by the backward) and `scratch` (the workspace of both directions) both have this shape and
-// dtype: [B, heads, T, T] in qkv's dtype for version 1 and the CPU (P and Pd / dPd / dS), f32
-// [B, heads, T] for flash (L and D).
+// by the backward) and `scratch` (the workspace of both directions), both of numel() elements
+// with the state's dims: [B, heads, T, T] for version 1 and the CPU (P; Pd / dPd / dS), [B, heads,
+// T] for flash (L and D). saved is in `dtype` (qkv's; f32 for flash), scratch in `scratch_dtype`
+// (f32 on CUDA, qkv's on the CPU).
 struct AttentionState {
   bool flash = false;
-  DType dtype = DType::F32;
+  DType dtype = DType::F32;          // saved's
+  DType scratch_dtype = DType::F32;  // scratch's
   int64_t batch = 0, heads = 0, seq_len = 0;
 
   int64_t numel() const { return batch * heads * seq_len * (flash ? 1 : seq_len); }
-  // `flat` (numel() elements of `dtype`) with the state's dims.
-  Tensor view(const Tensor& flat) const {
-    check_dtype(flat, dtype, "attention state");
+  // `flat` (numel() elements of `dtype`) as the saved tensor, with the state's dims.
+  Tensor view(const Tensor& flat) const { return shaped(flat, dtype, "attention state"); }
+  // `flat` (numel() elements of `scratch_dtype`) as the scratch, with the state's dims.
+  Tensor scratch_view(const Tensor& flat) const {
+    return shaped(flat, scratch_dtype, "attention scratch");
+  }
+  void check(const Tensor& t, const char* what) const { check_as(t, dtype, what); }
+  void check_scratch(const Tensor& t, const char* what) const { check_as(t, scratch_dtype, what); }
+
+ private:
+  Tensor shaped(const Tensor& flat, DType want, const char* what) const {
+    check_dtype(flat, want, what);
     return flash ? flat.reshape({batch, heads, seq_len})
                  : flat.reshape({batch, heads, seq_len, seq_len});
   }
-  void check(const Tensor& t, const char* what) const {
+  void check_as(const Tensor& t, DType want, const char* what) const {
     if (flash) {
-      check_shape(t, {batch, heads, seq_len}, what);
+      check_tensor(t, {batch, heads, seq_len}, want, what);
     } else {
-      check_shape(t, {batch, heads, seq_len, seq_len}, what);
+      check_tensor(t, {batch, heads, seq_len, seq_len}, want, what);
     }
-    check_dtype(t, dtype, what);
   }
 };
 
@@ -111,7 +125,8 @@ struct AttentionState {
 inline AttentionState attention_state(Device device, const AttentionArgs& args, int64_t batch,
                                       int64_t seq_len, int64_t hidden, DType qkv_dtype) {
   const bool flash = attention_uses_flash(device, args, seq_len, hidden);
-  return AttentionState{flash, flash ? DType::F32 : qkv_dtype, batch, args.heads, seq_len};
+  const DType scratch = device == Device::CUDA ? DType::F32 : qkv_dtype;
+  return AttentionState{flash, flash ? DType::F32 : qkv_dtype, scratch, batch, args.heads, seq_len};
 }
 
 namespace detail {
@@ -131,19 +146,20 @@ inline bool check_attention(const Context& ctx, const Tensor& qkv, const Tensor&
   check_tensor(mask, {b, t}, DType::I32, "attention: mask");
   const AttentionState state = attention_state(ctx.device(), args, b, t, h, qkv.dtype);
   state.check(saved, state.flash ? "attention (flash): saved logsumexp" : "attention: probs");
-  state.check(scratch, state.flash ? "attention (flash): scratch" : "attention: scratch");
+  state.check_scratch(scratch, state.flash ? "attention (flash): scratch" : "attention: scratch");
   check_tensor(out, {b, t, h}, qkv.dtype, "attention: out / dout");
   return state.flash;
 }
 
-// What one call launches (attention.cu, attention_flash.cu). Flash: the forward one kernel, the
-// backward three (D, dK dV, dQ). Version 1 loops min(heads, B) times over strided-batched
+// What one call launches (attention.cu, attention_flash.cu, attention_flash_bf16.cu). Flash: the
+// forward one kernel, the backward two (the dQ pass, which writes D, then the dK, dV pass).
+// Version 1 loops min(heads, B) times over strided-batched
 // cuBLASLt GEMMs: the forward QK^T and PV per step around the softmax kernel; the backward dV,
 // dPd, dQ and dK per step, the softmax backward and, with dropout, the kernel re-applying it to P.
 inline Launches attention_launches(const Tensor& qkv, const AttentionArgs& args, bool backward) {
   if (qkv.numel() == 0) return {};
   const int64_t b = qkv.dim(0), t = qkv.dim(1), h = qkv.dim(2) / 3;
-  if (attention_uses_flash(Device::CUDA, args, t, h)) return {.kernels = backward ? 3 : 1};
+  if (attention_uses_flash(Device::CUDA, args, t, h)) return {.kernels = backward ? 2 : 1};
   const int64_t steps = std::min(args.heads, b);
   if (!backward) return {.kernels = 1, .library_calls = 2 * steps};
   return {.kernels = args.dropout_p > 0 ? 2 : 1, .library_calls = 4 * steps};

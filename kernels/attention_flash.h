@@ -1,10 +1,13 @@
-// attention, version 2 (kernels/attention_flash.cu): FlashAttention-2 style fused kernels that
-// never hold anything of size T^2 in memory (contract and math: kernels/attention.h).
+// attention, version 2: FlashAttention-2 style fused kernels that never hold anything of size T^2
+// in memory (contract and math: kernels/attention.h): bf16 with every accumulator in registers
+// (kernels/attention_flash_bf16.cu), f32 by FMA loops over shared-memory tiles
+// (kernels/attention_flash.cu, which holds these entry points).
 //
 // qkv [B, T, 3H], mask [B, T] i32, out / dout [B, T, H], dqkv [B, T, 3H], all f32 or all bf16;
 //   lse [B, heads, T] f32: L_i = max_k S_ik + log sum_k exp(S_ik - max_k S_ik) over real keys
 //                          (+inf for a row with no real key), written by the forward;
-//   d   [B, heads, T] f32: D_i = <dout_i, out_i>, the backward's workspace.
+//   d   [B, heads, T] f32: D_i = <dout_i, out_i>, the backward's workspace (written by its first
+//                          kernel, the dQ pass, read by the second, the dK, dV pass).
 // Only for the shapes attention_uses_flash() accepts (T <= 512, head dim <= 128); the callers
 // are attention_forward / attention_backward (kernels/attention.cu), which check every shape.
 #pragma once

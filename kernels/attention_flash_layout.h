@@ -1,18 +1,21 @@
-// Shared-memory layout of the flash attention kernels (kernels/attention_flash.cu), host-visible so
-// that a CPU unit test checks every kernel and head size against the GPUs' limits:
-//   sm_80 (A100): 163 KiB of dynamic shared memory per block (opt-in), 164 KiB per SM;
-//   sm_90 (H100/H200): 227 KiB per block (opt-in), 228 KiB per SM;
-// and every resident block also reserves 1 KiB of the SM's shared memory for the system.
+// Layout of the flash attention kernels, host-visible so that CPU unit tests check it: the shared
+// memory of every kernel and head size against the GPUs' limits, and the thread -> element maps of
+// the bf16 kernels' register tiles (mma.sync fragments, ldmatrix addresses, dropout bit exchange).
+// Limits: sm_80 (A100): 163 KiB of dynamic shared memory per block (opt-in), 164 KiB per SM;
+// sm_90 (H100/H200): 227 KiB per block (opt-in), 228 KiB per SM; every resident block also
+// reserves 1 KiB of the SM's shared memory for the system.
 //
-// Tiles: kBr query rows x kBc keys, head dim padded to a tile width kD of 32, 64 or 128. Operand
-// tiles (Q, dout, K, V, P, dS) are in the activation type, padded by 8 elements per row; f32 tiles
-// (S, dP, the O / dK / dV / dQ accumulators) by 4, so consecutive rows start on different banks
-// while 16-row tiles stay 32-byte aligned, as WMMA requires. Every region is 128-byte aligned.
+// bf16 (kernels/attention_flash_bf16.cu): every accumulator lives in registers. One warp owns 16
+// rows of the output tile (queries in the forward and the dQ pass, keys in the dK, dV pass); the
+// warp's products are mma.sync m16n8k16 (bf16 operands, f32 accumulation), whose operands come
+// from shared memory by ldmatrix. Shared memory holds only operand tiles, double-buffered where a
+// block loops over them (cp.async fills the next while the current one is multiplied), rows
+// padded by 8 elements (16 bytes): the 8 row addresses of one ldmatrix matrix then fall into 8
+// different 16-byte bank groups (row stride 16 mod 128 bytes), so no ldmatrix conflicts.
 //
-// The backward kernels write P (Pd) and dS over the f32 S and dP tiles they are computed from
-// (every thread reads its S and dP values into registers, the block synchronises, then writes):
-// at d = 64 in bf16 that brings the dK, dV kernel from 122.5 KiB to 104.5 KiB, so two blocks
-// (16 warps) fit in an H100 SM, and the dQ kernel, which never needs P, from 105.5 to 87.5 KiB.
+// f32 (kernels/attention_flash.cu, the parity mode): FMA loops over 32 x 32 tiles with every tile
+// and accumulator in shared memory, f32 tiles padded by 4 floats per row. Its backward writes Pd
+// and dS over the f32 S and dP tiles they are computed from.
 #pragma once
 
 #include <algorithm>
@@ -20,6 +23,7 @@
 #include <type_traits>
 
 #include "engine/error.h"
+#include "engine/hd.h"
 #include "engine/tensor.h"
 
 namespace electra {
@@ -40,63 +44,176 @@ constexpr size_t align128(size_t bytes) {
   return (bytes + 127) / 128 * 128;
 }
 
-// Forward: Q, K, V operand tiles, S (f32), Pd (operand type), O (f32 accumulator), the row
-// statistics m, l and the rescaling factor, and the dropout keep bits of the tile (one byte per 4
-// keys: bit k for key 4 c + k).
-template <int kElem, int kD, int kBr, int kBc>
-struct Forward {
+// ---- f32 kernels: every tile in shared memory, kF32Tile x kF32Tile ----
+
+constexpr int kF32Tile = 32;
+
+// Forward: Q, K, V, S, Pd and the O accumulator, the row statistics m, l and the rescaling factor,
+// and the dropout keep bits of the tile (one byte per 4 keys: bit k for key 4 c + k). Operand
+// tiles (Q, dout, K, V, Pd, dS) have rows of operand_ld, score tiles (S, dP) and accumulators of
+// f32_ld floats.
+template <int kD>
+struct F32Forward {
+  static constexpr int kBr = kF32Tile, kBc = kF32Tile;
   static constexpr int kLdT = operand_ld(kD), kLdS = f32_ld(kBc), kLdP = operand_ld(kBc);
   static constexpr int kLdO = f32_ld(kD);
   static constexpr size_t kQ = 0;
-  static constexpr size_t kK = align128(kQ + size_t{kElem} * kBr * kLdT);
-  static constexpr size_t kV = align128(kK + size_t{kElem} * kBc * kLdT);
-  static constexpr size_t kS = align128(kV + size_t{kElem} * kBc * kLdT);
+  static constexpr size_t kK = align128(kQ + sizeof(float) * kBr * kLdT);
+  static constexpr size_t kV = align128(kK + sizeof(float) * kBc * kLdT);
+  static constexpr size_t kS = align128(kV + sizeof(float) * kBc * kLdT);
   static constexpr size_t kP = align128(kS + sizeof(float) * kBr * kLdS);
-  static constexpr size_t kO = align128(kP + size_t{kElem} * kBr * kLdP);
+  static constexpr size_t kO = align128(kP + sizeof(float) * kBr * kLdP);
   static constexpr size_t kKeep = align128(kO + sizeof(float) * kBr * kLdO);
   static constexpr size_t kStats = align128(kKeep + size_t{kBr} * (kBc / 4));
   static constexpr size_t kBytes = kStats + sizeof(float) * 3 * kBr;
   static_assert(kBytes <= kMaxBlockBytes, "flash forward tiles exceed shared memory");
 };
 
-// Backward: Q, dout, K, V operand tiles; S (f32) shared with Pd, dP (f32) shared with dS; kAccs
-// f32 accumulators of kAccRows rows (dK and dV of a key tile, or dQ of a query tile); L and D of
-// the query rows.
-template <int kElem, int kD, int kBr, int kBc, int kAccRows, int kAccs>
-struct Backward {
+// Backward: Q, dout, K, V; S (then Pd) and dP (then dS), each sized for the wider of the two
+// rows; kAccs accumulators of kF32Tile rows (dK and dV of a key tile, or dQ of a query tile); L and
+// D of the query rows.
+template <int kD, int kAccs>
+struct F32Backward {
+  static constexpr int kBr = kF32Tile, kBc = kF32Tile;
   static constexpr int kLdT = operand_ld(kD), kLdS = f32_ld(kBc), kLdP = operand_ld(kBc);
   static constexpr int kLdA = f32_ld(kD);
-  static constexpr size_t kScoreTile =
-      std::max(sizeof(float) * kBr * kLdS, size_t{kElem} * kBr * kLdP);
+  static constexpr size_t kScoreTile = sizeof(float) * kBr * std::max(kLdS, kLdP);
   static constexpr size_t kQ = 0;
-  static constexpr size_t kDout = align128(kQ + size_t{kElem} * kBr * kLdT);
-  static constexpr size_t kK = align128(kDout + size_t{kElem} * kBr * kLdT);
-  static constexpr size_t kV = align128(kK + size_t{kElem} * kBc * kLdT);
-  static constexpr size_t kS = align128(kV + size_t{kElem} * kBc * kLdT);  // S, then Pd
+  static constexpr size_t kDout = align128(kQ + sizeof(float) * kBr * kLdT);
+  static constexpr size_t kK = align128(kDout + sizeof(float) * kBr * kLdT);
+  static constexpr size_t kV = align128(kK + sizeof(float) * kBc * kLdT);
+  static constexpr size_t kS = align128(kV + sizeof(float) * kBc * kLdT);  // S, then Pd
   static constexpr size_t kDp = align128(kS + kScoreTile);                 // dPd, then dS
   static constexpr size_t kAcc = align128(kDp + kScoreTile);
-  static constexpr size_t kRowStats = align128(kAcc + sizeof(float) * kAccs * kAccRows * kLdA);
+  static constexpr size_t kRowStats = align128(kAcc + sizeof(float) * kAccs * kBr * kLdA);
   static constexpr size_t kBytes = kRowStats + sizeof(float) * 2 * kBr;
   static_assert(kBytes <= kMaxBlockBytes, "flash backward tiles exceed shared memory");
 };
 
-// Tile sizes: 16-bit operands use 64 x 64 tiles (WMMA), except the query tile of the dK, dV
-// kernel at kD = 128, halved to fit its two f32 accumulators; f32 uses 32 x 32 tiles (its FMA
-// loops gain nothing from larger ones).
-template <int kElem, int kD>
-struct Tiles {
-  static constexpr int kBig = kElem == 4 ? 32 : 64;
-  static constexpr int kKeyTileBr = kElem == 4 || kD <= 64 ? kBig : 32;
+// ---- bf16 kernels: accumulators in registers, 4 warps of 16 rows ----
+
+constexpr int kMmaWarps = 4;
+constexpr int kMmaRowsPerWarp = 16;  // the M of mma.sync m16n8k16
+constexpr int kMmaRows = kMmaWarps * kMmaRowsPerWarp;
+constexpr size_t kBf16 = 2;
+
+// Forward: the Q tile (kBr queries; each warp reads its A fragments per key tile) and two buffers
+// each of K and V (kBc keys).
+template <int kD>
+struct MmaForward {
+  static constexpr int kBr = kMmaRows, kBc = 64, kLd = operand_ld(kD);
+  static constexpr size_t kTileQ = kBf16 * kBr * kLd, kTileK = kBf16 * kBc * kLd;
+  static constexpr size_t kQ = 0;
+  static constexpr size_t kK = align128(kQ + kTileQ);      // buffer u at kK + u * kTileK
+  static constexpr size_t kV = align128(kK + 2 * kTileK);  // buffer u at kV + u * kTileK
+  static constexpr size_t kBytes = align128(kV + 2 * kTileK);
+  static_assert(kBytes <= kMaxBlockBytes, "flash forward tiles exceed shared memory");
 };
 
-template <int kElem, int kD>
-using ForwardOf = Forward<kElem, kD, Tiles<kElem, kD>::kBig, Tiles<kElem, kD>::kBig>;
-template <int kElem, int kD>
-using KeyTileOf = Backward<kElem, kD, Tiles<kElem, kD>::kKeyTileBr, Tiles<kElem, kD>::kBig,
-                           Tiles<kElem, kD>::kBig, 2>;
-template <int kElem, int kD>
-using QueryTileOf =
-    Backward<kElem, kD, Tiles<kElem, kD>::kBig, Tiles<kElem, kD>::kBig, Tiles<kElem, kD>::kBig, 1>;
+// dQ pass (one block per query tile, looping over key tiles): Q and dout of kBr queries, two
+// buffers each of K and V (kBc keys).
+template <int kD>
+struct MmaDq {
+  static constexpr int kBr = kMmaRows, kBc = 64, kLd = operand_ld(kD);
+  static constexpr size_t kTileQ = kBf16 * kBr * kLd, kTileK = kBf16 * kBc * kLd;
+  static constexpr size_t kQ = 0;
+  static constexpr size_t kDout = align128(kQ + kTileQ);
+  static constexpr size_t kK = align128(kDout + kTileQ);  // buffer u at kK + u * kTileK
+  static constexpr size_t kV = align128(kK + 2 * kTileK);
+  static constexpr size_t kBytes = align128(kV + 2 * kTileK);
+  static_assert(kBytes <= kMaxBlockBytes, "flash dQ tiles exceed shared memory");
+};
+
+// dK, dV pass (one block per key tile, looping over query tiles): K and V of kBc keys, two buffers
+// each of Q, dout (kBr queries) and of their rows' L log2(e) and D. kBr = 16 at d = 128 keeps the
+// warp's S^T and dP^T tiles (16 x kBr f32 each) beside its two 16 x 128 accumulators without
+// spills (at kBr = 32, sm_90 spills 8 bytes at 255 registers).
+template <int kD>
+struct MmaDkDv {
+  static constexpr int kBr = kD <= 64 ? 64 : 16, kBc = kMmaRows, kLd = operand_ld(kD);
+  static constexpr size_t kTileQ = kBf16 * kBr * kLd, kTileK = kBf16 * kBc * kLd;
+  static constexpr size_t kK = 0;
+  static constexpr size_t kV = align128(kK + kTileK);
+  static constexpr size_t kQ = align128(kV + kTileK);  // buffer u at kQ + u * kTileQ
+  static constexpr size_t kDout = align128(kQ + 2 * kTileQ);
+  static constexpr size_t kLse = align128(kDout + 2 * kTileQ);  // buffer u at kLse + u * kBr
+  static constexpr size_t kRowD = align128(kLse + sizeof(float) * 2 * kBr);
+  static constexpr size_t kBytes = align128(kRowD + sizeof(float) * 2 * kBr);
+  static_assert(kBytes <= kMaxBlockBytes, "flash dK, dV tiles exceed shared memory");
+};
+
+// ---- Register fragments of mma.sync.m16n8k16 (PTX ISA, "Matrix fragments for mma.m16n8k16
+// with floating point type"), lane = 4 g + t (g = lane / 4, t = lane % 4) ----
+
+struct Coord {
+  int row, col;
+};
+
+// A (16 x 16, row-major), 4 registers of 2 bf16: register r, half h (h = 0: the low 16 bits).
+ELECTRA_HD constexpr Coord mma_a(int lane, int reg, int half) {
+  return {lane / 4 + 8 * (reg % 2), 2 * (lane % 4) + half + 8 * (reg / 2)};
+}
+// B (16 x 8, K x N): 2 registers of 2 bf16; {row, col} = {k, n}.
+ELECTRA_HD constexpr Coord mma_b(int lane, int reg, int half) {
+  return {2 * (lane % 4) + half + 8 * reg, lane / 4};
+}
+// C and D (16 x 8 f32), 4 registers: element e.
+ELECTRA_HD constexpr Coord mma_c(int lane, int e) {
+  return {lane / 4 + 8 * (e / 2), 2 * (lane % 4) + e % 2};
+}
+// An A fragment (16 x 16) from the C fragments of two adjacent 16 x 8 tiles (columns 0-7 and
+// 8-15): register r packs elements e and e + 1 of C tile `tile` (a probability tile P, computed
+// as C, becomes the A operand of P V without leaving registers).
+struct CToA {
+  int tile, e;
+};
+ELECTRA_HD constexpr CToA a_from_c(int reg) {
+  return {reg / 2, 2 * (reg % 2)};
+}
+
+// ldmatrix.x4 loads four 8 x 8 b16 matrices: lane l gives the address of row l % 8 of matrix l / 8
+// and receives in register m row l / 4, columns 2 (l % 4) and + 1 of matrix m (.trans: rows
+// 2 (l % 4) and + 1 of column l / 4). The maps below give, for each lane, the {row, col} of the
+// tile element whose address it passes (the first of 8 consecutive columns of a row).
+//   ldsm_a: the A fragment of a 16 x 16 tile stored row-major (registers = mma_a's 0..3);
+//   ldsm_b: the B fragments of two 16 x 8 tiles (n 0-7 and 8-15) from a tile stored as [n][k]
+//           (K for Q K^T): registers 0, 1 = tile 0, registers 2, 3 = tile 1;
+//   ldsm_bt (with .trans): the same from a tile stored as [k][n] (V for P V).
+ELECTRA_HD constexpr Coord ldsm_a(int lane) {
+  return {lane % 8 + 8 * (lane / 8 % 2), 8 * (lane / 16)};
+}
+ELECTRA_HD constexpr Coord ldsm_b(int lane) {
+  return {lane % 8 + 8 * (lane / 16), 8 * (lane / 8 % 2)};
+}
+ELECTRA_HD constexpr Coord ldsm_bt(int lane) {
+  return {lane % 8 + 8 * (lane / 8 % 2), 8 * (lane / 16)};
+}
+
+// Dropout bits in registers. One Philox block gives the keep bits of 4 consecutive keys of one
+// query (dropout_keep4); in each 16 x 8 C tile every lane draws exactly one such group (`draw`:
+// the tile coordinates of its first element, the group running along the key axis) and the
+// lanes exchange them by shuffles: element e of a lane is bit `bit` of the group drawn by lane
+// `lane` (`source`).
+struct KeySource {
+  int lane, bit;
+};
+// Rows = queries, columns = keys (forward, dQ pass): lanes 4 g + t and 4 g + (t ^ 1) share the
+// group of columns 4 (t / 2) .. + 3, the even one drawing for row g, the odd one for row g + 8.
+ELECTRA_HD constexpr Coord keep_draw(int lane) {
+  return {lane / 4 + 8 * (lane % 2), 4 * (lane % 4 / 2)};
+}
+ELECTRA_HD constexpr KeySource keep_source(int lane, int e) {
+  return {lane / 4 * 4 + (lane % 4 / 2) * 2 + e / 2, 2 * (lane % 2) + e % 2};
+}
+// Rows = keys, columns = queries (dK, dV pass, which computes S^T): lane l draws keys
+// 4 (l / 8) .. + 3 of query column l % 8.
+ELECTRA_HD constexpr Coord keep_draw_t(int lane) {
+  return {4 * (lane / 8), lane % 8};
+}
+ELECTRA_HD constexpr KeySource keep_source_t(int lane, int e) {
+  const Coord c = mma_c(lane, e);
+  return {8 * (c.row / 4) + c.col, c.row % 4};
+}
 
 }  // namespace flash_layout
 
@@ -104,12 +221,46 @@ using QueryTileOf =
 enum class FlashKernel {
   kForward,       // out and L of one query tile
   kBackwardDkDv,  // dK and dV of one key tile
-  kBackwardDq,    // dQ of one query tile
+  kBackwardDq,    // D and dQ of one query tile
 };
 
 // The tile width (32, 64 or 128 columns) that holds head dim d <= 128.
 constexpr int flash_tile_width(int64_t d) {
   return d <= 32 ? 32 : d <= 64 ? 64 : 128;
+}
+
+// The tiles of `kernel` for activations of `dtype` and head dim d <= 128: one block computes
+// `block_rows` rows of its output (queries, or keys for dK, dV), looping over the other axis in
+// steps of `loop_rows`; the launcher's grid is ceil(T / block_rows) x (B * heads). Rows past T in
+// the last tile of either kind are loaded as zeros and never written.
+struct FlashTiles {
+  int block_rows, loop_rows;
+};
+inline FlashTiles flash_tiles(FlashKernel kernel, DType dtype, int64_t d) {
+  ELECTRA_CHECK(dtype == DType::F32 || dtype == DType::BF16,
+                "flash_tiles: activations are f32 or bf16, got ", dtype_name(dtype));
+  ELECTRA_CHECK(d >= 1 && d <= 128, "flash_tiles: head dim ", d, " not in [1, 128]");
+  if (dtype == DType::F32) return {flash_layout::kF32Tile, flash_layout::kF32Tile};
+  auto pick = [&](auto width) -> FlashTiles {
+    constexpr int kD = decltype(width)::value;
+    switch (kernel) {
+      case FlashKernel::kForward:
+        return {flash_layout::MmaForward<kD>::kBr, flash_layout::MmaForward<kD>::kBc};
+      case FlashKernel::kBackwardDkDv:
+        return {flash_layout::MmaDkDv<kD>::kBc, flash_layout::MmaDkDv<kD>::kBr};
+      case FlashKernel::kBackwardDq:
+        return {flash_layout::MmaDq<kD>::kBr, flash_layout::MmaDq<kD>::kBc};
+    }
+    return {};
+  };
+  switch (flash_tile_width(d)) {
+    case 32:
+      return pick(std::integral_constant<int, 32>{});
+    case 64:
+      return pick(std::integral_constant<int, 64>{});
+    default:
+      return pick(std::integral_constant<int, 128>{});
+  }
 }
 
 // Dynamic shared memory in bytes of `kernel` for activations of `dtype` (F32 or BF16) and head
@@ -118,30 +269,27 @@ inline size_t flash_shared_bytes(FlashKernel kernel, DType dtype, int64_t d) {
   ELECTRA_CHECK(dtype == DType::F32 || dtype == DType::BF16,
                 "flash_shared_bytes: activations are f32 or bf16, got ", dtype_name(dtype));
   ELECTRA_CHECK(d >= 1 && d <= 128, "flash_shared_bytes: head dim ", d, " not in [1, 128]");
-  auto pick = [&](auto elem, auto width) -> size_t {
-    constexpr int kElem = decltype(elem)::value, kD = decltype(width)::value;
+  auto pick = [&](auto width) -> size_t {
+    constexpr int kD = decltype(width)::value;
+    const bool f32 = dtype == DType::F32;
     switch (kernel) {
       case FlashKernel::kForward:
-        return flash_layout::ForwardOf<kElem, kD>::kBytes;
+        return f32 ? flash_layout::F32Forward<kD>::kBytes : flash_layout::MmaForward<kD>::kBytes;
       case FlashKernel::kBackwardDkDv:
-        return flash_layout::KeyTileOf<kElem, kD>::kBytes;
+        return f32 ? flash_layout::F32Backward<kD, 2>::kBytes : flash_layout::MmaDkDv<kD>::kBytes;
       case FlashKernel::kBackwardDq:
-        return flash_layout::QueryTileOf<kElem, kD>::kBytes;
+        return f32 ? flash_layout::F32Backward<kD, 1>::kBytes : flash_layout::MmaDq<kD>::kBytes;
     }
     return 0;
   };
-  auto by_width = [&](auto elem) -> size_t {
-    switch (flash_tile_width(d)) {
-      case 32:
-        return pick(elem, std::integral_constant<int, 32>{});
-      case 64:
-        return pick(elem, std::integral_constant<int, 64>{});
-      default:
-        return pick(elem, std::integral_constant<int, 128>{});
-    }
-  };
-  return dtype == DType::F32 ? by_width(std::integral_constant<int, 4>{})
-                             : by_width(std::integral_constant<int, 2>{});
+  switch (flash_tile_width(d)) {
+    case 32:
+      return pick(std::integral_constant<int, 32>{});
+    case 64:
+      return pick(std::integral_constant<int, 64>{});
+    default:
+      return pick(std::integral_constant<int, 128>{});
+  }
 }
 
 }  // namespace electra

@@ -26,10 +26,12 @@ __global__ void __launch_bounds__(kDiscHeadThreads)
     const float z = to_float(logits[i]), w = weights[i];
     const bool actual = labels[i] == 1, predicted = z > 0.0f;
     const float y = actual ? 1.0f : 0.0f;
-    const float l = w * (fmaxf(z, 0.0f) - y * z + log1pf(expf(-fabsf(z))));
-    const float s = 1.0f / (1.0f + expf(-z));
+    const float e = expf(-fabsf(z));
+    const float l = w * (fmaxf(z, 0.0f) - y * z + log1pf(e));
+    // s - y without cancellation (disc_head.h).
+    const float ds = (actual ? -1.0f : 1.0f) * (predicted != actual ? 1.0f : e) / (1.0f + e);
     loss[i] = l;
-    dlogits[i] = from_float<T>(w * scale * (s - y));
+    dlogits[i] = from_float<T>(w * scale * ds);
     sums[kDiscCorrect] += predicted == actual ? w : 0.0f;
     sums[kDiscTruePositive] += predicted && actual ? w : 0.0f;
     sums[kDiscPredictedPositive] += predicted ? w : 0.0f;

@@ -6,6 +6,12 @@
 // counts [kDiscCounts]. With z = logits[i], y = labels[i], w = weights[i], s = sigmoid(z):
 //   loss[i]    = w * BCE(s, y) = w * (max(z, 0) - y z + log1p(exp(-|z|)))   (softplus form: stable)
 //   dlogits[i] = w * scale * (s - y)   (scale: a value, or device memory read once)
+// s - y is computed without cancellation from e = exp(-|z|) (which the loss uses too):
+//   s - y = sigmoid(z) = 1 / (1 + e) or e / (1 + e) when y = 0 (z > 0 or not),
+//   s - y = -sigmoid(-z) = -e / (1 + e) or -1 / (1 + e) when y = 1,
+// a few ulps from the exact value in any precision, where 1 / (1 + exp(-z)) - 1 for y = 1 and
+// large z subtracts two numbers near 1 (f32: 3e-5 relative error on the CPU, 4.8e-5 on an H100;
+// test/kernels/bf16_emulation_test.cpp). No overflow: e <= 1.
 // A prediction is "replaced" when z > 0. The counts are sums over all tokens of w times an
 // indicator (see DiscCount), and the summed loss; precision = TP / predicted positives, recall =
 // TP / actual positives, accuracy = correct / total weight are left to the caller.

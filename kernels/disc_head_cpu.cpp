@@ -18,11 +18,13 @@ void run(const Tensor& logits, const Tensor& labels, const Tensor& weights, floa
   for (int64_t i = 0; i < n; ++i) {
     const T zi = z[i], wi = static_cast<T>(w[i]);
     const T yi = y[i] == 1 ? T{1} : T{0};
-    const T l = wi * (std::max(zi, T{0}) - yi * zi + std::log1p(std::exp(-std::abs(zi))));
-    const T s = T{1} / (T{1} + std::exp(-zi));
+    const T e = std::exp(-std::abs(zi));
+    const T l = wi * (std::max(zi, T{0}) - yi * zi + std::log1p(e));
     const bool predicted = zi > 0, actual = y[i] == 1;
+    // s - y without cancellation (disc_head.h).
+    const T ds = (actual ? T{-1} : T{1}) * (predicted != actual ? T{1} : e) / (T{1} + e);
     out_loss[i] = l;
-    dz[i] = wi * static_cast<T>(scale) * (s - yi);
+    dz[i] = wi * static_cast<T>(scale) * ds;
     sums[kDiscCorrect] += predicted == actual ? wi : 0;
     sums[kDiscTruePositive] += predicted && actual ? wi : 0;
     sums[kDiscPredictedPositive] += predicted ? wi : 0;

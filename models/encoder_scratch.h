@@ -43,8 +43,8 @@ struct EncoderScratch {
         {layernorm_backward_workspace_floats(rows, h), layernorm_backward_workspace_floats(rows, e),
          bias_gelu_backward_workspace_floats(rows, f), int64_t{1}});
     reduce = builder.activation(DType::F32, {reduce_floats});
-    attention =
-        attention_state_tensor(builder, encoder_attention_state(builder, config, batch, seq_len));
+    const AttentionState state = encoder_attention_state(builder, config, batch, seq_len);
+    attention = state.scratch_view(builder.activation(state.scratch_dtype, {state.numel()}));
     residual = builder.activation({batch, seq_len, h});
     residual_mid = builder.activation({batch, seq_len, h});
     sublayer = builder.activation({batch, seq_len, h});
@@ -55,7 +55,7 @@ struct EncoderScratch {
   }
 
   Tensor reduce;     // f32: per-block partial sums of the GPU backward reductions
-  Tensor attention;  // the attention workspace: encoder_attention_state's shape and dtype
+  Tensor attention;  // the attention workspace: encoder_attention_state's shape, scratch_dtype
   Tensor residual, residual_mid, sublayer, grad_context;  // [B, T, H]
   Tensor qkv;                                             // [B, T, 3H]
   Tensor grad_act, grad_pre;                              // [B * T, F]

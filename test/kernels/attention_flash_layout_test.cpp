@@ -1,7 +1,11 @@
-// The flash kernels' shared memory (kernels/attention_flash_layout.h) against the limits of the
-// GPUs the binary is built for, on the CPU: a layout that grows past them fails here, not at the
-// first launch on a GPU.
+// The flash kernels' layout (kernels/attention_flash_layout.h) on the CPU: their shared memory
+// against the limits of the GPUs the binary is built for (a layout that grows past them fails
+// here, not at the first launch on a GPU), their tile counts, and the thread -> element maps of the
+// bf16 kernels' register tiles: the mma.sync fragments, the ldmatrix addresses (simulated with
+// the PTX ISA's definition of ldmatrix) and the lanes that draw and pass on the dropout bits.
 #include <catch2/catch.hpp>
+#include <set>
+#include <utility>
 
 #include "kernels/attention_flash_layout.h"
 
@@ -48,22 +52,230 @@ TEST_CASE("every flash kernel fits the per-block shared memory of sm_80 and sm_9
   }
 }
 
-TEST_CASE("flash dK, dV at d = 64 in bf16 runs 2 blocks per H100 SM (S/dP tiles reused)",
+TEST_CASE("bf16 flash shared memory at d = 64: operand tiles only, 3 or more blocks per SM",
           "[attention][flash]") {
-  const size_t dkdv = flash_shared_bytes(FlashKernel::kBackwardDkDv, DType::BF16, 64);
+  // Rows of 64 + 8 bf16 = 144 bytes; a 64-row tile is 9216 bytes (a multiple of 128, so no
+  // alignment padding). Forward: Q + 2 K + 2 V buffers; dQ: Q, dout + 2 K + 2 V; dK, dV: K, V +
+  // 2 x (Q, dout) + 2 x (L, D) of 64 floats (2 x 512 bytes).
+  const size_t fwd = flash_shared_bytes(FlashKernel::kForward, DType::BF16, 64);
   const size_t dq = flash_shared_bytes(FlashKernel::kBackwardDq, DType::BF16, 64);
-  // Q, dout, K, V (4 x 9 KiB) + S/Pd and dP/dS (2 x 17 KiB) + dK, dV (34 KiB) + L, D (512 B).
-  CHECK(dkdv == 107008);  // 104.5 KiB, down from 122.5 KiB with separate Pd and dS tiles
-  CHECK(dq == 89600);     // 87.5 KiB, down from 105.5 KiB
-  CHECK(blocks_per_sm(dkdv, kSm90) == 2);
-  CHECK(blocks_per_sm(dq, kSm90) == 2);
-  CHECK(blocks_per_sm(flash_shared_bytes(FlashKernel::kForward, DType::BF16, 64), kSm90) >= 3);
+  const size_t dkdv = flash_shared_bytes(FlashKernel::kBackwardDkDv, DType::BF16, 64);
+  CHECK(fwd == 5 * 9216);
+  CHECK(dq == 6 * 9216);
+  CHECK(dkdv == 6 * 9216 + 2 * 512);
+  // Registers, not shared memory, bound these kernels' occupancy: a block is 128 threads of up to
+  // 255 registers (-Xptxas -v, docs/KERNELS.md), 2 blocks per 64K-register SM (3 for the forward
+  // at 141 / 156 registers on sm_80 / sm_90). Shared memory must not bind tighter:
+  CHECK(blocks_per_sm(fwd, kSm80) >= 3);
+  for (size_t bytes : {fwd, dq, dkdv}) {
+    CHECK(blocks_per_sm(bytes, kSm80) >= 2);
+    CHECK(blocks_per_sm(bytes, kSm90) >= 4);
+  }
 }
 
-TEST_CASE("flash_shared_bytes refuses other dtypes and head dims", "[attention][flash]") {
+TEST_CASE("flash tiles: one block per tile of rows, the last one partial", "[attention][flash]") {
+  for (FlashKernel kernel :
+       {FlashKernel::kForward, FlashKernel::kBackwardDkDv, FlashKernel::kBackwardDq}) {
+    for (DType dtype : {DType::F32, DType::BF16}) {
+      for (int64_t d : {16, 20, 24, 32, 64, 100, 128}) {
+        const FlashTiles tiles = flash_tiles(kernel, dtype, d);
+        INFO("kernel " << static_cast<int>(kernel) << ", " << dtype_name(dtype) << ", d = " << d);
+        if (dtype == DType::BF16) {
+          // 4 warps of 16 rows own the block's rows; the loop's rows are whole mma k or n steps.
+          CHECK(tiles.block_rows == flash_layout::kMmaRows);
+          CHECK(tiles.loop_rows % 16 == 0);
+        }
+        for (int64_t t : {1, 15, 16, 33, 37, 63, 64, 65, 70, 77, 100, 129, 512}) {
+          const int64_t blocks = (t + tiles.block_rows - 1) / tiles.block_rows;
+          const int64_t steps = (t + tiles.loop_rows - 1) / tiles.loop_rows;
+          // Every row is in exactly one tile, and the last tile holds at least one real row.
+          CHECK(blocks * tiles.block_rows >= t);
+          CHECK((blocks - 1) * tiles.block_rows < t);
+          CHECK(steps * tiles.loop_rows >= t);
+          CHECK((steps - 1) * tiles.loop_rows < t);
+        }
+      }
+    }
+  }
+  CHECK(flash_tiles(FlashKernel::kBackwardDkDv, DType::BF16, 128).loop_rows == 16);
+  CHECK(flash_tiles(FlashKernel::kForward, DType::F32, 128).block_rows == 32);
+}
+
+namespace {
+
+using flash_layout::Coord;
+constexpr int kLanes = 32;
+
+// Each {row, col} of a rows x cols tile appears exactly once among `coords`.
+void check_covers_once(const std::vector<Coord>& coords, int rows, int cols) {
+  CHECK(coords.size() == static_cast<size_t>(rows * cols));
+  std::set<std::pair<int, int>> seen;
+  for (const Coord& c : coords) {
+    CHECK(c.row >= 0);
+    CHECK(c.row < rows);
+    CHECK(c.col >= 0);
+    CHECK(c.col < cols);
+    CHECK(seen.insert({c.row, c.col}).second);
+  }
+}
+
+// What ldmatrix.x4 delivers, by the PTX ISA: lane l passes the address of row l % 8 of matrix
+// l / 8 (`address(l)`, a tile {row, col} whose 8 consecutive columns are that row); in register m
+// (half h) it receives element (l / 4, 2 (l % 4) + h) of matrix m, or with .trans element
+// (2 (l % 4) + h, l / 4). Returns the tile coordinate of that element.
+template <class Address>
+Coord ldmatrix_element(Address address, int lane, int m, int half, bool trans) {
+  if (!trans) {
+    const Coord row = address(8 * m + lane / 4);
+    return {row.row, row.col + 2 * (lane % 4) + half};
+  }
+  const Coord row = address(8 * m + 2 * (lane % 4) + half);
+  return {row.row, row.col + lane / 4};
+}
+
+// The 8 row addresses of each matrix of an ldmatrix.x4 in a tile of bf16 rows of `ld` elements:
+// 16-byte aligned and in 8 different 16-byte bank groups of a 128-byte line (no conflict).
+template <class Address>
+void check_ldmatrix_conflict_free(Address address, int ld) {
+  for (int m = 0; m < 4; ++m) {
+    std::set<int> groups;
+    for (int r = 0; r < 8; ++r) {
+      const Coord c = address(8 * m + r);
+      const int byte = 2 * (c.row * ld + c.col);
+      CHECK(byte % 16 == 0);
+      groups.insert(byte / 16 % 8);
+    }
+    CHECK(groups.size() == 8);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("mma.sync m16n8k16 fragments cover their tiles once", "[attention][flash]") {
+  std::vector<Coord> a, b, c;
+  for (int lane = 0; lane < kLanes; ++lane) {
+    for (int reg = 0; reg < 4; ++reg) {
+      for (int half = 0; half < 2; ++half) a.push_back(flash_layout::mma_a(lane, reg, half));
+    }
+    for (int reg = 0; reg < 2; ++reg) {
+      for (int half = 0; half < 2; ++half) b.push_back(flash_layout::mma_b(lane, reg, half));
+    }
+    for (int e = 0; e < 4; ++e) c.push_back(flash_layout::mma_c(lane, e));
+  }
+  check_covers_once(a, 16, 16);
+  check_covers_once(b, 16, 8);
+  check_covers_once(c, 16, 8);
+}
+
+TEST_CASE("two C tiles of a lane are its A fragment (P stays in registers)", "[attention][flash]") {
+  for (int lane = 0; lane < kLanes; ++lane) {
+    for (int reg = 0; reg < 4; ++reg) {
+      const flash_layout::CToA at = flash_layout::a_from_c(reg);
+      for (int half = 0; half < 2; ++half) {
+        INFO("lane " << lane << " register " << reg << " half " << half);
+        const Coord from = flash_layout::mma_c(lane, at.e + half);
+        const Coord want = flash_layout::mma_a(lane, reg, half);
+        CHECK(from.row == want.row);
+        CHECK(from.col + 8 * at.tile == want.col);
+      }
+    }
+  }
+}
+
+TEST_CASE("ldmatrix addresses deliver the mma fragments", "[attention][flash]") {
+  for (int lane = 0; lane < kLanes; ++lane) {
+    for (int m = 0; m < 4; ++m) {
+      for (int half = 0; half < 2; ++half) {
+        INFO("lane " << lane << " register " << m << " half " << half);
+        // A from a row-major [16][16] tile.
+        const Coord a = ldmatrix_element(flash_layout::ldsm_a, lane, m, half, false);
+        const Coord want_a = flash_layout::mma_a(lane, m, half);
+        CHECK(a.row == want_a.row);
+        CHECK(a.col == want_a.col);
+        // B of n-tile m / 2 from a tile stored [n][k] (K rows for Q K^T): row n, column k.
+        const Coord want_b = flash_layout::mma_b(lane, m % 2, half);  // {k, n}
+        const Coord b = ldmatrix_element(flash_layout::ldsm_b, lane, m, half, false);
+        CHECK(b.row == want_b.col + 8 * (m / 2));
+        CHECK(b.col == want_b.row);
+        // The same from a tile stored [k][n] (V rows for P V), transposed: row k, column n.
+        const Coord bt = ldmatrix_element(flash_layout::ldsm_bt, lane, m, half, true);
+        CHECK(bt.row == want_b.row);
+        CHECK(bt.col == want_b.col + 8 * (m / 2));
+      }
+    }
+  }
+  // Rows of operand_ld(kD) bf16 keep every ldmatrix free of bank conflicts, at every tile width
+  // and for every 16 x 16 block of the tile the kernels address (row offsets of 16, column
+  // offsets of 16).
+  for (int width : {32, 64, 128}) {
+    const int ld = flash_layout::operand_ld(width);
+    INFO("tile width " << width);
+    for (int r0 = 0; r0 < 64; r0 += 16) {
+      for (int c0 = 0; c0 < width; c0 += 16) {
+        const auto shift = [&](auto map) {
+          return [=](int lane) {
+            const Coord c = map(lane);
+            return Coord{r0 + c.row, c0 + c.col};
+          };
+        };
+        check_ldmatrix_conflict_free(shift(flash_layout::ldsm_a), ld);
+        check_ldmatrix_conflict_free(shift(flash_layout::ldsm_b), ld);
+        check_ldmatrix_conflict_free(shift(flash_layout::ldsm_bt), ld);
+      }
+    }
+  }
+}
+
+TEST_CASE("dropout bits: each group of 4 keys drawn once, each element gets its own bit",
+          "[attention][flash]") {
+  // Rows = queries, columns = keys: a group is 4 consecutive columns of one row.
+  std::vector<Coord> drawn;
+  for (int lane = 0; lane < kLanes; ++lane) {
+    const Coord g = flash_layout::keep_draw(lane);
+    CHECK(g.col % 4 == 0);
+    for (int k = 0; k < 4; ++k) drawn.push_back({g.row, g.col + k});
+  }
+  check_covers_once(drawn, 16, 8);
+  for (int lane = 0; lane < kLanes; ++lane) {
+    for (int e = 0; e < 4; ++e) {
+      INFO("lane " << lane << " element " << e);
+      const flash_layout::KeySource src = flash_layout::keep_source(lane, e);
+      const Coord g = flash_layout::keep_draw(src.lane), want = flash_layout::mma_c(lane, e);
+      CHECK(g.row == want.row);
+      CHECK(g.col + src.bit == want.col);
+    }
+    // The kernel shuffles twice: elements 0, 1 and elements 2, 3 share a source lane.
+    CHECK(flash_layout::keep_source(lane, 0).lane == flash_layout::keep_source(lane, 1).lane);
+    CHECK(flash_layout::keep_source(lane, 2).lane == flash_layout::keep_source(lane, 3).lane);
+  }
+  // Rows = keys, columns = queries (the dK, dV pass): a group is 4 consecutive rows of a column.
+  std::vector<Coord> drawn_t;
+  for (int lane = 0; lane < kLanes; ++lane) {
+    const Coord g = flash_layout::keep_draw_t(lane);
+    CHECK(g.row % 4 == 0);
+    for (int k = 0; k < 4; ++k) drawn_t.push_back({g.row + k, g.col});
+  }
+  check_covers_once(drawn_t, 16, 8);
+  for (int lane = 0; lane < kLanes; ++lane) {
+    for (int e = 0; e < 4; ++e) {
+      INFO("lane " << lane << " element " << e);
+      const flash_layout::KeySource src = flash_layout::keep_source_t(lane, e);
+      const Coord g = flash_layout::keep_draw_t(src.lane), want = flash_layout::mma_c(lane, e);
+      CHECK(g.row + src.bit == want.row);
+      CHECK(g.col == want.col);
+    }
+  }
+}
+
+TEST_CASE("flash_shared_bytes and flash_tiles refuse other dtypes and head dims",
+          "[attention][flash]") {
   CHECK_THROWS_WITH(flash_shared_bytes(FlashKernel::kForward, DType::F64, 64),
                     Catch::Contains("f32 or bf16"));
   CHECK_THROWS_WITH(flash_shared_bytes(FlashKernel::kForward, DType::BF16, 129),
                     Catch::Contains("head dim 129"));
   CHECK_THROWS(flash_shared_bytes(FlashKernel::kForward, DType::BF16, 0));
+  CHECK_THROWS_WITH(flash_tiles(FlashKernel::kForward, DType::F64, 64),
+                    Catch::Contains("f32 or bf16"));
+  CHECK_THROWS_WITH(flash_tiles(FlashKernel::kForward, DType::BF16, 129),
+                    Catch::Contains("head dim 129"));
 }

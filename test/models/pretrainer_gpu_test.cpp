@@ -1,7 +1,14 @@
 // The full pre-training step on the GPU against the CPU reference: in f32 the same RNG
 // key gives the same masking and samples and the same losses and gradients to 1e-5; in bf16,
 // with the CPU's masking and samples fixed (bf16 logits may tip a near-tie sample), within 2e-2.
+// "sharing: all" in bf16 also prints each model's contribution to the tied gradients
+// (report_tied_contributions).
+#include <algorithm>
 #include <catch2/catch.hpp>
+#include <cmath>
+#include <map>
+#include <sstream>
+#include <string>
 #include <vector>
 
 #include "test/common/device_util.h"
@@ -31,6 +38,79 @@ void check_grads(Context& gpu, const ElectraPretrainer& g, Context& cpu, const E
     if (p.name.find("key.bias") != std::string::npos) continue;  // exactly zero in theory
     CHECK(test::normwise_error(got, want) < tolerance);
   }
+}
+
+// The gradient of every parameter after one fixed step of `options` on `ctx` (the GPU or the CPU)
+// from the weights of `from` (a CPU model), keyed by name.
+std::map<std::string, std::vector<float>> fixed_step_grads(Context& ctx, Context& cpu,
+                                                           const ElectraPretrainer& from,
+                                                           const ElectraConfig& config,
+                                                           const PretrainOptions& options,
+                                                           const test::FixedCorruption& fixed) {
+  ElectraPretrainer m(ctx, config, options);
+  if (ctx.is_cuda()) {
+    copy_weights(ctx, m, from);
+  } else {
+    m.init_weights(cpu, 4);
+  }
+  test::FixedStep step(ctx, m, test::tiny_batch(), fixed);
+  m.zero_grads(ctx);
+  step.run(ctx, 2);
+  std::map<std::string, std::vector<float>> grads;
+  for (const ParamInfo& p : m.store().params()) {
+    grads[p.name] = test::download<float>(ctx, m.store().grad(p.name));
+  }
+  return grads;
+}
+
+// max_i |a_i - b_i| (b empty: max_i |a_i|).
+double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b = {}) {
+  double worst = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    worst = std::max(worst, std::abs(static_cast<double>(a[i]) - (b.empty() ? 0.0 : b[i])));
+  }
+  return worst;
+}
+
+// Diagnostics for "sharing: all" in bf16 (open in issue 30: 2.9% normwise on
+// discriminator/electra.encoder.layer.0.attention.self.query.bias on the H100, where f32 matches
+// the CPU to 1e-5). Printed, not checked: for every tensor both models write a gradient into,
+// the GPU bf16 error against the CPU and against the GPU in f32 (bf16 rounding, or a GPU defect
+// f32 hides?), and each model's contribution: the generator's from a step with disc_weight = 0
+// (the discriminator's loss then has no gradient), the discriminator's as the whole gradient
+// minus that, with their magnitudes (a whole much smaller than its parts is a cancellation that
+// magnifies bf16 rounding) and each one's bf16 error against the CPU's. Errors are normwise
+// (max |got - want| / max |want|) like check_grads.
+void report_tied_contributions(Context& gpu, Context& cpu, const ElectraPretrainer& c,
+                               const ElectraConfig& config, const PretrainOptions& options,
+                               const test::FixedCorruption& fixed) {
+  Context gpu32 = Context::cuda(0, 21, Precision::F32);
+  PretrainOptions generator_only = options;
+  generator_only.disc_weight = 0;
+  const auto cpu_all = fixed_step_grads(cpu, cpu, c, config, options, fixed);
+  const auto cpu_gen = fixed_step_grads(cpu, cpu, c, config, generator_only, fixed);
+  const auto bf16_all = fixed_step_grads(gpu, cpu, c, config, options, fixed);
+  const auto bf16_gen = fixed_step_grads(gpu, cpu, c, config, generator_only, fixed);
+  const auto f32_all = fixed_step_grads(gpu32, cpu, c, config, options, fixed);
+  std::ostringstream table;
+  table << "sharing all, bf16: tensor | bf16 vs CPU | bf16 vs GPU f32 | GPU f32 vs CPU | "
+           "max|G| max|D| max|G+D| | G bf16 vs CPU | D bf16 vs CPU\n";
+  for (const auto& [name, want] : cpu_all) {
+    const std::vector<float>& want_g = cpu_gen.at(name);
+    std::vector<float> want_d(want.size()), got_d(want.size());
+    for (size_t i = 0; i < want.size(); ++i) {
+      want_d[i] = want[i] - want_g[i];
+      got_d[i] = bf16_all.at(name)[i] - bf16_gen.at(name)[i];
+    }
+    if (max_abs_diff(want_g) == 0 || max_abs_diff(want_d) == 0) continue;  // one model's only
+    table << name << " | " << test::normwise_error(bf16_all.at(name), want) << " | "
+          << test::normwise_error(bf16_all.at(name), f32_all.at(name)) << " | "
+          << test::normwise_error(f32_all.at(name), want) << " | " << max_abs_diff(want_g) << " "
+          << max_abs_diff(want_d) << " " << max_abs_diff(want) << " | "
+          << test::normwise_error(bf16_gen.at(name), want_g) << " | "
+          << test::normwise_error(got_d, want_d) << "\n";
+  }
+  WARN(table.str());
 }
 
 void check_metrics(const StepMetrics& got, const StepMetrics& want, double tolerance) {
@@ -133,8 +213,9 @@ TEST_CASE("sharing all and gdes: the GPU step equals the CPU step", "[pretrainer
       const HostBatch batch = test::tiny_batch();
       c.zero_grads(cpu);
       c.step(cpu, batch, 2);
-      test::FixedStep on_cpu(cpu, c, batch, test::download_corruption(cpu, c));
-      test::FixedStep on_gpu(gpu, g, batch, test::download_corruption(cpu, c));
+      const test::FixedCorruption fixed = test::download_corruption(cpu, c);
+      test::FixedStep on_cpu(cpu, c, batch, fixed);
+      test::FixedStep on_gpu(gpu, g, batch, fixed);
       c.zero_grads(cpu);
       on_cpu.run(cpu, 2);
       g.zero_grads(gpu);
@@ -142,6 +223,9 @@ TEST_CASE("sharing all and gdes: the GPU step equals the CPU step", "[pretrainer
       const double tolerance = precision == Precision::F32 ? 1e-5 : 2e-2;
       check_metrics(g.metrics(gpu), c.metrics(cpu), tolerance);
       check_grads(gpu, g, cpu, c, tolerance);
+      if (sharing == Sharing::kAll && precision == Precision::BF16) {
+        report_tied_contributions(gpu, cpu, c, config, options, fixed);
+      }
     }
   }
 }

@@ -1,0 +1,462 @@
+// attention on the GPU, flash kernels for bf16 activations (FlashAttention-2, Dao 2023): every
+// accumulator in registers, tensor-core products by mma.sync m16n8k16 (bf16 operands, f32
+// accumulation), operand tiles in shared memory loaded by cp.async one tile ahead. Blocks of 4
+// warps; each warp owns 16 rows of the block's output tile and all its columns. Which lane holds
+// which element, and the shared memory of each kernel: kernels/attention_flash_layout.h. Math and
+// contract: kernels/attention.h; the online softmax as in kernels/attention_flash.cu.
+//
+// Forward, one block per (64 queries, b * heads + h), looping over 64-key tiles: S = Q K^T in
+// registers, masked and scaled to log2 units (S log2(e) / sqrt(d), so exp is one exp2f), the
+// running max m and this lane's share of the sum l updated per row, P = exp2(S - m) and its
+// dropout applied in registers, converted to bf16 A fragments and multiplied into O += Pd V.
+// At the end the 4 lanes of a row add their sums (fixed order), out = O / l, L = m ln 2 + log l.
+//
+// Backward, two kernels, no atomics (two runs give the same bits):
+//   dQ pass, one block per (64 queries, b * heads + h), first: D_i = <dout_i, out_i> of its rows
+//     (written to `d` for the next kernel: D needs no launch of its own), then over 64-key tiles
+//     S = Q K^T, dPd = dout V^T, P = exp2(S log2(e) / sqrt(d) - L log2(e)),
+//     dS = P (dPd keep / (1 - p) - D), dQ += dS K; dQ / sqrt(d) written.
+//   dK, dV pass, one block per (64 keys, b * heads + h), over query tiles (64, or 32 at d = 128):
+//     the transposed tiles S^T = K Q^T and dPd^T = V dout^T (each warp owns 16 keys), then
+//     dV += Pd^T dout and dK += dS^T Q with Pd^T and dS^T as A fragments straight from registers;
+//     L and D of the query tile come through shared memory with Q and dout.
+// S and dPd are computed twice (once per pass): the price of a deterministic dQ without atomics.
+//
+// Dropout: keep_ij = dropout_keep(rng, site + ((b heads + h) T + i) T + j, p), the bits of the
+// CPU reference; one Philox block per 4 consecutive keys of a query (dropout_keep4), each drawn by
+// exactly one lane of the warp and passed to the lanes holding its elements by shuffles
+// (flash_layout::keep_draw / keep_source, and the _t maps for the transposed tiles).
+#include <cmath>
+
+#include "kernels/attention_flash_common.cuh"
+#include "kernels/attention_flash_mma.cuh"
+#include "kernels/dropout_mask.h"
+
+namespace electra::cuda {
+namespace {
+
+using bf16 = __nv_bfloat16;
+namespace fl = flash_layout;
+using fl::Coord;
+
+constexpr int kThreads = fl::kMmaWarps * kWarpSize;
+constexpr float kLog2e = 1.44269504088896340736f;
+constexpr float kLn2 = 0.69314718055994530942f;
+
+// Rows [row0, row0 + kRows) of one head (d columns from `src`, row stride ld) into `tile`
+// [kRows][operand_ld(kD)], zero past T and past d: by 16-byte cp.async when fp.vec (part of the
+// caller's next commit group), else element by element (complete when the caller synchronises).
+template <int kRows, int kD>
+__device__ void load_tile(bf16* tile, const bf16* src, int64_t ld, int row0,
+                          const FlashParams& fp) {
+  constexpr int kLd = fl::operand_ld(kD);
+  if (fp.vec) {
+    constexpr int kChunks = kD / 8;
+    for (int idx = threadIdx.x; idx < kRows * kChunks; idx += kThreads) {
+      const int r = idx / kChunks, c = idx % kChunks * 8;
+      const bool valid = row0 + r < fp.t && c < fp.d;
+      flash_mma::cp_async16(tile + r * kLd + c, valid ? src + (row0 + r) * ld + c : src, valid);
+    }
+  } else {
+    for (int idx = threadIdx.x; idx < kRows * kD; idx += kThreads) {
+      const int r = idx / kD, c = idx % kD;
+      tile[r * kLd + c] =
+          row0 + r < fp.t && c < fp.d ? src[(row0 + r) * ld + c] : __float2bfloat16_rn(0.0f);
+    }
+  }
+}
+
+// Bit c: key j0 + c (c < 64) is real, i.e. inside T and not padding. One ballot per 32 keys.
+__device__ __forceinline__ uint64_t real_keys64(const int32_t* real, int j0, int t) {
+  const int lane = threadIdx.x % kWarpSize, ja = j0 + lane, jb = ja + kWarpSize;
+  const uint32_t lo = __ballot_sync(0xffffffffu, ja < t && real[ja] != 0);
+  const uint32_t hi = __ballot_sync(0xffffffffu, jb < t && real[jb] != 0);
+  return lo | static_cast<uint64_t>(hi) << 32;
+}
+
+// The keep bits of this lane's 4 elements (bit e = element e, flash_layout::mma_c) of the 16 x 8
+// tile whose element (0, 0) is (query i0, key j0) when rows are queries; draws only where the
+// group starts inside T (bits 0xF elsewhere: P is 0 or never written there).
+__device__ __forceinline__ uint32_t keep_bits_rows(const FlashParams& fp, int bh, int i0, int j0,
+                                                   int lane) {
+  const Coord at = fl::keep_draw(lane);
+  const int i = i0 + at.row, j = j0 + at.col;
+  const uint32_t mine =
+      i < fp.t && j < fp.t ? dropout_keep4(fp.rng, mask_row(fp, bh, i) + j, fp.p) : 0xFu;
+  // Elements 0, 1 come from one lane and 2, 3 from another (the layout test checks it).
+  const uint32_t lo = __shfl_sync(0xffffffffu, mine, fl::keep_source(lane, 0).lane);
+  const uint32_t hi = __shfl_sync(0xffffffffu, mine, fl::keep_source(lane, 2).lane);
+  uint32_t bits = 0;
+#pragma unroll
+  for (int e = 0; e < 4; ++e)
+    bits |= (((e < 2 ? lo : hi) >> fl::keep_source(lane, e).bit) & 1u) << e;
+  return bits;
+}
+
+// The same for a transposed tile (rows = keys from j0, columns = queries from i0).
+__device__ __forceinline__ uint32_t keep_bits_cols(const FlashParams& fp, int bh, int j0, int i0,
+                                                   int lane) {
+  const Coord at = fl::keep_draw_t(lane);
+  const int j = j0 + at.row, i = i0 + at.col;
+  const uint32_t mine =
+      i < fp.t && j < fp.t ? dropout_keep4(fp.rng, mask_row(fp, bh, i) + j, fp.p) : 0xFu;
+  uint32_t bits = 0;
+#pragma unroll
+  for (int e = 0; e < 4; ++e) {
+    const fl::KeySource src = fl::keep_source_t(lane, e);
+    bits |= ((__shfl_sync(0xffffffffu, mine, src.lane) >> src.bit) & 1u) << e;
+  }
+  return bits;
+}
+
+// Writes the warp's 16 x kD accumulator times `scale` into rows row0 + r (r < 16, row0 + r < T),
+// columns 0 .. d - 1 of `dst` (row stride ld): bf16 pairs when fp.vec (d even, 4-byte aligned).
+template <int kD>
+__device__ void store_rows(bf16* dst, int64_t ld, const float (&acc)[kD / 8][4], float scale,
+                           int row0, int lane, const FlashParams& fp) {
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    const int i = row0 + fl::mma_c(lane, 2 * half).row;
+    if (i >= fp.t) continue;
+    bf16* row = dst + i * ld;
+#pragma unroll
+    for (int n = 0; n < kD / 8; ++n) {
+      const int c = 8 * n + fl::mma_c(lane, 2 * half).col;
+      const float x0 = acc[n][2 * half] * scale, x1 = acc[n][2 * half + 1] * scale;
+      if (fp.vec) {
+        if (c < fp.d) *reinterpret_cast<__nv_bfloat162*>(row + c) = __floats2bfloat162_rn(x0, x1);
+      } else {
+        if (c < fp.d) row[c] = __float2bfloat16_rn(x0);
+        if (c + 1 < fp.d) row[c + 1] = __float2bfloat16_rn(x1);
+      }
+    }
+  }
+}
+
+template <int kD>
+__global__ void __launch_bounds__(kThreads)
+    flash_forward_kernel(const bf16* qkv, const int32_t* mask, bf16* out, float* lse,
+                         FlashParams fp) {
+  fp.rng = fp.rng.resolved();  // the step may live in device memory (engine/philox.h)
+  using L = fl::MmaForward<kD>;
+  constexpr int kBr = L::kBr, kBc = L::kBc, kLd = L::kLd;
+  static_assert(kBc == 64, "real_keys64 gives the mask of 64 keys");
+  extern __shared__ __align__(128) unsigned char smem[];
+  const auto tile_at = [&](size_t offset) { return reinterpret_cast<bf16*>(smem + offset); };
+  bf16* q = tile_at(L::kQ);
+
+  const int bh = blockIdx.y, b = bh / fp.heads, head = bh % fp.heads;
+  const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
+  const int i0 = blockIdx.x * kBr, row0 = i0 + warp * fl::kMmaRowsPerWarp;
+  const int64_t ld = 3 * static_cast<int64_t>(fp.h);
+  const bf16* q_src = qkv + static_cast<int64_t>(b) * fp.t * ld + head * fp.d;
+  const int32_t* real = mask + static_cast<int64_t>(b) * fp.t;
+  const float scale_log2 = fp.scale * kLog2e;
+
+  load_tile<kBr, kD>(q, q_src, ld, i0, fp);
+  load_tile<kBc, kD>(tile_at(L::kK), q_src + fp.h, ld, 0, fp);
+  load_tile<kBc, kD>(tile_at(L::kV), q_src + 2 * fp.h, ld, 0, fp);
+  flash_mma::cp_async_commit();
+
+  float o[kD / 8][4] = {};
+  // Rows g and g + 8 of the warp (g = lane / 4): running max of S log2(e) / sqrt(d), and this
+  // lane's part of the running sum (its 2 columns of every 8).
+  float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
+  const int tiles = static_cast<int>(ceil_div(fp.t, kBc));
+  for (int tile = 0; tile < tiles; ++tile) {
+    const int j0 = tile * kBc, u = tile % 2;
+    if (tile + 1 < tiles) {  // the next K, V into the other buffer, freed by the last barrier
+      load_tile<kBc, kD>(tile_at(L::kK + (1 - u) * L::kTileK), q_src + fp.h, ld, j0 + kBc, fp);
+      load_tile<kBc, kD>(tile_at(L::kV + (1 - u) * L::kTileK), q_src + 2 * fp.h, ld, j0 + kBc, fp);
+      flash_mma::cp_async_commit();
+      flash_mma::cp_async_wait<1>();
+    } else {
+      flash_mma::cp_async_wait<0>();
+    }
+    __syncthreads();  // this tile's K and V (and Q) are in shared memory
+    float s[kBc / 8][4] = {};
+    flash_mma::mma_abt_smem<kD, kBc>(s, q + warp * fl::kMmaRowsPerWarp * kLd,
+                                     tile_at(L::kK + u * L::kTileK), kLd, lane);
+    // Padded and out-of-range keys get S = -inf, so P = 0.
+    const uint64_t keys = real_keys64(real, j0, fp.t);
+    float tile_max[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+    for (int n = 0; n < kBc / 8; ++n) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int c = 8 * n + fl::mma_c(lane, e).col;
+        s[n][e] = ((keys >> c) & 1u) != 0 ? s[n][e] * scale_log2 : -INFINITY;
+        tile_max[e / 2] = fmaxf(tile_max[e / 2], s[n][e]);
+      }
+    }
+    float offset[2], factor[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {  // the 4 lanes of a row are lanes 4 g .. 4 g + 3
+      tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 1));
+      tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 2));
+      const float new_max = fmaxf(m[r], tile_max[r]);
+      // new_max = -inf: no real key so far; every exp2 below is exp2(-inf) = 0 with offset 0.
+      offset[r] = new_max == -INFINITY ? 0.0f : new_max;
+      factor[r] = exp2f(m[r] - offset[r]);
+      m[r] = new_max;
+      l[r] *= factor[r];
+    }
+#pragma unroll
+    for (int n = 0; n < kBc / 8; ++n) {
+      const uint32_t keep = fp.p > 0.0f ? keep_bits_rows(fp, bh, row0, j0 + 8 * n, lane) : 0xFu;
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const float prob = exp2f(s[n][e] - offset[e / 2]);
+        l[e / 2] += prob;
+        s[n][e] = ((keep >> e) & 1u) != 0 ? prob * fp.keep_scale : 0.0f;  // Pd
+      }
+    }
+#pragma unroll
+    for (int n = 0; n < kD / 8; ++n) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) o[n][e] *= factor[e / 2];
+    }
+    flash_mma::mma_cb_smem<kBc, kD>(o, s, tile_at(L::kV + u * L::kTileK), kLd, lane);
+    __syncthreads();  // buffer u is no longer read: the next iteration's prefetch may fill it
+  }
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
+    l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
+  }
+#pragma unroll
+  for (int n = 0; n < kD / 8; ++n) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const float sum = l[e / 2];
+      o[n][e] = sum > 0.0f ? o[n][e] / sum : 0.0f;
+    }
+  }
+  store_rows<kD>(out + static_cast<int64_t>(b) * fp.t * fp.h + head * fp.d, fp.h, o, 1.0f, row0,
+                 lane, fp);
+  if (lane % 4 == 0) {
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const int i = row0 + fl::mma_c(lane, 2 * r).row;
+      if (i < fp.t) {
+        lse[static_cast<int64_t>(bh) * fp.t + i] =
+            l[r] > 0.0f ? m[r] * kLn2 + logf(l[r]) : INFINITY;
+      }
+    }
+  }
+}
+
+// D and dQ of one query tile, looping over every key tile.
+template <int kD>
+__global__ void __launch_bounds__(kThreads)
+    flash_backward_dq_kernel(const bf16* qkv, const int32_t* mask, const bf16* out,
+                             const bf16* dout, const float* lse, float* d_rows, bf16* dqkv,
+                             FlashParams fp) {
+  fp.rng = fp.rng.resolved();  // the step may live in device memory (engine/philox.h)
+  using L = fl::MmaDq<kD>;
+  constexpr int kBr = L::kBr, kBc = L::kBc, kLd = L::kLd;
+  static_assert(kBc == 64, "real_keys64 gives the mask of 64 keys");
+  extern __shared__ __align__(128) unsigned char smem[];
+  const auto tile_at = [&](size_t offset) { return reinterpret_cast<bf16*>(smem + offset); };
+  const int bh = blockIdx.y, b = bh / fp.heads, head = bh % fp.heads;
+  const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
+  const int i0 = blockIdx.x * kBr, row0 = i0 + warp * fl::kMmaRowsPerWarp;
+  const int64_t ld = 3 * static_cast<int64_t>(fp.h);
+  const bf16* q_src = qkv + static_cast<int64_t>(b) * fp.t * ld + head * fp.d;
+  const bf16* g_src = dout + static_cast<int64_t>(b) * fp.t * fp.h + head * fp.d;
+  const int32_t* real = mask + static_cast<int64_t>(b) * fp.t;
+  const float scale_log2 = fp.scale * kLog2e;
+  const bf16* q = tile_at(L::kQ) + warp * fl::kMmaRowsPerWarp * kLd;
+  const bf16* g = tile_at(L::kDout) + warp * fl::kMmaRowsPerWarp * kLd;
+
+  load_tile<kBr, kD>(tile_at(L::kQ), q_src, ld, i0, fp);
+  load_tile<kBr, kD>(tile_at(L::kDout), g_src, fp.h, i0, fp);
+  load_tile<kBc, kD>(tile_at(L::kK), q_src + fp.h, ld, 0, fp);
+  load_tile<kBc, kD>(tile_at(L::kV), q_src + 2 * fp.h, ld, 0, fp);
+  flash_mma::cp_async_commit();
+
+  // D (for this pass and, through d_rows, the dK, dV pass) and L log2(e) of rows g and g + 8.
+  float row_d[2] = {0.0f, 0.0f}, row_lse[2];
+  for (int r = 0; r < fl::kMmaRowsPerWarp; ++r) {
+    const int i = row0 + r;
+    if (i >= fp.t) break;  // warp-uniform: flash_row_d reduces over the warp
+    const float d = flash_row_d(out, dout, b, head, i, fp);
+    if (lane == 0) d_rows[static_cast<int64_t>(bh) * fp.t + i] = d;
+    if (r == fl::mma_c(lane, 0).row) row_d[0] = d;
+    if (r == fl::mma_c(lane, 2).row) row_d[1] = d;
+  }
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int i = row0 + fl::mma_c(lane, 2 * r).row;
+    row_lse[r] = i < fp.t ? lse[static_cast<int64_t>(bh) * fp.t + i] * kLog2e : INFINITY;
+  }
+
+  float dq[kD / 8][4] = {};
+  const int tiles = static_cast<int>(ceil_div(fp.t, kBc));
+  for (int tile = 0; tile < tiles; ++tile) {
+    const int j0 = tile * kBc, u = tile % 2;
+    if (tile + 1 < tiles) {
+      load_tile<kBc, kD>(tile_at(L::kK + (1 - u) * L::kTileK), q_src + fp.h, ld, j0 + kBc, fp);
+      load_tile<kBc, kD>(tile_at(L::kV + (1 - u) * L::kTileK), q_src + 2 * fp.h, ld, j0 + kBc, fp);
+      flash_mma::cp_async_commit();
+      flash_mma::cp_async_wait<1>();
+    } else {
+      flash_mma::cp_async_wait<0>();
+    }
+    __syncthreads();
+    const bf16* k = tile_at(L::kK + u * L::kTileK);
+    float s[kBc / 8][4] = {}, dp[kBc / 8][4] = {};
+    flash_mma::mma_abt_smem<kD, kBc>(s, q, k, kLd, lane);
+    flash_mma::mma_abt_smem<kD, kBc>(dp, g, tile_at(L::kV + u * L::kTileK), kLd, lane);
+    const uint64_t keys = real_keys64(real, j0, fp.t);
+#pragma unroll
+    for (int n = 0; n < kBc / 8; ++n) {
+      const uint32_t keep = fp.p > 0.0f ? keep_bits_rows(fp, bh, row0, j0 + 8 * n, lane) : 0xFu;
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int c = 8 * n + fl::mma_c(lane, e).col;
+        const float prob =
+            ((keys >> c) & 1u) != 0 ? exp2f(s[n][e] * scale_log2 - row_lse[e / 2]) : 0.0f;
+        const float grad = ((keep >> e) & 1u) != 0 ? dp[n][e] * fp.keep_scale : 0.0f;
+        s[n][e] = prob * (grad - row_d[e / 2]);  // dS
+      }
+    }
+    flash_mma::mma_cb_smem<kBc, kD>(dq, s, k, kLd, lane);
+    __syncthreads();  // buffer u is no longer read
+  }
+  store_rows<kD>(dqkv + static_cast<int64_t>(b) * fp.t * ld + head * fp.d, ld, dq, fp.scale, row0,
+                 lane, fp);
+}
+
+// L log2(e) and D of the query rows [i0, i0 + kRows) into shared memory (+inf and 0 past T, so
+// that P = 0 there).
+template <int kRows>
+__device__ void load_row_stats(float* row_lse, float* row_d, const float* lse, const float* d_rows,
+                               int bh, int i0, const FlashParams& fp) {
+  for (int r = threadIdx.x; r < kRows; r += kThreads) {
+    const int64_t at = static_cast<int64_t>(bh) * fp.t + i0 + r;
+    row_lse[r] = i0 + r < fp.t ? lse[at] * kLog2e : INFINITY;
+    row_d[r] = i0 + r < fp.t ? d_rows[at] : 0.0f;
+  }
+}
+
+// dK, dV of one key tile, looping over every query tile.
+template <int kD>
+__global__ void __launch_bounds__(kThreads)
+    flash_backward_dkdv_kernel(const bf16* qkv, const int32_t* mask, const bf16* dout,
+                               const float* lse, const float* d_rows, bf16* dqkv, FlashParams fp) {
+  fp.rng = fp.rng.resolved();  // the step may live in device memory (engine/philox.h)
+  using L = fl::MmaDkDv<kD>;
+  constexpr int kBr = L::kBr, kBc = L::kBc, kLd = L::kLd;
+  extern __shared__ __align__(128) unsigned char smem[];
+  const auto tile_at = [&](size_t offset) { return reinterpret_cast<bf16*>(smem + offset); };
+  const auto floats_at = [&](size_t offset) { return reinterpret_cast<float*>(smem + offset); };
+  const int bh = blockIdx.y, b = bh / fp.heads, head = bh % fp.heads;
+  const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
+  const int j0 = blockIdx.x * kBc, key0 = j0 + warp * fl::kMmaRowsPerWarp;
+  const int64_t ld = 3 * static_cast<int64_t>(fp.h);
+  const bf16* q_src = qkv + static_cast<int64_t>(b) * fp.t * ld + head * fp.d;
+  const bf16* g_src = dout + static_cast<int64_t>(b) * fp.t * fp.h + head * fp.d;
+  const int32_t* real = mask + static_cast<int64_t>(b) * fp.t;
+  const float scale_log2 = fp.scale * kLog2e;
+  const bf16* k = tile_at(L::kK) + warp * fl::kMmaRowsPerWarp * kLd;
+  const bf16* v = tile_at(L::kV) + warp * fl::kMmaRowsPerWarp * kLd;
+
+  load_tile<kBc, kD>(tile_at(L::kK), q_src + fp.h, ld, j0, fp);
+  load_tile<kBc, kD>(tile_at(L::kV), q_src + 2 * fp.h, ld, j0, fp);
+  load_tile<kBr, kD>(tile_at(L::kQ), q_src, ld, 0, fp);
+  load_tile<kBr, kD>(tile_at(L::kDout), g_src, fp.h, 0, fp);
+  load_row_stats<kBr>(floats_at(L::kLse), floats_at(L::kRowD), lse, d_rows, bh, 0, fp);
+  flash_mma::cp_async_commit();
+
+  // Whether keys g and g + 8 of the warp are real (P = 0 exactly for the others).
+  bool key_real[2];
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int j = key0 + fl::mma_c(lane, 2 * r).row;
+    key_real[r] = j < fp.t && real[j] != 0;
+  }
+  float dk[kD / 8][4] = {}, dv[kD / 8][4] = {};
+  const int tiles = static_cast<int>(ceil_div(fp.t, kBr));
+  for (int tile = 0; tile < tiles; ++tile) {
+    const int i0 = tile * kBr, u = tile % 2;
+    if (tile + 1 < tiles) {
+      load_tile<kBr, kD>(tile_at(L::kQ + (1 - u) * L::kTileQ), q_src, ld, i0 + kBr, fp);
+      load_tile<kBr, kD>(tile_at(L::kDout + (1 - u) * L::kTileQ), g_src, fp.h, i0 + kBr, fp);
+      load_row_stats<kBr>(floats_at(L::kLse) + (1 - u) * kBr, floats_at(L::kRowD) + (1 - u) * kBr,
+                          lse, d_rows, bh, i0 + kBr, fp);
+      flash_mma::cp_async_commit();
+      flash_mma::cp_async_wait<1>();
+    } else {
+      flash_mma::cp_async_wait<0>();
+    }
+    __syncthreads();
+    const bf16* q = tile_at(L::kQ + u * L::kTileQ);
+    const bf16* g = tile_at(L::kDout + u * L::kTileQ);
+    const float* row_lse = floats_at(L::kLse) + u * kBr;
+    const float* row_d = floats_at(L::kRowD) + u * kBr;
+    float st[kBr / 8][4] = {}, dpt[kBr / 8][4] = {};
+    flash_mma::mma_abt_smem<kD, kBr>(st, k, q, kLd, lane);
+    flash_mma::mma_abt_smem<kD, kBr>(dpt, v, g, kLd, lane);
+#pragma unroll
+    for (int n = 0; n < kBr / 8; ++n) {
+      const uint32_t keep = fp.p > 0.0f ? keep_bits_cols(fp, bh, key0, i0 + 8 * n, lane) : 0xFu;
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int c = 8 * n + fl::mma_c(lane, e).col;  // the query, within the tile
+        const float prob = key_real[e / 2] ? exp2f(st[n][e] * scale_log2 - row_lse[c]) : 0.0f;
+        const bool kept = ((keep >> e) & 1u) != 0;
+        st[n][e] = kept ? prob * fp.keep_scale : 0.0f;                              // Pd^T
+        dpt[n][e] = prob * ((kept ? dpt[n][e] * fp.keep_scale : 0.0f) - row_d[c]);  // dS^T
+      }
+    }
+    flash_mma::mma_cb_smem<kBr, kD>(dv, st, g, kLd, lane);
+    flash_mma::mma_cb_smem<kBr, kD>(dk, dpt, q, kLd, lane);
+    __syncthreads();  // buffer u is no longer read
+  }
+  bf16* grad_rows = dqkv + static_cast<int64_t>(b) * fp.t * ld + head * fp.d;
+  store_rows<kD>(grad_rows + fp.h, ld, dk, fp.scale, key0, lane, fp);
+  store_rows<kD>(grad_rows + 2 * fp.h, ld, dv, 1.0f, key0, lane, fp);
+}
+
+bf16* bf16_of(const Tensor& t) {
+  return static_cast<bf16*>(t.data);
+}
+
+}  // namespace
+
+void flash_forward_bf16(Context& ctx, const FlashParams& fp, const Tensor& qkv, const Tensor& mask,
+                        const Tensor& lse, const Tensor& out) {
+  const int64_t heads_total = qkv.dim(0) * fp.heads;
+  with_tile_width(fp.d, [&](auto width) {
+    constexpr int kD = decltype(width)::value;
+    flash_launch(ctx, flash_forward_kernel<kD>, kThreads,
+                 ceil_div(fp.t, flash_tiles(FlashKernel::kForward, DType::BF16, fp.d).block_rows),
+                 heads_total, flash_shared_bytes(FlashKernel::kForward, DType::BF16, fp.d),
+                 bf16_of(qkv), mask.ptr<int32_t>(), bf16_of(out), lse.ptr<float>(), fp);
+  });
+}
+
+void flash_backward_bf16(Context& ctx, const FlashParams& fp, const Tensor& qkv, const Tensor& mask,
+                         const Tensor& lse, const Tensor& out, const Tensor& dout, const Tensor& d,
+                         const Tensor& dqkv) {
+  const int64_t heads_total = qkv.dim(0) * fp.heads;
+  with_tile_width(fp.d, [&](auto width) {
+    constexpr int kD = decltype(width)::value;
+    // The dQ pass first: it writes D, which the dK, dV pass reads.
+    flash_launch(
+        ctx, flash_backward_dq_kernel<kD>, kThreads,
+        ceil_div(fp.t, flash_tiles(FlashKernel::kBackwardDq, DType::BF16, fp.d).block_rows),
+        heads_total, flash_shared_bytes(FlashKernel::kBackwardDq, DType::BF16, fp.d), bf16_of(qkv),
+        mask.ptr<int32_t>(), bf16_of(out), bf16_of(dout), lse.ptr<float>(), d.ptr<float>(),
+        bf16_of(dqkv), fp);
+    flash_launch(
+        ctx, flash_backward_dkdv_kernel<kD>, kThreads,
+        ceil_div(fp.t, flash_tiles(FlashKernel::kBackwardDkDv, DType::BF16, fp.d).block_rows),
+        heads_total, flash_shared_bytes(FlashKernel::kBackwardDkDv, DType::BF16, fp.d),
+        bf16_of(qkv), mask.ptr<int32_t>(), bf16_of(dout), lse.ptr<float>(), d.ptr<float>(),
+        bf16_of(dqkv), fp);
+  });
+}
+
+}  // namespace electra::cuda

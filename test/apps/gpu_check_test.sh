@@ -1,0 +1,165 @@
+#!/usr/bin/env bash
+# scripts/gpu_check.sh on a machine without a GPU, its summary parser on recorded logs, and
+# scripts/checkpoint_diff.py:
+#   1. a dry run from a bundle folder of GPU test executables: each test runs and reports its skip,
+#      every other phase says it did not run for want of a GPU, exit 3, at most 8 files in $OUT;
+#   2. without a bundle every phase says where the bundle should be; a bad phase is exit 2;
+#   3. gpu_summary.py on logs in the first GPU run's formats (../shared/gpu-runs/2026-11-26-h100):
+#      a failing test with its largest error, benchmark ratios, the update against HF, the user's
+#      path, a sanitizer line;
+#   4. checkpoint_diff.py: identical, one differing element named, a truncated file;
+#   5. check_symbol_versions.sh (gpu_bundle.sh's check against the device's glibc and libstdc++).
+# Usage: gpu_check_test.sh SOURCE_DIR GPU_TEST_EXECUTABLE...
+set -uo pipefail
+src=$1
+shift
+electra=unused
+source "$src/test/common/e2e_common.sh"
+
+if nvidia-smi -L >/dev/null 2>&1; then
+  echo "skipped: this machine has a GPU; the dry run is for machines without one"
+  exit 77
+fi
+
+# 1. Dry run.
+mkdir -p "$work/bundle/bin"
+for exe in "$@"; do ln -s "$exe" "$work/bundle/bin/$(basename "$exe")"; done
+echo "commit test" >"$work/bundle/MANIFEST"
+GPU_CHECK_WORK="$work/w1" bash "$src/scripts/gpu_check.sh" --bundle "$work/bundle" \
+  --out "$work/out1" --dry-run >"$work/dry.log" 2>&1
+rc=$?
+[[ $rc -eq 3 ]] && pass "dry run exits 3 (no GPU)" || fail "dry run exit $rc: $(tail -3 "$work/dry.log")"
+summary=$work/out1/summary.md
+[[ -f $summary ]] || fail "no summary.md in \$OUT"
+(($(ls "$work/out1" | wc -l) <= 8)) || fail "more than 8 files in \$OUT: $(ls "$work/out1")"
+[[ -f $work/out1/logs.tar.gz ]] && tar -tzf "$work/out1/logs.tar.gz" | grep -q "logs/tests/" ||
+  fail "logs.tar.gz lacks the tests' logs"
+before=$failures
+for exe in "$@"; do
+  name=$(basename "$exe")
+  grep -q "^| $name | skipped | .* | skipped: " "$summary" || fail "summary row of $name"
+done
+grep -q "^## GPU tests: 0 of $# passed" "$summary" || fail "GPU tests heading"
+for phase in sanitize bench step user resume; do
+  grep -q "^- $phase all: no GPU (nvidia-smi" "$summary" || fail "phase $phase does not say why"
+done
+((failures == before)) &&
+  pass "dry run: every test skipped with its reason, every other phase says why it did not run"
+
+# 2. No bundle; bad arguments.
+GPU_CHECK_WORK="$work/w2" bash "$src/scripts/gpu_check.sh" --bundle "$work/none.tar.xz" \
+  --out "$work/out2" >/dev/null 2>&1
+rc=$?
+((rc != 0)) || fail "no bundle: exit 0"
+n=$(grep -c "^- .* all: no bundle at $work/none.tar.xz (scripts/gpu_bundle.sh" "$work/out2/summary.md")
+[[ $n -eq 6 ]] && pass "no bundle: all 6 phases say where it should be" || fail "no bundle: $n phases"
+bash "$src/scripts/gpu_check.sh" --phases tests,nope >"$work/bad.log" 2>&1
+rc=$?
+[[ $rc -eq 2 ]] && grep -q "unknown phase 'nope'" "$work/bad.log" && pass "a bad phase: exit 2" ||
+  fail "a bad phase: exit $rc, $(cat "$work/bad.log")"
+
+# 3. The summary parser on recorded logs.
+w=$work/rec
+mkdir -p "$w/logs/tests" "$w/logs/bench" "$w/logs/step" "$w/logs/user" "$w/logs/sanitize"
+echo "GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-x)" >"$w/logs/nvidia-smi.txt"
+printf '%s\n' tests$'\t'disc_head_gpu_test$'\t'1$'\t'1 tests$'\t'cast_gpu_test$'\t'0$'\t'2 \
+  tests$'\t'gelu_gpu_test$'\t'77$'\t'0 sanitize$'\t'memcheck-cast_gpu_test$'\t'0$'\t'3 \
+  bench$'\t'cast_bench$'\t'0$'\t'4 bench$'\t'matmul_bench$'\t'1$'\t'2 \
+  step$'\t'small128_ours$'\t'0$'\t'9 step$'\t'small128_hf_eager$'\t'0$'\t'30 \
+  step$'\t'small128_hf_compile$'\t'0$'\t'70 user$'\t'pretrain$'\t'0$'\t'50 \
+  user$'\t'finetune_MRPC$'\t'0$'\t'6 resume$'\t'all$'\t'"not run: the phase's budget was spent"$'\t'0 \
+  >"$w/steps.tsv"
+cat >"$w/logs/tests/disc_head_gpu_test.log" <<'EOF'
+running on NVIDIA H100 80GB HBM3 (sm_90, 79 GiB)
+PROJECT/test/kernels/disc_head_gpu_test.cpp:56: FAILED:
+  CHECK( test::max_relative_error(test::download_f32(gpu, d_dz), dz) < tol )
+with expansion:
+  0.000048088 < 0.00001
+test cases:  1 |  0 passed | 1 failed
+assertions: 18 | 17 passed | 1 failed
+
+largest error: 4.809e-05 against a bound of 1e-05 (4.809 of the bound; 9 compared) in disc_head on the GPU matches the CPU at test/kernels/disc_head_gpu_test.cpp:56
+EOF
+printf 'running on NVIDIA H100\nAll tests passed (40 assertions in 2 test cases)\n' \
+  >"$w/logs/tests/cast_gpu_test.log"
+echo "skipped: no CUDA device" >"$w/logs/tests/gelu_gpu_test.log"
+echo "========= ERROR SUMMARY: 0 errors" >"$w/logs/sanitize/memcheck-cast_gpu_test.log"
+cat >"$w/logs/bench/cast_bench.log" <<'EOF'
+RESULT op=cast_f32_bf16 shape=110M impl=baseline_naive ms=0.3285 gbps=2008.9 tflops=0.00 roofline_pct=66.8
+RESULT op=cast_f32_bf16 shape=110M impl=ours ms=0.2203 gbps=2995.6 tflops=0.00 roofline_pct=99.7
+EOF
+echo "validate small_qkv: max rel err 0.587 FAILED" >"$w/logs/bench/matmul_bench.log"
+echo "RESULT impl=electra model=small device=cuda precision=bf16 batch=128 seq=128 threads=1 median_ms=19.02 min_ms=18.9 seq_per_s=6729.8" \
+  >"$w/logs/step/small128_ours.log"
+echo "RESULT impl=pytorch model=small device=cuda precision=bf16 batch=128 seq=128 threads=1 median_ms=88.59 min_ms=88 seq_per_s=1444.8" \
+  >"$w/logs/step/small128_hf_eager.log"
+echo "RESULT impl=pytorch-compile model=small device=cuda precision=bf16 batch=128 seq=128 threads=1 median_ms=49.39 min_ms=49 seq_per_s=2591.6" \
+  >"$w/logs/step/small128_hf_compile.log"
+cat >"$w/logs/user/pretrain.log" <<'EOF'
+step 100/200000 | gen loss 8.8933 acc 0.216 | disc loss 0.2494 acc 0.883 | replaced 0.148 | lr 4.948e-05 | grad norm 8.013 | 6539.2 seq/s 837016 tok/s | 65.99 TFLOP/s (MFU 6.7%) | ETA 1h05m
+step 200/200000 | gen loss 7.3774 acc 0.224 | disc loss 0.2589 acc 0.890 | replaced 0.148 | lr 9.940e-05 | grad norm 9.768 | 7490.1 seq/s 958730 tok/s | 75.58 TFLOP/s (MFU 7.6%) | ETA 56m54s
+pretrain: SIGINT received at update 212; saving a checkpoint
+EOF
+echo "MRPC seed 1: best epoch 2: f1 0.8259, accuracy 0.7304 (6 s)" >"$w/logs/user/finetune_MRPC.log"
+python3 "$src/scripts/gpu_summary.py" "$w" >"$work/rec.md" 2>&1 || fail "gpu_summary.py: $(tail -2 "$work/rec.md")"
+expect_line() {  # expect_line WHAT FIXED-STRING
+  grep -qF -- "$2" "$work/rec.md" && pass "summary: $1" || { fail "summary: $1: no line '$2'"; cat "$work/rec.md"; }
+}
+expect_line "GPU" "- GPU: GPU 0: NVIDIA H100 80GB HBM3"
+expect_line "tests heading" "## GPU tests: 1 of 3 passed"
+expect_line "failing test" "| disc_head_gpu_test | FAILED (exit 1) | 1 s | 1 of 18 assertions failed; largest error 4.809e-05 = 4.809 of its bound 1e-05 (disc_head on the GPU matches the CPU at test/kernels/disc_head_gpu_test.cpp:56) |"
+expect_line "a skip on a GPU machine" "| gelu_gpu_test | SKIPPED (a failure on a GPU machine) | 0 s | skipped: no CUDA device |"
+expect_line "sanitizer" "| memcheck-cast_gpu_test | ok | 3 s | ERROR SUMMARY: 0 errors |"
+expect_line "benchmark ratio" "| cast_f32_bf16 | 110M | 0.2203 | 99.7 | baseline_naive | 0.3285 | 1.49x |"
+expect_line "benchmark failure" "| matmul_bench | FAILED (exit 1) | validate small_qkv: max rel err 0.587 FAILED |"
+expect_line "update vs HF" "| small seq 128 batch 128 | 19.02 | 6729.8 | 88.59 | 49.39 | 4.66x | 2.60x |"
+expect_line "pretrain" "| pretrain | ok | 50 s | step 200: 7490.1 seq/s, 75.58 TFLOP/s (MFU 7.6%); SIGINT saved a checkpoint |"
+expect_line "finetune" "| finetune_MRPC | ok | 6 s | best epoch 2: f1 0.8259, accuracy 0.7304 (6 s) |"
+expect_line "not run" "- resume all: the phase's budget was spent"
+
+# 4. checkpoint_diff.py.
+python3 - "$work/ck" <<'PY'
+import json, os, struct, sys
+root = sys.argv[1]
+def write(path, tensors):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    header, body = {}, b""
+    for name, values in tensors:
+        raw = struct.pack(f"<{len(values)}f", *values)
+        header[name] = {"dtype": "F32", "shape": [len(values)], "data_offsets": [len(body), len(body) + len(raw)]}
+        body += raw
+    h = json.dumps(header).encode()
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(h)) + h + body)
+a = [("w", [1.0, 2.0, 3.0]), ("b", [0.5])]
+write(f"{root}/a/discriminator/model.safetensors", a)
+write(f"{root}/b/discriminator/model.safetensors", a)
+write(f"{root}/c/discriminator/model.safetensors", [("w", [1.0, 2.25, 3.0]), ("b", [0.5])])
+with open(f"{root}/c/discriminator/model.safetensors", "rb") as f:
+    data = f.read()
+os.makedirs(f"{root}/d/discriminator")
+with open(f"{root}/d/discriminator/model.safetensors", "wb") as f:
+    f.write(data[:12])
+PY
+diff_says() {  # diff_says WHAT RC TEXT A B
+  local said rc
+  said=$(python3 "$src/scripts/checkpoint_diff.py" "$work/ck/$4" "$work/ck/$5")
+  rc=$?
+  [[ $rc -eq $2 && $said == *"$3"* ]] && pass "checkpoint_diff: $1" ||
+    fail "checkpoint_diff: $1: exit $rc, '$said'"
+}
+diff_says "identical" 0 "identical: 1 files, 2 tensors" a b
+diff_says "one element" 1 "tensor w (F32, 3 elements): 1 differ, largest absolute difference 0.25" a c
+diff_says "truncated" 2 "header of" a d
+diff_says "missing folder" 2 "no such folder" a nothing
+
+# 5. check_symbol_versions.sh on a GPU test executable.
+said=$("$src/scripts/check_symbol_versions.sh" 99.0 99.0 "$1" 2>&1)
+[[ $? -eq 0 && $said =~ ^needs\ glibc\ 2\.[0-9]+,\ GLIBCXX_3\.4\.[0-9]+$ ]] &&
+  pass "check_symbol_versions: $said" || fail "check_symbol_versions: '$said'"
+said=$("$src/scripts/check_symbol_versions.sh" 2.0 99.0 "$1" 2>&1)
+[[ $? -eq 1 && $said == *"$1 needs glibc 2."*"(at most 2.0)"* ]] &&
+  pass "check_symbol_versions refuses a newer glibc" || fail "check_symbol_versions 2.0: '$said'"
+
+echo "$failures failed"
+((failures == 0))
