@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "apps/default_config.h"
 #include "apps/pretrain_config.h"
 #include "data/shard.h"
 #include "models/pretrainer.h"
@@ -25,7 +26,9 @@ struct SmallRun {
       : dir(std::filesystem::temp_directory_path() / ("electra_small_run_" + name)) {
     std::filesystem::remove_all(dir);
     std::filesystem::create_directories(dir);
-    config = apps::read_pretrain_config(ELECTRA_SOURCE_DIR "/configs/electra-small.yaml", {});
+    // Found as `electra` finds it (apps/default_config.h), so that the test also runs from the GPU
+    // bundle, away from this source tree.
+    config = apps::read_pretrain_config(apps::find_default_config("electra-small.yaml").path, {});
     config.train.set_ranks(1);
     config.checkpoint.dir = (dir / "run").string();
     shard = (dir / "data.bin").string();
