@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -35,24 +36,18 @@ namespace {
 template <class Update>
 void print_profile(Context& ctx, const Update& update) {
   OpProfiler profiler(ctx);
-  double update_ms = 0;
+  std::optional<CudaEventTimer> events;
   if (ctx.is_cuda()) {
-    CudaEventTimer timer(ctx.stream());
-    timer.start();
-    {
-      const ObserveOps observe(&profiler);
-      update();
-    }
-    timer.stop();
-    update_ms = timer.milliseconds();
-  } else {
-    const Stopwatch timer;
-    {
-      const ObserveOps observe(&profiler);
-      update();
-    }
-    update_ms = timer.seconds() * 1e3;
+    events.emplace(ctx.stream());
+    events->start();
   }
+  const Stopwatch wall;
+  {
+    const ObserveOps observe(&profiler);
+    update();
+  }
+  if (events) events->stop();
+  const double update_ms = events ? events->milliseconds() : wall.seconds() * 1e3;
   profiler.collect();
   const Launches launches = profiler.launches();
   std::printf(
