@@ -5,16 +5,23 @@
 // Usage: train_step --model tiny|small|base [--device cpu|cuda] [--precision f32|bf16]
 //                   [--batch 8] [--seq-len 128] [--warmup 2] [--repeats 7]
 //                   [--threads N (CPU threads; 0: all cores this process may use; default 1)]
+//                   [--profile]
 // Prints: RESULT impl=electra model=<m> device=<d> batch=<b> seq=<t> median_ms=<x> min_ms=<y>
 //         seq_per_s=<s> tflops=<official-convention FLOP rate>
+// With --profile, then one more update under the op profiler (engine/op_profiler.h): a PROFILE
+// line (the update's time, its ops' time and its launches) and a table of every op, per model
+// part and GEMM shape, with its calls, launches, time, share of the update and achieved GB/s and
+// TFLOP/s. The updates here are eager (no CUDA graph), so every op call is seen.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "engine/op_profiler.h"
 #include "engine/timer.h"
 #include "models/flops.h"
 #include "models/pretrainer.h"
@@ -22,12 +29,54 @@
 
 using namespace electra;
 
+namespace {
+
+// One more update under the op profiler (engine/op_profiler.h): its time by CUDA events on the
+// GPU (the ops' clock) or the wall clock on the CPU, and the profiler's table.
+template <class Update>
+void print_profile(Context& ctx, const Update& update) {
+  OpProfiler profiler(ctx);
+  std::optional<CudaEventTimer> events;
+  if (ctx.is_cuda()) {
+    events.emplace(ctx.stream());
+    events->start();
+  }
+  const Stopwatch wall;
+  {
+    const ObserveOps observe(&profiler);
+    update();
+  }
+  if (events) events->stop();
+  const double update_ms = events ? events->milliseconds() : wall.seconds() * 1e3;
+  profiler.collect();
+  const Launches launches = profiler.launches();
+  std::printf(
+      "PROFILE update_ms=%.3f op_ms=%.3f launches=%lld (kernels %lld, cuBLASLt calls %lld, "
+      "memsets %lld; timed by %s)\n%s",
+      update_ms, profiler.op_ms(), static_cast<long long>(launches.total()),
+      static_cast<long long>(launches.kernels), static_cast<long long>(launches.library_calls),
+      static_cast<long long>(launches.memsets), ctx.is_cuda() ? "CUDA events" : "the wall clock",
+      profiler.table(update_ms).c_str());
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   std::string model = "tiny", device = "cpu", precision = "f32";
   int64_t batch = 8, seq_len = 128;
   int warmup = 2, repeats = 7, threads = 1;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string flag = argv[i], value = argv[i + 1];
+  bool profile = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    if (flag == "--profile") {
+      profile = true;
+      continue;
+    }
+    if (i + 1 == argc) {
+      std::fprintf(stderr, "train_step: %s needs a value\n", flag.c_str());
+      return 2;
+    }
+    const std::string value = argv[++i];
     if (flag == "--model")
       model = value;
     else if (flag == "--batch")
@@ -83,12 +132,15 @@ int main(int argc, char** argv) {
         host.segment_ids[b * seq_len + t] = t > middle && t < length ? 1 : 0;
       }
     }
-    std::vector<double> ms;
-    for (int i = 0; i < warmup + repeats; ++i) {
-      Stopwatch timer;
+    auto update = [&](int i) {
       pretrainer.zero_grads(ctx);
       pretrainer.step(ctx, host, static_cast<uint32_t>(i));
       optimizer.step(ctx, i);
+    };
+    std::vector<double> ms;
+    for (int i = 0; i < warmup + repeats; ++i) {
+      Stopwatch timer;
+      update(i);
       ctx.synchronize();
       if (i >= warmup) ms.push_back(timer.seconds() * 1e3);
     }
@@ -103,6 +155,7 @@ int main(int argc, char** argv) {
         static_cast<long long>(seq_len), ctx.threads(), median, ms.front(),
         static_cast<double>(batch) / (median * 1e-3), flops / (median * 1e-3) / 1e12,
         pretrainer.metrics(ctx).total_loss);
+    if (profile) print_profile(ctx, [&] { update(warmup + repeats); });
   } catch (const std::exception& e) {
     std::fprintf(stderr, "train_step: %s\n", e.what());
     return 1;

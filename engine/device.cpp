@@ -7,6 +7,8 @@
 #include <mutex>
 #include <utility>
 
+#include "engine/op_observer.h"
+
 #if ELECTRA_WITH_CUDA
 #include "engine/cuda_check.h"
 #endif
@@ -238,6 +240,7 @@ void poison_tensor(cudaStream_t stream, const Tensor& t) {
   fill_bytes(stream, t, 0xFF);
 }
 void zero_tensor(cudaStream_t stream, const Tensor& t) {
+  if (OpObserver* observer = op_observer(); observer != nullptr) observer->memset(t.nbytes());
   fill_bytes(stream, t, 0);
 }
 

@@ -97,7 +97,7 @@ class PinnedBuffer {
 };
 // Fills t with 0xFF bytes (NaN for floating types) so a test notices outputs never written.
 void poison_tensor(cudaStream_t stream, const Tensor& t);
-// Fills t with zero bytes.
+// Fills t with zero bytes (one memset, which an op observer sees: engine/op_observer.h).
 void zero_tensor(cudaStream_t stream, const Tensor& t);
 
 }  // namespace electra

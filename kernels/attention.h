@@ -44,6 +44,7 @@
 // except the scratch, always f32 (and the flash L).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 
 #include "engine/philox.h"
@@ -150,6 +151,28 @@ inline bool check_attention(const Context& ctx, const Tensor& qkv, const Tensor&
   return state.flash;
 }
 
+// What one call launches (attention.cu, attention_flash.cu, attention_flash_bf16.cu). Flash: the
+// forward one kernel, the backward two (the dQ pass, which writes D, then the dK, dV pass).
+// Version 1 loops min(heads, B) times over strided-batched
+// cuBLASLt GEMMs: the forward QK^T and PV per step around the softmax kernel; the backward dV,
+// dPd, dQ and dK per step, the softmax backward and, with dropout, the kernel re-applying it to P.
+inline Launches attention_launches(const Tensor& qkv, const AttentionArgs& args, bool backward) {
+  if (qkv.numel() == 0) return {};
+  const int64_t b = qkv.dim(0), t = qkv.dim(1), h = qkv.dim(2) / 3;
+  if (attention_uses_flash(Device::CUDA, args, t, h)) return {.kernels = backward ? 2 : 1};
+  const int64_t steps = std::min(args.heads, b);
+  if (!backward) return {.kernels = 1, .library_calls = 2 * steps};
+  return {.kernels = args.dropout_p > 0 ? 2 : 1, .library_calls = 4 * steps};
+}
+
+// The model's matmul FLOPs: QK^T and PV forward (2 B T^2 H each), twice that backward (dV, dP,
+// dQ, dK; flash's recomputation of S is not counted).
+inline double attention_flops(const Tensor& qkv, bool backward) {
+  const double b = static_cast<double>(qkv.dim(0)), t = static_cast<double>(qkv.dim(1));
+  const double h = static_cast<double>(qkv.dim(2) / 3);
+  return (backward ? 8 : 4) * b * t * t * h;
+}
+
 }  // namespace detail
 
 struct AttentionForward {
@@ -161,6 +184,8 @@ struct AttentionForward {
   void check(const Context& ctx) const {
     detail::check_attention(ctx, qkv, mask, args, saved, scratch, out);
   }
+  Launches launches() const { return detail::attention_launches(qkv, args, false); }
+  double flops() const { return detail::attention_flops(qkv, false); }
   void cpu(Context& ctx) const;
   void cuda(Context& ctx) const;
 };
@@ -184,6 +209,8 @@ struct AttentionBackward {
       check_dtype(out, qkv.dtype, "attention (flash): the forward's out");
     }
   }
+  Launches launches() const { return detail::attention_launches(qkv, args, true); }
+  double flops() const { return detail::attention_flops(qkv, true); }
   void cpu(Context& ctx) const;
   void cuda(Context& ctx) const;
 };

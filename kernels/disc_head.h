@@ -71,6 +71,8 @@ struct DiscHead {
                     workspace.str(), " < ", disc_head_workspace_size(n), " floats");
     }
   }
+  // The per-block loss and counts (none without tokens: check() refuses that), then their sum.
+  Launches launches() const { return {.kernels = 2}; }
   void cpu(Context& ctx) const;
   void cuda(Context& ctx) const;
 };

@@ -23,6 +23,10 @@
 // fields, so no op lists them and none can be forgotten. Then it calls check(); an op whose
 // checks depend on the device (a workspace only the GPU uses) declares check(const Context&)
 // instead.
+// With an observer installed (engine/op_observer.h: the profiler, the launch counter) run_op
+// describes each call to it (kernels/op_call.h: launches(), flops(), bytes(), label(), optional
+// members of the op) and the observer may time it or count it without running it; without one
+// the cost is a branch on a null thread-local pointer.
 // In a CPU-only build the cuda() members are not defined; run_op() then throws for a CUDA context
 // instead of referencing them.
 #pragma once
@@ -34,7 +38,7 @@
 #include "engine/context.h"
 #include "engine/error.h"
 #include "engine/tensor.h"
-#include "kernels/op_fields.h"
+#include "kernels/op_call.h"
 
 namespace electra {
 
@@ -82,20 +86,45 @@ struct Out : Tensor {
   explicit Out(const Tensor& t) : Tensor(t) {}
 };
 
-// Throws Error naming op unless `field`, when it is a tensor holding data, lives on ctx's device,
-// or, when it is a struct (an op, or a group of its arguments such as Gemm's matrices), every
-// tensor among its fields does. A tensor left unset (Tensor{}, data == nullptr: an optional
-// output, a workspace that the CPU does not use) holds nothing and is passed over; the op's
-// check() says whether it may be unset.
+// Throws Error naming op unless every tensor among `field` that holds data lives on ctx's
+// device. A tensor left unset (Tensor{}, data == nullptr: an optional output, a workspace that the
+// CPU does not use) holds nothing and is passed over; the op's check() says whether it may be
+// unset.
 template <class Field>
 void check_field_devices(const Context& ctx, const char* op, const Field& field) {
-  if constexpr (std::is_base_of_v<Tensor, Field>) {
-    if (field.data != nullptr) check_devices(ctx, op, {&field});
-  } else if constexpr (std::is_class_v<Field> && std::is_aggregate_v<Field>) {
-    std::apply([&](const auto&... f) { (check_field_devices(ctx, op, f), ...); },
-               detail::fields_of(field));
+  for_each_tensor(field, [&](const Tensor& t) {
+    if (t.data != nullptr) check_devices(ctx, op, {&t});
+  });
+}
+
+namespace detail {
+
+template <class Op>
+void run_on_device(Context& ctx, const Op& op) {
+  if (ctx.is_cuda()) {
+#if ELECTRA_WITH_CUDA
+    op.cuda(ctx);
+#else
+    throw_built_without_cuda(Op::kName);
+#endif
+  } else {
+    op.cpu(ctx);
   }
 }
+
+// run_op under an observer (engine/op_observer.h): the ops this one calls itself belong to it.
+template <class Op>
+void run_observed(Context& ctx, const Op& op, OpObserver& observer) {
+  const OpCall call = describe_op(op);
+  if (!observer.before(ctx, call)) return;
+  {
+    const ObserveOps inside(nullptr);
+    run_on_device(ctx, op);
+  }
+  observer.after(ctx, call);
+}
+
+}  // namespace detail
 
 // Checks op's arguments, then runs it on ctx's device.
 template <class Op>
@@ -106,14 +135,10 @@ void run_op(Context& ctx, const Op& op) {
   } else {
     op.check();
   }
-  if (ctx.is_cuda()) {
-#if ELECTRA_WITH_CUDA
-    op.cuda(ctx);
-#else
-    throw_built_without_cuda(Op::kName);
-#endif
+  if (OpObserver* observer = op_observer(); observer != nullptr) [[unlikely]] {
+    detail::run_observed(ctx, op, *observer);
   } else {
-    op.cpu(ctx);
+    detail::run_on_device(ctx, op);
   }
 }
 

@@ -88,6 +88,21 @@ struct EmbeddingBackward {
   void check() const {
     check_embedding_shapes(kName, ids, segment_ids, dword, dposition, dsegment, dout);
   }
+  // embedding.cu: the bitonic sort of the (id, token) keys (one kernel making the keys, one
+  // sorting each tile of embedding_sort_keys(1, 1) keys, then per merge size k = 2 tiles ..
+  // padded one global pass per stride j = k / 2 .. tile and one in-tile pass), the word-gradient
+  // segment and join kernels, the position and segment partials and the segment sums.
+  Launches launches() const {
+    if (ids.numel() == 0 || dword.dim(1) == 0) return {};
+    const auto tile = static_cast<int64_t>(embedding_sort_keys(1, 1));
+    const auto padded = static_cast<int64_t>(embedding_sort_keys(ids.dim(0), ids.dim(1)));
+    int64_t sort = 2;
+    for (int64_t k = 2 * tile; k <= padded; k *= 2) {
+      for (int64_t j = k / 2; j >= tile; j /= 2) ++sort;
+      ++sort;
+    }
+    return {.kernels = sort + 4};
+  }
   void cpu(Context& ctx) const;
   void cuda(Context& ctx) const;
 };

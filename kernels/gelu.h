@@ -57,6 +57,8 @@ struct BiasGeluBackward {
     check_same_shape(x, dy, "bias_gelu_backward: x and dy");
     check_same_shape(x, dx, "bias_gelu_backward: x and dx");
   }
+  // The dx kernel with per-block db partials, then their column sums (gelu.cu).
+  Launches launches() const { return {.kernels = 2}; }
   void cpu(Context& ctx) const;
   void cuda(Context& ctx) const;
 };
@@ -72,6 +74,8 @@ struct BiasGeluBackwardPreact {
     check_same_shape(u, dy, "bias_gelu_backward_preact: u and dy");
     check_same_shape(u, dx, "bias_gelu_backward_preact: u and dx");
   }
+  // The dx kernel with per-block db partials, then their column sums (gelu.cu).
+  Launches launches() const { return {.kernels = 2}; }
   void cpu(Context& ctx) const;
   void cuda(Context& ctx) const;
 };

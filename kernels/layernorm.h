@@ -78,6 +78,8 @@ struct LayerNormBackward {
   void check() const {
     check_layernorm_args(kName, x, {&dy, &dx}, {&gamma, &dgamma, &dbeta}, {&mean, &rstd});
   }
+  // The dx kernel, the per-block dgamma/dbeta partials, their column sums (layernorm.cu).
+  Launches launches() const { return {.kernels = 3}; }
   void cpu(Context& ctx) const;
   void cuda(Context& ctx) const;
 };
@@ -111,6 +113,8 @@ struct ResidualLayerNormBackward {
                          {&mean, &rstd});
     check_dropout_p(site.p, kName);
   }
+  // The dx kernel, the per-block dgamma/dbeta partials, their column sums (layernorm.cu).
+  Launches launches() const { return {.kernels = 3}; }
   void cpu(Context& ctx) const;
   void cuda(Context& ctx) const;
 };

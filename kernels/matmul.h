@@ -30,6 +30,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "kernels/dispatch.h"
 
@@ -72,6 +73,39 @@ struct Gemm {
   int64_t k() const { return trans_a ? a.rows : a.cols; }
   int64_t n() const { return trans_b ? b.rows : b.cols; }
 
+  // One cuBLASLt call, then the epilogue kernel for GELU or a bias cuBLASLt does not fuse. A bias
+  // is fused when it is 16-byte aligned and cuBLASLt has an algorithm with the bias epilogue
+  // (matmul.cu, get_plan); declared fused whenever it is aligned, which launch_count_gpu_test
+  // checks against the plans of the GPU it runs on.
+  Launches launches() const {
+    if (m() == 0 || n() == 0) return {};
+    const bool has_bias = epilogue.bias != nullptr;
+    const bool fused = has_bias && reinterpret_cast<uintptr_t>(epilogue.bias->data) % 16 == 0;
+    const bool kernel = epilogue.gelu_pre != nullptr || (has_bias && !fused);
+    return {.kernels = kernel ? 1 : 0, .library_calls = 1};
+  }
+  double flops() const {
+    return 2.0 * static_cast<double>(m()) * static_cast<double>(n()) * static_cast<double>(k()) *
+           static_cast<double>(batch);
+  }
+  // A and B read once, C written (and read when beta != 0); the epilogue kernel, when there is
+  // one, reads the GEMM's output and writes C once more.
+  double bytes() const {
+    const double ab = static_cast<double>(dtype_size(a.storage.dtype)) * static_cast<double>(k()) *
+                      static_cast<double>(m() + n());
+    const double mn = static_cast<double>(dtype_size(c.storage.dtype)) * static_cast<double>(m()) *
+                      static_cast<double>(n());
+    const double passes = (beta != 0 ? 2 : 1) + (launches().kernels > 0 ? 2 : 0);
+    return static_cast<double>(batch) * (ab + passes * mn);
+  }
+  // "MxNxK", the batch, which operand is transposed, and the epilogue: "256x16384x1024 NT +bias".
+  std::string label() const {
+    return str_cat(m(), "x", n(), "x", k(), batch > 1 ? str_cat(" x", batch) : std::string(), " ",
+                   trans_a ? "T" : "N", trans_b ? "T" : "N",
+                   epilogue.bias != nullptr ? " +bias" : "",
+                   epilogue.gelu_pre != nullptr ? " +gelu" : "", beta != 0 ? " +=" : "");
+  }
+
   void check(const Context& ctx) const;  // below: detail::check_gemm
   void cpu(Context& ctx) const;
   void cuda(Context& ctx) const;
@@ -88,6 +122,8 @@ struct BiasGrad {
     ELECTRA_CHECK(dy.rank >= 1 && db.numel() == dy.dim(-1), "bias_grad: dy ", dy.str(), ", db ",
                   db.str());
   }
+  // Per-block partial column sums, then their sum (matmul.cu).
+  Launches launches() const { return {.kernels = dy.numel() == 0 ? 0 : 2}; }
   void cpu(Context& ctx) const;
   void cuda(Context& ctx) const;
 };

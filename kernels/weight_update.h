@@ -210,6 +210,8 @@ struct GradNorm {
       check_optimizer_workspace(kName, workspace, grad_norm_workspace_size(table));
     }
   }
+  // The per-block sums of squares (when there are blocks), then the final reduction.
+  Launches launches() const { return {.kernels = (table.num_blocks > 0 ? 1 : 0) + 1}; }
   void cpu(Context& ctx) const;
   void cuda(Context& ctx) const;
 };
@@ -235,6 +237,11 @@ struct AdamStep {
       check_optimizer_workspace(kName, workspace, lamb_workspace_size(table));
     }
   }
+  // AdamW: one kernel; LAMB: moments, trust ratios, update (weight_update.cu).
+  Launches launches() const { return {.kernels = table.num_blocks == 0 ? 0 : (lamb ? 3 : 1)}; }
+  // AdamW reads p, g, m, v and writes p, m, v; LAMB's moments pass reads p, g, m, v and writes
+  // m, v, its update pass reads p, m, v and writes p: 7 and 10 f32 passes over the parameters.
+  double bytes() const { return (lamb ? 10.0 : 7.0) * static_cast<double>(params.nbytes()); }
   void cpu(Context& ctx) const;
   void cuda(Context& ctx) const;
 };

@@ -32,6 +32,7 @@ ElectraDiscriminator::ElectraDiscriminator(ModelBuilder& builder, const EncoderC
 void ElectraDiscriminator::forward(Context& ctx, const DropoutPass& pass, const Tensor& ids,
                                    const Tensor& segment_ids, const Tensor& mask,
                                    const Tensor& mlm_positions) {
+  const ModelPart part("discriminator");  // engine/op_observer.h
   encoder_.forward(ctx, pass, ids, segment_ids, mask);
   if (heads_.binary) {
     const Tensor hidden = as_rows(encoder_.output(), config_.hidden);
@@ -44,6 +45,7 @@ void ElectraDiscriminator::forward(Context& ctx, const DropoutPass& pass, const 
 
 void ElectraDiscriminator::backward(Context& ctx, const DropoutPass& pass,
                                     const GradientsReady& ready) {
+  const ModelPart part("discriminator");  // engine/op_observer.h
   if (heads_.binary) {
     prediction_.backward(ctx, act_, logits_, grad_act_);
     run_op(ctx, BiasGeluBackward{.dy = grad_act_,

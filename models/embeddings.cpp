@@ -91,6 +91,7 @@ Embeddings::Embeddings(ModelBuilder& builder, const EmbeddingTables& tables,
 
 void Embeddings::forward(Context& ctx, const DropoutPass& pass, const Tensor& ids,
                          const Tensor& segment_ids, const Tensor& out) {
+  const ModelPart part("embeddings");  // engine/op_observer.h
   ids_ = ids;
   segment_ids_ = segment_ids;
   run_op(ctx, EmbeddingForward{.ids = ids,
@@ -110,6 +111,7 @@ void Embeddings::forward(Context& ctx, const DropoutPass& pass, const Tensor& id
 }
 
 void Embeddings::backward(Context& ctx, const DropoutPass& pass, const Tensor& dout) {
+  const ModelPart part("embeddings");  // engine/op_observer.h
   const DropoutSite site = pass.site(site_, config_.hidden_dropout);
   if (config_.has_projection()) {
     project_.backward(ctx, dropped_, dout, grad_sum_);

@@ -13,12 +13,14 @@ ElectraGenerator::ElectraGenerator(ModelBuilder& builder, const EncoderConfig& c
 void ElectraGenerator::forward(Context& ctx, const DropoutPass& pass, const Tensor& ids,
                                const Tensor& segment_ids, const Tensor& mask,
                                const Tensor& positions) {
+  const ModelPart part("generator");  // engine/op_observer.h
   encoder_.forward(ctx, pass, ids, segment_ids, mask);
   head_.forward(ctx, encoder_.output(), positions);
 }
 
 void ElectraGenerator::backward(Context& ctx, const DropoutPass& pass,
                                 const GradientsReady& ready) {
+  const ModelPart part("generator");  // engine/op_observer.h
   zero_tensor(ctx.stream(), encoder_.grad_output());
   head_.backward(ctx, encoder_.grad_output());
   if (ready) ready(ctx, head_.span());

@@ -167,6 +167,7 @@ void Optimizer::step(Context& ctx, int64_t step) {
 }
 
 void Optimizer::step(Context& ctx) {
+  const ModelPart part("optimizer");  // engine/op_observer.h
   run_op(ctx,
          AdvanceSchedule{.lr_table = lr_table_, .counter = Out(counter_), .hyper = Out(hyper_)});
   run_op(ctx, GradNorm{.grads = grads_,

@@ -1,0 +1,128 @@
+// What one pre-training update launches on a GPU, counted on the CPU (engine/launch_counter.h):
+// the ops' declarations (kernels/op_call.h) added up over a dry run of the Trainer's update, per
+// model part. The ELECTRA-Small numbers are pinned exactly, so that a fusion (or a split) changes
+// them on purpose: update them with the change, from the table this test prints.
+// launch_count_gpu_test checks the declarations against the GPU.
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/communicator.h"
+#include "engine/launch_counter.h"
+#include "engine/op_profiler.h"
+#include "engine/timer.h"
+#include "models/host_transfer.h"
+#include "test/train/small_run.h"
+#include "test/train/tiny_run.h"
+#include "train/trainer.h"
+
+using namespace electra;
+
+namespace Catch {
+template <>
+struct StringMaker<Launches> {
+  static std::string convert(const Launches& l) {
+    return "{kernels " + std::to_string(l.kernels) + ", library calls " +
+           std::to_string(l.library_calls) + ", memsets " + std::to_string(l.memsets) + "}";
+  }
+};
+}  // namespace Catch
+
+namespace {
+
+// One update of `trainer` with `observer` installed.
+void observed_update(Trainer& trainer, OpObserver* observer) {
+  const ObserveOps observe(observer);
+  trainer.update();
+}
+
+}  // namespace
+
+TEST_CASE("an ELECTRA-Small update (seq 128, batch 128) launches 867 times", "[launches]") {
+  const test::SmallRun run("launch_count");
+  // The GPU's precision (a CPU run is f32): bf16 activations, so the weights' bf16 compute copy
+  // is cast once per micro-batch. Nothing runs, so the CPU never sees a bf16 tensor.
+  Context ctx = Context::cpu(1, Precision::BF16);
+  std::unique_ptr<Communicator> comm = make_single_communicator();
+  const data::ShardSet shards({run.shard}, test::SmallRun::kVocabHash,
+                              static_cast<uint32_t>(run.config.train.seq_len));
+  Trainer trainer(ctx, *comm, run.config, SpecialTokens{}, shards);
+  REQUIRE(trainer.local_accumulation() == 1);
+  LaunchCounter counter(/*dry_run=*/true);
+  const Stopwatch watch;
+  observed_update(trainer, &counter);
+  std::printf("ELECTRA-Small update, seq 128, batch 128 (counted in %.3f s):\n%s", watch.seconds(),
+              counter.table().c_str());
+
+  // Per encoder layer, generator and discriminator alike (models/encoder.cpp, self_attention.cpp,
+  // feed_forward.cpp, layer_norm.cpp), every linear's bias fused into cuBLASLt's epilogue:
+  //   forward   4 GEMMs (QKV, attention output, FFN in, FFN out), flash attention 1, bias-GELU 1,
+  //             2 residual LayerNorms 1 each                          = 4 kernels, 4 library calls
+  //   backward  8 GEMMs (dx, dW of each), 3 bias gradients (QKV, attention output, FFN out) 2
+  //             each, bias-GELU 2, flash attention 2 (dQ with D, then dK dV), 2 residual
+  //             LayerNorms 3 each                                     = 16 kernels, 8 library calls
+  // 32 per layer, 12 layers: 240 kernels and 144 library calls per encoder.
+  // Generator MLM head (models/mlm_head.cpp): forward gather, dense GEMM, bias-GELU, LayerNorm,
+  // vocabulary GEMM = 3 + 2; backward 2 vocabulary GEMMs, bias gradient 2, LayerNorm 3,
+  // bias-GELU 2, 2 dense GEMMs, scatter 1 = 8 + 4; and the memset of the encoder's output gradient.
+  CHECK(counter.part("generator") ==
+        Launches{.kernels = 240 + 11, .library_calls = 144 + 6, .memsets = 1});
+  // Discriminator head: forward dense GEMM, bias-GELU, prediction GEMM = 1 + 2; backward 2
+  // prediction GEMMs, bias gradient 2, bias-GELU 2, 2 dense GEMMs = 4 + 4.
+  CHECK(counter.part("discriminator") == Launches{.kernels = 240 + 5, .library_calls = 144 + 6});
+  // Each model's embeddings (models/embeddings.cpp; E = 128 is projected to its width): forward
+  // lookup 1, LayerNorm 1, dropout 1, projection GEMM; backward 2 projection GEMMs, bias gradient
+  // 2, dropout 1, LayerNorm 3, lookup gradient 15 (embedding.h: a bitonic sort of B T = 16384
+  // keys in 11 launches, then 4): 24 kernels and 3 library calls, twice.
+  CHECK(counter.part("embeddings") == Launches{.kernels = 2 * 24, .library_calls = 2 * 3});
+  // Advance the schedule 1, gradient norm 2 (blocks, final), AdamW 1.
+  CHECK(counter.part("optimizer") == Launches{.kernels = 4});
+  // Between the models: next micro-step, masking, the bf16 weights' cast, loss normalisers,
+  // softmax-CE with sampling, replacement, the discriminator's loss 2, metrics, the gradient
+  // norm's record; memsets of the gradients and of the metrics.
+  CHECK(counter.part(kOtherPart) == Launches{.kernels = 10, .memsets = 2});
+  CHECK(counter.total() == Launches{.kernels = 558, .library_calls = 306, .memsets = 3});
+  CHECK(counter.total().total() == 867);
+}
+
+TEST_CASE("a dry run counts what a run launches", "[launches]") {
+  const test::TinyRun run("launch_count_dry");
+  std::unique_ptr<Communicator> comm = make_single_communicator();
+  const data::ShardSet shards({run.shard}, 0x97, 16);
+  std::vector<std::string> tables;
+  for (const bool dry_run : {false, true}) {
+    Context ctx = Context::cpu(3, Precision::F32);
+    Trainer trainer(ctx, *comm, run.config(), test::kTinyTokens, shards);
+    trainer.init_weights();
+    LaunchCounter counter(dry_run);
+    observed_update(trainer, &counter);
+    CHECK(counter.total().total() > 0);
+    tables.push_back(counter.table());
+  }
+  CHECK(tables[0] == tables[1]);
+}
+
+TEST_CASE("observed updates compute the bits unobserved updates compute", "[launches]") {
+  const test::TinyRun run("launch_count_bits");
+  std::unique_ptr<Communicator> comm = make_single_communicator();
+  const data::ShardSet shards({run.shard}, 0x97, 16);
+  std::vector<std::vector<float>> params;
+  for (const int observer : {0, 1, 2}) {
+    Context ctx = Context::cpu(3, Precision::F32);
+    Trainer trainer(ctx, *comm, run.config(), test::kTinyTokens, shards);
+    trainer.init_weights();
+    LaunchCounter counter(/*dry_run=*/false);
+    OpProfiler profiler(ctx);
+    OpObserver* const observers[] = {nullptr, &counter, &profiler};
+    for (int update = 0; update < 2; ++update) observed_update(trainer, observers[observer]);
+    profiler.collect();
+    if (observer == 2) CHECK(profiler.op_ms() > 0);
+    params.push_back(download_as<float>(ctx, trainer.model().store().flat_params()));
+  }
+  REQUIRE(params[0].size() == params[1].size());
+  CHECK(std::memcmp(params[0].data(), params[1].data(), params[0].size() * sizeof(float)) == 0);
+  CHECK(std::memcmp(params[0].data(), params[2].data(), params[0].size() * sizeof(float)) == 0);
+}
