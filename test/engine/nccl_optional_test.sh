@@ -63,7 +63,7 @@ fi
 # 4. The wheel's layout: include/nccl.h and lib/libnccl.so.2 only (no libnccl.so link).
 wheel="$work/site-packages/nvidia/nccl"
 mkdir -p "$wheel/include" "$wheel/lib" "$work/bin"
-printf '#define NCCL_MAJOR 2\n#define NCCL_MINOR 30\n#define NCCL_PATCH 7\n' >"$wheel/include/nccl.h"
+printf '#define NCCL_%s\n' "MAJOR 2" "MINOR 30" "PATCH 7" >"$wheel/include/nccl.h"
 : >"$wheel/lib/libnccl.so.2"
 cat >"$work/bin/python3" <<PY
 #!/bin/sh
@@ -79,7 +79,7 @@ if "$cmake" -S "$src/cmake/nccl_probe" -B "$work/probe" -G "$generator" \
   -DCMAKE_FIND_USE_CMAKE_SYSTEM_PATH=OFF -DCMAKE_FIND_USE_SYSTEM_ENVIRONMENT_PATH=OFF \
   -DCMAKE_FIND_USE_CMAKE_ENVIRONMENT_PATH=OFF -DCMAKE_FIND_USE_PACKAGE_ROOT_PATH=OFF \
   >"$work/probe.log" 2>&1 &&
-  grep -qF "nccl_probe: found=TRUE version=2.30.7 library=$wheel/lib/libnccl.so.2 include=$wheel/include" \
+  grep -qF "found=TRUE version=2.30.7 library=$wheel/lib/libnccl.so.2 include=$wheel/include" \
     "$work/probe.log"; then
   echo "ok: FindNCCL finds the nvidia-nccl-cu13 wheel that python3 names"
 else
