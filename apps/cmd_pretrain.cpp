@@ -32,6 +32,7 @@
 #include "apps/pretrain_init.h"
 #include "apps/run_device.h"
 #include "apps/run_lock.h"
+#include "apps/runtime_report.h"
 #include "apps/train_progress.h"
 #include "apps/trainer_checkpoint.h"
 #include "data/vocab.h"
@@ -469,6 +470,7 @@ int cmd_pretrain(const std::vector<std::string>& args) {
   PretrainConfig config = read_pretrain_config(config_path, overrides);
   if (threads) config.train.threads = *threads;
   std::unique_ptr<Communicator> comm = make_process_communicator();
+  if (comm->rank() == 0) print_runtime_report(stderr, "pretrain: ");
   auto run = [&]() {
     const std::optional<InitSource> source = resolve_start(config, init, init_generator, resume);
     if (plan_only) return dry_run(config, comm->size(), gpu_memory_gib);

@@ -1,6 +1,7 @@
 #include <cstdio>
 
 #include "apps/command.h"
+#include "apps/runtime_report.h"
 #include "engine/device.h"
 #include "engine/error.h"
 
@@ -15,13 +16,7 @@ int cmd_version(const std::vector<std::string>& args) {
     std::printf("cuda: not built (ELECTRA_CUDA=OFF)\n");
   }
   std::printf("mpi: %s\n", ELECTRA_WITH_MPI ? "built" : "not built");
-  const int gpus = cuda_device_count();
-  if (gpus == 0) {
-    std::printf("gpus: none (%s)\n", cuda_unavailable_reason().c_str());
-  }
-  for (int i = 0; i < gpus; ++i) {
-    std::printf("gpu %d: %s\n", i, cuda_device_description(i).c_str());
-  }
+  print_runtime_report(stdout, "");
   return 0;
 }
 

@@ -1,6 +1,6 @@
 // The single-process communicator, launch detection and the backend choice (communicator.h).
-// The MPI backend is communicator_mpi.cpp, NCCL communicator_nccl_cuda.cpp; in builds without
-// them their factories below throw.
+// The MPI backend is communicator_mpi.cpp (in a build without MPI its factory below throws), NCCL
+// communicator_nccl_cuda.cpp (communicator_nccl_missing.cpp in a build without NCCL).
 #include "engine/communicator.h"
 
 #include <cstdio>
@@ -69,12 +69,6 @@ std::unique_ptr<Communicator> make_process_communicator() {
 #if !ELECTRA_WITH_MPI
 std::unique_ptr<Communicator> make_mpi_communicator() {
   throw Error("make_mpi_communicator: built without MPI (ELECTRA_MPI=OFF)");
-}
-#endif
-
-#if !ELECTRA_WITH_CUDA
-std::unique_ptr<Communicator> make_nccl_communicator(std::unique_ptr<Communicator>, int, double) {
-  throw Error("make_nccl_communicator: built without CUDA (ELECTRA_CUDA=OFF)");
 }
 #endif
 

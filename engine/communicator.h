@@ -5,7 +5,8 @@
 //   mpi     the ranks started by mpirun, CPU tensors (MPI_COMM_WORLD duplicated, with
 //           MPI_ERRORS_RETURN so that a failed call throws Error through ELECTRA_MPI_CHECK);
 //   nccl    GPU tensors, one GPU per rank; wraps a host communicator (single or MPI) that
-//           broadcasts NCCL's unique id and carries the host collectives.
+//           broadcasts NCCL's unique id and carries the host collectives. Optional: only a run
+//           on several GPUs needs it.
 //
 // Contract:
 //   - Tensor collectives work in place on contiguous f32, f64 or i32 tensors (NCCL also bf16) on
@@ -96,7 +97,8 @@ std::unique_ptr<Communicator> make_process_communicator();
 // NCCL over the ranks of `host` (which it keeps for the id broadcast and the host collectives)
 // on CUDA device `cuda_device`. A collective that has not finished after `timeout_seconds`, or an
 // asynchronous NCCL error (a peer died), aborts the NCCL communicator and throws Error from
-// wait(). Error in a build without CUDA.
+// wait(). In a CUDA build without NCCL (ELECTRA_NCCL): UserError, one line saying how to get it;
+// Error in a build without CUDA.
 std::unique_ptr<Communicator> make_nccl_communicator(std::unique_ptr<Communicator> host,
                                                      int cuda_device, double timeout_seconds);
 

@@ -1,4 +1,6 @@
-// The NCCL communicator (communicator.h): GPU tensors, one GPU per rank. Built only with CUDA.
+// The NCCL communicator (communicator.h): GPU tensors, one GPU per rank. Built only with CUDA and
+// NCCL (ELECTRA_NCCL; communicator_nccl_missing.cpp stands in without NCCL), and the only file
+// that includes nccl.h.
 //
 // - Set-up: rank 0 makes the unique id (ncclGetUniqueId), the host communicator (MPI, or single
 //   for one rank) broadcasts it, every rank calls ncclCommInitRank on its GPU.
@@ -12,12 +14,25 @@
 //   dropped) and the timeout; either aborts the NCCL communicator (which frees the kernels) and
 //   throws Error, and the caller then aborts the job. The host would block right afterwards
 //   anyway (the optimizer reads a value back every step), so the poll costs no overlap.
+#include <nccl.h>
+
 #include <chrono>
 #include <cstring>
 #include <thread>
 
 #include "engine/communicator.h"
 #include "engine/cuda_check.h"
+#include "engine/runtime_versions.h"
+
+#define ELECTRA_NCCL_CHECK(call)                                                                   \
+  do {                                                                                             \
+    ncclResult_t electra_status_ = (call);                                                         \
+    if (electra_status_ != ncclSuccess) {                                                          \
+      ::electra::throw_api_failure("NCCL", #call, static_cast<long>(electra_status_),              \
+                                   ncclGetErrorString(electra_status_), ncclGetLastError(nullptr), \
+                                   __FILE__, __LINE__);                                            \
+    }                                                                                              \
+  } while (0)
 
 namespace electra {
 namespace {
@@ -165,6 +180,13 @@ std::unique_ptr<Communicator> make_nccl_communicator(std::unique_ptr<Communicato
                                                      int cuda_device, double timeout_seconds) {
   ELECTRA_CHECK(host != nullptr, "make_nccl_communicator: no host communicator");
   return std::make_unique<NcclCommunicator>(std::move(host), cuda_device, timeout_seconds);
+}
+
+std::string nccl_runtime_version() {
+  // NCCL >= 2.9 encodes major * 10000 + minor * 100 + patch.
+  int code = 0;
+  ELECTRA_NCCL_CHECK(ncclGetVersion(&code));
+  return str_cat(code / 10000, ".", code / 100 % 100, ".", code % 100);
 }
 
 }  // namespace electra

@@ -1,11 +1,11 @@
-// Checking macros for CUDA runtime, cuBLAS(Lt) and NCCL calls. Include only from files that
-// are compiled with CUDA (ELECTRA_WITH_CUDA); every such call in the project goes through one.
+// Checking macros for CUDA runtime and cuBLAS(Lt) calls. Include only from files that are compiled
+// with CUDA (ELECTRA_WITH_CUDA); every such call in the project goes through one. NCCL's macro is
+// in engine/communicator_nccl_cuda.cpp, the one file that includes nccl.h: NCCL is optional.
 #pragma once
 
 #include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
-#include <nccl.h>
 
 #include "engine/error.h"
 
@@ -30,14 +30,4 @@
                                    cublasGetStatusName(electra_status_),                        \
                                    cublasGetStatusString(electra_status_), __FILE__, __LINE__); \
     }                                                                                           \
-  } while (0)
-
-#define ELECTRA_NCCL_CHECK(call)                                                                   \
-  do {                                                                                             \
-    ncclResult_t electra_status_ = (call);                                                         \
-    if (electra_status_ != ncclSuccess) {                                                          \
-      ::electra::throw_api_failure("NCCL", #call, static_cast<long>(electra_status_),              \
-                                   ncclGetErrorString(electra_status_), ncclGetLastError(nullptr), \
-                                   __FILE__, __LINE__);                                            \
-    }                                                                                              \
   } while (0)

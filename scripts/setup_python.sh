@@ -9,11 +9,17 @@
 # setup.sh's package list) and the HF packages with pip --user (--break-system-packages: Debian
 # marks its Python externally managed). Any other python3 (pyenv, a venv, conda) gets pip: inside
 # a virtual environment into it, else with --user.
-# --dry-run prints the install commands instead of running them.
+# --dry-run prints the install commands instead of running them. [--dry-run] --install PACKAGE...
+# installs only those, the same way (scripts/setup.sh: NVIDIA's NCCL and cuobjdump wheels).
 set -euo pipefail
 
 dry_run=0
-[[ "${1:-}" == "--dry-run" ]] && dry_run=1
+if [[ "${1:-}" == "--dry-run" ]]; then
+  dry_run=1
+  shift
+fi
+install_only=()
+[[ "${1:-}" == "--install" ]] && install_only=("${@:2}")
 run() {
   if ((dry_run)); then echo "would run: $*"; else "$@"; fi
 }
@@ -37,6 +43,11 @@ pip_install() {
   fi
   run "$PY" "${flags[@]}" "$@"
 }
+
+if ((${#install_only[@]})); then
+  pip_install "${install_only[@]}"
+  exit 0
+fi
 
 echo "setup_python: python3 is $PY ($("$PY" --version 2>&1))"
 if can_import matplotlib; then

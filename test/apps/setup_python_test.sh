@@ -43,5 +43,11 @@ out="$(PATH="$work/full:$PATH" "$src/scripts/setup_python.sh" --dry-run 2>&1)"
 out="$(PATH="$work/bare:$PATH" ELECTRA_SETUP_HF=0 "$src/scripts/setup_python.sh" --dry-run 2>&1)"
 ! grep -q "would run.*torch" <<<"$out" && grep -q "HF packages skipped" <<<"$out" &&
   pass "ELECTRA_SETUP_HF=0 skips the HF packages" || fail "no-hf: $out"
+
+# --install: those packages alone, installed the same way (scripts/setup.sh's NVIDIA wheels).
+out="$(PATH="$work/bare:$PATH" "$src/scripts/setup_python.sh" --dry-run --install \
+  nvidia-nccl-cu13==2.30.7 2>&1)"
+[[ $out == "would run: $work/bare/python3 -m pip install -q --user nvidia-nccl-cu13==2.30.7" ]] &&
+  pass "--install installs only the packages named" || fail "install: $out"
 ((failures == 0)) || exit 1
 echo "all passed"
