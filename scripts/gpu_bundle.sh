@@ -7,11 +7,12 @@
 # git-ignored folder the device tool can carry). scripts/gpu_check.sh unpacks and runs it from any
 # directory; nothing in it depends on where this checkout is.
 #
-#   scripts/gpu_bundle.sh [--data none|glue|enwiki|both] [--out FILE] [--jobs N]
+#   scripts/gpu_bundle.sh [--data none|glue|enwiki|both] [--out FILE] [--arch 90] [--jobs N]
 #     --data   what data to pack beside the binaries (default enwiki): the BERT uncased vocabulary
 #              and the five GLUE tasks of ../shared/data/glue always (except with none), plus the
 #              enwiki part (13 MB) or both corpora (33 MB) of ../shared/data/corpus
 #     --out    the archive (default carry/gpu-bundle.tar.xz)
+#     --arch   the GPU's compute capability, machine code only (default 90: H100 and H200; 80: A100)
 #
 # The device's limits the bundle is checked against (read on the device, 2026-11-26): glibc 2.39,
 # libstdc++ up to GLIBCXX_3.4.33 (Ubuntu 24.04); cudart is linked statically; cuBLAS/cuBLASLt 13
@@ -24,14 +25,17 @@ root=$PWD
 data=enwiki
 out=carry/gpu-bundle.tar.xz
 jobs=$(nproc)
+arch=90
 while (($#)); do
   case $1 in
     --data) data=${2:?--data needs a value}; shift 2 ;;
     --out) out=${2:?--out needs a value}; shift 2 ;;
     --jobs) jobs=${2:?--jobs needs a value}; shift 2 ;;
+    --arch) arch=${2:?--arch needs a value}; shift 2 ;;
     *) echo "gpu_bundle.sh: unknown argument '$1' (see the header of $0)" >&2; exit 2 ;;
   esac
 done
+[[ $arch =~ ^[0-9]+a?$ ]] || { echo "gpu_bundle.sh: --arch takes a compute capability such as 90 or 80, not '$arch'" >&2; exit 2; }
 case $data in none | glue | enwiki | both) ;; *)
   echo "gpu_bundle.sh: --data must be none, glue, enwiki or both, not '$data'" >&2; exit 2 ;;
 esac
@@ -42,8 +46,9 @@ if [[ $data != none && ! -d $shared ]]; then
 fi
 
 build=build/gpu-bundle
-cmake --preset gpu-bundle >/dev/null
-targets=$(ctest --test-dir "$build" -L gpu -N | sed -n 's/^ *Test *#[0-9]*: *\([^ ]*\).*/\1/p')
+cmake --preset gpu-bundle -DCMAKE_CUDA_ARCHITECTURES="$arch-real" >/dev/null
+# GPU tests are ctest entries per case (NAME:case), one executable each NAME.
+targets=$(ctest --test-dir "$build" -L gpu -N | sed -n 's/^ *Test *#[0-9]*: *\([^ :]*\).*/\1/p' | sort -u)
 for source in bench/*_bench.cu; do targets+=" $(basename "$source" .cu)"; done
 targets+=" train_step electra"
 # shellcheck disable=SC2086
@@ -86,7 +91,7 @@ fi
 
 {
   echo "commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . 2>/dev/null || echo ' (with uncommitted changes)')"
-  echo "built $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(uname -m), preset gpu-bundle (sm_90, Release)"
+  echo "built $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(uname -m), preset gpu-bundle (sm_$arch, Release)"
   echo "$needs"
   echo "data $data"
   (cd "$stage" && find bin lib share data -type f 2>/dev/null | sort)

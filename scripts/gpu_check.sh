@@ -175,12 +175,12 @@ phase_tests() {
 # The small-shape cases that racecheck and synccheck can finish in the budget (at the Small
 # shapes attention's racecheck did not end in 90 s): BINARY|CATCH2 TEST-CASE FILTER.
 hazard_cases=(
-  "attention_gpu_test|attention GPU forward and backward equal CPU: T = 37, d = 32"
-  "layernorm_gpu_test|layernorm on the GPU matches the CPU reference"
-  "softmax_xent_gpu_test|softmax_xent on the GPU handles tiny odd rows and writes NaN for a bad label"
-  "embedding_gpu_test|embedding on the GPU writes NaN rows for bad ids and skips them in the backward"
+  "attention_gpu_test|attention GPU forward and backward equal CPU: T = 37*"
+  "attention_flash_gpu_test|*partial tiles*"
+  "layernorm_gpu_test|layernorm/33x100/*"
+  "softmax_xent_gpu_test|softmax_xent/5x97_stride100/*"
+  "embedding_gpu_test|embedding/4x128x64_V1/*"
 )
-
 phase_sanitize() {
   local deadline=$1
   [[ -n $sanitizer ]] || { record sanitize all "not run: compute-sanitizer not found" 0; return 1; }
