@@ -324,7 +324,7 @@ void ElectraFinetuner::zero_grads(Context& ctx) {
   zero_tensor(ctx.stream(), weights_.store.flat_grads());
 }
 
-bool ElectraFinetuner::stage_batch(Context& ctx, const FinetuneBatch& batch) {
+bool ElectraFinetuner::upload_batch(Context& ctx, const FinetuneBatch& batch) {
   Network& net = *network_;
   const int64_t b = options_.batch, t = options_.seq_len;
   const size_t bt = static_cast<size_t>(b * t), rows = static_cast<size_t>(b);
@@ -530,7 +530,7 @@ void ElectraFinetuner::run_forward(Context& ctx, const DropoutPass& pass, bool w
 void ElectraFinetuner::step(Context& ctx, const FinetuneBatch& batch, uint32_t micro_step,
                             float loss_scale) {
   Network& net = *network_;
-  ELECTRA_USER_CHECK(stage_batch(ctx, batch), "finetune: a training batch needs the ",
+  ELECTRA_USER_CHECK(upload_batch(ctx, batch), "finetune: a training batch needs the ",
                      task_kind_name(head_.kind), " task's targets");
   const DropoutPass pass{ctx.rng(RngPurpose::kDropout, micro_step), true};
   run_forward(ctx, pass, true, loss_scale, nullptr);
@@ -553,7 +553,7 @@ void ElectraFinetuner::step(Context& ctx, const FinetuneBatch& batch, uint32_t m
 }
 
 FinetuneOutputs ElectraFinetuner::forward(Context& ctx, const FinetuneBatch& batch) {
-  const bool with_loss = stage_batch(ctx, batch);
+  const bool with_loss = upload_batch(ctx, batch);
   const DropoutPass pass{ctx.rng(RngPurpose::kDropout, 0), false};
   FinetuneOutputs out;
   run_forward(ctx, pass, with_loss, 1.0f, &out);

@@ -157,7 +157,7 @@ class ElectraFinetuner {
   void run_forward(Context& ctx, const DropoutPass& pass, bool with_loss, float loss_scale,
                    FinetuneOutputs* outputs);
   // Validates and uploads the batch; returns whether it carries the task's targets.
-  bool stage_batch(Context& ctx, const FinetuneBatch& batch);
+  bool upload_batch(Context& ctx, const FinetuneBatch& batch);
 
   EncoderConfig encoder_;
   TaskHeadConfig head_;
