@@ -4,8 +4,8 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "kernels/train_metrics.h"
 #include "models/hf_checkpoint.h"
+#include "models/metric_rows.h"
 #include "optim/layerwise_lr.h"
 #include "train/train_progress.h"
 #include "train/trainer_checkpoint.h"

@@ -2,6 +2,7 @@
 
 #include "models/host_transfer.h"
 #include "models/init.h"
+#include "models/metric_rows.h"
 
 #include <algorithm>
 #include <cmath>
@@ -13,7 +14,6 @@
 #include "kernels/gelu.h"
 #include "kernels/mse_loss.h"
 #include "kernels/softmax_xent.h"
-#include "kernels/train_metrics.h"
 
 namespace electra {
 
@@ -601,20 +601,21 @@ void ElectraFinetuner::accumulate_loss(Context& ctx, const Tensor& acc) const {
   ELECTRA_CHECK(has_loss_, "finetune: accumulate_loss() without a step()");
   const Network& net = *network_;
   // The terms of metrics()'s loss, each a weighted mean over its rows.
+  auto term = [&](const Tensor& loss, double weight, double count) {
+    run_op(ctx, AccumulateLoss{.loss = loss,
+                               .weight = weight,
+                               .count = count,
+                               .total = kLossTermRows,
+                               .acc = Out(acc)});
+  };
   if (head_.kind != TaskKind::kSpan) {
-    run_op(ctx,
-           AccumulateLoss{.loss = net.loss, .weight = 1.0, .count = examples_, .acc = Out(acc)});
+    term(net.loss, 1.0, examples_);
     return;
   }
-  run_op(ctx,
-         AccumulateLoss{.loss = net.loss, .weight = 0.5, .count = start_count_, .acc = Out(acc)});
-  run_op(ctx,
-         AccumulateLoss{.loss = net.end_loss, .weight = 0.5, .count = end_count_, .acc = Out(acc)});
+  term(net.loss, 0.5, start_count_);
+  term(net.end_loss, 0.5, end_count_);
   if (head_.answerability) {
-    run_op(ctx, AccumulateLoss{.loss = net.counts.rows(kDiscLoss, kDiscLoss + 1),
-                               .weight = head_.answerable_weight,
-                               .count = examples_,
-                               .acc = Out(acc)});
+    term(net.counts.rows(kDiscLoss, kDiscLoss + 1), head_.answerable_weight, examples_);
   }
 }
 

@@ -146,7 +146,7 @@ class ElectraFinetuner {
   // targets (Error when it did not). Synchronises.
   FinetuneMetrics metrics(Context& ctx) const;
   // Adds the loss of the last step() (FinetuneMetrics::loss) to acc[kMetricTotalLoss] of a
-  // metrics accumulator (kernels/train_metrics.h), counting a non-finite term in
+  // metrics accumulator (models/metric_rows.h), counting a non-finite term in
   // acc[kMetricNonFinite], on the device: no transfer, no synchronisation.
   void accumulate_loss(Context& ctx, const Tensor& acc) const;
 

@@ -12,11 +12,11 @@
 #include "kernels/replace_tokens.h"
 #include "kernels/softmax_xent.h"
 #include "kernels/step_scalars.h"
-#include "kernels/train_metrics.h"
 #include "kernels/unigram_sample.h"
 #include "models/host_transfer.h"
 #include "models/init.h"
 #include "models/loss_gradient.h"
+#include "models/metric_rows.h"
 
 namespace electra {
 
@@ -24,6 +24,18 @@ namespace {
 
 int64_t padded_vocab(int64_t vocab, int64_t multiple) {
   return (vocab + multiple - 1) / multiple * multiple;
+}
+
+// The step scalars' loss normalisers (kernels/step_scalars.h) and the losses that read them
+// (normalise() computes them).
+enum LossScale : int {
+  kGenScale = 0,    // loss_scale / masked slots: an MLM loss, a mean over the masked slots
+  kDiscScale = 1,   // loss_scale x disc_weight / tokens (electra-15: / masked slots): the BCE
+  kTokenScale = 2,  // loss_scale / tokens: all-tokens-mlm's MLM loss, a mean over every token
+};
+
+DeviceScalar<float> scale_of(const Tensor& scalars, LossScale k) {
+  return DeviceScalar<float>::in(normaliser_at(scalars, k));
 }
 
 }  // namespace
@@ -468,8 +480,7 @@ void ElectraPretrainer::generator_loss(Context& ctx, const Corruption& c, Forwar
   xent.vocab = config_.discriminator.vocab_size;
   xent.temperature = options_.temperature;
   // Adversarial: the unscaled w (p - e_y) that adversarial_loss turns into the policy gradient.
-  xent.scale = net.adversarial ? DeviceScalar<float>(1.0f)
-                               : DeviceScalar<float>::in(gen_scale_at(net.scalars));
+  xent.scale = net.adversarial ? DeviceScalar<float>(1.0f) : scale_of(net.scalars, kGenScale);
   xent.stream = rng(ctx, RngPurpose::kGumbel);
   // The loss writes dz over the logits: that buffer is the generator's gradient.
   const Tensor& dz = net.generator->logits();
@@ -519,7 +530,7 @@ void ElectraPretrainer::discriminator_loss(Context& ctx, const Corruption& c,
                                .dx = Out(net.masked_weights)});
     weights = net.masked_weights.reshape({bt});
   }
-  const DeviceScalar<float> scale = DeviceScalar<float>::in(disc_scale_at(net.scalars));
+  const DeviceScalar<float> scale = scale_of(net.scalars, kDiscScale);
   // The loss writes dz over the logits: that buffer is the binary head's gradient.
   run_op(ctx, DiscHead{.logits = logits,
                        .labels = net.labels.reshape({bt}),
@@ -541,8 +552,7 @@ void ElectraPretrainer::mlm_loss(Context& ctx, const Corruption& c, ForwardConte
   SoftmaxXentParams xent;
   xent.vocab = config_.discriminator.vocab_size;
   // A mean over the tokens (all-tokens-mlm) or over the masked slots.
-  xent.scale =
-      DeviceScalar<float>::in(all ? token_scale_at(net.scalars) : gen_scale_at(net.scalars));
+  xent.scale = scale_of(net.scalars, all ? kTokenScale : kGenScale);
   xent.stream = rng(ctx, RngPurpose::kGumbel);  // its samples are not used
   // The losses write dz over the logits: those buffers are the heads' gradients.
   const Tensor& logits = net.discriminator->mlm_logits();
@@ -576,7 +586,7 @@ void ElectraPretrainer::adversarial_loss(Context& ctx, const Corruption& c,
   net.baseline.forward(ctx, hidden, net.baseline_logit);
   ReinforceParams params;
   params.vocab = config_.discriminator.vocab_size;
-  params.scale = DeviceScalar<float>::in(gen_scale_at(net.scalars));
+  params.scale = scale_of(net.scalars, kGenScale);
   const Tensor u = net.baseline_logit.reshape({bn});
   run_op(ctx, Reinforce{.dlogits = Out(saved.dlogits.generator),
                         .labels = c.original.reshape({bn}),
@@ -635,10 +645,17 @@ ForwardContext ElectraPretrainer::forward(Context& ctx, const Corruption& c) {
 
 void ElectraPretrainer::normalise(Context& ctx, const Corruption& c) {
   const Network& net = *network_;
-  run_op(ctx, LossNormalisers{.slot_weights = c.weights.reshape({options_.batch * slots_}),
-                              .token_weights = net.token_weights,
-                              .disc_weight = options_.disc_weight,
-                              .disc_over_slots = net.wiring.masked_only,
+  // Over the slot weights (first) or the token weights (second), in LossScale's order; the BCE
+  // is a mean over the masked slots with electra-15.
+  using Over = LossNormaliser::Over;
+  const LossNormaliserPlan plan = {
+      LossNormaliser{.over = Over::kFirst, .factor = 1.0f},
+      LossNormaliser{.over = net.wiring.masked_only ? Over::kFirst : Over::kSecond,
+                     .factor = options_.disc_weight},
+      LossNormaliser{.over = Over::kSecond, .factor = 1.0f}};
+  run_op(ctx, LossNormalisers{.first = c.weights.reshape({options_.batch * slots_}),
+                              .second = net.token_weights,
+                              .plan = plan,
                               .block = Out(net.scalars)});
 }
 
@@ -744,33 +761,50 @@ void ElectraPretrainer::accumulate_metrics(Context& ctx, const Corruption& c, co
   // Without an MLM generator (mlm, generator: unigram) its rows are empty: its loss and accuracy
   // count 0.
   const int64_t gen_rows = net.generator ? bn : 0;
-  run_op(ctx, AccumulatePretrainMetrics{.gen_loss = net.gen_loss.rows(0, gen_rows),
-                                        .argmax = net.argmax.rows(0, gen_rows),
-                                        .original = c.original.reshape({bn}).rows(0, gen_rows),
-                                        .weights = c.weights.reshape({bn}).rows(0, gen_rows),
-                                        .counts = net.counts,
-                                        .disc_weight = options_.disc_weight,
-                                        .acc = Out(acc)});
-  if (net.adversarial) {
-    run_op(ctx, AccumulateReinforceMetrics{.reward = net.reinforce_slots.reward,
-                                           .baseline_loss = net.reinforce_slots.baseline_loss,
-                                           .weights = c.weights.reshape({bn}),
-                                           .acc = Out(acc)});
+  // The generator's MLM loss and the discriminator's BCE counts: one micro-batch, one total
+  // (MLM + disc_weight BCE) in the rows of models/metric_rows.h.
+  run_op(ctx, AccumulateMeans{.loss = net.gen_loss.rows(0, gen_rows),
+                              .argmax = net.argmax.rows(0, gen_rows),
+                              .labels = c.original.reshape({bn}).rows(0, gen_rows),
+                              .weights = c.weights.reshape({bn}).rows(0, gen_rows),
+                              .counts = net.counts,
+                              .means = {.mean = kMetricGenLoss,
+                                        .accuracy = kMetricGenAccuracy,
+                                        .weight = kMetricMasked},
+                              .binary = {.loss = kMetricDiscLoss,
+                                         .accuracy = kMetricDiscAccuracy,
+                                         .precision = kMetricDiscPrecision,
+                                         .recall = kMetricDiscRecall,
+                                         .positive_rate = kMetricReplaced,
+                                         .weight = kMetricTokens},
+                              .binary_factor = options_.disc_weight,
+                              .total = {.total = kMetricTotalLoss,
+                                        .count = kMetricMicroBatches,
+                                        .non_finite = kMetricNonFinite},
+                              .acc = Out(acc)});
+  if (net.adversarial) {  // the samples' mean reward and the baseline's loss (trained)
+    run_op(ctx, AccumulateValueMeans{.value = net.reinforce_slots.reward,
+                                     .loss = net.reinforce_slots.baseline_loss,
+                                     .weights = c.weights.reshape({bn}),
+                                     .rows = {.value = kMetricReward, .loss = kMetricBaselineLoss},
+                                     .total = kLossTermRows,
+                                     .acc = Out(acc)});
   }
   if (!net.wiring.mlm_head) return;
-  if (net.wiring.all_tokens) {
-    run_op(ctx, AccumulateMlmMetrics{.loss = net.mlm_loss,
-                                     .argmax = net.mlm_argmax,
-                                     .labels = net.ids.reshape({bt}),
-                                     .weights = net.token_weights,
-                                     .acc = Out(acc)});
-  } else {
-    run_op(ctx, AccumulateMlmMetrics{.loss = net.mlm_loss,
-                                     .argmax = net.mlm_argmax,
-                                     .labels = c.original.reshape({bn}),
-                                     .weights = c.weights.reshape({bn}),
-                                     .acc = Out(acc)});
-  }
+  // The discriminator-sized model's MLM loss: at every token (all-tokens-mlm) or at the slots.
+  const bool all = net.wiring.all_tokens;
+  run_op(ctx,
+         AccumulateMeans{
+             .loss = net.mlm_loss,
+             .argmax = net.mlm_argmax,
+             .labels = all ? net.ids.reshape({bt}) : c.original.reshape({bn}),
+             .weights = all ? net.token_weights : c.weights.reshape({bn}),
+             .counts = Tensor{},
+             .means = {.mean = kMetricMlmLoss, .accuracy = kMetricMlmAccuracy, .weight = kNoRow},
+             .binary = {},
+             .binary_factor = 0,
+             .total = kLossTermRows,
+             .acc = Out(acc)});
 }
 
 void ElectraPretrainer::step(Context& ctx, const HostBatch& batch, uint32_t micro_step,

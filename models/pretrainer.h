@@ -18,7 +18,7 @@
 //                                   when a loss did not run): parameter gradients += (both models
 //                                   add into the shared embedding gradients); GradientsReady
 //                                   reports in order
-//   accumulate_metrics           -> the device metrics accumulator (kernels/train_metrics.h)
+//   accumulate_metrics           -> the device metrics accumulator (models/metric_rows.h)
 //
 // Total loss = MLM + disc_weight * BCE. That is the `electra` objective; options.objective picks
 // another wiring of the same stages (models/objective.h, docs/OBJECTIVES.md): the binary loss
@@ -157,7 +157,7 @@ struct StepMetrics {
 };
 
 // The means over the micro-steps accumulated in `acc` (kTrainMetrics values read back from the
-// device accumulator, kernels/train_metrics.h); masked and tokens are totals.
+// device accumulator, models/metric_rows.h); masked and tokens are totals.
 StepMetrics step_metrics(const std::vector<double>& acc);
 
 // The device memory of a pretrainer, from the planning pass alone.
@@ -247,7 +247,7 @@ class ElectraPretrainer {
   ForwardContext forward(Context& ctx, const Corruption& corruption, uint32_t micro_step,
                          float loss_scale = 1.0f);
   void backward(Context& ctx, const ForwardContext& saved, const GradientsReady& ready = {});
-  // Adds this micro-step's metrics to `acc` (f64 [kTrainMetrics], kernels/train_metrics.h).
+  // Adds this micro-step's metrics to `acc` (f64 [kTrainMetrics], models/metric_rows.h).
   void accumulate_metrics(Context& ctx, const Corruption& corruption, const Tensor& acc);
 
   // The forward's stages, in order (forward() runs them; tests read the logits in between, before

@@ -1,7 +1,7 @@
 #include "train/device_metrics.h"
 
-#include "kernels/train_metrics.h"
 #include "models/host_transfer.h"
+#include "models/metric_rows.h"
 
 namespace electra {
 
@@ -15,7 +15,10 @@ void DeviceMetrics::restart(Context& ctx) {
 }
 
 void DeviceMetrics::record_grad_norm(Context& ctx, const Tensor& norm) {
-  run_op(ctx, RecordGradNorm{.norm = norm, .acc = Out(values_)});
+  run_op(ctx, RecordValue{.value = norm,
+                          .row = kMetricGradNorm,
+                          .non_finite = kMetricNonFinite,
+                          .acc = Out(values_)});
 }
 
 std::vector<double> DeviceMetrics::read(Context& ctx) {

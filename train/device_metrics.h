@@ -1,5 +1,5 @@
 // DeviceMetrics: what pre-training (Trainer) and fine-tuning (apps FinetuneEpoch) share between
-// their optimizer updates: the f64 accumulator of training metrics (layout kernels/train_metrics.h)
+// their optimizer updates: the f64 accumulator of training metrics (its rows: models/metric_rows.h)
 // that the device adds to during updates, and the non-finite guard that reads it.
 //
 // An update adds its losses and the optimizer's gradient norm to the accumulator on the device;

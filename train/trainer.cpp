@@ -6,7 +6,7 @@
 #include "data/unigram_counts.h"
 #include "engine/timer.h"
 #include "kernels/step_scalars.h"
-#include "kernels/train_metrics.h"
+#include "models/metric_rows.h"
 
 namespace electra {
 

@@ -14,7 +14,7 @@
 
 #include "engine/communicator.h"
 #include "engine/device.h"
-#include "kernels/train_metrics.h"
+#include "models/metric_rows.h"
 #include "test/models/tiny_pretrainer.h"
 #include "test/train/tiny_run.h"
 #include "train/trainer.h"
