@@ -20,8 +20,6 @@
 #include "apps/finetune_checkpoint.h"
 #include "apps/pretrain_init.h"
 #include "apps/run_device.h"
-#include "apps/train_progress.h"
-#include "apps/trainer_checkpoint.h"
 #include "data/shard.h"
 #include "data/shard_reader.h"
 #include "data/tokenizer.h"
@@ -30,6 +28,8 @@
 #include "models/discriminator_mlm.h"
 #include "models/hf_checkpoint.h"
 #include "models/host_transfer.h"
+#include "train/train_progress.h"
+#include "train/trainer_checkpoint.h"
 
 namespace electra::apps {
 namespace {
@@ -250,7 +250,7 @@ int cmd_mlm_eval(const std::vector<std::string>& args) {
       std::copy(s.segments.begin(), s.segments.end(),
                 batch.segment_ids.begin() + static_cast<ptrdiff_t>(r * t));
     }
-    model.stage_batch(batch, planes.data());
+    model.pack_batch(batch, planes.data());
     upload_to(ctx, model.input(), planes);
     // The masking is keyed by (seed, batch number): the same for every checkpoint.
     model.set_step(ctx, static_cast<uint32_t>(step), 1.0f);
@@ -317,7 +317,9 @@ int cmd_mlm_eval(const std::vector<std::string>& args) {
       // The model's input holds [MASK] at the masked positions (mlm reads the masking op's
       // output; replace-mlm's samples are [MASK] here).
       model.discriminator_forward(ctx, c, masks_dev, eval);
-      model.mlm_loss(ctx, c);
+      ForwardContext scored;  // the loss's gradient is not used
+      scored.pass = eval;
+      model.mlm_loss(ctx, c, scored);
       // Means over this batch's masked slots (StepMetrics::masked counts the generator's rows).
       const StepMetrics m = model.metrics(ctx, c);
       tot.mlm_loss += m.mlm_loss * batch_masked;

@@ -28,19 +28,19 @@
 
 #include "apps/args.h"
 #include "apps/command.h"
-#include "apps/pretrain_config.h"
 #include "apps/pretrain_init.h"
 #include "apps/run_device.h"
 #include "apps/run_lock.h"
 #include "apps/runtime_report.h"
-#include "apps/train_progress.h"
-#include "apps/trainer_checkpoint.h"
 #include "data/vocab.h"
 #include "engine/communicator.h"
 #include "engine/device.h"
 #include "kernels/masking.h"
 #include "models/flops.h"
+#include "train/pretrain_config.h"
+#include "train/train_progress.h"
 #include "train/trainer.h"
+#include "train/trainer_checkpoint.h"
 
 namespace electra::apps {
 namespace {
@@ -288,8 +288,8 @@ int pretrain(PretrainConfig config, std::unique_ptr<Communicator>& comm, const s
     progress.flops_per_step = flops.total();
     if (config.training == Training::kTwoStage) {  // what each stage runs (models/flops.h)
       progress.generator_steps = config.generator_steps;
-      progress.flops_per_step = stage_flops(flops, PretrainStage::kGenerator).total();
-      progress.stage2_flops_per_step = stage_flops(flops, PretrainStage::kDiscriminator).total();
+      progress.flops_per_step = phase_flops(flops, TrainingPhase::kGenerator).total();
+      progress.stage2_flops_per_step = phase_flops(flops, TrainingPhase::kDiscriminator).total();
     }
     // MFU against the peak of all the job's GPUs.
     progress.mlm = objective_wiring(config.objective).mlm_head;
@@ -373,7 +373,7 @@ int dry_run(PretrainConfig config, int ranks, double gpu_memory_gib) {
   const bool cuda =
       train.device == TrainDevice::kCuda || (train.device == TrainDevice::kAuto && gpu_here);
   const Precision precision = cuda ? train.precision : Precision::F32;
-  const PretrainOptions options = pretrain_options(config);
+  const PretrainOptions options = config.pretrainer_options();
   const PretrainMemory m = ElectraPretrainer::plan_memory(
       config.model, options, cuda ? Device::CUDA : Device::CPU, precision);
   // The moments m and v (f32, the gradients' layout) and the learning-rate table; the segment
@@ -397,8 +397,8 @@ int dry_run(PretrainConfig config, int ranks, double gpu_memory_gib) {
   if (config.training == Training::kTwoStage) {  // each stage counts what it runs
     std::printf("  FLOPs per update (%s, two-stage): stage 1 %.17g, stage 2 %.17g\n",
                 objective_name(config.objective),
-                stage_flops(flops, PretrainStage::kGenerator).total(),
-                stage_flops(flops, PretrainStage::kDiscriminator).total());
+                phase_flops(flops, TrainingPhase::kGenerator).total(),
+                phase_flops(flops, TrainingPhase::kDiscriminator).total());
   } else {
     std::printf("  FLOPs per update (%s): %.17g\n", objective_name(config.objective),
                 flops.total());

@@ -21,10 +21,10 @@
 #include "apps/finetune_checkpoint.h"
 #include "apps/pretrain_init.h"
 #include "apps/run_device.h"
-#include "apps/trainer_checkpoint.h"
 #include "data/tokenizer.h"
 #include "engine/safetensors.h"
 #include "models/host_transfer.h"
+#include "train/trainer_checkpoint.h"
 
 namespace electra::apps {
 namespace {
@@ -244,7 +244,7 @@ int cmd_pretrain_eval(const std::vector<std::string>& args) {
       const std::vector<int32_t>& ids = lines[first + (r < rows ? r : 0)];
       std::copy(ids.begin(), ids.end(), batch.ids.begin() + static_cast<ptrdiff_t>(r * t));
     }
-    model.stage_batch(batch, planes.data());
+    model.pack_batch(batch, planes.data());
     upload_to(ctx, model.input(), planes);
     model.set_step(ctx, static_cast<uint32_t>(step), 1.0f);
     const Corruption corruption = model.corrupt(ctx);
@@ -252,7 +252,10 @@ int cmd_pretrain_eval(const std::vector<std::string>& args) {
     BatchResult r;
     const Tensor& generator_logits = model.generator_forward(ctx, corruption, eval);
     r.generator_logits = download_doubles(ctx, generator_logits);
-    const Tensor samples = model.generator_loss(ctx, corruption);
+    ForwardContext saved;
+    saved.pass = eval;
+    model.generator_loss(ctx, corruption, saved);
+    const Tensor& samples = saved.samples;
     r.disc_logits =
         download_doubles(ctx, model.discriminator_forward(ctx, corruption, samples, eval));
     r.labels = download_as<int32_t>(ctx, model.labels());

@@ -4,11 +4,11 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "apps/train_progress.h"
-#include "apps/trainer_checkpoint.h"
-#include "kernels/train_metrics.h"
 #include "models/hf_checkpoint.h"
+#include "models/metric_rows.h"
 #include "optim/layerwise_lr.h"
+#include "train/train_progress.h"
+#include "train/trainer_checkpoint.h"
 
 namespace electra::apps {
 namespace fs = std::filesystem;
@@ -84,7 +84,8 @@ std::optional<double> FinetuneEpoch::update(Context& ctx, ElectraFinetuner& mode
   model.zero_grads(ctx);
   model.step(ctx, batch, static_cast<uint32_t>(step));
   model.accumulate_loss(ctx, metrics_.values());
-  metrics_.optimizer_step(ctx, *opt.optimizer);
+  opt.optimizer->step(ctx);  // the update the optimizer's device counter names
+  metrics_.record_grad_norm(ctx, opt.optimizer->norm());
   ++updates_since_line_;
   if ((i + 1) % log_every_ != 0 && i + 1 != steps_per_epoch_) return std::nullopt;
   const std::vector<double> acc = metrics_.read(ctx);

@@ -7,11 +7,11 @@
 #include <nlohmann/json.hpp>
 
 #include "apps/run_device.h"
-#include "apps/train_progress.h"
 #include "data/example_order.h"
 #include "data/tokenizer.h"
 #include "engine/safetensors.h"
 #include "engine/timer.h"
+#include "train/train_progress.h"
 
 namespace electra::apps {
 namespace fs = std::filesystem;

@@ -11,7 +11,6 @@
 #include <unordered_map>
 
 #include "apps/run_device.h"
-#include "apps/train_progress.h"
 #include "data/example_order.h"
 #include "data/squad.h"
 #include "data/squad_answer.h"
@@ -19,6 +18,7 @@
 #include "data/tokenizer.h"
 #include "engine/safetensors.h"
 #include "engine/timer.h"
+#include "train/train_progress.h"
 
 namespace electra::apps {
 namespace fs = std::filesystem;

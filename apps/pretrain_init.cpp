@@ -7,10 +7,10 @@
 #include <functional>
 #include <utility>
 
-#include "apps/trainer_checkpoint.h"
 #include "data/vocab.h"
 #include "engine/safetensors.h"
 #include "models/hf_checkpoint.h"
+#include "train/trainer_checkpoint.h"
 
 namespace electra::apps {
 namespace {

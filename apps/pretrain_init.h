@@ -35,9 +35,9 @@
 #include <optional>
 #include <string>
 
-#include "apps/pretrain_config.h"
 #include "engine/context.h"
 #include "models/pretrainer.h"
+#include "train/pretrain_config.h"
 
 namespace electra::apps {
 

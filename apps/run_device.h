@@ -6,11 +6,9 @@
 #include <string>
 
 #include "engine/context.h"
+#include "train/cpu_threads.h"
 
 namespace electra::apps {
-
-// The most CPU threads a command accepts (train.threads, finetune.threads, --threads).
-constexpr int64_t kMaxCpuThreads = 1024;
 
 // `--threads N`: N (0: all cores) unless it exceeds kMaxCpuThreads (UserError naming `flag`).
 int64_t checked_thread_count(const std::string& flag, uint64_t n);

@@ -6,9 +6,9 @@
 #include <filesystem>
 #include <fstream>
 
-#include "apps/train_progress.h"
 #include "data/tokenizer.h"
 #include "engine/timer.h"
+#include "train/train_progress.h"
 
 namespace electra::apps {
 namespace {

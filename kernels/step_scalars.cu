@@ -16,15 +16,19 @@ __global__ void next_micro_step_kernel(const int32_t* counter, MicroStepPlan pla
   s->mask_prob = scheduled_mask_prob(plan.mask_rate, update);
 }
 
-__global__ void loss_normalisers_kernel(const float* slot_weights, int64_t m,
-                                        const float* token_weights, int64_t k, float disc_weight,
-                                        bool disc_over_slots, StepScalars* s) {
+// The plan as a kernel argument (std::array's members are host functions).
+struct Plan {
+  LossNormaliser n[kLossNormalisers];
+};
+
+__global__ void loss_normalisers_kernel(const float* first, int64_t m, const float* second,
+                                        int64_t k, Plan plan, StepScalars* s) {
   __shared__ double sums[2][kThreads];
-  double masked = 0, tokens = 0;
-  for (int64_t i = threadIdx.x; i < m; i += kThreads) masked += slot_weights[i];
-  for (int64_t i = threadIdx.x; i < k; i += kThreads) tokens += token_weights[i];
-  sums[0][threadIdx.x] = masked;
-  sums[1][threadIdx.x] = tokens;
+  double a = 0, b = 0;
+  for (int64_t i = threadIdx.x; i < m; i += kThreads) a += first[i];
+  for (int64_t i = threadIdx.x; i < k; i += kThreads) b += second[i];
+  sums[0][threadIdx.x] = a;
+  sums[1][threadIdx.x] = b;
   __syncthreads();
   for (int stride = kThreads / 2; stride > 0; stride /= 2) {
     if (threadIdx.x < stride) {
@@ -34,11 +38,11 @@ __global__ void loss_normalisers_kernel(const float* slot_weights, int64_t m,
     __syncthreads();
   }
   if (threadIdx.x != 0) return;
-  s->gen_scale = __double2float_rn(__ddiv_rn(static_cast<double>(s->loss_scale), sums[0][0]));
-  s->disc_scale =
-      __double2float_rn(__ddiv_rn(static_cast<double>(__fmul_rn(s->loss_scale, disc_weight)),
-                                  disc_over_slots ? sums[0][0] : sums[1][0]));
-  s->token_scale = __double2float_rn(__ddiv_rn(static_cast<double>(s->loss_scale), sums[1][0]));
+  for (int j = 0; j < kLossNormalisers; ++j) {
+    const double sum = sums[plan.n[j].over == LossNormaliser::Over::kSecond ? 1 : 0][0];
+    s->normalisers[j] = __double2float_rn(
+        __ddiv_rn(static_cast<double>(__fmul_rn(s->loss_scale, plan.n[j].factor)), sum));
+  }
 }
 
 }  // namespace
@@ -54,9 +58,11 @@ void NextMicroStep::cuda(Context& ctx) const {
 }
 
 void LossNormalisers::cuda(Context& ctx) const {
+  cuda::Plan kernel_plan;
+  for (int j = 0; j < kLossNormalisers; ++j) kernel_plan.n[j] = plan[static_cast<size_t>(j)];
   cuda::loss_normalisers_kernel<<<1, cuda::kThreads, 0, ctx.stream()>>>(
-      slot_weights.ptr<float>(), slot_weights.numel(), token_weights.ptr<float>(),
-      token_weights.numel(), disc_weight, disc_over_slots, step_scalars_of(block));
+      first.ptr<float>(), first.numel(), second.ptr<float>(), second.numel(), kernel_plan,
+      step_scalars_of(block));
   ELECTRA_CUDA_CHECK_LAUNCH();
 }
 

@@ -4,14 +4,13 @@
 // values (docs/ARCHITECTURE.md, "One pre-training update").
 //
 // The block: i32 [kStepScalarWords] holding a StepScalars (32-bit words):
-//   micro_step  the Philox step of the micro-batch being computed (masking, dropout, Gumbel)
-//   micro       its index among the rank's `local` micro-batches of the update (0 .. local - 1)
-//   loss_scale  multiplies the gradients (1 / A for A micro-batches per update over all ranks)
-//   gen_scale   loss_scale / masked slots (the MLM loss is a mean over the masked slots)
-//   disc_scale  loss_scale * disc_weight / non-pad tokens (the BCE is a mean over the tokens;
-//               over the masked slots for the electra-15 objective)
-//   token_scale loss_scale / non-pad tokens (all-tokens-mlm: an MLM loss over every token)
-//   mask_prob   the masking rate of the update (constant, or a linear schedule: below)
+//   micro_step     the Philox step of the micro-batch being computed (masking, dropout, Gumbel)
+//   micro          its index among the rank's `local` micro-batches of the update (0 .. local - 1)
+//   loss_scale     multiplies the gradients (1 / A for A micro-batches per update over all ranks)
+//   normalisers[k] kLossNormalisers loss scales, loss_scale x factor / a sum of weights (a loss
+//                  that is a weighted mean over some rows: below); which loss reads which one,
+//                  and over which rows, is the caller's (models/pretrainer.cpp)
+//   mask_prob      the masking rate of the update (constant, or a linear schedule: below)
 //
 // next_micro_step(counter, plan, block), with counter the optimizer's update counter (i32 [1],
 // updates done; kernels/weight_update.h):
@@ -20,30 +19,28 @@
 // and mask_prob = scheduled_mask_prob(plan.mask_rate, counter), the masking rate of update
 // `counter`.
 //
-// loss_normalisers(slot_weights [M] f32, token_weights [K] f32, disc_weight, block):
-//   masked = sum slot_weights,  tokens = sum token_weights      (f64; exact for 0/1 weights)
-//   gen_scale  = float(double(loss_scale) / masked)
-//   disc_scale = float(double(loss_scale * disc_weight) / tokens)    (the product in f32;
-//                masked instead of tokens when disc_over_slots: electra-15)
-//   token_scale = float(double(loss_scale) / tokens)
-// the formulas the host used when it computed the normalisers, so the bits are unchanged. The
-// CUDA kernels are one block each with fixed-order sums (deterministic); nothing here is per
-// element of a model tensor.
+// loss_normalisers(first [M] f32, second [K] f32, plan, block): with the sums of the two weight
+// vectors S_first = sum first, S_second = sum second (f64; exact for 0/1 weights), for each k
+//   normalisers[k] = float(double(loss_scale * plan[k].factor) / S_{plan[k].over})
+// (the product in f32: with factor 1 it is loss_scale exactly). These are the formulas the host
+// used when it computed the normalisers, so the bits are unchanged. The CUDA kernels are one block
+// each with fixed-order sums (deterministic); nothing here is per element of a model tensor.
 #pragma once
 
+#include <array>
 #include <cstdint>
 
 #include "kernels/dispatch.h"
 
 namespace electra {
 
+constexpr int kLossNormalisers = 3;
+
 struct StepScalars {
   uint32_t micro_step = 0;
   uint32_t micro = 0;
   float loss_scale = 1.0f;
-  float gen_scale = 0.0f;
-  float disc_scale = 0.0f;
-  float token_scale = 0.0f;
+  float normalisers[kLossNormalisers] = {0.0f, 0.0f, 0.0f};
   float mask_prob = 0.15f;
 };
 
@@ -85,14 +82,9 @@ inline StepScalars* step_scalars_of(const Tensor& block) {
 inline const uint32_t* micro_step_at(const Tensor& block) {
   return &step_scalars_of(block)->micro_step;
 }
-inline const float* gen_scale_at(const Tensor& block) {
-  return &step_scalars_of(block)->gen_scale;
-}
-inline const float* disc_scale_at(const Tensor& block) {
-  return &step_scalars_of(block)->disc_scale;
-}
-inline const float* token_scale_at(const Tensor& block) {
-  return &step_scalars_of(block)->token_scale;
+// Normaliser k (0 <= k < kLossNormalisers).
+inline const float* normaliser_at(const Tensor& block, int k) {
+  return &step_scalars_of(block)->normalisers[k];
 }
 inline const float* mask_prob_at(const Tensor& block) {
   return &step_scalars_of(block)->mask_prob;
@@ -119,16 +111,23 @@ struct NextMicroStep {
   void cuda(Context& ctx) const;
 };
 
+// One normaliser: loss_scale x factor over the sum of the first or the second weights.
+struct LossNormaliser {
+  enum class Over : uint8_t { kFirst, kSecond };
+  Over over = Over::kFirst;
+  float factor = 1.0f;
+};
+using LossNormaliserPlan = std::array<LossNormaliser, kLossNormalisers>;
+
 struct LossNormalisers {
   static constexpr const char* kName = "loss_normalisers";
-  In slot_weights, token_weights;
-  float disc_weight = 0;
-  bool disc_over_slots = false;
+  In first, second;
+  LossNormaliserPlan plan;
   Out block;
 
   void check() const {
-    check_dtype(slot_weights, DType::F32, "loss_normalisers slot_weights");
-    check_dtype(token_weights, DType::F32, "loss_normalisers token_weights");
+    check_dtype(first, DType::F32, "loss_normalisers first");
+    check_dtype(second, DType::F32, "loss_normalisers second");
     check_step_scalars(block, "loss_normalisers block");
   }
   void cpu(Context& ctx) const;

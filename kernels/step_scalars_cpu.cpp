@@ -1,7 +1,5 @@
 #include "kernels/step_scalars.h"
 
-namespace electra::cpu {}  // namespace electra::cpu
-
 namespace electra {
 
 void NextMicroStep::cpu(Context&) const {
@@ -14,15 +12,16 @@ void NextMicroStep::cpu(Context&) const {
 
 void LossNormalisers::cpu(Context&) const {
   StepScalars& s = *step_scalars_of(block);
-  double masked = 0, tokens = 0;
-  const float* w = slot_weights.ptr<float>();
-  for (int64_t i = 0; i < slot_weights.numel(); ++i) masked += w[i];
-  const float* t = token_weights.ptr<float>();
-  for (int64_t i = 0; i < token_weights.numel(); ++i) tokens += t[i];
-  s.gen_scale = static_cast<float>(static_cast<double>(s.loss_scale) / masked);
-  s.disc_scale = static_cast<float>(static_cast<double>(s.loss_scale * disc_weight) /
-                                    (disc_over_slots ? masked : tokens));
-  s.token_scale = static_cast<float>(static_cast<double>(s.loss_scale) / tokens);
+  double sums[2] = {0, 0};
+  const float* a = first.ptr<float>();
+  for (int64_t i = 0; i < first.numel(); ++i) sums[0] += a[i];
+  const float* b = second.ptr<float>();
+  for (int64_t i = 0; i < second.numel(); ++i) sums[1] += b[i];
+  for (int k = 0; k < kLossNormalisers; ++k) {
+    const LossNormaliser& n = plan[static_cast<size_t>(k)];
+    const double sum = sums[n.over == LossNormaliser::Over::kSecond ? 1 : 0];
+    s.normalisers[k] = static_cast<float>(static_cast<double>(s.loss_scale * n.factor) / sum);
+  }
 }
 
 }  // namespace electra

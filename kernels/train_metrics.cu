@@ -1,6 +1,7 @@
-// train_metrics kernels: one block of kThreads sums the micro-batch's slots in f64 (strided
-// partial sums, then a fixed shared-memory tree), and thread 0 adds the ratios to the accumulator.
-// Runs once per micro-batch over B * N slots: negligible next to the models.
+// train_metrics kernels: one block of kThreads sums the micro-batch's rows in f64 (strided
+// partial sums, then a fixed shared-memory tree), and thread 0 adds the ratios to the accumulator
+// rows the caller named. Runs once per micro-batch over a loss op's rows: negligible next to the
+// models.
 #include "kernels/cuda_common.cuh"
 #include "kernels/train_metrics.h"
 
@@ -13,9 +14,33 @@ __device__ double ratio(double a, double b) {
   return b > 0 ? a / b : 0.0;
 }
 
-// L, W, C (kernels/train_metrics.h) of m rows into sums[k][0]; every thread of the block calls it.
-__device__ void slot_sums(const float* loss, const int32_t* predicted, const int32_t* truth,
-                          const float* w, int64_t m, double (*sums)[kThreads]) {
+__device__ void add(double* acc, int row, double x) {
+  if (row >= 0) acc[row] += x;
+}
+
+// Sums sums[k][0..kThreads) into sums[k][0] for k < n; every thread of the block calls it.
+__device__ void reduce(double (*sums)[kThreads], int n) {
+  __syncthreads();
+  for (int stride = kThreads / 2; stride > 0; stride /= 2) {
+    if (threadIdx.x < stride) {
+      for (int k = 0; k < n; ++k) sums[k][threadIdx.x] += sums[k][threadIdx.x + stride];
+    }
+    __syncthreads();
+  }
+}
+
+// Thread 0's part of accumulate_means (the op's rows and factor, by value).
+struct MeansArgs {
+  MeanRows means;
+  BinaryRows binary;
+  float binary_factor;
+  TotalRows total;
+};
+
+__global__ void accumulate_means_kernel(const float* loss, const int32_t* predicted,
+                                        const int32_t* truth, const float* w, int64_t m,
+                                        const float* c, MeansArgs args, double* a) {
+  __shared__ double sums[3][kThreads];
   double loss_sum = 0, weight = 0, correct = 0;
   for (int64_t i = threadIdx.x; i < m; i += kThreads) {
     loss_sum += loss[i];
@@ -25,99 +50,69 @@ __device__ void slot_sums(const float* loss, const int32_t* predicted, const int
   sums[0][threadIdx.x] = loss_sum;
   sums[1][threadIdx.x] = weight;
   sums[2][threadIdx.x] = correct;
-  __syncthreads();
-  for (int stride = kThreads / 2; stride > 0; stride /= 2) {
-    if (threadIdx.x < stride) {
-      for (int k = 0; k < 3; ++k) sums[k][threadIdx.x] += sums[k][threadIdx.x + stride];
-    }
-    __syncthreads();
+  reduce(sums, 3);
+  if (threadIdx.x != 0) return;
+  const double mean = ratio(sums[0][0], sums[1][0]);
+  add(a, args.means.mean, mean);
+  add(a, args.means.accuracy, ratio(sums[2][0], sums[1][0]));
+  add(a, args.means.weight, sums[1][0]);
+  double total = mean;
+  if (c != nullptr) {
+    const BinaryRows& rows = args.binary;
+    const double binary_weight = c[kDiscWeight];
+    const double binary = ratio(c[kDiscLoss], binary_weight);
+    total = mean + static_cast<double>(args.binary_factor) * binary;
+    add(a, rows.loss, binary);
+    add(a, rows.accuracy, ratio(c[kDiscCorrect], binary_weight));
+    add(a, rows.precision, ratio(c[kDiscTruePositive], c[kDiscPredictedPositive]));
+    add(a, rows.recall, ratio(c[kDiscTruePositive], c[kDiscActualPositive]));
+    add(a, rows.positive_rate, ratio(c[kDiscActualPositive], binary_weight));
+    add(a, rows.weight, binary_weight);
   }
+  add(a, args.total.total, total);
+  add(a, args.total.count, 1);
+  add(a, args.total.non_finite, !isfinite(total));
 }
 
-__global__ void accumulate_kernel(const float* loss, const int32_t* predicted, const int32_t* truth,
-                                  const float* w, const float* c, float disc_weight, double* a,
-                                  int64_t m) {
+__global__ void accumulate_value_means_kernel(const float* value, const float* loss, const float* w,
+                                              int64_t m, ValueMeanRows rows, TotalRows total,
+                                              double* a) {
   __shared__ double sums[3][kThreads];
-  slot_sums(loss, predicted, truth, w, m, sums);
-  if (threadIdx.x != 0) return;
-  const double gen = ratio(sums[0][0], sums[1][0]);
-  const double disc_weight_sum = c[kDiscWeight];
-  const double disc = ratio(c[kDiscLoss], disc_weight_sum);
-  const double total = gen + static_cast<double>(disc_weight) * disc;
-  a[kMetricGenLoss] += gen;
-  a[kMetricGenAccuracy] += ratio(sums[2][0], sums[1][0]);
-  a[kMetricDiscLoss] += disc;
-  a[kMetricDiscAccuracy] += ratio(c[kDiscCorrect], disc_weight_sum);
-  a[kMetricDiscPrecision] += ratio(c[kDiscTruePositive], c[kDiscPredictedPositive]);
-  a[kMetricDiscRecall] += ratio(c[kDiscTruePositive], c[kDiscActualPositive]);
-  a[kMetricReplaced] += ratio(c[kDiscActualPositive], disc_weight_sum);
-  a[kMetricTotalLoss] += total;
-  a[kMetricMasked] += sums[1][0];
-  a[kMetricTokens] += disc_weight_sum;
-  a[kMetricMicroBatches] += 1;
-  a[kMetricNonFinite] += !isfinite(total);
-}
-
-__global__ void accumulate_mlm_kernel(const float* loss, const int32_t* predicted,
-                                      const int32_t* truth, const float* w, double* a, int64_t m) {
-  __shared__ double sums[3][kThreads];
-  slot_sums(loss, predicted, truth, w, m, sums);
-  if (threadIdx.x != 0) return;
-  const double mlm = ratio(sums[0][0], sums[1][0]);
-  a[kMetricMlmLoss] += mlm;
-  a[kMetricMlmAccuracy] += ratio(sums[2][0], sums[1][0]);
-  a[kMetricTotalLoss] += mlm;
-  a[kMetricNonFinite] += !isfinite(mlm);
-}
-
-__global__ void accumulate_reinforce_kernel(const float* reward, const float* baseline_loss,
-                                            const float* w, double* a, int64_t m) {
-  __shared__ double sums[3][kThreads];
-  double r = 0, l = 0, weight = 0;
+  double v = 0, l = 0, weight = 0;
   for (int64_t i = threadIdx.x; i < m; i += kThreads) {
-    r += reward[i];
-    l += baseline_loss[i];
+    v += value[i];
+    l += loss[i];
     weight += w[i];
   }
-  sums[0][threadIdx.x] = r;
+  sums[0][threadIdx.x] = v;
   sums[1][threadIdx.x] = l;
   sums[2][threadIdx.x] = weight;
-  __syncthreads();
-  for (int stride = kThreads / 2; stride > 0; stride /= 2) {
-    if (threadIdx.x < stride) {
-      for (int k = 0; k < 3; ++k) sums[k][threadIdx.x] += sums[k][threadIdx.x + stride];
-    }
-    __syncthreads();
-  }
+  reduce(sums, 3);
   if (threadIdx.x != 0) return;
-  const double mean_reward = ratio(sums[0][0], sums[2][0]);
-  const double baseline = ratio(sums[1][0], sums[2][0]);
-  a[kMetricReward] += mean_reward;
-  a[kMetricBaselineLoss] += baseline;
-  a[kMetricTotalLoss] += baseline;
-  a[kMetricNonFinite] += !isfinite(mean_reward) || !isfinite(baseline);
+  const double mean_value = ratio(sums[0][0], sums[2][0]);
+  const double mean_loss = ratio(sums[1][0], sums[2][0]);
+  add(a, rows.value, mean_value);
+  add(a, rows.loss, mean_loss);
+  add(a, total.total, mean_loss);
+  add(a, total.non_finite, !isfinite(mean_value) || !isfinite(mean_loss));
 }
 
-__global__ void record_grad_norm_kernel(const float* norm, double* a) {
-  a[kMetricGradNorm] = *norm;
-  a[kMetricNonFinite] += !isfinite(*norm);
+__global__ void record_value_kernel(const float* value, int row, int non_finite, double* a) {
+  if (row >= 0) a[row] = *value;
+  add(a, non_finite, !isfinite(*value));
 }
 
 __global__ void accumulate_loss_kernel(const float* loss, int64_t m, double weight, double count,
-                                       double* a) {
-  __shared__ double sums[kThreads];
+                                       TotalRows total, double* a) {
+  __shared__ double sums[1][kThreads];
   double s = 0;
   for (int64_t i = threadIdx.x; i < m; i += kThreads) s += loss[i];
-  sums[threadIdx.x] = s;
-  __syncthreads();
-  for (int stride = kThreads / 2; stride > 0; stride /= 2) {
-    if (threadIdx.x < stride) sums[threadIdx.x] += sums[threadIdx.x + stride];
-    __syncthreads();
-  }
+  sums[0][threadIdx.x] = s;
+  reduce(sums, 1);
   if (threadIdx.x != 0) return;
-  const double term = weight * ratio(sums[0], count);
-  a[kMetricTotalLoss] += term;
-  a[kMetricNonFinite] += !isfinite(term);
+  const double term = weight * ratio(sums[0][0], count);
+  add(a, total.total, term);
+  add(a, total.non_finite, !isfinite(term));
 }
 
 }  // namespace
@@ -126,39 +121,33 @@ __global__ void accumulate_loss_kernel(const float* loss, int64_t m, double weig
 
 namespace electra {
 
-void AccumulatePretrainMetrics::cuda(Context& ctx) const {
-  check_dtype(gen_loss, DType::F32, "accumulate_pretrain_metrics gen_loss (cuda)");
-  cuda::accumulate_kernel<<<1, cuda::kThreads, 0, ctx.stream()>>>(
-      gen_loss.ptr<float>(), argmax.ptr<int32_t>(), original.ptr<int32_t>(), weights.ptr<float>(),
-      counts.ptr<float>(), disc_weight, acc.ptr<double>(), gen_loss.numel());
-  ELECTRA_CUDA_CHECK_LAUNCH();
-}
-
-void AccumulateMlmMetrics::cuda(Context& ctx) const {
-  check_dtype(loss, DType::F32, "accumulate_mlm_metrics loss (cuda)");
-  cuda::accumulate_mlm_kernel<<<1, cuda::kThreads, 0, ctx.stream()>>>(
+void AccumulateMeans::cuda(Context& ctx) const {
+  check_dtype(loss, DType::F32, "accumulate_means loss (cuda)");
+  const float* c = counts.data != nullptr ? counts.ptr<float>() : nullptr;
+  cuda::accumulate_means_kernel<<<1, cuda::kThreads, 0, ctx.stream()>>>(
       loss.ptr<float>(), argmax.ptr<int32_t>(), labels.ptr<int32_t>(), weights.ptr<float>(),
-      acc.ptr<double>(), loss.numel());
+      loss.numel(), c, cuda::MeansArgs{means, binary, binary_factor, total}, acc.ptr<double>());
   ELECTRA_CUDA_CHECK_LAUNCH();
 }
 
-void AccumulateReinforceMetrics::cuda(Context& ctx) const {
-  check_dtype(reward, DType::F32, "accumulate_reinforce_metrics reward (cuda)");
-  cuda::accumulate_reinforce_kernel<<<1, cuda::kThreads, 0, ctx.stream()>>>(
-      reward.ptr<float>(), baseline_loss.ptr<float>(), weights.ptr<float>(), acc.ptr<double>(),
-      reward.numel());
+void AccumulateValueMeans::cuda(Context& ctx) const {
+  check_dtype(value, DType::F32, "accumulate_value_means value (cuda)");
+  cuda::accumulate_value_means_kernel<<<1, cuda::kThreads, 0, ctx.stream()>>>(
+      value.ptr<float>(), loss.ptr<float>(), weights.ptr<float>(), value.numel(), rows, total,
+      acc.ptr<double>());
   ELECTRA_CUDA_CHECK_LAUNCH();
 }
 
-void RecordGradNorm::cuda(Context& ctx) const {
-  cuda::record_grad_norm_kernel<<<1, 1, 0, ctx.stream()>>>(norm.ptr<float>(), acc.ptr<double>());
+void RecordValue::cuda(Context& ctx) const {
+  cuda::record_value_kernel<<<1, 1, 0, ctx.stream()>>>(value.ptr<float>(), row, non_finite,
+                                                       acc.ptr<double>());
   ELECTRA_CUDA_CHECK_LAUNCH();
 }
 
 void AccumulateLoss::cuda(Context& ctx) const {
   check_dtype(loss, DType::F32, "accumulate_loss loss (cuda)");
   cuda::accumulate_loss_kernel<<<1, cuda::kThreads, 0, ctx.stream()>>>(
-      loss.ptr<float>(), loss.numel(), weight, count, acc.ptr<double>());
+      loss.ptr<float>(), loss.numel(), weight, count, total, acc.ptr<double>());
   ELECTRA_CUDA_CHECK_LAUNCH();
 }
 

@@ -9,19 +9,23 @@ double ratio(double a, double b) {
   return b > 0 ? a / b : 0.0;
 }
 
-struct SlotSums {
+void add(double* acc, int row, double x) {
+  if (row >= 0) acc[row] += x;
+}
+
+struct RowSums {
   double loss = 0, weight = 0, correct = 0;
 };
 
 // L, W and C of the header over the rows of one loss op.
 template <class T>
-SlotSums slot_sums(const Tensor& loss, const Tensor& argmax, const Tensor& labels,
-                   const Tensor& weights) {
+RowSums row_sums(const Tensor& loss, const Tensor& argmax, const Tensor& labels,
+                 const Tensor& weights) {
   const T* l = loss.ptr<T>();
   const int32_t* predicted = argmax.ptr<int32_t>();
   const int32_t* truth = labels.ptr<int32_t>();
   const float* w = weights.ptr<float>();
-  SlotSums s;
+  RowSums s;
   for (int64_t i = 0; i < loss.numel(); ++i) {
     s.loss += static_cast<double>(l[i]);
     s.weight += w[i];
@@ -31,61 +35,53 @@ SlotSums slot_sums(const Tensor& loss, const Tensor& argmax, const Tensor& label
 }
 
 template <class T>
-void accumulate(const Tensor& gen_loss, const Tensor& argmax, const Tensor& original,
-                const Tensor& weights, const Tensor& counts, float disc_weight, const Tensor& acc) {
-  const T* c = counts.ptr<T>();
-  double* a = acc.ptr<double>();
-  const auto [loss_sum, weight, correct] = slot_sums<T>(gen_loss, argmax, original, weights);
-  const double gen = ratio(loss_sum, weight);
-  const double disc_weight_sum = static_cast<double>(c[kDiscWeight]);
-  const double disc = ratio(static_cast<double>(c[kDiscLoss]), disc_weight_sum);
-  const double total = gen + static_cast<double>(disc_weight) * disc;
-  a[kMetricGenLoss] += gen;
-  a[kMetricGenAccuracy] += ratio(correct, weight);
-  a[kMetricDiscLoss] += disc;
-  a[kMetricDiscAccuracy] += ratio(static_cast<double>(c[kDiscCorrect]), disc_weight_sum);
-  a[kMetricDiscPrecision] += ratio(static_cast<double>(c[kDiscTruePositive]),
-                                   static_cast<double>(c[kDiscPredictedPositive]));
-  a[kMetricDiscRecall] +=
-      ratio(static_cast<double>(c[kDiscTruePositive]), static_cast<double>(c[kDiscActualPositive]));
-  a[kMetricReplaced] += ratio(static_cast<double>(c[kDiscActualPositive]), disc_weight_sum);
-  a[kMetricTotalLoss] += total;
-  a[kMetricMasked] += weight;
-  a[kMetricTokens] += disc_weight_sum;
-  a[kMetricMicroBatches] += 1;
-  a[kMetricNonFinite] += !std::isfinite(total);
+void accumulate_means(const AccumulateMeans& op) {
+  double* a = op.acc.ptr<double>();
+  const auto [loss_sum, weight, correct] = row_sums<T>(op.loss, op.argmax, op.labels, op.weights);
+  const double mean = ratio(loss_sum, weight);
+  add(a, op.means.mean, mean);
+  add(a, op.means.accuracy, ratio(correct, weight));
+  add(a, op.means.weight, weight);
+  double total = mean;
+  if (op.counts.data != nullptr) {
+    const T* c = op.counts.ptr<T>();
+    const BinaryRows& rows = op.binary;
+    const double binary_weight = static_cast<double>(c[kDiscWeight]);
+    const double binary = ratio(static_cast<double>(c[kDiscLoss]), binary_weight);
+    total = mean + static_cast<double>(op.binary_factor) * binary;
+    add(a, rows.loss, binary);
+    add(a, rows.accuracy, ratio(static_cast<double>(c[kDiscCorrect]), binary_weight));
+    add(a, rows.precision,
+        ratio(static_cast<double>(c[kDiscTruePositive]),
+              static_cast<double>(c[kDiscPredictedPositive])));
+    add(a, rows.recall,
+        ratio(static_cast<double>(c[kDiscTruePositive]),
+              static_cast<double>(c[kDiscActualPositive])));
+    add(a, rows.positive_rate, ratio(static_cast<double>(c[kDiscActualPositive]), binary_weight));
+    add(a, rows.weight, binary_weight);
+  }
+  add(a, op.total.total, total);
+  add(a, op.total.count, 1);
+  add(a, op.total.non_finite, !std::isfinite(total));
 }
 
 template <class T>
-void accumulate_mlm(const Tensor& loss, const Tensor& argmax, const Tensor& labels,
-                    const Tensor& weights, const Tensor& acc) {
-  const SlotSums s = slot_sums<T>(loss, argmax, labels, weights);
-  double* a = acc.ptr<double>();
-  const double mlm = ratio(s.loss, s.weight);
-  a[kMetricMlmLoss] += mlm;
-  a[kMetricMlmAccuracy] += ratio(s.correct, s.weight);
-  a[kMetricTotalLoss] += mlm;
-  a[kMetricNonFinite] += !std::isfinite(mlm);
-}
-
-template <class T>
-void accumulate_reinforce(const Tensor& reward, const Tensor& baseline_loss, const Tensor& weights,
-                          const Tensor& acc) {
-  const T* r = reward.ptr<T>();
-  const T* l = baseline_loss.ptr<T>();
-  const float* w = weights.ptr<float>();
-  double reward_sum = 0, loss_sum = 0, weight = 0;
-  for (int64_t i = 0; i < reward.numel(); ++i) {
-    reward_sum += static_cast<double>(r[i]);
+void accumulate_value_means(const AccumulateValueMeans& op) {
+  const T* v = op.value.ptr<T>();
+  const T* l = op.loss.ptr<T>();
+  const float* w = op.weights.ptr<float>();
+  double value_sum = 0, loss_sum = 0, weight = 0;
+  for (int64_t i = 0; i < op.value.numel(); ++i) {
+    value_sum += static_cast<double>(v[i]);
     loss_sum += static_cast<double>(l[i]);
     weight += w[i];
   }
-  double* a = acc.ptr<double>();
-  const double mean_reward = ratio(reward_sum, weight), baseline = ratio(loss_sum, weight);
-  a[kMetricReward] += mean_reward;
-  a[kMetricBaselineLoss] += baseline;
-  a[kMetricTotalLoss] += baseline;
-  a[kMetricNonFinite] += !std::isfinite(mean_reward) || !std::isfinite(baseline);
+  double* a = op.acc.ptr<double>();
+  const double value = ratio(value_sum, weight), loss = ratio(loss_sum, weight);
+  add(a, op.rows.value, value);
+  add(a, op.rows.loss, loss);
+  add(a, op.total.total, loss);
+  add(a, op.total.non_finite, !std::isfinite(value) || !std::isfinite(loss));
 }
 
 template <class T>
@@ -102,35 +98,33 @@ double sum(const Tensor& x) {
 
 namespace electra {
 
-void AccumulatePretrainMetrics::cpu(Context&) const {
-  if (gen_loss.dtype == DType::F64) {
-    cpu::accumulate<double>(gen_loss, argmax, original, weights, counts, disc_weight, acc);
-  } else {
-    check_dtype(gen_loss, DType::F32, "accumulate_pretrain_metrics gen_loss (cpu)");
-    cpu::accumulate<float>(gen_loss, argmax, original, weights, counts, disc_weight, acc);
+void check_metrics_acc(const Tensor& acc, std::initializer_list<int> rows, const char* what) {
+  ELECTRA_CHECK(acc.rank == 1 && acc.dtype == DType::F64, what, ": ", acc.str(),
+                " is not an f64 vector");
+  for (const int row : rows) {
+    ELECTRA_CHECK(row >= kNoRow && row < acc.numel(), what, ": row ", row, " outside ", acc.str());
   }
 }
 
-void AccumulateMlmMetrics::cpu(Context&) const {
+void AccumulateMeans::cpu(Context&) const {
   if (loss.dtype == DType::F64) {
-    cpu::accumulate_mlm<double>(loss, argmax, labels, weights, acc);
+    cpu::accumulate_means<double>(*this);
   } else {
-    check_dtype(loss, DType::F32, "accumulate_mlm_metrics loss (cpu)");
-    cpu::accumulate_mlm<float>(loss, argmax, labels, weights, acc);
+    check_dtype(loss, DType::F32, "accumulate_means loss (cpu)");
+    cpu::accumulate_means<float>(*this);
   }
 }
 
-void AccumulateReinforceMetrics::cpu(Context&) const {
-  dispatch_cpu_float(reward.dtype, kName, [&](auto zero) {
-    cpu::accumulate_reinforce<decltype(zero)>(reward, baseline_loss, weights, acc);
-  });
+void AccumulateValueMeans::cpu(Context&) const {
+  dispatch_cpu_float(value.dtype, kName,
+                     [&](auto zero) { cpu::accumulate_value_means<decltype(zero)>(*this); });
 }
 
-void RecordGradNorm::cpu(Context&) const {
-  const float n = *norm.ptr<float>();
+void RecordValue::cpu(Context&) const {
+  const float x = *value.ptr<float>();
   double* a = acc.ptr<double>();
-  a[kMetricGradNorm] = n;
-  a[kMetricNonFinite] += !std::isfinite(n);
+  if (row >= 0) a[row] = x;
+  cpu::add(a, non_finite, !std::isfinite(x));
 }
 
 void AccumulateLoss::cpu(Context&) const {
@@ -143,8 +137,8 @@ void AccumulateLoss::cpu(Context&) const {
   }
   const double term = weight * cpu::ratio(s, count);
   double* a = acc.ptr<double>();
-  a[kMetricTotalLoss] += term;
-  a[kMetricNonFinite] += !std::isfinite(term);
+  cpu::add(a, total.total, term);
+  cpu::add(a, total.non_finite, !std::isfinite(term));
 }
 
 }  // namespace electra

@@ -2,6 +2,7 @@
 
 #include "kernels/gelu.h"
 #include "kernels/matmul.h"
+#include "models/loss_gradient.h"
 
 namespace electra {
 
@@ -44,10 +45,12 @@ void ElectraDiscriminator::forward(Context& ctx, const DropoutPass& pass, const 
 }
 
 void ElectraDiscriminator::backward(Context& ctx, const DropoutPass& pass,
+                                    const DiscriminatorGradients& dlogits,
                                     const GradientsReady& ready) {
   const ModelPart part("discriminator");  // engine/op_observer.h
   if (heads_.binary) {
-    prediction_.backward(ctx, act_, logits_, grad_act_);
+    check_loss_gradient(dlogits.binary, logits_, "discriminator binary head");
+    prediction_.backward(ctx, act_, dlogits.binary.reshape({logits_.dim(0), 1}), grad_act_);
     run_op(ctx, BiasGeluBackward{.dy = grad_act_,
                                  .x = pre_,
                                  .b = dense_.bias().value,
@@ -59,7 +62,7 @@ void ElectraDiscriminator::backward(Context& ctx, const DropoutPass& pass,
   } else {
     zero_tensor(ctx.stream(), encoder_.grad_output());
   }
-  if (mlm_) mlm_->backward(ctx, encoder_.grad_output());
+  if (mlm_) mlm_->backward(ctx, dlogits.mlm, encoder_.grad_output());
   if (ready) ready(ctx, head_span_);
   encoder_.backward(ctx, pass, ready);
 }

@@ -7,8 +7,8 @@
 //                                                     (discriminator_predictions.dense_prediction)
 //   MLM head (generator_predictions, generator_lm_head; models/mlm_head.h) at mlm positions:
 //     z_mlm = MlmHead(h, positions)                   [B * N, Vp]
-// The loss ops (kernels/disc_head.h, softmax_xent.h, copy_mlm.h) write dz over z; backward()
-// then reads logits() and mlm_logits() as gradients.
+// backward() takes each head's dz = d loss / d z explicitly (DiscriminatorGradients;
+// models/loss_gradient.h).
 #pragma once
 
 #include <optional>
@@ -17,6 +17,12 @@
 #include "models/mlm_head.h"
 
 namespace electra {
+
+// d loss / d logits of each head the model has (the loss ops write them over the logits).
+struct DiscriminatorGradients {
+  Tensor binary;  // [B * T] (or [B * T, 1]): with the binary head
+  Tensor mlm;     // [B * N, Vp]: with an MLM head
+};
 
 struct DiscriminatorHeads {
   bool binary = true;    // discriminator_predictions
@@ -34,15 +40,17 @@ class ElectraDiscriminator {
   // mlm_positions i32 [B, N] (the MLM head's positions; unset without an MLM head).
   void forward(Context& ctx, const DropoutPass& pass, const Tensor& ids, const Tensor& segment_ids,
                const Tensor& mask, const Tensor& mlm_positions = {});
-  const Tensor& logits() const { return logits_; }  // [B * T]; holds dz before backward()
-  // [B * N, Vp]; dz before backward(). Only with an MLM head.
+  const Tensor& logits() const { return logits_; }  // [B * T, 1]
+  // [B * N, Vp]. Only with an MLM head.
   const Tensor& mlm_logits() const {
     ELECTRA_CHECK(mlm_.has_value(), "ElectraDiscriminator: no MLM head");
     return mlm_->logits();
   }
+  // From the heads' gradients (refused when one the model has is unset: its loss did not run).
   // `ready` (optional) receives the heads' parameter span when their gradients are final, then
   // the encoder's spans (models/encoder.h).
-  void backward(Context& ctx, const DropoutPass& pass, const GradientsReady& ready = {});
+  void backward(Context& ctx, const DropoutPass& pass, const DiscriminatorGradients& dlogits,
+                const GradientsReady& ready = {});
 
   const Encoder& encoder() const { return encoder_; }
   Encoder& encoder() { return encoder_; }

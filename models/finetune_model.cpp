@@ -2,6 +2,7 @@
 
 #include "models/host_transfer.h"
 #include "models/init.h"
+#include "models/metric_rows.h"
 
 #include <algorithm>
 #include <cmath>
@@ -13,7 +14,6 @@
 #include "kernels/gelu.h"
 #include "kernels/mse_loss.h"
 #include "kernels/softmax_xent.h"
-#include "kernels/train_metrics.h"
 
 namespace electra {
 
@@ -324,7 +324,7 @@ void ElectraFinetuner::zero_grads(Context& ctx) {
   zero_tensor(ctx.stream(), weights_.store.flat_grads());
 }
 
-bool ElectraFinetuner::stage_batch(Context& ctx, const FinetuneBatch& batch) {
+bool ElectraFinetuner::upload_batch(Context& ctx, const FinetuneBatch& batch) {
   Network& net = *network_;
   const int64_t b = options_.batch, t = options_.seq_len;
   const size_t bt = static_cast<size_t>(b * t), rows = static_cast<size_t>(b);
@@ -530,7 +530,7 @@ void ElectraFinetuner::run_forward(Context& ctx, const DropoutPass& pass, bool w
 void ElectraFinetuner::step(Context& ctx, const FinetuneBatch& batch, uint32_t micro_step,
                             float loss_scale) {
   Network& net = *network_;
-  ELECTRA_USER_CHECK(stage_batch(ctx, batch), "finetune: a training batch needs the ",
+  ELECTRA_USER_CHECK(upload_batch(ctx, batch), "finetune: a training batch needs the ",
                      task_kind_name(head_.kind), " task's targets");
   const DropoutPass pass{ctx.rng(RngPurpose::kDropout, micro_step), true};
   run_forward(ctx, pass, true, loss_scale, nullptr);
@@ -553,7 +553,7 @@ void ElectraFinetuner::step(Context& ctx, const FinetuneBatch& batch, uint32_t m
 }
 
 FinetuneOutputs ElectraFinetuner::forward(Context& ctx, const FinetuneBatch& batch) {
-  const bool with_loss = stage_batch(ctx, batch);
+  const bool with_loss = upload_batch(ctx, batch);
   const DropoutPass pass{ctx.rng(RngPurpose::kDropout, 0), false};
   FinetuneOutputs out;
   run_forward(ctx, pass, with_loss, 1.0f, &out);
@@ -601,20 +601,21 @@ void ElectraFinetuner::accumulate_loss(Context& ctx, const Tensor& acc) const {
   ELECTRA_CHECK(has_loss_, "finetune: accumulate_loss() without a step()");
   const Network& net = *network_;
   // The terms of metrics()'s loss, each a weighted mean over its rows.
+  auto term = [&](const Tensor& loss, double weight, double count) {
+    run_op(ctx, AccumulateLoss{.loss = loss,
+                               .weight = weight,
+                               .count = count,
+                               .total = kLossTermRows,
+                               .acc = Out(acc)});
+  };
   if (head_.kind != TaskKind::kSpan) {
-    run_op(ctx,
-           AccumulateLoss{.loss = net.loss, .weight = 1.0, .count = examples_, .acc = Out(acc)});
+    term(net.loss, 1.0, examples_);
     return;
   }
-  run_op(ctx,
-         AccumulateLoss{.loss = net.loss, .weight = 0.5, .count = start_count_, .acc = Out(acc)});
-  run_op(ctx,
-         AccumulateLoss{.loss = net.end_loss, .weight = 0.5, .count = end_count_, .acc = Out(acc)});
+  term(net.loss, 0.5, start_count_);
+  term(net.end_loss, 0.5, end_count_);
   if (head_.answerability) {
-    run_op(ctx, AccumulateLoss{.loss = net.counts.rows(kDiscLoss, kDiscLoss + 1),
-                               .weight = head_.answerable_weight,
-                               .count = examples_,
-                               .acc = Out(acc)});
+    term(net.counts.rows(kDiscLoss, kDiscLoss + 1), head_.answerable_weight, examples_);
   }
 }
 

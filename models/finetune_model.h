@@ -146,7 +146,7 @@ class ElectraFinetuner {
   // targets (Error when it did not). Synchronises.
   FinetuneMetrics metrics(Context& ctx) const;
   // Adds the loss of the last step() (FinetuneMetrics::loss) to acc[kMetricTotalLoss] of a
-  // metrics accumulator (kernels/train_metrics.h), counting a non-finite term in
+  // metrics accumulator (models/metric_rows.h), counting a non-finite term in
   // acc[kMetricNonFinite], on the device: no transfer, no synchronisation.
   void accumulate_loss(Context& ctx, const Tensor& acc) const;
 
@@ -157,7 +157,7 @@ class ElectraFinetuner {
   void run_forward(Context& ctx, const DropoutPass& pass, bool with_loss, float loss_scale,
                    FinetuneOutputs* outputs);
   // Validates and uploads the batch; returns whether it carries the task's targets.
-  bool stage_batch(Context& ctx, const FinetuneBatch& batch);
+  bool upload_batch(Context& ctx, const FinetuneBatch& batch);
 
   EncoderConfig encoder_;
   TaskHeadConfig head_;

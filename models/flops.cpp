@@ -88,9 +88,9 @@ StepFlops step_flops(const ElectraConfig& cfg, int64_t batch, int64_t seq_len,
   return f;
 }
 
-StepFlops stage_flops(StepFlops joint, PretrainStage stage) {
-  if (stage == PretrainStage::kGenerator) joint.discriminator_forward = 0;
-  if (stage == PretrainStage::kDiscriminator) joint.generator_trained = false;
+StepFlops phase_flops(StepFlops joint, TrainingPhase phase) {
+  if (phase == TrainingPhase::kGenerator) joint.discriminator_forward = 0;
+  if (phase == TrainingPhase::kDiscriminator) joint.generator_trained = false;
   return joint;
 }
 

@@ -35,8 +35,8 @@
 // With `generator: unigram` (GeneratorKind::kUnigram) no generator runs: its forward is 0 (the
 // draw from the counts is not a model and is not counted). `sharing:` changes nothing here: both
 // encoders run their own embeddings in every variant.
-// Two-stage training (PretrainStage, models/objective.h) counts what each stage runs: the
-// generator stage the generator's forward and backward (no discriminator); the discriminator
+// Two-stage training (its phases: TrainingPhase, models/objective.h) counts what each stage runs:
+// the generator stage the generator's forward and backward (no discriminator); the discriminator
 // stage the generator's forward (it samples, it is not trained) and the discriminator's forward
 // and backward.
 // The official script puts the MLM head at output_frac x s positions with output_frac = 0.15625
@@ -83,9 +83,9 @@ StepFlops step_flops(const ElectraConfig& cfg, int64_t batch, int64_t seq_len,
                      GeneratorKind generator = GeneratorKind::kMlm,
                      GeneratorTraining training = GeneratorTraining::kMle);
 
-// What `stage` of a two-stage run computes of the joint update `joint` (see above); kJoint
+// What `phase` of a two-stage run computes of the joint update `joint` (see above); kJoint
 // returns it unchanged.
-StepFlops stage_flops(StepFlops joint, PretrainStage stage);
+StepFlops phase_flops(StepFlops joint, TrainingPhase phase);
 
 // Total pre-training FLOPs with the official script's conventions (output_frac 0.15625):
 // steps x step_flops(cfg, batch, seq_len, 0.15625 * seq_len, objective).total().

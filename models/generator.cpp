@@ -18,11 +18,11 @@ void ElectraGenerator::forward(Context& ctx, const DropoutPass& pass, const Tens
   head_.forward(ctx, encoder_.output(), positions);
 }
 
-void ElectraGenerator::backward(Context& ctx, const DropoutPass& pass,
+void ElectraGenerator::backward(Context& ctx, const DropoutPass& pass, const Tensor& dlogits,
                                 const GradientsReady& ready) {
   const ModelPart part("generator");  // engine/op_observer.h
   zero_tensor(ctx.stream(), encoder_.grad_output());
-  head_.backward(ctx, encoder_.grad_output());
+  head_.backward(ctx, dlogits, encoder_.grad_output());
   if (ready) ready(ctx, head_.span());
   encoder_.backward(ctx, pass, tied_ ? GradientsReady{} : ready);
 }

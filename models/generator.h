@@ -2,8 +2,8 @@
 // and its MLM head (models/mlm_head.h, which gives the formulas and the padded vocabulary).
 //   h = Encoder(masked ids)                            [B, T, Hg]
 //   z = MlmHead(h, positions)                          [B * N, Vp]
-// The loss op (kernels/softmax_xent.h) replaces z by dz in place; backward() then reads logits()
-// as the gradient. Gradients reach the shared word table twice: from the logits and the lookup.
+// backward() takes dz = d loss / d z explicitly (models/loss_gradient.h). Gradients reach the
+// shared word table twice: from the logits and the lookup.
 #pragma once
 
 #include "models/encoder.h"
@@ -29,13 +29,15 @@ class ElectraGenerator {
   // ids, segment_ids, mask i32 [B, T]; positions i32 [B, N] (views kept for the backward).
   void forward(Context& ctx, const DropoutPass& pass, const Tensor& ids, const Tensor& segment_ids,
                const Tensor& mask, const Tensor& positions);
-  const Tensor& logits() const { return head_.logits(); }  // [B * N, Vp]; dz before backward()
+  const Tensor& logits() const { return head_.logits(); }  // [B * N, Vp]
   // h_G at the masked positions [B * N, H] (from the last forward).
   const Tensor& masked_hidden() const { return head_.gathered(); }
-  // `ready` (optional) receives the head's parameter span when its gradients are final, then the
+  // From dlogits = d loss / d logits [B * N, Vp] (refused when unset: no loss ran). `ready`
+  // (optional) receives the head's parameter span when its gradients are final, then the
   // encoder's spans (models/encoder.h); not those of a tied encoder, whose gradients the other
   // model's backward completes (and reports).
-  void backward(Context& ctx, const DropoutPass& pass, const GradientsReady& ready = {});
+  void backward(Context& ctx, const DropoutPass& pass, const Tensor& dlogits,
+                const GradientsReady& ready = {});
 
   const Encoder& encoder() const { return encoder_; }
   Encoder& encoder() { return encoder_; }

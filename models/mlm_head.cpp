@@ -4,6 +4,7 @@
 #include "kernels/gelu.h"
 #include "kernels/layernorm.h"
 #include "kernels/matmul.h"
+#include "models/loss_gradient.h"
 
 namespace electra {
 
@@ -43,8 +44,9 @@ void MlmHead::forward(Context& ctx, const Tensor& hidden, const Tensor& position
   linear_forward(ctx, normed_, tables_->word_padded.compute, output_bias_.compute, logits_);
 }
 
-void MlmHead::backward(Context& ctx, const Tensor& grad_hidden) {
-  const Tensor& dz = logits_;
+void MlmHead::backward(Context& ctx, const Tensor& dlogits, const Tensor& grad_hidden) {
+  check_loss_gradient(dlogits, logits_, "MLM head");
+  const Tensor dz = dlogits.reshape({logits_.dim(0), logits_.dim(1)});
   // The GEMMs over the vocabulary read only dz's V real columns (the padding columns are zero):
   // their sums are exactly those of an unpadded run, and the word table's padding rows never get
   // a gradient. The bias gradient's padding receives the padding columns' zeros.

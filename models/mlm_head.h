@@ -9,8 +9,9 @@
 // padding rows are zero, so columns >= V of z are 0; the loss op ignores them (never sampled, never
 // the argmax) and writes their dz as 0. The backward's GEMMs over the vocabulary read only the V
 // real columns of dz (a strided view): the same sums as without padding, bit for bit on the CPU.
-// The loss op (kernels/softmax_xent.h) replaces z by dz in place; backward() then reads logits()
-// as the gradient. Gradients reach the shared word table twice: from the logits and the lookup.
+// backward() takes dz explicitly (models/loss_gradient.h; the loss op, kernels/softmax_xent.h,
+// writes it over z in place). Gradients reach the shared word table twice: from the logits and
+// the lookup.
 //
 // The generator is an encoder with this head at the masked positions; the MLM objectives
 // (models/objective.h) put it on the discriminator-sized encoder.
@@ -33,12 +34,12 @@ class MlmHead {
 
   // hidden [B, T, H] (the encoder's output); positions i32 [B, N] (views kept for the backward).
   void forward(Context& ctx, const Tensor& hidden, const Tensor& positions);
-  const Tensor& logits() const { return logits_; }  // [B * N, Vp]; holds dz before backward()
+  const Tensor& logits() const { return logits_; }  // [B * N, Vp]
   // x, the encoder's output at the positions [B * N, H] (the adversarial baseline's input).
   const Tensor& gathered() const { return gathered_; }
-  // Adds the gradient of the hidden states to grad_hidden [B, T, H] (+=); the parameter
-  // gradients are final afterwards.
-  void backward(Context& ctx, const Tensor& grad_hidden);
+  // From dz = d loss / d logits [B * N, Vp], adds the gradient of the hidden states to
+  // grad_hidden [B, T, H] (+=); the parameter gradients are final afterwards. Refuses an unset dz.
+  void backward(Context& ctx, const Tensor& dlogits, const Tensor& grad_hidden);
   // The head's parameters (declared contiguously by the constructor).
   const ParamSpan& span() const { return span_; }
 

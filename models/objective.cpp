@@ -96,13 +96,13 @@ const char* training_name(Training training) {
   return training == Training::kTwoStage ? "two-stage" : "joint";
 }
 
-const char* stage_name(PretrainStage stage) {
-  switch (stage) {
-    case PretrainStage::kJoint:
+const char* phase_name(TrainingPhase phase) {
+  switch (phase) {
+    case TrainingPhase::kJoint:
       return "joint";
-    case PretrainStage::kGenerator:
+    case TrainingPhase::kGenerator:
       return "generator";
-    case PretrainStage::kDiscriminator:
+    case TrainingPhase::kDiscriminator:
       return "discriminator";
   }
   return "?";

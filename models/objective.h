@@ -73,12 +73,34 @@ bool adversarial_applies(Objective objective, GeneratorKind generator);
 enum class Training : uint8_t { kJoint, kTwoStage };
 const char* training_name(Training training);  // "joint" | "two-stage"
 
-// What one update of the pretrainer runs and trains (ElectraPretrainer::set_stage):
-// kJoint, everything the objective has; kGenerator (two-stage, stage 1), the generator's forward,
-// MLM loss and backward only: the discriminator does not run; kDiscriminator (stage 2), the
-// generator's forward and sampling without its backward, then the discriminator's forward, loss
-// and backward.
-enum class PretrainStage : uint8_t { kJoint, kGenerator, kDiscriminator };
-const char* stage_name(PretrainStage stage);  // "joint" | "generator" | "discriminator"
+// A pre-training variant: the five choices above. The pretrain config (train/pretrain_config.h,
+// whose top-level keys they are) and the pretrainer's options (models/pretrainer.h) are both
+// one, so a choice is declared here once and the config hands it to the model whole.
+struct PretrainVariant {
+  Objective objective = Objective::kElectra;
+  // kUnigram: the replacements are drawn from the data's unigram distribution
+  // (kernels/unigram_sample.h) and no generator is built (needs an objective with a generator).
+  GeneratorKind generator = GeneratorKind::kMlm;
+  // kNone: the generator reads embedding tables of its own (declared right after the shared
+  // ones; its backward reports them after its projection). kAll: the generator's encoder is the
+  // discriminator's (one size; only its head is its own). kGdes: the generator's tables are its
+  // own, the discriminator reads them with a stop-gradient plus residuals (models/embeddings.h).
+  Sharing sharing = Sharing::kEmbeddings;
+  // kAdversarial: REINFORCE instead of maximum likelihood (needs an MLM generator, a binary
+  // discriminator and temperature 1: the gradient is that of log softmax at T = 1).
+  GeneratorTraining generator_training = GeneratorTraining::kMle;
+  // kTwoStage: the pretrainer's phase picks what an update runs (needs an MLM generator of the
+  // discriminator's size for init_discriminator_from_generator).
+  Training training = Training::kJoint;
+};
+
+// The phase of training an update belongs to: what the pretrainer runs and trains
+// (ElectraPretrainer::set_phase). kJoint, everything the objective has (joint training);
+// two-stage training has two phases, the paper's stages: kGenerator (stage 1), the generator's
+// forward, MLM loss and backward only: the discriminator does not run; kDiscriminator (stage 2),
+// the generator's forward and sampling without its backward, then the discriminator's forward,
+// loss and backward.
+enum class TrainingPhase : uint8_t { kJoint, kGenerator, kDiscriminator };
+const char* phase_name(TrainingPhase phase);  // "joint" | "generator" | "discriminator"
 
 }  // namespace electra

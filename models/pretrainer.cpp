@@ -12,10 +12,11 @@
 #include "kernels/replace_tokens.h"
 #include "kernels/softmax_xent.h"
 #include "kernels/step_scalars.h"
-#include "kernels/train_metrics.h"
 #include "kernels/unigram_sample.h"
 #include "models/host_transfer.h"
 #include "models/init.h"
+#include "models/loss_gradient.h"
+#include "models/metric_rows.h"
 
 namespace electra {
 
@@ -23,6 +24,18 @@ namespace {
 
 int64_t padded_vocab(int64_t vocab, int64_t multiple) {
   return (vocab + multiple - 1) / multiple * multiple;
+}
+
+// The step scalars' loss normalisers (kernels/step_scalars.h) and the losses that read them
+// (normalise() computes them).
+enum LossScale : int {
+  kGenScale = 0,    // loss_scale / masked slots: an MLM loss, a mean over the masked slots
+  kDiscScale = 1,   // loss_scale x disc_weight / tokens (electra-15: / masked slots): the BCE
+  kTokenScale = 2,  // loss_scale / tokens: all-tokens-mlm's MLM loss, a mean over every token
+};
+
+DeviceScalar<float> scale_of(const Tensor& scalars, LossScale k) {
+  return DeviceScalar<float>::in(normaliser_at(scalars, k));
 }
 
 }  // namespace
@@ -376,7 +389,7 @@ RngStream ElectraPretrainer::rng(Context& ctx, RngPurpose purpose) const {
   return stream;
 }
 
-void ElectraPretrainer::stage_batch(const HostBatch& batch, int32_t* planes) const {
+void ElectraPretrainer::pack_batch(const HostBatch& batch, int32_t* planes) const {
   const int64_t b = options_.batch, t = options_.seq_len;
   const size_t bt = static_cast<size_t>(b * t);
   ELECTRA_USER_CHECK(batch.ids.size() == bt && batch.segment_ids.size() == bt,
@@ -451,32 +464,34 @@ const Tensor& ElectraPretrainer::generator_forward(Context& ctx, const Corruptio
   return net.generator->logits();
 }
 
-Tensor ElectraPretrainer::generator_loss(Context& ctx, const Corruption& c) {
+void ElectraPretrainer::generator_loss(Context& ctx, const Corruption& c, ForwardContext& saved) {
   Network& net = *network_;
   const int64_t bn = options_.batch * slots_;
   normalise(ctx, c);
+  saved.samples = c.samples.data != nullptr ? c.samples : net.samples;
   if (!net.generator) {  // generator: unigram (no loss; the same Philox purpose as Gumbel-max)
     ELECTRA_CHECK(!unigram_counts_.empty(), "pretrain: generator: unigram without counts");
     run_op(ctx, UnigramSample{.cdf = net.unigram_cdf,
                               .stream = rng(ctx, RngPurpose::kGumbel),
                               .samples = Out(net.samples)});
-    return c.samples.data != nullptr ? c.samples : net.samples;
+    return;
   }
   SoftmaxXentParams xent;
   xent.vocab = config_.discriminator.vocab_size;
   xent.temperature = options_.temperature;
   // Adversarial: the unscaled w (p - e_y) that adversarial_loss turns into the policy gradient.
-  xent.scale = net.adversarial ? DeviceScalar<float>(1.0f)
-                               : DeviceScalar<float>::in(gen_scale_at(net.scalars));
+  xent.scale = net.adversarial ? DeviceScalar<float>(1.0f) : scale_of(net.scalars, kGenScale);
   xent.stream = rng(ctx, RngPurpose::kGumbel);
-  run_op(ctx, SoftmaxXent{.logits = Out(net.generator->logits()),
+  // The loss writes dz over the logits: that buffer is the generator's gradient.
+  const Tensor& dz = net.generator->logits();
+  run_op(ctx, SoftmaxXent{.logits = Out(dz),
                           .labels = c.original.reshape({bn}),
                           .weights = c.weights.reshape({bn}),
                           .params = xent,
                           .loss = Out(net.gen_loss),
                           .sample = Out(net.samples),
                           .argmax = Out(net.argmax)});
-  return c.samples.data != nullptr ? c.samples : net.samples;
+  saved.dlogits.generator = dz;
 }
 
 Tensor ElectraPretrainer::discriminator_forward(Context& ctx, const Corruption& c,
@@ -500,7 +515,8 @@ Tensor ElectraPretrainer::discriminator_forward(Context& ctx, const Corruption& 
   return net.discriminator->logits().reshape({options_.batch * options_.seq_len});
 }
 
-void ElectraPretrainer::discriminator_loss(Context& ctx, const Corruption& c) {
+void ElectraPretrainer::discriminator_loss(Context& ctx, const Corruption& c,
+                                           ForwardContext& saved) {
   Network& net = *network_;
   const int64_t bt = options_.batch * options_.seq_len;
   const Tensor logits = net.discriminator->logits().reshape({bt});
@@ -514,7 +530,8 @@ void ElectraPretrainer::discriminator_loss(Context& ctx, const Corruption& c) {
                                .dx = Out(net.masked_weights)});
     weights = net.masked_weights.reshape({bt});
   }
-  const DeviceScalar<float> scale = DeviceScalar<float>::in(disc_scale_at(net.scalars));
+  const DeviceScalar<float> scale = scale_of(net.scalars, kDiscScale);
+  // The loss writes dz over the logits: that buffer is the binary head's gradient.
   run_op(ctx, DiscHead{.logits = logits,
                        .labels = net.labels.reshape({bt}),
                        .weights = weights,
@@ -523,9 +540,10 @@ void ElectraPretrainer::discriminator_loss(Context& ctx, const Corruption& c) {
                        .dlogits = Out(logits),
                        .counts = Out(net.counts),
                        .workspace = Out(net.disc_workspace)});
+  saved.dlogits.discriminator.binary = logits;
 }
 
-void ElectraPretrainer::mlm_loss(Context& ctx, const Corruption& c) {
+void ElectraPretrainer::mlm_loss(Context& ctx, const Corruption& c, ForwardContext& saved) {
   Network& net = *network_;
   const int64_t bt = options_.batch * options_.seq_len, bn = options_.batch * slots_;
   const bool all = net.wiring.all_tokens;
@@ -534,10 +552,11 @@ void ElectraPretrainer::mlm_loss(Context& ctx, const Corruption& c) {
   SoftmaxXentParams xent;
   xent.vocab = config_.discriminator.vocab_size;
   // A mean over the tokens (all-tokens-mlm) or over the masked slots.
-  xent.scale =
-      DeviceScalar<float>::in(all ? token_scale_at(net.scalars) : gen_scale_at(net.scalars));
+  xent.scale = scale_of(net.scalars, all ? kTokenScale : kGenScale);
   xent.stream = rng(ctx, RngPurpose::kGumbel);  // its samples are not used
+  // The losses write dz over the logits: those buffers are the heads' gradients.
   const Tensor& logits = net.discriminator->mlm_logits();
+  saved.dlogits.discriminator.mlm = logits;
   run_op(ctx, SoftmaxXent{.logits = Out(logits),
                           .labels = labels,
                           .weights = weights,
@@ -546,7 +565,8 @@ void ElectraPretrainer::mlm_loss(Context& ctx, const Corruption& c) {
                           .sample = Out(net.mlm_samples),
                           .argmax = Out(net.mlm_argmax)});
   if (all) {
-    run_op(ctx, CopyMlm{.copy_logits = net.discriminator->logits().reshape({bt}),
+    saved.dlogits.discriminator.binary = net.discriminator->logits().reshape({bt});
+    run_op(ctx, CopyMlm{.copy_logits = saved.dlogits.discriminator.binary,
                         .inputs = net.disc_ids.reshape({bt}),
                         .labels = labels,
                         .weights = weights,
@@ -557,18 +577,20 @@ void ElectraPretrainer::mlm_loss(Context& ctx, const Corruption& c) {
   }
 }
 
-void ElectraPretrainer::adversarial_loss(Context& ctx, const Corruption& c, const Tensor& samples) {
+void ElectraPretrainer::adversarial_loss(Context& ctx, const Corruption& c,
+                                         const ForwardContext& saved) {
   Network& net = *network_;
+  check_loss_gradient(saved.dlogits.generator, net.generator->logits(), "adversarial_loss");
   const int64_t bn = options_.batch * slots_;
   const Tensor& hidden = net.generator->masked_hidden();
   net.baseline.forward(ctx, hidden, net.baseline_logit);
   ReinforceParams params;
   params.vocab = config_.discriminator.vocab_size;
-  params.scale = DeviceScalar<float>::in(gen_scale_at(net.scalars));
+  params.scale = scale_of(net.scalars, kGenScale);
   const Tensor u = net.baseline_logit.reshape({bn});
-  run_op(ctx, Reinforce{.dlogits = Out(net.generator->logits()),
+  run_op(ctx, Reinforce{.dlogits = Out(saved.dlogits.generator),
                         .labels = c.original.reshape({bn}),
-                        .samples = samples,
+                        .samples = saved.samples,
                         .weights = c.weights.reshape({bn}),
                         .token_loss = net.disc_loss,
                         .positions = c.positions,
@@ -596,14 +618,14 @@ ForwardContext ElectraPretrainer::forward(Context& ctx, const Corruption& c) {
   const ObjectiveWiring& w = network_->wiring;
   if (w.generator) {
     if (network_->generator) generator_forward(ctx, c, saved.pass);
-    saved.samples = generator_loss(ctx, c);
+    generator_loss(ctx, c, saved);
   } else {
     normalise(ctx, c);
   }
   saved.labels = network_->labels;
   last_corruption_ = c;
   last_forward_ = saved;
-  if (stage_ == PretrainStage::kGenerator) {  // two-stage, stage 1: no discriminator
+  if (phase_ == TrainingPhase::kGenerator) {  // two-stage, stage 1: no discriminator
     zero_tensor(ctx.stream(), network_->counts);
     return saved;
   }
@@ -611,34 +633,41 @@ ForwardContext ElectraPretrainer::forward(Context& ctx, const Corruption& c) {
   // The binary head is trained with the BCE unless it is the copy head (all-tokens-mlm, whose
   // gradient mlm_loss writes); without the BCE its counts stay 0 (no discriminator metrics).
   if (w.binary_head && !w.all_tokens) {
-    discriminator_loss(ctx, c);
+    discriminator_loss(ctx, c, saved);
   } else {
     zero_tensor(ctx.stream(), network_->counts);
   }
-  if (w.mlm_head) mlm_loss(ctx, c);
-  if (network_->adversarial) adversarial_loss(ctx, c, saved.samples);
+  if (w.mlm_head) mlm_loss(ctx, c, saved);
+  if (network_->adversarial) adversarial_loss(ctx, c, saved);
+  last_forward_ = saved;
   return saved;
 }
 
 void ElectraPretrainer::normalise(Context& ctx, const Corruption& c) {
   const Network& net = *network_;
-  run_op(ctx, LossNormalisers{.slot_weights = c.weights.reshape({options_.batch * slots_}),
-                              .token_weights = net.token_weights,
-                              .disc_weight = options_.disc_weight,
-                              .disc_over_slots = net.wiring.masked_only,
+  // Over the slot weights (first) or the token weights (second), in LossScale's order; the BCE
+  // is a mean over the masked slots with electra-15.
+  using Over = LossNormaliser::Over;
+  const LossNormaliserPlan plan = {
+      LossNormaliser{.over = Over::kFirst, .factor = 1.0f},
+      LossNormaliser{.over = net.wiring.masked_only ? Over::kFirst : Over::kSecond,
+                     .factor = options_.disc_weight},
+      LossNormaliser{.over = Over::kSecond, .factor = 1.0f}};
+  run_op(ctx, LossNormalisers{.first = c.weights.reshape({options_.batch * slots_}),
+                              .second = net.token_weights,
+                              .plan = plan,
                               .block = Out(net.scalars)});
 }
 
-void ElectraPretrainer::set_stage(PretrainStage stage) {
-  ELECTRA_CHECK(stage == PretrainStage::kJoint ||
+void ElectraPretrainer::set_phase(TrainingPhase phase) {
+  ELECTRA_CHECK(phase == TrainingPhase::kJoint ||
                     (options_.training == Training::kTwoStage && network_->generator.has_value()),
-                "set_stage: stage ", stage_name(stage),
-                " needs two-stage training with an MLM "
-                "generator");
-  stage_ = stage;
+                "set_phase: phase ", phase_name(phase),
+                " needs two-stage training with an MLM generator");
+  phase_ = phase;
 }
 
-bool ElectraPretrainer::frozen_in(PretrainStage stage, const ParamInfo& param) const {
+bool ElectraPretrainer::frozen_in(TrainingPhase phase, const ParamInfo& param) const {
   const std::vector<ParamInfo>& params = weights_.store.params();
   auto in = [&](ParamSpan span) {
     if (span.empty()) return false;
@@ -647,12 +676,12 @@ bool ElectraPretrainer::frozen_in(PretrainStage stage, const ParamInfo& param) c
     return param.offset >= first.offset && param.offset < last.offset + last.numel;
   };
   const bool own_tables = options_.sharing == Sharing::kNone;
-  switch (stage) {
-    case PretrainStage::kJoint:
+  switch (phase) {
+    case TrainingPhase::kJoint:
       return false;
-    case PretrainStage::kGenerator:
+    case TrainingPhase::kGenerator:
       return in(network_->discriminator_span) || (own_tables && in(tables_span_));
-    case PretrainStage::kDiscriminator:  // shared tables are the generator's too: frozen
+    case TrainingPhase::kDiscriminator:  // shared tables are the generator's too: frozen
       return in(network_->generator_span) || in(generator_tables_span_) ||
              (!own_tables && in(tables_span_));
   }
@@ -703,23 +732,23 @@ void ElectraPretrainer::backward(Context& ctx, const ForwardContext& saved,
     // sharing: all: the generator's head is declared after the discriminator and reported
     // before it; its backward adds into the tied encoder's gradients, which the
     // discriminator's backward then completes and reports, layer by layer. (Not two-stage.)
-    net.generator->backward(ctx, saved.pass, ready);
-    net.discriminator->backward(ctx, saved.pass, ready);
+    net.generator->backward(ctx, saved.pass, saved.dlogits.generator, ready);
+    net.discriminator->backward(ctx, saved.pass, saved.dlogits.discriminator, ready);
     report_tables(ctx, ready);
     return;
   }
   // Two-stage: a model the stage does not run reports its whole span: its gradients stay 0.
-  if (stage_ != PretrainStage::kGenerator) {
-    net.discriminator->backward(ctx, saved.pass, ready);
+  if (phase_ != TrainingPhase::kGenerator) {
+    net.discriminator->backward(ctx, saved.pass, saved.dlogits.discriminator, ready);
     // Stage 2 with shared tables: they are the frozen generator's; the discriminator's gradient
     // into them is dropped (frozen gradients are 0, and they stay out of the norm).
-    if (stage_ == PretrainStage::kDiscriminator && options_.sharing == Sharing::kEmbeddings)
+    if (phase_ == TrainingPhase::kDiscriminator && options_.sharing == Sharing::kEmbeddings)
       zero_tensor(ctx.stream(), shared_tables_grad_);
   } else if (ready) {
     ready(ctx, net.discriminator_span);
   }
-  if (net.generator && stage_ != PretrainStage::kDiscriminator) {
-    net.generator->backward(ctx, saved.pass, ready);
+  if (net.generator && phase_ != TrainingPhase::kDiscriminator) {
+    net.generator->backward(ctx, saved.pass, saved.dlogits.generator, ready);
   } else if (ready && net.generator) {
     ready(ctx, net.generator_span);
   }
@@ -732,38 +761,55 @@ void ElectraPretrainer::accumulate_metrics(Context& ctx, const Corruption& c, co
   // Without an MLM generator (mlm, generator: unigram) its rows are empty: its loss and accuracy
   // count 0.
   const int64_t gen_rows = net.generator ? bn : 0;
-  run_op(ctx, AccumulatePretrainMetrics{.gen_loss = net.gen_loss.rows(0, gen_rows),
-                                        .argmax = net.argmax.rows(0, gen_rows),
-                                        .original = c.original.reshape({bn}).rows(0, gen_rows),
-                                        .weights = c.weights.reshape({bn}).rows(0, gen_rows),
-                                        .counts = net.counts,
-                                        .disc_weight = options_.disc_weight,
-                                        .acc = Out(acc)});
-  if (net.adversarial) {
-    run_op(ctx, AccumulateReinforceMetrics{.reward = net.reinforce_slots.reward,
-                                           .baseline_loss = net.reinforce_slots.baseline_loss,
-                                           .weights = c.weights.reshape({bn}),
-                                           .acc = Out(acc)});
+  // The generator's MLM loss and the discriminator's BCE counts: one micro-batch, one total
+  // (MLM + disc_weight BCE) in the rows of models/metric_rows.h.
+  run_op(ctx, AccumulateMeans{.loss = net.gen_loss.rows(0, gen_rows),
+                              .argmax = net.argmax.rows(0, gen_rows),
+                              .labels = c.original.reshape({bn}).rows(0, gen_rows),
+                              .weights = c.weights.reshape({bn}).rows(0, gen_rows),
+                              .counts = net.counts,
+                              .means = {.mean = kMetricGenLoss,
+                                        .accuracy = kMetricGenAccuracy,
+                                        .weight = kMetricMasked},
+                              .binary = {.loss = kMetricDiscLoss,
+                                         .accuracy = kMetricDiscAccuracy,
+                                         .precision = kMetricDiscPrecision,
+                                         .recall = kMetricDiscRecall,
+                                         .positive_rate = kMetricReplaced,
+                                         .weight = kMetricTokens},
+                              .binary_factor = options_.disc_weight,
+                              .total = {.total = kMetricTotalLoss,
+                                        .count = kMetricMicroBatches,
+                                        .non_finite = kMetricNonFinite},
+                              .acc = Out(acc)});
+  if (net.adversarial) {  // the samples' mean reward and the baseline's loss (trained)
+    run_op(ctx, AccumulateValueMeans{.value = net.reinforce_slots.reward,
+                                     .loss = net.reinforce_slots.baseline_loss,
+                                     .weights = c.weights.reshape({bn}),
+                                     .rows = {.value = kMetricReward, .loss = kMetricBaselineLoss},
+                                     .total = kLossTermRows,
+                                     .acc = Out(acc)});
   }
   if (!net.wiring.mlm_head) return;
-  if (net.wiring.all_tokens) {
-    run_op(ctx, AccumulateMlmMetrics{.loss = net.mlm_loss,
-                                     .argmax = net.mlm_argmax,
-                                     .labels = net.ids.reshape({bt}),
-                                     .weights = net.token_weights,
-                                     .acc = Out(acc)});
-  } else {
-    run_op(ctx, AccumulateMlmMetrics{.loss = net.mlm_loss,
-                                     .argmax = net.mlm_argmax,
-                                     .labels = c.original.reshape({bn}),
-                                     .weights = c.weights.reshape({bn}),
-                                     .acc = Out(acc)});
-  }
+  // The discriminator-sized model's MLM loss: at every token (all-tokens-mlm) or at the slots.
+  const bool all = net.wiring.all_tokens;
+  run_op(ctx,
+         AccumulateMeans{
+             .loss = net.mlm_loss,
+             .argmax = net.mlm_argmax,
+             .labels = all ? net.ids.reshape({bt}) : c.original.reshape({bn}),
+             .weights = all ? net.token_weights : c.weights.reshape({bn}),
+             .counts = Tensor{},
+             .means = {.mean = kMetricMlmLoss, .accuracy = kMetricMlmAccuracy, .weight = kNoRow},
+             .binary = {},
+             .binary_factor = 0,
+             .total = kLossTermRows,
+             .acc = Out(acc)});
 }
 
 void ElectraPretrainer::step(Context& ctx, const HostBatch& batch, uint32_t micro_step,
                              float loss_scale, const GradientsReady& ready) {
-  stage_batch(batch, step_planes_.data());
+  pack_batch(batch, step_planes_.data());
   upload_to(ctx, input_, step_planes_);
   set_step(ctx, micro_step, loss_scale);
   const Corruption corruption = corrupt(ctx);

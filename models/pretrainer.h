@@ -1,20 +1,24 @@
 // ElectraPretrainer: one replaced-token-detection micro-step (Clark et al. 2020, section 2), as a
 // pipeline of values on a planned set of buffers (nothing is allocated after construction):
 //
-//   host batch --stage_batch (host)--> 4 planes [4, B, T] --one upload--> input()
+//   host batch --pack_batch (host)--> 4 planes [4, B, T] --one upload--> input()
 //   step scalars (device)        -> micro-step, loss scale, loss normalisers (step_scalars())
 //   corrupt()                    -> Corruption: generator ids [B, T], positions [B, N], originals,
 //                                   slot weights (mask_tokens; Philox kMasking)
 //   forward(Corruption)          -> ForwardContext, via four stages that tests may run one by one:
 //     generator_forward          -> logits at the masked positions [B * N, Vp]
 //     generator_loss             -> loss normalisers on the device (masked slots, non-pad tokens),
-//                                   MLM loss (mean over masked slots), dlogits in place,
-//                                   Gumbel-max samples (Philox kGumbel; no gradient through them)
+//                                   MLM loss (mean over masked slots), dlogits (written over the
+//                                   logits), Gumbel-max samples (Philox kGumbel; no gradient
+//                                   through them)
 //     discriminator_forward      -> replace_tokens (ids, labels), logits [B * T]
-//     discriminator_loss         -> BCE (mean over non-pad tokens) x disc_weight, dlogits in place
-//   backward(ForwardContext)     -> parameter gradients += (both models add into the shared
-//                                   embedding gradients); GradientsReady reports in order
-//   accumulate_metrics           -> the device metrics accumulator (kernels/train_metrics.h)
+//     discriminator_loss         -> BCE (mean over non-pad tokens) x disc_weight, dlogits (over
+//                                   the logits)
+//   backward(ForwardContext)     -> from the losses' dlogits (ForwardContext::dlogits, refused
+//                                   when a loss did not run): parameter gradients += (both models
+//                                   add into the shared embedding gradients); GradientsReady
+//                                   reports in order
+//   accumulate_metrics           -> the device metrics accumulator (models/metric_rows.h)
 //
 // Total loss = MLM + disc_weight * BCE. That is the `electra` objective; options.objective picks
 // another wiring of the same stages (models/objective.h, docs/OBJECTIVES.md): the binary loss
@@ -27,8 +31,8 @@
 // adversarial_loss turns it into the REINFORCE gradient from the discriminator's per-token loss
 // at the samples and a linear baseline on the generator's hidden states (kernels/reinforce.h);
 // the backward then also runs the baseline's (between the two models).
-// Two-stage training (options.training, docs/OBJECTIVES.md) runs the same stages per
-// set_stage(): PretrainStage::kGenerator runs the generator's forward, loss and backward only
+// Two-stage training (options.training, docs/OBJECTIVES.md) runs the same stages per phase
+// (set_phase()): TrainingPhase::kGenerator runs the generator's forward, loss and backward only
 // (the discriminator's forward and backward do not run, its gradients stay 0);
 // kDiscriminator runs the whole forward (the frozen generator still samples the replacements)
 // and the discriminator's backward only (the generator's gradients stay 0, the shared tables'
@@ -49,7 +53,7 @@
 // discriminator (its encoder is the generator's too) and then the generator's head, and runs the
 // generator's backward first (reporting its head only), so each tied layer is reported once, by
 // the discriminator, after both models added into it.
-// A model that a two-stage stage does not run reports its whole span at once (zero gradients).
+// A model that a two-stage phase does not run reports its whole span at once (zero gradients).
 #pragma once
 
 #include <functional>
@@ -73,29 +77,17 @@ struct SpecialTokens {
   int32_t mask = 103;
 };
 
-struct PretrainOptions {
+// The variant (objective, generator, sharing, generator training, training: models/objective.h)
+// and the shapes and numbers of one pretrainer; a pretrain config gives them
+// (PretrainConfig::pretrainer_options, train/pretrain_config.h).
+struct PretrainOptions : PretrainVariant {
   int64_t batch = 128;  // sequences per micro-batch
   int64_t seq_len = 128;
   float mask_prob = 0.15f;
   float mask_token_prob = 0.85f;   // a chosen position becomes [MASK], else keeps its token
   float random_token_prob = 0.0f;  // ... or a random token (BERT's 0.1; kernels/masking.h)
-  Objective objective = Objective::kElectra;
-  // kUnigram: the replacements are drawn from set_unigram_counts' distribution
-  // (kernels/unigram_sample.h) and no generator is built (needs an objective with a generator).
-  GeneratorKind generator = GeneratorKind::kMlm;
-  // kNone: the generator reads embedding tables of its own (declared right after the shared
-  // ones; its backward reports them after its projection). kAll: the generator's encoder is the
-  // discriminator's (one size; only its head is its own). kGdes: the generator's tables are its
-  // own, the discriminator reads them with a stop-gradient plus residuals (models/embeddings.h).
-  Sharing sharing = Sharing::kEmbeddings;
-  // kAdversarial: REINFORCE instead of maximum likelihood (needs an MLM generator, a binary
-  // discriminator and temperature 1: the gradient is that of log softmax at T = 1).
-  GeneratorTraining generator_training = GeneratorTraining::kMle;
-  // kTwoStage: set_stage picks what an update runs (needs an MLM generator of the
-  // discriminator's size for init_discriminator_from_generator).
-  Training training = Training::kJoint;
-  float temperature = 1.0f;   // of the Gumbel-max sampling
-  float disc_weight = 50.0f;  // lambda
+  float temperature = 1.0f;        // of the Gumbel-max sampling
+  float disc_weight = 50.0f;       // lambda
   SpecialTokens tokens;
   // The generator's logits GEMM runs over the vocabulary padded to a multiple of this (zero
   // padding rows in the word table and the output bias, masked out of the softmax); 1 turns the
@@ -127,11 +119,22 @@ struct Corruption {
   Tensor samples;
 };
 
+// d loss / d logits of the models' heads: what the backward starts from. Each loss sets the
+// gradient of the logits it read; the loss ops write it over those logits, so each is a view of
+// a logits buffer (the loss stages below hand it on, once). Unset: the loss did not run, and the
+// backward refuses it (models/loss_gradient.h).
+struct LossGradients {
+  Tensor generator;  // [B * N, Vp]: generator_loss (adversarial_loss rewrites it in place)
+  // binary [B * T]: discriminator_loss (all-tokens-mlm: mlm_loss's copy head); mlm: mlm_loss
+  DiscriminatorGradients discriminator;
+};
+
 // What the backward needs from the forward, and what the forward produced.
 struct ForwardContext {
   DropoutPass pass;  // the dropout stream: the backward regenerates the masks from it
   Tensor samples;    // i32 [B * N]: the replacements the discriminator saw
   Tensor labels;     // i32 [B, T]: 1 where a token was replaced
+  LossGradients dlogits;
 };
 
 struct StepMetrics {
@@ -154,7 +157,7 @@ struct StepMetrics {
 };
 
 // The means over the micro-steps accumulated in `acc` (kTrainMetrics values read back from the
-// device accumulator, kernels/train_metrics.h); masked and tokens are totals.
+// device accumulator, models/metric_rows.h); masked and tokens are totals.
 StepMetrics step_metrics(const std::vector<double>& acc);
 
 // The device memory of a pretrainer, from the planning pass alone.
@@ -198,7 +201,7 @@ class ElectraPretrainer {
   // Host preparation: validates `batch` (UserError naming the sequence and position of a bad id,
   // or a batch without a non-pad or a maskable token) and writes the four planes into `planes`
   // (4 * B * T values: the staging buffer of the upload into input()).
-  void stage_batch(const HostBatch& batch, int32_t* planes) const;
+  void pack_batch(const HostBatch& batch, int32_t* planes) const;
 
   // --- The step scalars (kernels/step_scalars.h): the micro-step that keys every random draw,
   // the masking rate, the loss scale and the loss normalisers, in device memory; the pipeline's
@@ -219,18 +222,19 @@ class ElectraPretrainer {
   void set_unigram_counts(Context& ctx, const std::vector<uint64_t>& counts);
   const std::vector<uint64_t>& unigram_counts() const { return unigram_counts_; }
 
-  // --- Two-stage training (options().training == kTwoStage; docs/OBJECTIVES.md). The stage the
-  // next forward and backward run (kJoint until set; a host value read when the pipeline is
-  // enqueued: a CUDA graph captured in one stage must not be replayed in another).
-  void set_stage(PretrainStage stage);
-  PretrainStage stage() const { return stage_; }
-  // The parameters `stage` leaves untrained (Optimizer::set_frozen): the discriminator's in
+  // --- Two-stage training (options().training == kTwoStage; docs/OBJECTIVES.md). The phase (a
+  // stage of the paper's two-stage training) the next forward and backward run (kJoint until
+  // set; a host value read when the pipeline is enqueued: a CUDA graph captured in one phase
+  // must not be replayed in another).
+  void set_phase(TrainingPhase phase);
+  TrainingPhase phase() const { return phase_; }
+  // The parameters `phase` leaves untrained (Optimizer::set_frozen): the discriminator's in
   // kGenerator (with sharing: none its embedding tables too; shared tables train with the
   // generator), the generator's in kDiscriminator, its embedding tables included (shared or its
   // own: the generator is wholly frozen); none in kJoint.
-  bool frozen_in(PretrainStage stage, const ParamInfo& param) const;
-  // The stage switch: copies every generator encoder parameter ("generator/electra.*": the
-  // embedding projection, every layer, with sharing: none the tables) over its discriminator
+  bool frozen_in(TrainingPhase phase, const ParamInfo& param) const;
+  // The switch between the phases: copies every generator encoder parameter ("generator/electra.*":
+  // the embedding projection, every layer, with sharing: none the tables) over its discriminator
   // namesake ("discriminator/electra.*"); the discriminator's head keeps its values. Error unless
   // every such parameter has a namesake of the same shape.
   void init_discriminator_from_generator(Context& ctx);
@@ -243,26 +247,28 @@ class ElectraPretrainer {
   ForwardContext forward(Context& ctx, const Corruption& corruption, uint32_t micro_step,
                          float loss_scale = 1.0f);
   void backward(Context& ctx, const ForwardContext& saved, const GradientsReady& ready = {});
-  // Adds this micro-step's metrics to `acc` (f64 [kTrainMetrics], kernels/train_metrics.h).
+  // Adds this micro-step's metrics to `acc` (f64 [kTrainMetrics], models/metric_rows.h).
   void accumulate_metrics(Context& ctx, const Corruption& corruption, const Tensor& acc);
 
   // The forward's stages, in order (forward() runs them; tests read the logits in between, before
   // the losses overwrite them with their gradients). generator_loss (forward() itself without a
   // generator: mlm) first computes the loss normalisers of the micro-batch into the step scalars
-  // (normalise), which the later losses read too.
+  // (normalise), which the later losses read too. The losses record what they produce in `saved`
+  // (its pass is the forward's): generator_loss the samples and the generator's dlogits,
+  // discriminator_loss and mlm_loss the discriminator's.
   const Tensor& generator_forward(Context& ctx, const Corruption& corruption,
                                   const DropoutPass& pass);
-  Tensor generator_loss(Context& ctx, const Corruption& corruption);
+  void generator_loss(Context& ctx, const Corruption& corruption, ForwardContext& saved);
   Tensor discriminator_forward(Context& ctx, const Corruption& corruption, const Tensor& samples,
                                const DropoutPass& pass);
-  void discriminator_loss(Context& ctx, const Corruption& corruption);
+  void discriminator_loss(Context& ctx, const Corruption& corruption, ForwardContext& saved);
   // The MLM objectives: the discriminator-sized model's MLM loss (at the masked positions, or at
-  // every token with the copy mechanism), dlogits in place.
-  void mlm_loss(Context& ctx, const Corruption& corruption);
+  // every token with the copy mechanism) and its dlogits.
+  void mlm_loss(Context& ctx, const Corruption& corruption, ForwardContext& saved);
   // generator_training: adversarial, after discriminator_loss: the baseline's forward and the
-  // reinforce op on `samples` (those the discriminator saw); the generator's dlogits become the
-  // policy gradient in place.
-  void adversarial_loss(Context& ctx, const Corruption& corruption, const Tensor& samples);
+  // reinforce op on saved.samples (those the discriminator saw); the generator's dlogits become
+  // the policy gradient in place.
+  void adversarial_loss(Context& ctx, const Corruption& corruption, const ForwardContext& saved);
   // Its per-slot outputs [B * N] (reward, advantage, log p of the sample, baseline loss).
   const ReinforceSlots& adversarial_slots() const;
   // The discriminator's per-token loss [B * T] from discriminator_loss (the rewards' source).
@@ -300,7 +306,7 @@ class ElectraPretrainer {
   Tensor input_;                     // i32 [4, B, T]
   ParamSpan tables_span_;            // the shared embedding tables
   ParamSpan generator_tables_span_;  // sharing: none: the generator's own (empty otherwise)
-  PretrainStage stage_ = PretrainStage::kJoint;
+  TrainingPhase phase_ = TrainingPhase::kJoint;
   Tensor shared_tables_grad_;         // the gradients of tables_span_ (zeroed in stage 2)
   std::vector<int32_t> step_planes_;  // step()'s host staging
   std::vector<uint64_t> unigram_counts_;

@@ -1,7 +1,7 @@
 #include "train/device_metrics.h"
 
-#include "kernels/train_metrics.h"
 #include "models/host_transfer.h"
+#include "models/metric_rows.h"
 
 namespace electra {
 
@@ -14,9 +14,11 @@ void DeviceMetrics::restart(Context& ctx) {
   zero_tensor(ctx.stream(), values_.rows(0, kMetricNonFinite));
 }
 
-void DeviceMetrics::optimizer_step(Context& ctx, Optimizer& optimizer) {
-  optimizer.step(ctx);
-  run_op(ctx, RecordGradNorm{.norm = optimizer.norm(), .acc = Out(values_)});
+void DeviceMetrics::record_grad_norm(Context& ctx, const Tensor& norm) {
+  run_op(ctx, RecordValue{.value = norm,
+                          .row = kMetricGradNorm,
+                          .non_finite = kMetricNonFinite,
+                          .acc = Out(values_)});
 }
 
 std::vector<double> DeviceMetrics::read(Context& ctx) {

@@ -1,5 +1,5 @@
 // DeviceMetrics: what pre-training (Trainer) and fine-tuning (apps FinetuneEpoch) share between
-// their optimizer updates: the f64 accumulator of training metrics (layout kernels/train_metrics.h)
+// their optimizer updates: the f64 accumulator of training metrics (its rows: models/metric_rows.h)
 // that the device adds to during updates, and the non-finite guard that reads it.
 //
 // An update adds its losses and the optimizer's gradient norm to the accumulator on the device;
@@ -15,7 +15,6 @@
 
 #include "engine/arena.h"
 #include "engine/context.h"
-#include "optim/optimizer.h"
 
 namespace electra {
 
@@ -28,9 +27,9 @@ class DeviceMetrics {
   // Starts a new window of the averaged rows [0, kMetricNonFinite) (zeroes them on the device);
   // the non-finite count runs on until it is read.
   void restart(Context& ctx);
-  // The update's optimizer step (the update the optimizer's device counter names), then its
-  // gradient norm into the accumulator (and the non-finite count).
-  void optimizer_step(Context& ctx, Optimizer& optimizer);
+  // An update's gradient norm (f32 [1], Optimizer::norm() after its step) into the accumulator
+  // (and the non-finite count).
+  void record_grad_norm(Context& ctx, const Tensor& norm);
   // Downloads the accumulator (the one transfer; synchronises) and restarts the non-finite count.
   std::vector<double> read(Context& ctx);
 

@@ -6,40 +6,18 @@
 #include "data/unigram_counts.h"
 #include "engine/timer.h"
 #include "kernels/step_scalars.h"
-#include "kernels/train_metrics.h"
+#include "models/metric_rows.h"
 
 namespace electra {
 
-PretrainOptions pretrain_options(const apps::PretrainConfig& config, const SpecialTokens& tokens) {
-  PretrainOptions o;
-  o.batch = config.train.micro_batch_size;
-  o.seq_len = config.train.seq_len;
-  // The slots are sized for the largest rate; update() sets each update's (a schedule).
-  o.mask_prob = static_cast<float>(config.masking.max_mask_prob());
-  o.mask_token_prob = static_cast<float>(config.masking.mask_token_prob);
-  o.objective = config.objective;
-  o.generator = config.generator;
-  o.sharing = config.sharing;
-  o.generator_training = config.generator_training;
-  o.training = config.training;
-  if (objective_wiring(config.objective).bert_corruption) {  // BERT: 80% [MASK], 10% random
-    o.mask_token_prob = 0.8f;
-    o.random_token_prob = 0.1f;
-  }
-  o.temperature = static_cast<float>(config.masking.temperature);
-  o.disc_weight = static_cast<float>(config.train.disc_weight);
-  o.tokens = tokens;
-  return o;
-}
-
-Trainer::Trainer(Context& ctx, Communicator& comm, const apps::PretrainConfig& config,
+Trainer::Trainer(Context& ctx, Communicator& comm, const PretrainConfig& config,
                  const SpecialTokens& tokens, const data::ShardSet& shards)
     : ctx_(ctx),
       comm_(comm),
       config_(config),
       accumulation_(config.train.accumulation_steps()),
       local_accumulation_(config.train.local_accumulation(comm.size())),
-      model_(ctx, config.model, pretrain_options(config, tokens)),
+      model_(ctx, config.model, config.pretrainer_options(tokens)),
       optimizer_arena_("optimizer", ctx.device(),
                        Optimizer::state_bytes(model_.store(), config.optimizer.kind)),
       optimizer_(ctx, model_.store(), config.optimizer, optimizer_arena_),
@@ -59,26 +37,26 @@ Trainer::Trainer(Context& ctx, Communicator& comm, const apps::PretrainConfig& c
   const size_t values = static_cast<size_t>(model_.input().numel());
   host_batch_.ids.resize(values / 4);
   host_batch_.segment_ids.resize(values / 4);
-  for (PinnedBuffer& buffer : staging_) {
+  for (PinnedBuffer& buffer : pinned_) {
     buffer = PinnedBuffer(values * sizeof(int32_t), ctx.is_cuda());
   }
   state_.seed = config.train.seed;
-  state_.config_hash = apps::config_hash(config);
-  state_.config_text = apps::canonical_text(config);
+  state_.config_hash = config_hash(config);
+  state_.config_text = canonical_text(config);
   state_.world_size = comm.size();
   state_.local_accumulation = local_accumulation_;
-  state_.shards = apps::record_shards(shards);
-  if (config.training == Training::kTwoStage) enter_stage(PretrainStage::kGenerator);
+  state_.shards = record_shards(shards);
+  if (config.training == Training::kTwoStage) enter_phase(TrainingPhase::kGenerator);
 }
 
-void Trainer::enter_stage(PretrainStage stage) {
-  model_.set_stage(stage);
-  optimizer_.set_frozen(ctx_, [&](const ParamInfo& p) { return model_.frozen_in(stage, p); });
-  updates_in_stage_ = 0;
+void Trainer::enter_phase(TrainingPhase phase) {
+  model_.set_phase(phase);
+  optimizer_.set_frozen(ctx_, [&](const ParamInfo& p) { return model_.frozen_in(phase, p); });
+  updates_in_phase_ = 0;
 }
 
 Trainer::~Trainer() {
-  ctx_.synchronize();  // no upload may still read a staging buffer
+  ctx_.synchronize();  // no upload may still read a pinned buffer
 }
 
 void Trainer::init_weights(const WeightLoader& load) {
@@ -98,8 +76,8 @@ void Trainer::init_weights(const WeightLoader& load) {
   model_.weights().refresh_compute(ctx_);
 }
 
-void Trainer::load(const std::string& checkpoint, const apps::TrainerState& saved) {
-  apps::load_checkpoint(ctx_, model_, optimizer_, checkpoint);
+void Trainer::load(const std::string& checkpoint, const TrainerState& saved) {
+  load_checkpoint(ctx_, model_, optimizer_, checkpoint);
   optimizer_.set_step(ctx_, saved.step);
   state_.step = saved.step;
   state_.cursor = saved.cursor;
@@ -107,24 +85,25 @@ void Trainer::load(const std::string& checkpoint, const apps::TrainerState& save
   state_.metrics = saved.metrics;
   state_.grad_norm = saved.grad_norm;
   last_read_step_ = saved.step;
-  // Saved after the switch: the checkpoint holds the discriminator stage's weights. Saved exactly
-  // at the switch (step G): still the generator stage; the next update() switches.
+  // Saved after the switch: the checkpoint holds the discriminator phase's weights. Saved exactly
+  // at the switch (step G): still the generator phase; the next update() switches.
   if (config_.training == Training::kTwoStage && saved.step > config_.generator_steps)
-    enter_stage(PretrainStage::kDiscriminator);
+    enter_phase(TrainingPhase::kDiscriminator);
 }
 
-void Trainer::stage(int64_t micro, data::DataCursor& cursor) {
-  const int slot = static_cast<int>(micro_batches_staged_++ % 2);
+void Trainer::feed(data::DataCursor& cursor) {
+  const int slot = static_cast<int>(micro_batches_fed_++ % 2);
   const uint64_t examples = static_cast<uint64_t>(config_.train.micro_batch_size);
   batches_.next(examples, cursor, host_batch_.ids, host_batch_.segment_ids);
-  staged_[slot].wait();  // the upload two micro-batches ago has left this buffer
-  int32_t* planes = static_cast<int32_t*>(staging_[slot].data());
-  model_.stage_batch(host_batch_, planes);
+  uploaded_[slot].wait();  // the upload two micro-batches ago has left this buffer
+  int32_t* planes = static_cast<int32_t*>(pinned_[slot].data());
+  model_.pack_batch(host_batch_, planes);
   const Tensor& input = model_.input();
   upload(ctx_.stream(), input, Tensor::view_of(planes, Device::CPU, {input.numel()}));
-  staged_[slot].record(ctx_.stream());
+  uploaded_[slot].record(ctx_.stream());
+}
 
-  const bool last = micro == local_accumulation_ - 1;
+void Trainer::run_micro_batch(bool last) {
   if (sync_) sync_->begin_micro_batch(last);
   if (!replaying()) {
     micro_batch(ready_);
@@ -132,14 +111,32 @@ void Trainer::stage(int64_t micro, data::DataCursor& cursor) {
   }
   // The graph holds no collective: the buckets' all-reduce starts after the last micro-batch
   // (docs/ARCHITECTURE.md, "What the CUDA graph covers").
-  CudaGraph& graph = micro_graphs_[model_.stage() == PretrainStage::kDiscriminator ? 1 : 0];
+  CudaGraph& graph = micro_graphs_[model_.phase() == TrainingPhase::kDiscriminator ? 1 : 0];
   if (!graph.captured()) graph.capture(ctx_, [this] { micro_batch(nullptr); });
   graph.launch(ctx_);
   if (last && sync_) sync_->gradients_final_from(ctx_, 0);
 }
 
+void Trainer::synchronise() {
+  if (sync_) sync_->finish(ctx_);
+}
+
+void Trainer::step() {
+  // The update the optimizer's device counter names, then its gradient norm into the metrics.
+  auto body = [this] {
+    optimizer_.step(ctx_);
+    metrics_.record_grad_norm(ctx_, optimizer_.norm());
+  };
+  if (!replaying()) {
+    body();
+    return;
+  }
+  if (!optimizer_graph_.captured()) optimizer_graph_.capture(ctx_, body);
+  optimizer_graph_.launch(ctx_);
+}
+
 bool Trainer::replaying() const {
-  return graphs_ && updates_in_stage_ > 0;
+  return graphs_ && updates_in_phase_ > 0;
 }
 
 void Trainer::micro_batch(const GradientsReady& ready) {
@@ -163,9 +160,9 @@ double Trainer::update() {
   Stopwatch timer;
   // Two-stage: the switch, once, before update G (also when a run resumes at G).
   if (config_.training == Training::kTwoStage && state_.step == config_.generator_steps &&
-      model_.stage() == PretrainStage::kGenerator) {
+      model_.phase() == TrainingPhase::kGenerator) {
     model_.init_discriminator_from_generator(ctx_);
-    enter_stage(PretrainStage::kDiscriminator);
+    enter_phase(TrainingPhase::kDiscriminator);
   }
   model_.zero_grads(ctx_);
   // The per-update metrics start from zero; the non-finite count runs until it is read.
@@ -173,16 +170,13 @@ double Trainer::update() {
   const uint64_t micro_examples = static_cast<uint64_t>(config_.train.micro_batch_size);
   data::DataCursor cursor = state_.cursor;
   batches_.skip(static_cast<uint64_t>(comm_.rank() * local_accumulation_) * micro_examples, cursor);
-  for (int64_t micro = 0; micro < local_accumulation_; ++micro) stage(micro, cursor);
-  if (sync_) sync_->finish(ctx_);
-  if (replaying()) {
-    if (!optimizer_graph_.captured())
-      optimizer_graph_.capture(ctx_, [this] { metrics_.optimizer_step(ctx_, optimizer_); });
-    optimizer_graph_.launch(ctx_);
-  } else {
-    metrics_.optimizer_step(ctx_, optimizer_);
+  for (int64_t micro = 0; micro < local_accumulation_; ++micro) {
+    feed(cursor);
+    run_micro_batch(micro == local_accumulation_ - 1);
   }
-  ++updates_in_stage_;
+  synchronise();
+  step();
+  ++updates_in_phase_;
   batches_.skip(static_cast<uint64_t>(accumulation_) * micro_examples, state_.cursor);
   ++state_.step;
   const double seconds = timer.seconds();
@@ -225,8 +219,8 @@ UpdateReport Trainer::metrics() {
 std::string Trainer::save(const data::Vocab* vocab) {
   metrics();
   if (comm_.rank() != 0) return "";
-  return apps::save_checkpoint(ctx_, model_, optimizer_, state_, config_.checkpoint.dir,
-                               config_.checkpoint.keep, vocab);
+  return save_checkpoint(ctx_, model_, optimizer_, state_, config_.checkpoint.dir,
+                         config_.checkpoint.keep, vocab);
 }
 
 }  // namespace electra

@@ -16,11 +16,11 @@
 #include <vector>
 
 #include "apps/pretrain_init.h"
-#include "apps/trainer_checkpoint.h"
 #include "data/vocab.h"
 #include "engine/safetensors.h"
 #include "models/hf_checkpoint.h"
 #include "test/models/tiny_pretrainer.h"
+#include "train/trainer_checkpoint.h"
 
 using namespace electra;
 using namespace electra::apps;

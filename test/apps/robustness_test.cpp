@@ -10,9 +10,9 @@
 #include <string>
 
 #include "apps/run_lock.h"
-#include "apps/train_progress.h"
-#include "apps/trainer_checkpoint.h"
 #include "engine/error.h"
+#include "train/train_progress.h"
+#include "train/trainer_checkpoint.h"
 
 using namespace electra;
 using namespace electra::apps;

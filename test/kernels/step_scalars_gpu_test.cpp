@@ -64,20 +64,23 @@ TEST_CASE("next_micro_step and loss_normalisers on the GPU write the CPU's block
         std::vector<float> slots = random_weights(kSlots, 0.9, seed);
         std::vector<float> tokens = random_weights(kTokens, 0.8, seed + 5);
         if (update == 3 && m == 1) slots.assign(kSlots, 0.0f);  // nothing masked: 1 / 0
-        const bool disc_over_slots = update % 2 == 1;           // electra-15 on odd updates
+        using Over = LossNormaliser::Over;  // the second over the slots on odd updates
+        const LossNormaliserPlan normalisers = {
+            LossNormaliser{.over = Over::kFirst, .factor = 1.0f},
+            LossNormaliser{.over = update % 2 == 1 ? Over::kFirst : Over::kSecond,
+                           .factor = disc_weights[rank]},
+            LossNormaliser{.over = Over::kSecond, .factor = 1.0f}};
         run_op(cpu,
                NextMicroStep{.counter = Out(cpu_counter), .plan = plan, .block = Out(cpu_block)});
-        run_op(cpu, LossNormalisers{.slot_weights = test::view(slots),
-                                    .token_weights = test::view(tokens),
-                                    .disc_weight = disc_weights[rank],
-                                    .disc_over_slots = disc_over_slots,
+        run_op(cpu, LossNormalisers{.first = test::view(slots),
+                                    .second = test::view(tokens),
+                                    .plan = normalisers,
                                     .block = Out(cpu_block)});
         const size_t mark = arena.mark();
         run_op(gpu, NextMicroStep{.counter = Out(gpu_counter), .plan = plan, .block = Out(block)});
-        run_op(gpu, LossNormalisers{.slot_weights = test::upload(gpu, arena, slots, {kSlots}),
-                                    .token_weights = test::upload(gpu, arena, tokens, {kTokens}),
-                                    .disc_weight = disc_weights[rank],
-                                    .disc_over_slots = disc_over_slots,
+        run_op(gpu, LossNormalisers{.first = test::upload(gpu, arena, slots, {kSlots}),
+                                    .second = test::upload(gpu, arena, tokens, {kTokens}),
+                                    .plan = normalisers,
                                     .block = Out(block)});
         CHECK(test::download<int32_t>(gpu, block) == expected);
         arena.rewind(mark);

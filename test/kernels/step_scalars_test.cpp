@@ -41,7 +41,7 @@ TEST_CASE("next_micro_step numbers rank r's micro-batch m of update s as s A + r
   CHECK(step_scalars_of(block)->micro == 0);
 }
 
-TEST_CASE("loss_normalisers: loss_scale / masked slots and loss_scale x weight / tokens",
+TEST_CASE("loss_normalisers: loss_scale x factor / the sum of the first or the second weights",
           "[step_scalars]") {
   Context ctx = Context::cpu();
   std::vector<int32_t> words(kStepScalarWords, 0);
@@ -49,22 +49,26 @@ TEST_CASE("loss_normalisers: loss_scale / masked slots and loss_scale x weight /
   step_scalars_of(block)->loss_scale = 1.0f / 3.0f;
   std::vector<float> slots{1, 1, 0, 1, 1, 1, 0}, tokens(37, 1.0f);
   tokens[5] = tokens[30] = 0;
-  run_op(ctx, LossNormalisers{.slot_weights = view(slots),
-                              .token_weights = view(tokens),
-                              .disc_weight = 50.0f,
-                              .disc_over_slots = false,
-                              .block = Out(block)});
+  using Over = LossNormaliser::Over;
+  // ELECTRA's: the MLM mean over 5 slots, the BCE x 50 over 35 tokens, a mean over the tokens.
+  LossNormaliserPlan plan = {LossNormaliser{.over = Over::kFirst, .factor = 1.0f},
+                             LossNormaliser{.over = Over::kSecond, .factor = 50.0f},
+                             LossNormaliser{.over = Over::kSecond, .factor = 1.0f}};
+  run_op(ctx, LossNormalisers{
+                  .first = view(slots), .second = view(tokens), .plan = plan, .block = Out(block)});
   const float loss_scale = 1.0f / 3.0f;
-  CHECK(step_scalars_of(block)->gen_scale == static_cast<float>(loss_scale / 5.0));
-  CHECK(step_scalars_of(block)->disc_scale == static_cast<float>(loss_scale * 50.0f / 35.0));
-  CHECK(step_scalars_of(block)->token_scale == static_cast<float>(loss_scale / 35.0));
-  // electra-15: the BCE is a mean over the masked slots.
-  run_op(ctx, LossNormalisers{.slot_weights = view(slots),
-                              .token_weights = view(tokens),
-                              .disc_weight = 50.0f,
-                              .disc_over_slots = true,
-                              .block = Out(block)});
-  CHECK(step_scalars_of(block)->disc_scale == static_cast<float>(loss_scale * 50.0f / 5.0));
+  const StepScalars& s = *step_scalars_of(block);
+  CHECK(s.normalisers[0] == static_cast<float>(loss_scale / 5.0));
+  CHECK(s.normalisers[1] == static_cast<float>(loss_scale * 50.0f / 35.0));
+  CHECK(s.normalisers[2] == static_cast<float>(loss_scale / 35.0));
+  CHECK(s.loss_scale == loss_scale);  // the other words stay
+  CHECK(s.micro_step == 0);
+  // The BCE over the slots instead (electra-15).
+  plan[1].over = Over::kFirst;
+  run_op(ctx, LossNormalisers{
+                  .first = view(slots), .second = view(tokens), .plan = plan, .block = Out(block)});
+  CHECK(s.normalisers[1] == static_cast<float>(loss_scale * 50.0f / 5.0));
+  CHECK(normaliser_at(block, 1) == &s.normalisers[1]);
 }
 
 TEST_CASE("next_micro_step writes the update's masking rate: constant or a linear schedule",

@@ -1,7 +1,8 @@
 // train_metrics on the GPU against the CPU reference: each op over three micro-batches of a
-// realistic size (B x N = 128 x 20 masked slots; B x T = 128 x 128 rows for an all-tokens masked
-// LM), some slots unused (weight 0), a third of the predictions right (some of them in unused
-// slots), added onto an accumulator that already holds values; the GPU twice for the same bits.
+// realistic size (ELECTRA's: B x N = 128 x 20 masked slots; B x T = 128 x 128 rows for an
+// all-tokens masked LM), some slots unused (weight 0), a third of the predictions right (some of
+// them in unused slots), added onto an accumulator that already holds values; the GPU twice for the
+// same bits.
 //
 // Tolerance 1e-11 relative on the f64 accumulator. Both sides widen the f32 inputs to f64 exactly
 // and sum them in f64, in different orders (the CPU left to right, the GPU 256 strided partial
@@ -9,7 +10,7 @@
 // order is within (n - 1) 2^-53 of the exact sum relative: 3e-13 for n = 2560 slots, 2e-12 for
 // 16384 rows. (With these inputs the sums are even exact: every non-zero value is an f32 >= 0.01, a
 // multiple of 2^-30, and the sums stay below 2^18, within f64's 53 bits.) nvcc may also contract
-// gen + disc_weight * disc into an FMA, one ulp. A sum or ratio rounded to f32 anywhere would be
+// m + binary_factor * b into an FMA, one ulp. A sum or ratio rounded to f32 anywhere would be
 // off by ~6e-8. The counts (masked slots, tokens, micro-batches, non-finite) are sums of integers:
 // equal.
 #include <catch2/catch.hpp>
@@ -20,13 +21,15 @@
 #include "kernels/train_metrics.h"
 #include "test/common/device_util.h"
 #include "test/common/test_util.h"
+#include "test/kernels/train_metrics_rows.h"
 
 using namespace electra;
+using namespace electra::test;
 
 namespace {
 
 constexpr int64_t kSlots = 128 * 20;
-constexpr int64_t kRows = 128 * 128;
+constexpr int64_t kTokens = 128 * 128;
 constexpr int kMicroBatches = 3;
 constexpr int32_t kVocab = 30522;
 
@@ -54,7 +57,7 @@ Rows random_rows(int64_t n, uint64_t seed) {
 std::vector<float> random_counts(uint64_t seed) {
   const std::vector<float> u = test::random_vector<float>(4, seed, 0.0, 1.0);
   std::vector<float> c(kDiscCounts);
-  c[kDiscWeight] = std::round(kRows * (0.7f + 0.3f * u[0]));
+  c[kDiscWeight] = std::round(kTokens * (0.7f + 0.3f * u[0]));
   c[kDiscActualPositive] = std::round(c[kDiscWeight] * 0.15f * u[1]);
   c[kDiscTruePositive] = std::round(c[kDiscActualPositive] * u[2]);
   c[kDiscPredictedPositive] = c[kDiscTruePositive] + std::round(c[kDiscActualPositive] * u[3]);
@@ -71,7 +74,7 @@ Tensor put(Context& ctx, Arena& arena, const std::vector<T>& values) {
 
 // An accumulator part-way through an update.
 std::vector<double> started_acc() {
-  return test::random_vector<double>(kTrainMetrics, 99, 0.5, 4.0);
+  return test::random_vector<double>(kRows, 99, 0.5, 4.0);
 }
 
 // Runs ops(ctx, arena, acc) on ctx's device from started_acc(); returns acc.
@@ -83,9 +86,8 @@ std::vector<double> accumulate_on(Context& ctx, const Ops& ops) {
   return test::download<double>(ctx, acc);
 }
 
-bool is_count(size_t metric) {
-  return metric == kMetricMasked || metric == kMetricTokens || metric == kMetricMicroBatches ||
-         metric == kMetricNonFinite;
+bool is_count(size_t row) {
+  return row == kWeight || row == kBinaryWeight || row == kCount || row == kNonFinite;
 }
 
 // The GPU's accumulator equals the CPU's (tolerance: top of file), and a second GPU run gives the
@@ -98,7 +100,7 @@ std::vector<double> check_gpu_matches_cpu(const Ops& ops) {
   const std::vector<double> got = accumulate_on(gpu, ops);
   REQUIRE(got.size() == expected.size());
   for (size_t i = 0; i < got.size(); ++i) {
-    INFO("metric " << i << ": GPU " << got[i] << ", CPU " << expected[i]);
+    INFO("row " << i << ": GPU " << got[i] << ", CPU " << expected[i]);
     if (std::isnan(expected[i])) {
       CHECK(std::isnan(got[i]));
     } else if (is_count(i) || std::isinf(expected[i])) {
@@ -112,84 +114,102 @@ std::vector<double> check_gpu_matches_cpu(const Ops& ops) {
   return got;
 }
 
-struct PretrainBatch {
+struct CountedBatch {
   Rows slots;
   std::vector<float> counts;
 };
 
-std::vector<PretrainBatch> pretrain_batches() {
-  std::vector<PretrainBatch> out;
+std::vector<CountedBatch> counted_batches() {
+  std::vector<CountedBatch> out;
   for (int k = 0; k < kMicroBatches; ++k) {
     out.push_back({random_rows(kSlots, 10 * k + 1), random_counts(10 * k + 5)});
   }
   return out;
 }
 
-void accumulate_pretrain(Context& ctx, Arena& arena, const PretrainBatch& b, const Out& acc) {
-  run_op(ctx, AccumulatePretrainMetrics{.gen_loss = put(ctx, arena, b.slots.loss),
-                                        .argmax = put(ctx, arena, b.slots.argmax),
-                                        .original = put(ctx, arena, b.slots.truth),
-                                        .weights = put(ctx, arena, b.slots.weights),
-                                        .counts = put(ctx, arena, b.counts),
-                                        .disc_weight = 50.0f,
-                                        .acc = acc});
+void accumulate_counted(Context& ctx, Arena& arena, const CountedBatch& b, const Out& acc) {
+  run_op(ctx, AccumulateMeans{.loss = put(ctx, arena, b.slots.loss),
+                              .argmax = put(ctx, arena, b.slots.argmax),
+                              .labels = put(ctx, arena, b.slots.truth),
+                              .weights = put(ctx, arena, b.slots.weights),
+                              .counts = put(ctx, arena, b.counts),
+                              .means = kMeans,
+                              .binary = kBinary,
+                              .binary_factor = 50.0f,
+                              .total = kTotals,
+                              .acc = acc});
 }
 
 void accumulate_mlm(Context& ctx, Arena& arena, const Rows& r, const Out& acc) {
-  run_op(ctx, AccumulateMlmMetrics{.loss = put(ctx, arena, r.loss),
-                                   .argmax = put(ctx, arena, r.argmax),
-                                   .labels = put(ctx, arena, r.truth),
-                                   .weights = put(ctx, arena, r.weights),
-                                   .acc = acc});
+  run_op(ctx, AccumulateMeans{
+                  .loss = put(ctx, arena, r.loss),
+                  .argmax = put(ctx, arena, r.argmax),
+                  .labels = put(ctx, arena, r.truth),
+                  .weights = put(ctx, arena, r.weights),
+                  .counts = Tensor{},
+                  .means = {.mean = kSecondMean, .accuracy = kSecondAccuracy, .weight = kNoRow},
+                  .binary = {},
+                  .binary_factor = 0,
+                  .total = {.total = kTotal, .count = kNoRow, .non_finite = kNonFinite},
+                  .acc = acc});
 }
 
-// Rewards are token losses (non-negative) of the used slots, as kernels/reinforce.h writes them.
-void accumulate_reinforce(Context& ctx, Arena& arena, const Rows& r, const Out& acc) {
+// Values as ELECTRA's rewards: token losses (non-negative) of the used slots, as
+// kernels/reinforce.h writes them.
+void accumulate_values(Context& ctx, Arena& arena, const Rows& r, const Out& acc) {
   std::vector<float> reward = r.loss;
   std::vector<float> baseline_loss = test::random_vector<float>(r.loss.size(), 77, 0.05, 3.0);
   for (size_t i = 0; i < reward.size(); ++i) baseline_loss[i] *= r.weights[i];
-  run_op(ctx, AccumulateReinforceMetrics{.reward = put(ctx, arena, reward),
-                                         .baseline_loss = put(ctx, arena, baseline_loss),
-                                         .weights = put(ctx, arena, r.weights),
-                                         .acc = acc});
+  run_op(ctx, AccumulateValueMeans{.value = put(ctx, arena, reward),
+                                   .loss = put(ctx, arena, baseline_loss),
+                                   .weights = put(ctx, arena, r.weights),
+                                   .rows = {.value = kValue, .loss = kValueLoss},
+                                   .total = kTotals,
+                                   .acc = acc});
 }
 
 void record_norm(Context& ctx, Arena& arena, float norm, const Out& acc) {
-  run_op(ctx, RecordGradNorm{.norm = put(ctx, arena, std::vector<float>{norm}), .acc = acc});
+  run_op(ctx, RecordValue{.value = put(ctx, arena, std::vector<float>{norm}),
+                          .row = kNorm,
+                          .non_finite = kNonFinite,
+                          .acc = acc});
 }
 
 void accumulate_loss(Context& ctx, Arena& arena, const std::vector<float>& loss, double weight,
                      double count, const Out& acc) {
-  run_op(ctx, AccumulateLoss{
-                  .loss = put(ctx, arena, loss), .weight = weight, .count = count, .acc = acc});
+  run_op(ctx, AccumulateLoss{.loss = put(ctx, arena, loss),
+                             .weight = weight,
+                             .count = count,
+                             .total = kTotals,
+                             .acc = acc});
 }
 
 }  // namespace
 
-TEST_CASE("accumulate_pretrain_metrics on the GPU matches the CPU", "[train_metrics][gpu]") {
-  const std::vector<PretrainBatch> batches = pretrain_batches();
+TEST_CASE("accumulate_means with counts on the GPU matches the CPU", "[train_metrics][gpu]") {
+  const std::vector<CountedBatch> batches = counted_batches();
   check_gpu_matches_cpu([&](Context& ctx, Arena& arena, const Out& acc) {
-    for (const PretrainBatch& b : batches) accumulate_pretrain(ctx, arena, b, acc);
+    for (const CountedBatch& b : batches) accumulate_counted(ctx, arena, b, acc);
   });
 }
 
-TEST_CASE("accumulate_mlm_metrics on the GPU matches the CPU", "[train_metrics][gpu]") {
+TEST_CASE("accumulate_means without counts on the GPU matches the CPU", "[train_metrics][gpu]") {
   std::vector<Rows> batches;
-  for (int k = 0; k < kMicroBatches; ++k) batches.push_back(random_rows(kRows, 20 * k + 3));
+  for (int k = 0; k < kMicroBatches; ++k) batches.push_back(random_rows(kTokens, 20 * k + 3));
   check_gpu_matches_cpu([&](Context& ctx, Arena& arena, const Out& acc) {
     for (const Rows& r : batches) accumulate_mlm(ctx, arena, r, acc);
   });
 }
 
-TEST_CASE("accumulate_reinforce_metrics on the GPU matches the CPU", "[train_metrics][gpu]") {
+TEST_CASE("accumulate_value_means on the GPU matches the CPU", "[train_metrics][gpu]") {
   std::vector<Rows> batches;
   for (int k = 0; k < kMicroBatches; ++k) batches.push_back(random_rows(kSlots, 30 * k + 4));
   check_gpu_matches_cpu([&](Context& ctx, Arena& arena, const Out& acc) {
-    for (const Rows& r : batches) accumulate_reinforce(ctx, arena, r, acc);
+    for (const Rows& r : batches) accumulate_values(ctx, arena, r, acc);
   });
 }
 
-TEST_CASE("record_grad_norm on the GPU matches the CPU", "[train_metrics][gpu]") {
+TEST_CASE("record_value on the GPU matches the CPU", "[train_metrics][gpu]") {
   check_gpu_matches_cpu([&](Context& ctx, Arena& arena, const Out& acc) {
     for (float norm : {3.7f, 0.25f, 1.5e4f}) record_norm(ctx, arena, norm, acc);
   });
@@ -198,7 +218,7 @@ TEST_CASE("record_grad_norm on the GPU matches the CPU", "[train_metrics][gpu]")
 TEST_CASE("accumulate_loss on the GPU matches the CPU", "[train_metrics][gpu]") {
   // Per-token losses of a token-classification batch (mean over the non-pad tokens), then a
   // per-sequence loss of 128 rows with weight 0.5, then a term over no rows (r(S, 0) = 0).
-  const Rows tokens = random_rows(kRows, 41);
+  const Rows tokens = random_rows(kTokens, 41);
   const std::vector<float> rows = test::random_vector<float>(128, 42, 0.01, 2.0);
   double used = 0;
   for (float w : tokens.weights) used += w;
@@ -211,23 +231,23 @@ TEST_CASE("accumulate_loss on the GPU matches the CPU", "[train_metrics][gpu]") 
 
 TEST_CASE("train_metrics on the GPU count the same non-finite losses and norms as the CPU",
           "[train_metrics][gpu]") {
-  std::vector<PretrainBatch> batches = pretrain_batches();
+  std::vector<CountedBatch> batches = counted_batches();
   batches[1].slots.loss[kSlots / 2] = INFINITY;
   batches[2].counts[kDiscLoss] = NAN;
-  Rows mlm = random_rows(kRows, 51), reinforce = random_rows(kSlots, 52);
-  mlm.loss[kRows - 1] = NAN;
+  Rows mlm = random_rows(kTokens, 51), reinforce = random_rows(kSlots, 52);
+  mlm.loss[kTokens - 1] = NAN;
   reinforce.loss[7] = INFINITY;
   std::vector<float> finetune = test::random_vector<float>(128, 53, 0.01, 2.0);
   finetune[64] = -INFINITY;
   const std::vector<double> got =
       check_gpu_matches_cpu([&](Context& ctx, Arena& arena, const Out& acc) {
-        for (const PretrainBatch& b : batches) accumulate_pretrain(ctx, arena, b, acc);
+        for (const CountedBatch& b : batches) accumulate_counted(ctx, arena, b, acc);
         accumulate_mlm(ctx, arena, mlm, acc);
-        accumulate_reinforce(ctx, arena, reinforce, acc);
+        accumulate_values(ctx, arena, reinforce, acc);
         record_norm(ctx, arena, NAN, acc);
         record_norm(ctx, arena, INFINITY, acc);
         accumulate_loss(ctx, arena, finetune, 1.0, 128, acc);
       });
-  // Two pre-training micro-batches, the masked LM, the reward, two norms and the fine-tuning term.
-  CHECK(got[kMetricNonFinite] == started_acc()[kMetricNonFinite] + 7);
+  // Two micro-batches with counts, the one without, the value, two norms and the loss term.
+  CHECK(got[kNonFinite] == started_acc()[kNonFinite] + 7);
 }

@@ -36,20 +36,20 @@ class Stages {
 
   void run(Context& ctx, const double* reward = nullptr) {
     model_.zero_grads(ctx);
-    fixed_.stage(ctx);
+    fixed_.feed(ctx);
     model_.set_step(ctx, 0, 1.0f);
     const Corruption& c = fixed_.corruption();
     ForwardContext saved;
     saved.pass = DropoutPass{model_.rng(ctx, RngPurpose::kDropout), true};
     model_.generator_forward(ctx, c, saved.pass);
-    saved.samples = model_.generator_loss(ctx, c);
+    model_.generator_loss(ctx, c, saved);
     model_.discriminator_forward(ctx, c, saved.samples, saved.pass);
-    model_.discriminator_loss(ctx, c);
+    model_.discriminator_loss(ctx, c, saved);
     if (reward != nullptr) {
       const Tensor& loss = model_.discriminator_token_loss();
       upload_to(ctx, loss, std::vector<double>(static_cast<size_t>(loss.numel()), *reward));
     }
-    model_.adversarial_loss(ctx, c, saved.samples);
+    model_.adversarial_loss(ctx, c, saved);
     saved.labels = model_.labels();
     model_.backward(ctx, saved);
   }

@@ -85,13 +85,13 @@ TEST_CASE("FLOPs of a one-layer model counted by hand", "[flops]") {
   CHECK(f.generator() + f.discriminator() == f.total());
   // Two-stage: the generator stage runs the generator's forward and backward only; the
   // discriminator stage the generator's forward and the discriminator's forward and backward.
-  const StepFlops stage1 = stage_flops(f, PretrainStage::kGenerator);
+  const StepFlops stage1 = phase_flops(f, TrainingPhase::kGenerator);
   CHECK(stage1.total() == 2 * 3 * 4032);
   CHECK(stage1.discriminator() == 0);
-  const StepFlops stage2 = stage_flops(f, PretrainStage::kDiscriminator);
+  const StepFlops stage2 = phase_flops(f, TrainingPhase::kDiscriminator);
   CHECK(stage2.total() == 3 * 4032 + 2 * 3 * 10628);
   CHECK(stage2.generator() == 3 * 4032);
-  CHECK(stage_flops(f, PretrainStage::kJoint).total() == f.total());
+  CHECK(phase_flops(f, TrainingPhase::kJoint).total() == f.total());
   // train_flops puts the MLM head at 0.15625 * 4 = 0.625 positions per sequence.
   CHECK(train_flops(cfg, 3, 4, 5) == Approx(5 * step_flops(cfg, 3, 4, 0.625).total()));
 }

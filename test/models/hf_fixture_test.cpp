@@ -149,15 +149,19 @@ TEST_CASE("pre-training step matches HF transformers: logits, losses and every g
   model.zero_grads(ctx);
   // The forward stage by stage, reading each model's logits before its loss overwrites them.
   test::FixedStep fixed(ctx, model, f.batch, f.fixed);
-  fixed.stage(ctx);
+  fixed.feed(ctx);
   const Corruption& c = fixed.corruption();
   model.weights().refresh_compute(ctx);
   const DropoutPass pass{ctx.rng(RngPurpose::kDropout, 0), true};
   const std::vector<float> gen_logits = unpadded(model.generator_forward(ctx, c, pass), 97);
-  const Tensor samples = model.generator_loss(ctx, c);
-  const std::vector<float> disc_logits = host(model.discriminator_forward(ctx, c, samples, pass));
-  model.discriminator_loss(ctx, c);
-  model.backward(ctx, ForwardContext{pass, samples, model.labels()});
+  ForwardContext saved;
+  saved.pass = pass;
+  model.generator_loss(ctx, c, saved);
+  const std::vector<float> disc_logits =
+      host(model.discriminator_forward(ctx, c, saved.samples, pass));
+  model.discriminator_loss(ctx, c, saved);
+  saved.labels = model.labels();
+  model.backward(ctx, saved);
   const StepMetrics m = model.metrics(ctx, c);
 
   const std::vector<float> gen_ref = floats(f.file, "gen_logits");

@@ -67,15 +67,17 @@ TEST_CASE("electra-15's binary loss weights only the masked positions", "[object
     ElectraPretrainer model(ctx, test::tiny_electra_config(), options_for(objective));
     model.init_weights(ctx, 5);
     test::FixedStep step(ctx, model, batch, fixed);
-    step.stage(ctx);
+    step.feed(ctx);
     // The forward's stages one by one; after the loss the binary head's logits hold
     // d loss / d logit.
     const Corruption& c = step.corruption();
     const DropoutPass pass{ctx.rng(RngPurpose::kDropout, 0), false};
     model.generator_forward(ctx, c, pass);
-    const Tensor samples = model.generator_loss(ctx, c);
-    const Tensor logits = model.discriminator_forward(ctx, c, samples, pass);
-    model.discriminator_loss(ctx, c);
+    ForwardContext saved;
+    saved.pass = pass;
+    model.generator_loss(ctx, c, saved);
+    const Tensor logits = model.discriminator_forward(ctx, c, saved.samples, pass);
+    model.discriminator_loss(ctx, c, saved);
     const std::vector<double> dz = download_as<double>(ctx, logits);
     const StepMetrics m = model.metrics(ctx, c);
     int64_t outside = 0, inside = 0;

@@ -34,17 +34,17 @@ void perturb(const ParameterStore& store) {
 void check_step_gradients(Objective objective, int64_t per_tensor,
                           GeneratorKind generator = GeneratorKind::kMlm,
                           Sharing sharing = Sharing::kEmbeddings,
-                          PretrainStage stage = PretrainStage::kJoint) {
+                          TrainingPhase stage = TrainingPhase::kJoint) {
   Context ctx = Context::cpu(17, Precision::F64);
   PretrainOptions options = test::tiny_options();
   options.objective = objective;
   options.generator = generator;
   options.sharing = sharing;
-  if (stage != PretrainStage::kJoint) options.training = Training::kTwoStage;
+  if (stage != TrainingPhase::kJoint) options.training = Training::kTwoStage;
   const ElectraConfig config =
       sharing == Sharing::kAll ? test::tiny_tied_config() : test::tiny_electra_config();
   ElectraPretrainer model(ctx, config, options);
-  model.set_stage(stage);
+  model.set_phase(stage);
   model.init_weights(ctx, 3);
   if (generator == GeneratorKind::kUnigram) {
     std::vector<uint64_t> counts(97);
@@ -70,7 +70,7 @@ void check_step_gradients(Objective objective, int64_t per_tensor,
   const StepMetrics base = model.metrics(ctx);
   REQUIRE(std::isfinite(base.total_loss));
   const ObjectiveWiring wiring = objective_wiring(objective);
-  if (wiring.binary_head && !wiring.all_tokens && stage != PretrainStage::kGenerator)
+  if (wiring.binary_head && !wiring.all_tokens && stage != TrainingPhase::kGenerator)
     CHECK(base.replaced_fraction > 0);
   if (wiring.mlm_head) CHECK(base.mlm_loss > 0);
   const std::vector<double> analytic(store.flat_grads().ptr<double>(),
@@ -86,7 +86,7 @@ void check_step_gradients(Objective objective, int64_t per_tensor,
     run();
     const StepMetrics m = model.metrics(ctx);
     if (generator_loss_only) return m.gen_loss;
-    return stage == PretrainStage::kDiscriminator ? options.disc_weight * m.disc_loss
+    return stage == TrainingPhase::kDiscriminator ? options.disc_weight * m.disc_loss
                                                   : m.total_loss;
   };
   const double h = 1e-5;
@@ -116,7 +116,7 @@ void check_step_gradients(Objective objective, int64_t per_tensor,
       // discriminator's gradient into the shared tables, which belong to the frozen generator).
       // Stage 1's loss does not depend on the discriminator at all.
       for (int64_t j = 0; j < p.numel; ++j) REQUIRE(analytic[p.offset + j] == 0.0);
-      if (stage == PretrainStage::kGenerator) CHECK(scale == 0);
+      if (stage == TrainingPhase::kGenerator) CHECK(scale == 0);
     } else if (p.name.find("key.bias") != std::string::npos) {
       // Softmax is invariant to q . b_k, the same for every key of a row: the true gradient is
       // exactly zero and both sides must be zero up to rounding.
@@ -257,10 +257,10 @@ TEST_CASE("sharing: gdes step gradients equal central differences", "[gradcheck]
 // and head; every generator parameter's gradient, the shared tables' included, exactly 0).
 TEST_CASE("two-stage generator-stage gradients equal central differences", "[gradcheck]") {
   check_step_gradients(Objective::kElectra, 24, GeneratorKind::kMlm, Sharing::kEmbeddings,
-                       PretrainStage::kGenerator);
+                       TrainingPhase::kGenerator);
 }
 
 TEST_CASE("two-stage discriminator-stage gradients equal central differences", "[gradcheck]") {
   check_step_gradients(Objective::kElectra, 24, GeneratorKind::kMlm, Sharing::kEmbeddings,
-                       PretrainStage::kDiscriminator);
+                       TrainingPhase::kDiscriminator);
 }

@@ -153,3 +153,34 @@ TEST_CASE("init_weights follows the official initialisation", "[pretrainer]") {
   CHECK(store.param("generator/generator_predictions.LayerNorm.weight").ptr<float>()[3] == 1.0f);
   CHECK(store.param("generator/generator_lm_head.bias").ptr<float>()[5] == 0.0f);
 }
+
+TEST_CASE("a backward without its loss is refused, not run on the logits", "[pretrainer]") {
+  Context ctx = Context::cpu();
+  ElectraPretrainer model(ctx, test::tiny_electra_config(), test::tiny_options());
+  model.init_weights(ctx, 1);
+  const HostBatch batch = test::tiny_batch();
+  test::FixedStep fixed(ctx, model, batch, test::tiny_corruption(batch));
+  fixed.feed(ctx);
+  model.set_step(ctx, 0, 1.0f);
+  const Corruption& c = fixed.corruption();
+  const DropoutPass pass{model.rng(ctx, RngPurpose::kDropout), true};
+  model.zero_grads(ctx);
+  // Both forwards, no loss: the logits buffers hold logits, and no gradient was handed on.
+  ForwardContext saved;
+  saved.pass = pass;
+  saved.samples = c.samples;
+  model.generator_forward(ctx, c, pass);
+  model.discriminator_forward(ctx, c, c.samples, pass);
+  CHECK_THROWS_WITH(model.backward(ctx, saved), Catch::Contains("the loss did not run"));
+  // The generator's loss alone: the discriminator's gradient is still missing.
+  model.generator_loss(ctx, c, saved);
+  model.discriminator_forward(ctx, c, saved.samples, pass);
+  CHECK_THROWS_WITH(model.backward(ctx, saved),
+                    Catch::Contains("discriminator binary head: backward without a gradient"));
+  // Refused before any gradient was written.
+  CHECK(grads_of(model) == std::vector<float>(grads_of(model).size(), 0.0f));
+  // With both losses it runs.
+  model.discriminator_loss(ctx, c, saved);
+  model.backward(ctx, saved);
+  CHECK(grads_of(model) != std::vector<float>(grads_of(model).size(), 0.0f));
+}

@@ -56,16 +56,16 @@ class FixedStep {
 
   const Corruption& corruption() const { return c_; }
 
-  // Uploads the batch.
-  void stage(Context& ctx) {
-    model_.stage_batch(batch_, planes_.data());
+  // Packs and uploads the batch.
+  void feed(Context& ctx) {
+    model_.pack_batch(batch_, planes_.data());
     upload_to(ctx, model_.input(), planes_);
   }
 
-  // One micro-step: stage, forward, backward.
+  // One micro-step: feed, forward, backward.
   void run(Context& ctx, uint32_t micro_step, float loss_scale = 1.0f,
            const GradientsReady& ready = {}) {
-    stage(ctx);
+    feed(ctx);
     model_.backward(ctx, model_.forward(ctx, c_, micro_step, loss_scale), ready);
   }
 

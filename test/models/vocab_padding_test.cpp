@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
-#include "apps/trainer_checkpoint.h"
 #include "engine/safetensors.h"
 #include "test/models/tiny_pretrainer.h"
+#include "train/trainer_checkpoint.h"
 
 using namespace electra;
 namespace fs = std::filesystem;
@@ -232,10 +232,10 @@ TEST_CASE("checkpoints keep the HF shapes and are the same files with or without
   Trainer padded(ctx, 128);
   const HostBatch batch = test::tiny_batch();
   for (int64_t step = 0; step < 2; ++step) padded.update(ctx, batch, step);
-  apps::TrainerState state;
+  TrainerState state;
   state.step = 2;
   const std::string a =
-      apps::save_checkpoint(ctx, padded.model, padded.optimizer, state, (root / "a").string(), 0);
+      save_checkpoint(ctx, padded.model, padded.optimizer, state, (root / "a").string(), 0);
   const SafetensorsFile generator = SafetensorsFile::read(a + "/generator/model.safetensors");
   REQUIRE(generator.find("electra.embeddings.word_embeddings.weight") != nullptr);
   CHECK(generator.find("electra.embeddings.word_embeddings.weight")->shape ==
@@ -249,7 +249,7 @@ TEST_CASE("checkpoints keep the HF shapes and are the same files with or without
   // An unpadded model resumes it (same weights and moments, parameter by parameter) and saves the
   // same files.
   Trainer plain(ctx, 1);
-  apps::load_checkpoint(ctx, plain.model, plain.optimizer, a);
+  load_checkpoint(ctx, plain.model, plain.optimizer, a);
   CHECK(by_name(plain.model.store(), false) == by_name(padded.model.store(), false));
   for (const ParamInfo& p : plain.model.store().params()) {
     const ParamInfo& q = padded.model.store().info(p.name);
@@ -258,7 +258,7 @@ TEST_CASE("checkpoints keep the HF shapes and are the same files with or without
     CHECK(std::vector<float>(pm, pm + p.numel) == std::vector<float>(qm, qm + q.numel));
   }
   const std::string b =
-      apps::save_checkpoint(ctx, plain.model, plain.optimizer, state, (root / "b").string(), 0);
+      save_checkpoint(ctx, plain.model, plain.optimizer, state, (root / "b").string(), 0);
   for (const char* file : {"discriminator/model.safetensors", "generator/model.safetensors",
                            "trainer_state.safetensors"}) {
     INFO(file);
@@ -268,7 +268,7 @@ TEST_CASE("checkpoints keep the HF shapes and are the same files with or without
   // A padded model resumes the unpadded model's checkpoint: zero padding, and the next update
   // equals the original run's bit for bit.
   Trainer resumed(ctx, 128);
-  apps::load_checkpoint(ctx, resumed.model, resumed.optimizer, b);
+  load_checkpoint(ctx, resumed.model, resumed.optimizer, b);
   CHECK(by_name(resumed.model.store(), false) == by_name(padded.model.store(), false));
   CHECK(values(resumed.optimizer.m()) == values(padded.optimizer.m()));
   CHECK(values(resumed.optimizer.v()) == values(padded.optimizer.v()));

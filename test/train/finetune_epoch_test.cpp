@@ -14,8 +14,8 @@
 
 #include "apps/finetune_common.h"
 #include "engine/device.h"
-#include "kernels/train_metrics.h"
 #include "models/host_transfer.h"
+#include "models/metric_rows.h"
 #include "test/models/tiny_pretrainer.h"
 
 using namespace electra;

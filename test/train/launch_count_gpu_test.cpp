@@ -136,7 +136,7 @@ class CaptureChecker final : public OpObserver {
 
 TEST_CASE("every op of an ELECTRA-Small update launches what it declares", "[launches]") {
   const test::SmallRun run("launch_count_gpu");
-  apps::PretrainConfig config = run.config;
+  PretrainConfig config = run.config;
   config.train.cuda_graph = false;  // every op call observed, eagerly
   std::unique_ptr<Communicator> comm = make_single_communicator();
   const data::ShardSet shards({run.shard}, test::SmallRun::kVocabHash,

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "apps/default_config.h"
-#include "apps/pretrain_config.h"
+#include "train/pretrain_config.h"
 #include "data/shard.h"
 #include "models/pretrainer.h"
 
@@ -20,7 +20,7 @@ struct SmallRun {
   static constexpr uint64_t kVocabHash = 0x5e11;
   std::filesystem::path dir;
   std::string shard;
-  apps::PretrainConfig config;
+  PretrainConfig config;
 
   explicit SmallRun(const std::string& name)
       : dir(std::filesystem::temp_directory_path() / ("electra_small_run_" + name)) {
@@ -28,7 +28,7 @@ struct SmallRun {
     std::filesystem::create_directories(dir);
     // Found as `electra` finds it (apps/default_config.h), so that the test also runs from the GPU
     // bundle, away from this source tree.
-    config = apps::read_pretrain_config(apps::find_default_config("electra-small.yaml").path, {});
+    config = read_pretrain_config(apps::find_default_config("electra-small.yaml").path, {});
     config.train.set_ranks(1);
     config.checkpoint.dir = (dir / "run").string();
     shard = (dir / "data.bin").string();

@@ -90,8 +90,8 @@ struct Run {
   ~Run() { fs::remove_all(dir); }
 
   // 2 micro-batches of 4 per update, clipping on.
-  apps::PretrainConfig config(OptimizerKind kind) const {
-    apps::PretrainConfig c;
+  PretrainConfig config(OptimizerKind kind) const {
+    PretrainConfig c;
     c.model = model_config();
     c.train.batch_size = 8;
     c.train.micro_batch_size = 4;

@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "apps/pretrain_config.h"
 #include "data/shard.h"
 #include "test/models/tiny_pretrainer.h"
+#include "train/pretrain_config.h"
 
 namespace electra::test {
 
@@ -39,8 +39,8 @@ struct TinyRun {
   }
   ~TinyRun() { std::filesystem::remove_all(dir); }
 
-  apps::PretrainConfig config() const {
-    apps::PretrainConfig c;
+  PretrainConfig config() const {
+    PretrainConfig c;
     c.model = tiny_electra_config(0.1f);
     c.train.batch_size = 6;
     c.train.micro_batch_size = 3;

@@ -28,7 +28,7 @@ struct Result {
 Result run_updates(Context& ctx, const test::TinyRun& run, bool cuda_graph, int64_t updates) {
   std::unique_ptr<Communicator> comm = make_single_communicator();
   const data::ShardSet shards({run.shard}, 0x97, 16);
-  apps::PretrainConfig config = run.config();
+  PretrainConfig config = run.config();
   config.train.steps = updates;
   config.optimizer.schedule.total_steps = updates;
   config.log_every = updates;

@@ -14,7 +14,7 @@
 
 #include "engine/communicator.h"
 #include "engine/device.h"
-#include "kernels/train_metrics.h"
+#include "models/metric_rows.h"
 #include "test/models/tiny_pretrainer.h"
 #include "test/train/tiny_run.h"
 #include "train/trainer.h"
@@ -111,7 +111,7 @@ TEST_CASE("a linear masking-rate schedule moves from mask_prob to mask_prob_end"
   std::unique_ptr<Communicator> comm = make_single_communicator();
   const data::ShardSet shards({run.shard}, 0x97, 16);
   // The masked slots of the first and the last update of a run of `config`.
-  auto masked = [&](const apps::PretrainConfig& config) {
+  auto masked = [&](const PretrainConfig& config) {
     Trainer trainer(ctx, *comm, config, kTokens, shards);
     trainer.init_weights();
     std::vector<double> out;
@@ -122,14 +122,14 @@ TEST_CASE("a linear masking-rate schedule moves from mask_prob to mask_prob_end"
     }
     return out;
   };
-  apps::PretrainConfig linear = run.config();
+  PretrainConfig linear = run.config();
   linear.masking.linear_schedule = true;
   linear.masking.mask_prob = 0.5;
   linear.masking.mask_prob_end = 0.0625;
   CHECK(linear.masking.mask_prob_at(0, 10) == 0.5f);
   CHECK(linear.masking.mask_prob_at(9, 10) == 0.0625f);
   CHECK(linear.masking.mask_prob_at(3, 10) == Approx(0.5 - 0.4375 / 3));
-  apps::PretrainConfig high = run.config(), low = run.config();
+  PretrainConfig high = run.config(), low = run.config();
   high.masking.mask_prob = 0.5;
   low.masking.mask_prob = 0.0625;
   const std::vector<double> scheduled = masked(linear);

@@ -26,8 +26,8 @@ constexpr int64_t kSteps = 6;
 
 // The tiny run with a generator of the discriminator's size (multiplier 1, 1 head, FFN 4 x H)
 // and two-stage training: updates 1-3 the generator, 4-6 the discriminator.
-apps::PretrainConfig two_stage_config(const test::TinyRun& run) {
-  apps::PretrainConfig c = run.config();
+PretrainConfig two_stage_config(const test::TinyRun& run) {
+  PretrainConfig c = run.config();
   c.model.generator_multiplier = 1.0;
   c.model.discriminator.heads = 1;
   c.model.discriminator.ffn = 4 * c.model.discriminator.hidden;
@@ -66,13 +66,13 @@ TEST_CASE("two-stage: stage 1 trains the generator alone, stage 2 the discrimina
   Context ctx = Context::cpu(3, Precision::F32);
   std::unique_ptr<Communicator> comm = make_single_communicator();
   const data::ShardSet shards({run.shard}, 0x97, 16);
-  const apps::PretrainConfig config = two_stage_config(run);
+  const PretrainConfig config = two_stage_config(run);
   REQUIRE(config.optimizer.weight_decay > 0);
   Trainer trainer(ctx, *comm, config, test::kTinyTokens, shards);
   trainer.init_weights();
   ElectraPretrainer& model = trainer.model();
   const ParameterStore& store = model.store();
-  REQUIRE(model.stage() == PretrainStage::kGenerator);
+  REQUIRE(model.phase() == TrainingPhase::kGenerator);
   const std::vector<float> init = read(ctx, store.flat_params());
 
   // Stage 1: the discriminator's parameters (not the shared tables) are frozen; its gradients
@@ -90,7 +90,7 @@ TEST_CASE("two-stage: stage 1 trains the generator alone, stage 2 the discrimina
     const std::vector<float> now = read(ctx, store.flat_params());
     for (const ParamInfo& p : store.params()) {
       INFO(p.name);
-      const bool disc = model.frozen_in(PretrainStage::kGenerator, p);
+      const bool disc = model.frozen_in(TrainingPhase::kGenerator, p);
       CHECK(disc == (starts_with(p.name, "discriminator/") &&
                      !starts_with(p.name, "discriminator/electra.embeddings.")));
       if (disc) {
@@ -108,7 +108,7 @@ TEST_CASE("two-stage: stage 1 trains the generator alone, stage 2 the discrimina
   const std::vector<float> after_stage1 = read(ctx, store.flat_params());
   for (const ParamInfo& p : store.params()) {
     INFO(p.name);
-    if (!model.frozen_in(PretrainStage::kGenerator, p) &&
+    if (!model.frozen_in(TrainingPhase::kGenerator, p) &&
         p.name.find("key.bias") == std::string::npos) {
       CHECK_FALSE(same(after_stage1, init, p));
     }
@@ -119,7 +119,7 @@ TEST_CASE("two-stage: stage 1 trains the generator alone, stage 2 the discrimina
   // bit-identical and the discriminator trains with its BCE.
   for (int64_t i = kGeneratorSteps; i < kSteps; ++i) {
     trainer.update();
-    CHECK(model.stage() == PretrainStage::kDiscriminator);
+    CHECK(model.phase() == TrainingPhase::kDiscriminator);
     const UpdateReport report = trainer.metrics();
     CHECK(report.metrics.disc_loss > 0);
     const std::vector<float> now = read(ctx, store.flat_params());
@@ -127,7 +127,7 @@ TEST_CASE("two-stage: stage 1 trains the generator alone, stage 2 the discrimina
     const std::vector<float> zeros(grads.size(), 0.0f);
     for (const ParamInfo& p : store.params()) {
       INFO(p.name);
-      const bool gen = model.frozen_in(PretrainStage::kDiscriminator, p);
+      const bool gen = model.frozen_in(TrainingPhase::kDiscriminator, p);
       // The generator, its (shared) embedding tables included.
       CHECK(gen == (starts_with(p.name, "generator/") ||
                     starts_with(p.name, "discriminator/electra.embeddings.")));
@@ -194,12 +194,12 @@ TEST_CASE("two-stage: a generator stage runs no discriminator and refuses joint-
   ElectraConfig config = test::tiny_electra_config();
   PretrainOptions options = test::tiny_options();
   ElectraPretrainer joint(ctx, config, options);
-  CHECK_THROWS_WITH(joint.set_stage(PretrainStage::kGenerator),
+  CHECK_THROWS_WITH(joint.set_phase(TrainingPhase::kGenerator),
                     Catch::Contains("needs two-stage training"));
   options.training = Training::kTwoStage;
   ElectraPretrainer model(ctx, config, options);
   model.init_weights(ctx, 3);
-  model.set_stage(PretrainStage::kGenerator);
+  model.set_phase(TrainingPhase::kGenerator);
   const HostBatch batch = test::tiny_batch();
   model.zero_grads(ctx);
   model.step(ctx, batch, 0);
@@ -222,7 +222,7 @@ TEST_CASE("two-stage: a run resumed in stage 1, at the switch or in stage 2 is b
   const test::TinyRun run("two_stage_resume");
   std::unique_ptr<Communicator> comm = make_single_communicator();
   const data::ShardSet shards({run.shard}, 0x97, 16);
-  apps::PretrainConfig config = two_stage_config(run);
+  PretrainConfig config = two_stage_config(run);
   config.checkpoint.every = 0;
   config.checkpoint.keep = 0;
   auto straight = [&]() {
@@ -245,9 +245,9 @@ TEST_CASE("two-stage: a run resumed in stage 1, at the switch or in stage 2 is b
     }
     Context ctx = Context::cpu(3, Precision::F32);
     Trainer trainer(ctx, *comm, config, test::kTinyTokens, shards);
-    trainer.load(checkpoint, apps::read_trainer_state(checkpoint));
-    CHECK(trainer.model().stage() ==
-          (stop > kGeneratorSteps ? PretrainStage::kDiscriminator : PretrainStage::kGenerator));
+    trainer.load(checkpoint, read_trainer_state(checkpoint));
+    CHECK(trainer.model().phase() ==
+          (stop > kGeneratorSteps ? TrainingPhase::kDiscriminator : TrainingPhase::kGenerator));
     for (int64_t i = stop; i < kSteps; ++i) trainer.update();
     CHECK(read(ctx, trainer.model().store().flat_params()) == reference);
   }
@@ -261,7 +261,7 @@ TEST_CASE("two-stage updates replayed from CUDA graphs equal eager updates", "[t
   const data::ShardSet shards({run.shard}, 0x97, 16);
   auto run_updates = [&](bool graphs) {
     Context ctx = Context::cuda(0, 3, Precision::F32);
-    apps::PretrainConfig config = two_stage_config(run);
+    PretrainConfig config = two_stage_config(run);
     config.train.cuda_graph = graphs;
     Trainer trainer(ctx, *comm, config, test::kTinyTokens, shards);
     trainer.init_weights();

@@ -32,7 +32,7 @@
 #include "models/pretrainer.h"
 #include "optim/optimizer.h"
 
-namespace electra::apps {
+namespace electra {
 
 // One shard of a run's data, as its header and size identify it.
 struct ShardRecord {
@@ -100,4 +100,4 @@ void check_data_position(const TrainerState& saved, uint64_t examples,
 void load_checkpoint(Context& ctx, ElectraPretrainer& model, Optimizer& optimizer,
                      const std::string& checkpoint_dir);
 
-}  // namespace electra::apps
+}  // namespace electra

@@ -1,4 +1,4 @@
-#include "apps/trainer_checkpoint.h"
+#include "train/trainer_checkpoint.h"
 
 #include <algorithm>
 #include <cmath>
@@ -16,7 +16,7 @@
 #include "models/embeddings.h"
 #include "models/hf_checkpoint.h"
 
-namespace electra::apps {
+namespace electra {
 namespace fs = std::filesystem;
 
 namespace {
@@ -364,4 +364,4 @@ void load_checkpoint(Context& ctx, ElectraPretrainer& model, Optimizer& optimize
   copy_tensor(ctx.stream(), optimizer.v(), Tensor::view_of(v.data(), Device::CPU, {total}));
 }
 
-}  // namespace electra::apps
+}  // namespace electra

@@ -1,4 +1,4 @@
-#include "apps/train_progress.h"
+#include "train/train_progress.h"
 
 #include <cmath>
 #include <cstdlib>
@@ -8,7 +8,7 @@
 #include "engine/error.h"
 #include "engine/safetensors.h"
 
-namespace electra::apps {
+namespace electra {
 
 void UpdateMetrics::add(const StepMetrics& m) {
   mean.gen_loss += m.gen_loss;
@@ -161,4 +161,4 @@ void ProgressReporter::record(int64_t step, const StepMetrics& m, double lr, dou
   window_steps_ = 0;
 }
 
-}  // namespace electra::apps
+}  // namespace electra

@@ -70,10 +70,10 @@
 #include "engine/context.h"
 #include "kernels/step_scalars.h"
 #include "models/electra_config.h"
-#include "models/objective.h"
+#include "models/pretrainer.h"
 #include "optim/optimizer.h"
 
-namespace electra::apps {
+namespace electra {
 
 enum class TrainDevice : uint8_t { kAuto, kCpu, kCuda };
 
@@ -130,13 +130,10 @@ struct CheckpointConfig {
   int64_t keep = 3;
 };
 
-struct PretrainConfig {
-  std::string path;  // the YAML file it was read from
-  Objective objective = Objective::kElectra;
-  GeneratorKind generator = GeneratorKind::kMlm;
-  Sharing sharing = Sharing::kEmbeddings;
-  GeneratorTraining generator_training = GeneratorTraining::kMle;
-  Training training = Training::kJoint;
+// The variant (objective, generator, sharing, generator_training, training: the file's top-level
+// keys) is the pretrainer's own (models/objective.h): pretrainer_options hands it on whole.
+struct PretrainConfig : PretrainVariant {
+  std::string path;             // the YAML file it was read from
   int64_t generator_steps = 0;  // two_stage.generator_steps (two-stage only)
   ElectraConfig model;
   // False when the file has no model section: `electra pretrain --init` (or --resume) then takes
@@ -150,6 +147,14 @@ struct PretrainConfig {
   CheckpointConfig checkpoint;
   int64_t log_every = 100;
   DistributedConfig distributed;
+
+  // The pretrainer's options: this variant, and the shapes and numbers the file gives in f64 as
+  // the model takes them (f32; the config keeps the file's values, which its hash covers): the
+  // micro-batch (train.micro_batch_size, resolved by set_ranks), train.seq_len, the masked
+  // slots sized for the run's largest mask rate (a schedule sets each update's: Trainer), the
+  // corruption (masking.mask_token_prob; objective mlm's BERT 80/10/10 instead),
+  // masking.temperature, train.disc_weight, and the vocabulary's special tokens.
+  PretrainOptions pretrainer_options(const SpecialTokens& tokens = {}) const;
 };
 
 // Loads `path`, applies the overrides ("section.key=value", in order), reads and validates every
@@ -174,4 +179,4 @@ uint64_t config_hash(const PretrainConfig& config);
 
 const char* train_device_name(TrainDevice device);
 
-}  // namespace electra::apps
+}  // namespace electra

@@ -11,7 +11,7 @@
 
 #include "models/pretrainer.h"
 
-namespace electra::apps {
+namespace electra {
 
 // The metrics of one optimizer update: the mean over its micro-batches.
 struct UpdateMetrics {
@@ -69,4 +69,4 @@ class ProgressReporter {
   double total_seconds_ = 0;
 };
 
-}  // namespace electra::apps
+}  // namespace electra

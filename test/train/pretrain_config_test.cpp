@@ -1,4 +1,4 @@
-// PretrainConfig (apps/pretrain_config.h): the shipped configs parse and carry the paper's Table 6
+// PretrainConfig (train/pretrain_config.h): the shipped configs parse and carry the paper's Table 6
 // values; strict parsing (unknown key, wrong type, bad --set) names file, line and key; range
 // checks; the config hash.
 #include <catch2/catch.hpp>
@@ -6,10 +6,9 @@
 #include <fstream>
 #include <string>
 
-#include "apps/pretrain_config.h"
+#include "train/pretrain_config.h"
 
 using namespace electra;
-using namespace electra::apps;
 
 namespace {
 

@@ -1,15 +1,15 @@
-#include "apps/pretrain_config.h"
+#include "train/pretrain_config.h"
 
 #include <cstdio>
 #include <sstream>
 
-#include "apps/run_device.h"
 #include "data/fnv.h"
 #include "kernels/step_scalars.h"
 #include "models/flops.h"
 #include "models/pretrainer.h"
+#include "train/cpu_threads.h"
 
-namespace electra::apps {
+namespace electra {
 namespace {
 
 // "a,b , c" -> {"a", "b", "c"}; empty items are errors.
@@ -72,6 +72,23 @@ MaskRateSchedule MaskingConfig::schedule(int64_t steps) const {
   return {.start = static_cast<float>(mask_prob),
           .end = static_cast<float>(mask_prob_end),
           .updates = linear_schedule ? steps : 0};
+}
+
+PretrainOptions PretrainConfig::pretrainer_options(const SpecialTokens& tokens) const {
+  PretrainOptions o;
+  static_cast<PretrainVariant&>(o) = *this;
+  o.batch = train.micro_batch_size;
+  o.seq_len = train.seq_len;
+  o.mask_prob = static_cast<float>(masking.max_mask_prob());
+  o.mask_token_prob = static_cast<float>(masking.mask_token_prob);
+  if (objective_wiring(objective).bert_corruption) {  // BERT: 80% [MASK], 10% random
+    o.mask_token_prob = 0.8f;
+    o.random_token_prob = 0.1f;
+  }
+  o.temperature = static_cast<float>(masking.temperature);
+  o.disc_weight = static_cast<float>(train.disc_weight);
+  o.tokens = tokens;
+  return o;
 }
 
 double MaskingConfig::mask_prob_at(int64_t step, int64_t steps) const {
@@ -348,8 +365,8 @@ std::string describe(const PretrainConfig& c, const std::string& device, Precisi
   for (const std::string& s : c.shards) shards += (shards.empty() ? "" : ", ") + s;
   char flops_text[160];
   if (c.training == Training::kTwoStage) {  // each stage counts what it runs (models/flops.h)
-    const double stage1 = stage_flops(flops, PretrainStage::kGenerator).total();
-    const double stage2 = stage_flops(flops, PretrainStage::kDiscriminator).total();
+    const double stage1 = phase_flops(flops, TrainingPhase::kGenerator).total();
+    const double stage2 = phase_flops(flops, TrainingPhase::kDiscriminator).total();
     std::snprintf(flops_text, sizeof(flops_text),
                   "%.3g per step in stage 1, %.3g in stage 2, %.3g in total", stage1, stage2,
                   stage1 * static_cast<double>(c.generator_steps) +
@@ -435,4 +452,4 @@ std::string describe(const PretrainConfig& c, const std::string& device, Precisi
   return out.str();
 }
 
-}  // namespace electra::apps
+}  // namespace electra
