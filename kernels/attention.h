@@ -29,8 +29,8 @@
 //   (with positive V and dout a bf16 dPd gave dQ / dK normwise errors of 2-4%, 0.3-0.5% in f32:
 //   test/kernels/bf16_emulation_test.cpp).
 // - v2 (kFlash): FlashAttention-2 style fused kernels (kernels/attention_flash.cu), nothing of
-//   size T^2 in memory; for T <= 512 and d <= 128. The forward keeps O in shared memory with an
-//   online softmax and saves only the per-row logsumexp
+//   size T^2 in memory; for T <= 512 and d <= 128. The forward keeps O (in registers for bf16,
+//   in shared memory for f32) with an online softmax and saves only the per-row logsumexp
 //     saved = L [B, heads, T] f32,  L_i = max_k S_ik + log sum_k exp(S_ik - max_k S_ik) over
 //     real keys (+inf for a row with no real key, so that exp(S_ij - L_i) = 0),
 //   the backward recomputes P_ij = exp(S_ij - L_i) tile by tile and needs the forward's output
