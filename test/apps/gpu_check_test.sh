@@ -32,7 +32,9 @@ rc=$?
 summary=$work/out1/summary.md
 [[ -f $summary ]] || fail "no summary.md in \$OUT"
 (($(ls "$work/out1" | wc -l) <= 8)) || fail "more than 8 files in \$OUT: $(ls "$work/out1")"
-[[ -f $work/out1/logs.tar.gz ]] && tar -tzf "$work/out1/logs.tar.gz" | grep -q "logs/tests/" ||
+# The listing is read whole: `tar | grep -q` would fail under pipefail when grep exits first.
+listing=$(tar -tzf "$work/out1/logs.tar.gz" 2>&1)
+[[ $listing == *logs/tests/* ]] ||
   fail "logs.tar.gz lacks the tests' logs"
 before=$failures
 for exe in "$@"; do
