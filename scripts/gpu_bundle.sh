@@ -18,7 +18,7 @@
 # libstdc++ up to GLIBCXX_3.4.33 (Ubuntu 24.04); cudart is linked statically; cuBLAS/cuBLASLt 13
 # and NCCL come from the device's python packages (gpu_check.sh puts them on the library path of
 # our binaries only). The carried tree must stay under 64 MiB with the checkout: the script fails
-# when the archive passes 40 MiB.
+# when the archive and the checkout's files come within 4 MiB of it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -103,7 +103,11 @@ mv "$out.tmp" "$out"
 bytes=$(stat -c %s "$out")
 echo "gpu_bundle.sh: $out: $((bytes / 1024 / 1024)) MiB ($(ls "$stage/bin" | wc -l) binaries," \
   "$(ls "$stage/lib" | wc -l) libraries, data $data; $needs)"
-if ((bytes > 40 * 1024 * 1024)); then
-  echo "gpu_bundle.sh: the bundle passes 40 MiB: with the checkout it may not travel (64 MiB)" >&2
+# Everything that travels (the checkout's files and what is carried) must stay under 64 MiB.
+checkout=$(git ls-files -z | du -cb --files0-from=- | tail -1 | cut -f1)
+limit=$((64 * 1024 * 1024 - checkout - 4 * 1024 * 1024))
+if ((bytes > limit)); then
+  echo "gpu_bundle.sh: $out and the checkout ($((checkout / 1024 / 1024)) MiB) pass the 64 MiB" \
+    "a device call carries (4 MiB kept spare): take less --data" >&2
   exit 1
 fi
