@@ -1,14 +1,13 @@
 // attention, bf16, dropout 0.1 and 0, at T = 128 and 512 with the head counts of ELECTRA-Small (4),
 // Base (12) and Large (16), 16384 tokens per call: forward and backward timed separately, beside
 // the bf16 GEMM rate. Ours is version 2 (the flash kernels); version 1 (cuBLASLt GEMMs around the
-// fused softmax kernels) is the first baseline, a plain unfused forward (one thread per query row
-// and head, scores, softmax and the weighted sum in plain loops over global memory) the second.
-// FLOPs are the useful math of both versions (4 B h T^2 d forward, 8 B h T^2 d backward; flash
-// recomputes S and dPd on top of that). PyTorch's fused attention (SDPA with its cuDNN and flash
-// backends) is measured by bench/attention_sdpa_baseline.py at the same shapes, in the same
-// scripts/gpu_check.sh run.
+// fused softmax kernels) is the baseline. FLOPs are the useful math of both versions (4 B h T^2 d
+// forward, 8 B h T^2 d backward; flash recomputes S and dPd on top of that). PyTorch's fused
+// attention (SDPA with its cuDNN and flash backends) is measured by
+// bench/attention_sdpa_baseline.py at the same shapes, in the same scripts/gpu_check.sh run.
 // Both versions are validated (forward and backward) against the CPU reference at a small batch
-// first. The naive baseline is timed unvalidated: it is not ours, only a speed reference.
+// first: nothing is timed that was not validated (a plain one-thread-per-row kernel was timed here
+// before without validation; SDPA is the speed reference that matters).
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -16,7 +15,6 @@
 #include "bench_common.cuh"
 #include "engine/arena.h"
 #include "kernels/attention.h"
-#include "kernels/dropout_mask.h"
 #include "test/common/device_util.h"
 #include "test/common/test_util.h"
 #include "test/kernels/attention_errors.h"
@@ -24,44 +22,6 @@
 using namespace electra;
 
 namespace {
-
-// out[b, i, h*d + c] = sum_j softmax_j(<q_i, k_j> / sqrt(d), padded keys excluded) v_j[c],
-// with the same dropout as ours; one thread per (b, h, i), f32 math, three passes over the keys.
-__global__ void naive_attention_forward(const __nv_bfloat16* qkv, const int32_t* mask,
-                                        __nv_bfloat16* out, int b, int t, int h, int heads,
-                                        RngStream rng, uint64_t site, float p) {
-  const int64_t id = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
-  if (id >= static_cast<int64_t>(b) * heads * t) return;
-  const int i = id % t, hi = (id / t) % heads, bi = id / (static_cast<int64_t>(t) * heads);
-  const int d = h / heads;
-  const float scale = rsqrtf(static_cast<float>(d));
-  const __nv_bfloat16* q = qkv + (static_cast<int64_t>(bi) * t + i) * 3 * h + hi * d;
-  const auto score = [&](int j) {
-    const __nv_bfloat16* k = qkv + (static_cast<int64_t>(bi) * t + j) * 3 * h + h + hi * d;
-    float s = 0.0f;
-    for (int c = 0; c < d; ++c) s += __bfloat162float(q[c]) * __bfloat162float(k[c]);
-    return s * scale;
-  };
-  float max = -INFINITY, sum = 0.0f;
-  for (int j = 0; j < t; ++j) {
-    if (mask[bi * t + j] != 0) max = fmaxf(max, score(j));
-  }
-  for (int j = 0; j < t; ++j) {
-    if (mask[bi * t + j] != 0) sum += expf(score(j) - max);
-  }
-  __nv_bfloat16* o = out + (static_cast<int64_t>(bi) * t + i) * h + hi * d;
-  for (int c = 0; c < d; ++c) o[c] = __float2bfloat16(0.0f);
-  for (int j = 0; j < t; ++j) {
-    if (mask[bi * t + j] == 0) continue;
-    const uint64_t index = site + ((static_cast<uint64_t>(bi) * heads + hi) * t + i) * t + j;
-    if (!dropout_keep(rng, index, p)) continue;
-    const float w = expf(score(j) - max) / sum / (1.0f - p);
-    const __nv_bfloat16* v = qkv + (static_cast<int64_t>(bi) * t + j) * 3 * h + 2 * h + hi * d;
-    for (int c = 0; c < d; ++c) {
-      o[c] = __float2bfloat16(__bfloat162float(o[c]) + w * __bfloat162float(v[c]));
-    }
-  }
-}
 
 std::vector<int32_t> make_mask(int64_t b, int64_t t) {
   std::vector<int32_t> mask(b * t, 1);
@@ -223,21 +183,6 @@ int main() {
                             (state.flash ? 2.0 * out.numel() + 3 * row_bytes : 6 * prob_bytes),
                         4 * gemm_flops);
         }
-        const int64_t threads = b * heads * t;
-        const double naive = bench::time_median_ms(
-            ctx,
-            [&] {
-              naive_attention_forward<<<static_cast<unsigned>((threads + 127) / 128), 128, 0,
-                                        ctx.stream()>>>(
-                  static_cast<const __nv_bfloat16*>(qkv.data), mask.ptr<int32_t>(),
-                  static_cast<__nv_bfloat16*>(out.data), static_cast<int>(b), static_cast<int>(t),
-                  static_cast<int>(h), static_cast<int>(heads), flash.rng,
-                  dropout_site_offset(flash.site), flash.dropout_p);
-              ELECTRA_CUDA_CHECK_LAUNCH();
-            },
-            5, 1);
-        bench::report(ctx, "attention_fwd", shape, "baseline_naive_unfused", naive,
-                      2.0 * qkv.numel() + 2.0 * out.numel(), 2 * gemm_flops);
         arena.rewind(mark);
       }
     }
