@@ -46,19 +46,31 @@ done
 wall=$((SECONDS - start))
 echo "first run: $wall s for a 30 s budget ($attempt invocation(s))"
 
-if python3 - "$work" "$rows_before" "$attempt" <<'PY'; then
+if python3 - "$work" "$rows_before" <<'PY'; then
 import json, os, sys
-work, rows_before, attempts = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+work, rows_before = sys.argv[1], int(sys.argv[2])
 plan = dict(line.strip().split("=") for line in open(f"{work}/t1/plan.env"))
 steps, warmup = int(plan["steps"]), int(plan["warmup"])
 seq_per_s, fixed, planned = float(plan["seq_per_s"]), int(plan["fixed_s"]), int(plan["planned_s"])
 print(f"plan: {steps} updates (warm-up {warmup}) at {seq_per_s} seq/s, {planned} s of which {fixed} fixed")
-ok = steps == int((planned - fixed) * seq_per_s / 8) and warmup == max(1, round(steps * 0.1))
-ok = ok and os.path.isfile(f"{work}/t1/pretrain/checkpoint-{steps:08d}/trainer_state.json")
+failed = []
+
+
+def check(holds, what):
+    if not holds:
+        failed.append(what)
+
+
+check(steps == int((planned - fixed) * seq_per_s / 8) and warmup == max(1, round(steps * 0.1)), 'steps == int((planned - fixed) * seq_per_s / 8) and warmup == max(1, r')
+check(os.path.isfile(f"{work}/t1/pretrain/checkpoint-{steps:08d}/trainer_state.json"), 'os.path.isfile(f"{work}/t1/pretrain/checkpoint-{steps:08d}/trainer_sta')
 metrics = [json.loads(l) for l in open(f"{work}/t1/pretrain/metrics.jsonl")]
 # The last logged update is the last of the schedule (linear decay to 0 at update `steps`).
 # update k runs at schedule step k - 1: the last at 5e-4 x (1 - (steps - 1) / steps) = 5e-4 / steps.
-ok = ok and metrics[-1]["step"] == steps and abs(metrics[-1]["lr"] - 5e-4 / steps) <= 1e-6 * 5e-4 / steps
+# metrics.jsonl prints lr with 6 significant digits (%.6g: up to 5e-6 relative) of a value computed
+# in f32 (a few roundings of 2^-24 each); 1e-6 failed whenever 5e-4 / steps needs more digits.
+lr_tol = (5e-6 + 4 * 2.0**-24) * 5e-4 / steps
+check(metrics[-1]["step"] == steps, "the last logged update is the last of the schedule")
+check(abs(metrics[-1]["lr"] - 5e-4 / steps) <= lr_tol, f"last lr {metrics[-1]['lr']} is 5e-4 / {steps}")
 examples = [l for l in open(f"{work}/t1/info.txt") if l.strip().startswith("examples:")][-1]
 examples = int(examples.split()[-1])
 
@@ -69,21 +81,24 @@ rows = [l for l in lines if l.startswith("| table1_window.sh")]
 row = [c.strip() for c in rows[-1].strip("|").split("|")]
 print("row:", " | ".join(row))
 cells = dict(zip(header, row))
-ok = ok and len(rows) == rows_before + 1 and len(header) == 17 and len(row) == 17
-ok = ok and open(f"{work}/t1/row.md").read().strip() == rows[-1]
-ok = ok and cells["updates (warm-up)"] == f"{steps:,} ({warmup:,})"
-ok = ok and cells["tokens seen"].endswith(f"({steps:,} x 8 x 64)")
-ok = ok and cells["epochs over the data"] == f"{steps * 8 / examples:.2f} of {examples:,} sequences"
-# Seed 2 runs when seed 1's time is left; after a resume the budget may not hold it.
-ok = ok and cells["seeds"] in (("2",) if attempts == 1 else ("1", "2"))
-ok = ok and cells["hardware"].startswith("CPU")
+check(len(rows) == rows_before + 1 and len(header) == 17 and len(row) == 17, 'len(rows) == rows_before + 1 and len(header) == 17 and len(row) == 17')
+check(open(f"{work}/t1/row.md").read().strip() == rows[-1], 'open(f"{work}/t1/row.md").read().strip() == rows[-1]')
+check(cells["updates (warm-up)"] == f"{steps:,} ({warmup:,})", 'cells["updates (warm-up)"] == f"{steps:,} ({warmup:,})"')
+check(cells["tokens seen"].endswith(f"({steps:,} x 8 x 64)"), 'cells["tokens seen"].endswith(f"({steps:,} x 8 x 64)")')
+check(cells["epochs over the data"] == f"{steps * 8 / examples:.2f} of {examples:,} sequences", 'cells["epochs over the data"] == f"{steps * 8 / examples:.2f} of {exam')
+# Seed 2 runs when seed 1's time is left, which on a loaded machine it may not be (the full
+# suite once left it out): the row must say which of the two it holds.
+check(cells["seeds"] in ("1", "2"), 'cells["seeds"] in ("1", "2")')
+check(cells["hardware"].startswith("CPU"), 'cells["hardware"].startswith("CPU")')
 scores = [cells[k] for k in header[10:16]]
 values = [float(s.split(" ")[0]) for s in scores]
 # Each shown value is rounded to 0.05: the mean of the shown five and the shown mean differ by
 # at most 0.05 + 0.05.
-ok = ok and all(-100 <= v <= 100 for v in values) and abs(sum(values[:5]) / 5 - values[5]) <= 0.1 + 1e-9
-ok = ok and "--budget-s 30" in cells["command"]
-sys.exit(0 if ok else 1)
+check(all(-100 <= v <= 100 for v in values) and abs(sum(values[:5]) / 5 - values[5]) <= 0.1 + 1e-9, 'all(-100 <= v <= 100 for v in values) and abs(sum(values[:5]) / 5 - va')
+check("--budget-s 30" in cells["command"], '"--budget-s 30" in cells["command"]')
+for what in failed:
+    print("failed:", what)
+sys.exit(1 if failed else 0)
 PY
   pass "the plan, the whole schedule and the row"
 else
