@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "apps/default_config.h"
-#include "train/pretrain_config.h"
 #include "data/shard.h"
 #include "models/pretrainer.h"
+#include "train/pretrain_config.h"
 
 namespace electra::test {
 
