@@ -38,6 +38,14 @@ HostRun bind_host(const OpCase& c, const std::vector<std::vector<double>>& value
 // dtype of a spec in a GPU run of activation dtype `act`.
 DType device_dtype(Kind kind, DType act);
 
+Fill constant(double v) {
+  return {.make = [v](size_t n, uint64_t) { return std::vector<double>(n, v); }};
+}
+
+Fill fixed(std::vector<double> values) {
+  return {.make = [values = std::move(values)](size_t, uint64_t) { return values; }};
+}
+
 int64_t TensorSpec::numel() const {
   int64_t n = 1;
   for (int64_t d : dims) n *= d;
@@ -81,6 +89,12 @@ TensorSpec TensorSpec::nonzero() const {
   return s;
 }
 
+TensorSpec TensorSpec::nonfinite() const {
+  TensorSpec s = *this;
+  s.nonfinite_agree = true;
+  return s;
+}
+
 TensorSpec input(std::string name, std::vector<int64_t> dims, Fill fill, Kind kind) {
   return TensorSpec{
       .name = std::move(name), .dims = std::move(dims), .kind = kind, .fill = std::move(fill)};
@@ -110,6 +124,13 @@ TensorSpec grad(std::string name, std::string of, std::vector<int64_t> dims, Kin
 
 TensorSpec grad_acc(std::string name, std::string of, std::vector<int64_t> dims, Kind kind) {
   TensorSpec s = grad(std::move(name), std::move(of), std::move(dims), kind);
+  s.accumulates = true;
+  return s;
+}
+
+TensorSpec updated(std::string name, std::vector<int64_t> dims, Fill fill, Kind kind) {
+  TensorSpec s = input(std::move(name), std::move(dims), std::move(fill), kind);
+  s.role = Role::kOutput;
   s.accumulates = true;
   return s;
 }
@@ -161,6 +182,8 @@ DType device_dtype(Kind kind, DType act) {
       return DType::F32;
     case Kind::kBF16:
       return DType::BF16;
+    case Kind::kF64:
+      return DType::F64;
     case Kind::kI32:
       return DType::I32;
   }
@@ -244,8 +267,12 @@ std::vector<double> download_f64(Context& ctx, const Tensor& t) {
   std::vector<float> f32;
   std::vector<uint16_t> b16;
   std::vector<int32_t> i32;
+  std::vector<double> f64;
   void* host = nullptr;
-  if (t.dtype == DType::F32) {
+  if (t.dtype == DType::F64) {
+    f64.resize(n);
+    host = f64.data();
+  } else if (t.dtype == DType::F32) {
     f32.resize(n);
     host = f32.data();
   } else if (t.dtype == DType::BF16) {
@@ -258,12 +285,12 @@ std::vector<double> download_f64(Context& ctx, const Tensor& t) {
   }
   copy_tensor(ctx.stream(), shaped(host, t.dtype, Device::CPU, {t.numel()}),
               shaped(t.data, t.dtype, t.device, {t.numel()}));
-  return widen(t, f32, b16, i32, {});
+  return widen(t, f32, b16, i32, f64);
 }
 
 // The reference value as the GPU's output dtype holds it.
 double as_stored(double v, DType dtype) {
-  if (dtype == DType::I32 || std::isnan(v)) return v;
+  if (dtype == DType::I32 || dtype == DType::F64 || std::isnan(v)) return v;
   return rounded_to(v, dtype);
 }
 
@@ -284,6 +311,21 @@ std::string compare(const OpCase& c, const TensorSpec& s, DType act, const std::
     fail << differ << " elements differ from the reference's bits (first at " << first << ": got "
          << got[first] << ", want " << as_stored(want[first], stored) << ")";
     return fail.str();
+  }
+  if (s.nonfinite_agree) {
+    // The non-finite elements must match in class; they then leave the comparison of the rest.
+    std::vector<double> got_finite = got, want_finite = want;
+    for (size_t i = 0; i < got.size(); ++i) {
+      if (std::isfinite(want[i])) continue;
+      if (std::isnan(want[i]) ? !std::isnan(got[i]) : got[i] != want[i]) {
+        fail << "element " << i << " is " << got[i] << ", the reference's " << want[i];
+        return fail.str();
+      }
+      got_finite[i] = want_finite[i] = 0;
+    }
+    TensorSpec finite = s;
+    finite.nonfinite_agree = false;
+    return compare(c, finite, act, got_finite, want_finite, stored);
   }
   const double err =
       s.compare == Compare::kNormwise ? normwise_error(got, want) : max_relative_error(got, want);

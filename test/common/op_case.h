@@ -51,6 +51,7 @@ enum class Kind {
   kParam,  // parameter, its gradient, statistics: f64 / f32 / f32
   kF32,    // f32 in every mode (the op requires f32 even in an f64 gradient check)
   kBF16,   // bf16 in the reference and on the GPU (no gradient check)
+  kF64,    // f64 in every mode (a cumulative table, a metrics accumulator)
   kI32,    // integers in every mode
 };
 
@@ -71,6 +72,10 @@ struct Fill {
   std::function<std::vector<double>(size_t n, uint64_t seed)> make{};
 };
 
+// Fills of given values: every element `v`; exactly `values` (n must be their number).
+Fill constant(double v);
+Fill fixed(std::vector<double> values);
+
 // Tolerances of a GPU run against the reference, per activation dtype.
 struct Tol {
   double f32 = 0, bf16 = 0;
@@ -87,10 +92,12 @@ struct TensorSpec {
   std::string grad_of{};      // an output holding dLoss/d(input named here)
   bool accumulates = false;   // the op adds (+=) into this output
   Compare compare = Compare::kNormwise;
-  std::optional<Tol> tol{};   // overrides the case's
-  bool same_zeros = false;    // GPU and reference agree on which elements are exactly 0
-  bool bits_in_f32 = false;   // compared bit for bit in an f32 run, by `compare` otherwise
-  bool some_nonzero = false;  // the reference has a nonzero element (the inputs exercise it)
+  std::optional<Tol> tol{};      // overrides the case's
+  bool same_zeros = false;       // GPU and reference agree on which elements are exactly 0
+  bool bits_in_f32 = false;      // compared bit for bit in an f32 run, by `compare` otherwise
+  bool some_nonzero = false;     // the reference has a nonzero element (the inputs exercise it)
+  bool nonfinite_agree = false;  // NaN where the reference has NaN, the same infinity where it
+                                 // has one; the finite elements compared by `compare`
 
   int64_t numel() const;
   TensorSpec with_tol(Tol t) const;
@@ -99,6 +106,7 @@ struct TensorSpec {
   TensorSpec zeros_agree() const;
   TensorSpec f32_bits() const;
   TensorSpec nonzero() const;
+  TensorSpec nonfinite() const;
 };
 
 // The spec helpers the cases are written with.
@@ -116,6 +124,10 @@ TensorSpec grad(std::string name, std::string of, std::vector<int64_t> dims,
 // takes what was added).
 TensorSpec grad_acc(std::string name, std::string of, std::vector<int64_t> dims,
                     Kind kind = Kind::kParam);
+// An output the op updates in place (adds to, or reads then rewrites: optimizer state, a metrics
+// accumulator): it starts from its Fill on both sides, as an accumulated gradient does.
+TensorSpec updated(std::string name, std::vector<int64_t> dims, Fill fill = {},
+                   Kind kind = Kind::kParam);
 // f32 scratch of the GPU kernels; the CPU reference gets an unset Tensor{} (it ignores it).
 TensorSpec workspace(std::string name, int64_t floats);
 

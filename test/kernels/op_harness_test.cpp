@@ -1,12 +1,14 @@
 // The op harness (test/common/op_case.h) on the CPU, on gelu_cases.cpp's bias_gelu/15x7 and a
 // dropout case: its parity run, with the CPU standing in for the GPU in f32, passes for a correct
 // op and names the tensor of every kind of failure (a wrong value, an output left unwritten, a
-// mask that differs, bits that differ); its gradient check passes for a correct backward and
-// fails for a backward that adds twice.
+// mask that differs, bits that differ, an f64 accumulator updated in place whose non-finite
+// elements compare by class); its gradient check passes for a correct backward and fails for a
+// backward that adds twice.
 #include <catch2/catch.hpp>
 #include <cmath>
 
 #include "kernels/dropout.h"
+#include "kernels/train_metrics.h"
 #include "test/common/op_case.h"
 
 using namespace electra;
@@ -113,6 +115,48 @@ TEST_CASE("the harness compares bits and zero patterns where a case asks", "[op_
     }
   };
   expect_one_failure_naming(parity(ulp, DType::F32, device), "y");
+}
+
+TEST_CASE("the harness compares an f64 output updated in place, non-finite elements by class",
+          "[op_harness]") {
+  // record_value writes NaN into row 1 of an accumulator that starts from random values, and
+  // counts it in row 2; rows 0 and 3 keep their starting values.
+  auto record = [](Context& ctx, const Args& a) {
+    run_op(ctx, RecordValue{.value = a["x"], .row = 1, .non_finite = 2, .acc = Out(a["acc"])});
+  };
+  const TensorSpec acc =
+      updated("acc", {4}, {.lo = 0.5, .hi = 4}, Kind::kF64).relative({1e-11, 1e-11});
+  OpCase c{
+      .op = "record_value",
+      .shape = "test",
+      .tensors = {input("x", {1}, constant(NAN), Kind::kF32), acc.nonfinite()},
+      .forward = record,
+      .dtypes = {DType::F32},
+  };
+  Context device = Context::cpu(c.seed);
+  CHECK(parity(c, DType::F32, device).empty());
+
+  // Without nonfinite(), NaN against NaN is an infinite error.
+  OpCase strict = c;
+  strict.tensors[1] = acc;
+  expect_one_failure_naming(parity(strict, DType::F32, device), "acc");
+
+  // A reference with an infinity where the device has NaN, or a finite row 1e-9 off (>= 2.5e-10
+  // relative: the rows are < 4): one failure each, naming the tensor.
+  for (const double infinite : {1.0, 0.0}) {
+    OpCase wrong = c;
+    wrong.reference = [record, infinite](Context& ctx, const Args& a) {
+      record(ctx, a);
+      double* rows = a["acc"].ptr<double>();
+      if (infinite != 0) {
+        rows[1] = INFINITY;
+      } else {
+        rows[3] += 1e-9;
+      }
+    };
+    INFO("reference with " << (infinite != 0 ? "an infinity" : "a finite row off"));
+    expect_one_failure_naming(parity(wrong, DType::F32, device), "acc");
+  }
 }
 
 TEST_CASE("the harness's gradient check passes a correct backward and fails one that adds twice",
