@@ -1,5 +1,6 @@
-// The accumulator rows the train_metrics tests give the ops (train_metrics_test and its GPU
-// variant): any layout works, the ops know none (ELECTRA's is models/metric_rows.h).
+// The accumulator rows the train_metrics tests give the ops (train_metrics_test.cpp and
+// train_metrics_cases.cpp): any layout works, the ops know none (ELECTRA's is
+// models/metric_rows.h).
 #pragma once
 
 #include "kernels/train_metrics.h"
