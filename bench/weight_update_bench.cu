@@ -27,9 +27,9 @@ int main() {
        [](Context& ctx, const test::Args& a) {
          const int64_t n = a["params"].numel();
          OptimHyperValues h;
-         h.lr = 1e-2f;  // the cases' step
+         h.lr = 1e-2f;  // the cases' one step: gradients grads1, lr 1e-2
          naive_adamw<<<(n + 255) / 256, 256, 0, ctx.stream()>>>(
-             a["params"].ptr<float>(), a["grads"].ptr<float>(), a["m"].ptr<float>(),
+             a["params"].ptr<float>(), a["grads1"].ptr<float>(), a["m"].ptr<float>(),
              a["v"].ptr<float>(), n, h.lr, h.beta1, h.beta2, h.eps, h.weight_decay);
          ELECTRA_CUDA_CHECK_LAUNCH();
        }},
