@@ -7,6 +7,7 @@
 // masking rate follows a schedule that ends at update 6; micro-step s A + r a + m wraps 2^32 at the
 // last update; one micro-batch masks nothing (a normaliser 1 / 0). The numbering, the formulas and
 // every random-number op reading its step from memory: step_scalars_test.cpp.
+#include <algorithm>
 #include <cstring>
 
 #include "kernels/step_scalars.h"

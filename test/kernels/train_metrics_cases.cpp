@@ -16,7 +16,7 @@
 // weights, is < 6e4). The counts (masked slots, tokens, micro-batches, non-finite ones) are sums of
 // integers: 1 off is 2e-5 relative or more.
 #include <cmath>
-#include <memory>
+#include <functional>
 
 #include "kernels/train_metrics.h"
 #include "test/common/op_case.h"
