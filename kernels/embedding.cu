@@ -46,6 +46,7 @@ constexpr int kDigitBits = 4, kDigits = 1 << kDigitBits;
 constexpr uint32_t kPadKey = ~uint32_t{0};  // past the tile's tokens: sorts last
 constexpr int kSumUnroll = 8;               // dout rows a run sum has in flight
 constexpr int kAccumulateWarps = 8;         // warps per block of the accumulate kernel
+constexpr int kBatchUnroll = 4;             // dout rows a position sum has in flight
 
 template <class T, int V>
 __global__ void embedding_forward_kernel(const int32_t* ids, const int32_t* segment_ids,
@@ -227,13 +228,29 @@ __device__ void position_segment(const T* dout, const PositionArgs& a, int64_t i
   if (i >= a.len * a.e) return;
   const int64_t t = i / a.e, c = i % a.e;
   float pos = 0, seg[kEmbeddingMaxSegments] = {};
-  for (int64_t b = 0; b < a.batch; ++b) {
-    const float v = to_float(dout[(b * a.len + t) * a.e + c]);
-    const int32_t sid = a.segment_ids[b * a.len + t];
-    pos += v;
+  // kBatchUnroll rows' loads in flight, then added in b order. These blocks share the sort's
+  // launch and so its shared memory: one or two blocks of them fit an SM.
+  for (int64_t b0 = 0; b0 < a.batch; b0 += kBatchUnroll) {
+    float v[kBatchUnroll];
+    int32_t sid[kBatchUnroll];
 #pragma unroll
-    for (int s = 0; s < kEmbeddingMaxSegments; ++s) {
-      if (s == sid) seg[s] += v;
+    for (int u = 0; u < kBatchUnroll; ++u) {
+      if (b0 + u < a.batch) {
+        v[u] = to_float(dout[((b0 + u) * a.len + t) * a.e + c]);
+        sid[u] = a.segment_ids[(b0 + u) * a.len + t];
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < kBatchUnroll; ++u) {
+      if (b0 + u < a.batch) {
+        pos += v[u];
+#pragma unroll
+        for (int s = 0; s < kEmbeddingMaxSegments; ++s) {
+          // + 0 leaves a sum that started at +0 unchanged (it is never -0): seg stays in
+          // registers, where seg[sid] += v would index it in local memory.
+          seg[s] += s == sid[u] ? v[u] : 0.0f;
+        }
+      }
     }
   }
   a.dposition[t * a.e + c] += pos;
