@@ -9,13 +9,13 @@
 //      an LSD radix sort on the id bits, 4 bits a pass (4 passes for V = 30522), each pass a warp
 //      multi-split (4 ballots give each key the lanes holding the same digit; its rank among them
 //      and the warp's running count per digit place it), a scan of the (digit, warp) counts and a
-//      scatter. The block holds at most kEmbeddingSortTileKeys keys, 32 a thread, in 128 KiB of
-//      shared memory. The sort is stable and the keys start in token order, so each id's tokens
-//      stay in ascending order. It then writes the sorted keys, per segment of kRunSegment sorted
-//      keys the segments where the runs at its two ends begin and end (binary searches in shared
-//      memory), and zeroes the segments' arrival counters. The other blocks (one thread per
-//      position t and column) sum dout over b in order into dposition[t] and into per-(t,
-//      segment) partials of dsegment: they run beside the sort, which occupies one SM.
+//      scatter. The block holds at most kEmbeddingSortTileKeys keys, 16 or 32 a thread (the fewer
+//      that fit), in 128 KiB of shared memory. The sort is stable and the keys start in token
+//      order, so each id's tokens stay in ascending order. It then writes the sorted keys, per
+//      segment of kRunSegment sorted keys the segments where the runs at its two ends begin and end
+//      (binary searches in shared memory), and zeroes the segments' arrival counters. The other
+//      blocks (one thread per position t and column) sum dout over b in order into dposition[t] and
+//      into per-(t, segment) partials of dsegment: they run beside the sort, which occupies one SM.
 //   2. accumulate_kernel. One warp per (segment of kRunSegment sorted keys, chunk of 32 * V
 //      columns, V = 4 with 16-byte f32 accesses): two ballots over the segment's 64 keys find
 //      the runs of equal ids; each run is summed over its tokens in key (= token) order. A run
