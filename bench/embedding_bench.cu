@@ -1,7 +1,8 @@
 // embedding forward and backward (f32 tables, bf16 output) at ELECTRA-Small (B = 128, T = 128,
-// E = 128), Base (B = 32, T = 512, E = 768) and Large (E = 1024), V = 30522, Zipf-like ids: the
-// cases of test/kernels/embedding_cases.cpp run by bench/op_bench.cuh; forward ours against one
-// thread per element; backward ours (deterministic sort + run sums) against the usual
+// E = 128), Base (B = 32, T = 512, E = 768) and Large (E = 1024), V = 30522, Zipf-like ids, and
+// Base's 64 x 512 micro-batch with ELECTRA-like ids (a padding run, [MASK] on 15%): the cases of
+// test/kernels/embedding_cases.cpp run by bench/op_bench.cuh; forward ours against one thread per
+// element; backward ours (deterministic: one-block sort + run sums, 2 launches) against the usual
 // float-atomic scatter (not deterministic).
 #include <cuda_bf16.h>
 

@@ -1,8 +1,8 @@
 // gather of masked positions (bf16, K = 15% of T) at ELECTRA-Small (B = 128, T = 128, H = 256),
 // Base (B = 32, T = 512, H = 768) and Large (H = 1024): the cases of
 // test/kernels/gather_cases.cpp run by bench/op_bench.cuh; forward ours against one thread per
-// element; backward ours (deterministic, slot order) against a bf16 atomicAdd scatter (not
-// deterministic).
+// element; backward ours (one thread per (slot, column group), deterministic, slot order)
+// against a bf16 atomicAdd scatter (not deterministic).
 #include <cuda_bf16.h>
 
 #include "kernels/gather.h"

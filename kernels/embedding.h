@@ -14,10 +14,17 @@
 // the position (b, t) and the value. The GPU cannot throw from a kernel: the forward writes a
 // row of NaN for such a token (never reading outside the tables), so the error shows up in the
 // loss, and the backward skips that token for the table whose id is out of range.
-// GPU backward is deterministic (same bits every run, whatever the launch): dword sorts the
-// (id, token index) pairs (bitonic sort of 64-bit keys) and one warp per (run of equal ids,
-// column chunk) sums the run in token order; dposition sums over b in order; dsegment (S <= 8 on
-// the GPU) sums per position t, then over t in order. No float atomics.
+// GPU backward is deterministic (same bits every run, whatever the launch), in 2 launches up to
+// kEmbeddingSortTileKeys tokens: the first sorts the 32-bit keys (id << s | token) of the batch
+// in one block (a stable radix sort in shared memory, so each id's tokens stay in ascending
+// order) while its other blocks sum dposition over b in order and the per-position dsegment
+// partials; the second sums dword per run of equal ids in token order (runs cut into segments of
+// kEmbeddingRunSegment sorted keys; a run crossing segments is joined, its pieces in segment
+// order, by whichever warp adds the last piece) and dsegment over t in order. Above
+// kEmbeddingSortTileKeys tokens, tiles of that many tokens are sorted by one block each and the
+// second launch runs once per tile, so dword[v] is dword[v] + (tile 0's sum) + (tile 1's sum)
+// ...: still a fixed order. The keys must fit 32 bits: bit_width(V) + bit_width(tile tokens - 1)
+// <= 32 (V < 131072 with full tiles), else the GPU backward throws Error. No float atomics.
 // Workspace (GPU backward only; the CPU ignores it): a tensor of any dtype of at least
 // embedding_backward_workspace_bytes(B, T, S, E) bytes, 16-byte aligned.
 #pragma once
@@ -31,22 +38,47 @@ namespace electra {
 // Most segment types the GPU backward supports (BERT and ELECTRA use 2).
 constexpr int64_t kEmbeddingMaxSegments = 8;
 
+// Most keys one block sorts in shared memory: 128 KiB of keys (plus about 2 KiB of counters)
+// fits the 163 KiB a block may opt in to on sm_80 and the 227 KiB on sm_90. ELECTRA-Small's
+// 128 x 128 and Base's 64 x 512 tokens are one tile.
+constexpr int64_t kEmbeddingSortTileKeys = 32768;
+
 // Sorted keys per segment of the GPU word-gradient pass (a long run of one id is cut into pieces
-// of at most this many tokens, summed by separate warps).
+// of at most this many tokens, summed by separate warps). Divides kEmbeddingSortTileKeys, so a
+// segment never spans two tiles.
 constexpr int64_t kEmbeddingRunSegment = 64;
 
-// Sort keys: B * T rounded up to a power of two (and at least the 2048 keys of one sort tile),
-// 8 bytes each; then T * S * E f32 per-position partial sums of dsegment; then two E-float pieces
-// (head, tail) per segment of kEmbeddingRunSegment sorted keys.
-inline size_t embedding_sort_keys(int64_t b, int64_t t) {
-  size_t n = 2048;
-  while (n < static_cast<size_t>(b * t)) n *= 2;
-  return n;
+// The GPU backward's workspace, each region 16-byte aligned, in bytes from its start: the sorted
+// keys (u32 per token); T * S * E f32 per-position partial sums of dsegment; two E-float pieces
+// (head, tail) per segment of kEmbeddingRunSegment sorted keys; per segment the first and the
+// last segment of the runs at its two ends (i32 each); a u32 arrival counter per (segment, chunk
+// of 32 columns).
+struct EmbeddingWorkspace {
+  size_t keys = 0, partial = 0, head = 0, tail = 0, first = 0, last = 0, counters = 0, bytes = 0;
+};
+inline EmbeddingWorkspace embedding_workspace(int64_t b, int64_t t, int64_t s, int64_t e) {
+  const auto tokens = static_cast<size_t>(b * t);
+  const size_t segments = (tokens + kEmbeddingRunSegment - 1) / kEmbeddingRunSegment;
+  const size_t chunks = (static_cast<size_t>(e) + 31) / 32;
+  auto region = [](size_t& at, size_t bytes) {
+    const size_t start = at;
+    at += (bytes + 15) / 16 * 16;
+    return start;
+  };
+  EmbeddingWorkspace w;
+  size_t at = 0;
+  w.keys = region(at, tokens * 4);
+  w.partial = region(at, static_cast<size_t>(t * s * e) * 4);
+  w.head = region(at, segments * static_cast<size_t>(e) * 4);
+  w.tail = region(at, segments * static_cast<size_t>(e) * 4);
+  w.first = region(at, segments * 4);
+  w.last = region(at, segments * 4);
+  w.counters = region(at, segments * chunks * 4);
+  w.bytes = at;
+  return w;
 }
 inline size_t embedding_backward_workspace_bytes(int64_t b, int64_t t, int64_t s, int64_t e) {
-  const int64_t run_segments = (b * t + kEmbeddingRunSegment - 1) / kEmbeddingRunSegment;
-  return embedding_sort_keys(b, t) * 8 + static_cast<size_t>(t * s * e) * 4 +
-         static_cast<size_t>(2 * run_segments * e) * 4;
+  return embedding_workspace(b, t, s, e).bytes;
 }
 
 // Shapes and id dtypes (tables [*, E], ids [B, T], out [B, T, E], T <= P).
@@ -88,20 +120,12 @@ struct EmbeddingBackward {
   void check() const {
     check_embedding_shapes(kName, ids, segment_ids, dword, dposition, dsegment, dout);
   }
-  // embedding.cu: the bitonic sort of the (id, token) keys (one kernel making the keys, one
-  // sorting each tile of embedding_sort_keys(1, 1) keys, then per merge size k = 2 tiles ..
-  // padded one global pass per stride j = k / 2 .. tile and one in-tile pass), the word-gradient
-  // segment and join kernels, the position and segment partials and the segment sums.
+  // embedding.cu: the sort (with the position and segment partials), then per sort tile the
+  // word-gradient pass (the first with the segment sums).
   Launches launches() const {
     if (ids.numel() == 0 || dword.dim(1) == 0) return {};
-    const auto tile = static_cast<int64_t>(embedding_sort_keys(1, 1));
-    const auto padded = static_cast<int64_t>(embedding_sort_keys(ids.dim(0), ids.dim(1)));
-    int64_t sort = 2;
-    for (int64_t k = 2 * tile; k <= padded; k *= 2) {
-      for (int64_t j = k / 2; j >= tile; j /= 2) ++sort;
-      ++sort;
-    }
-    return {.kernels = sort + 4};
+    const int64_t tiles = (ids.numel() + kEmbeddingSortTileKeys - 1) / kEmbeddingSortTileKeys;
+    return {.kernels = 1 + tiles};
   }
   void cpu(Context& ctx) const;
   void cuda(Context& ctx) const;

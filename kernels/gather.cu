@@ -1,9 +1,12 @@
 // gather kernels. Forward: one block per output row (b, k), threads over column groups of V
 // (V = 8 with 16-byte accesses when H % 8 == 0 and the pointers are aligned, else 1).
-// Backward: a 2-D grid of (column groups, sequences b); each thread walks the K slots of its
-// sequence in slot order and adds dout into dx at its columns, so repeated positions accumulate in
-// a fixed order without atomics. Memory-bound: forward reads and writes B * K * H elements; the
-// backward reads B * K * H of dout and reads and writes the same amount of dx.
+// Backward: one thread per (slot, column group). Masked positions are distinct within a
+// sequence, so each thread owns its dx row; a position that repeats (the padding slots all
+// point at position 0) is owned by its first slot, whose thread adds the later slots' rows in
+// slot order (a scan of the sequence's K positions, which the L1 holds) while their threads do
+// nothing: the same additions in the same order as one walk of the slots, without atomics.
+// Memory-bound: forward reads and writes B * K * H elements; the backward reads B * K * H of
+// dout and reads and writes the same amount of dx.
 #include "kernels/cuda_common.cuh"
 #include "kernels/gather.h"
 
@@ -32,20 +35,27 @@ __global__ void gather_forward_kernel(const T* x, const int32_t* positions, T* o
 
 template <class T, int V>
 __global__ void gather_backward_kernel(const T* dout, const int32_t* positions, T* dx, int64_t len,
-                                       int64_t h, int64_t slots) {
-  const int64_t col = (blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x) * V;
-  const int64_t b = blockIdx.y;
-  if (col >= h) return;
-  float d[V], acc[V];
-  for (int64_t k = 0; k < slots; ++k) {
-    const int32_t pos = positions[b * slots + k];
-    if (pos < 0 || pos >= len) continue;
-    T* row = dx + (b * len + pos) * h + col;
-    load_vec<V>(dout + (b * slots + k) * h + col, d);
-    load_vec<V>(row, acc);
-    for (int j = 0; j < V; ++j) acc[j] += d[j];
-    store_vec<V>(row, acc);
+                                       int64_t h, int64_t slots, int64_t total) {
+  const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (i >= total) return;  // i = (b * K + k) * groups + group
+  const int64_t groups = h / V, slot = i / groups, col = (i % groups) * V;
+  const int64_t b = slot / slots, k = slot % slots;
+  const int32_t* seq = positions + b * slots;
+  const int32_t pos = seq[k];
+  if (pos < 0 || pos >= len) return;
+  for (int64_t j = 0; j < k; ++j) {
+    if (seq[j] == pos) return;  // slot j owns the row
   }
+  T* row = dx + (b * len + pos) * h + col;
+  float acc[V], d[V];
+  load_vec<V>(row, acc);
+  for (int64_t j = k; j < slots; ++j) {
+    if (seq[j] != pos) continue;
+    load_vec<V>(dout + (b * slots + j) * h + col, d);
+    // Each slot's sum is rounded to T, as if stored before the next slot adds to it.
+    for (int u = 0; u < V; ++u) acc[u] = to_float(from_float<T>(acc[u] + d[u]));
+  }
+  store_vec<V>(row, acc);
 }
 
 int threads_for(int64_t groups) {
@@ -77,13 +87,14 @@ void backward(Context& ctx, const Tensor& dout, const Tensor& positions, const T
   T* out = static_cast<T*>(dx.data);
   const int32_t* pos = positions.ptr<int32_t>();
   const int v = vectorizable(h, {d, out}) ? 8 : 1;
-  const int threads = threads_for(ceil_div(h, v));
-  const dim3 grid(static_cast<unsigned>(ceil_div(ceil_div(h, v), threads)),
-                  static_cast<unsigned>(batch));
+  const int64_t total = batch * slots * (h / v);
+  const auto blocks = static_cast<unsigned>(ceil_div(total, kMaxThreads));
   if (v == 8) {
-    gather_backward_kernel<T, 8><<<grid, threads, 0, ctx.stream()>>>(d, pos, out, len, h, slots);
+    gather_backward_kernel<T, 8>
+        <<<blocks, kMaxThreads, 0, ctx.stream()>>>(d, pos, out, len, h, slots, total);
   } else {
-    gather_backward_kernel<T, 1><<<grid, threads, 0, ctx.stream()>>>(d, pos, out, len, h, slots);
+    gather_backward_kernel<T, 1>
+        <<<blocks, kMaxThreads, 0, ctx.stream()>>>(d, pos, out, len, h, slots, total);
   }
   ELECTRA_CUDA_CHECK_LAUNCH();
 }

@@ -3,8 +3,9 @@
 // Forward:  out[b * K + k, :] = x[b, positions[b, k], :]                         (written, =)
 // Backward: dx[b, positions[b, k], :] += dout[b * K + k, :] for every (b, k)     (accumulated, +=)
 // Positions may repeat within a sequence (padding slots all point at position 0 with weight 0);
-// repeated slots accumulate in slot order k = 0, 1, ... (the GPU walks the K slots of a sequence
-// in order in one thread per column, so dx is deterministic without atomics).
+// repeated slots accumulate in slot order k = 0, 1, ... (the GPU runs one thread per (slot,
+// column group); the first slot of a repeated position adds the others' rows in slot order, so
+// dx is deterministic without atomics).
 // Shapes: x, dx [B, T, H]; positions i32 [B, K]; out, dout [B * K, H].
 // Dtypes: CPU all f32 or all f64; GPU f32 or bf16 (x, out, dout, dx the same), f32 arithmetic.
 // Out-of-range positions (< 0 or >= T): the CPU throws UserError naming (b, k) and the value; the

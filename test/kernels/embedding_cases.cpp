@@ -2,8 +2,12 @@
 // checks w.r.t. the three tables with repeated ids at a small odd shape and at ELECTRA-Small's
 // (E = 128); GPU parity (the forward bit for bit: the f32 sum rounded once; the sorted backward
 // within the tolerance and the same bits when run again) with many repeated ids, one id over most
-// tokens and a single id; benchmarks at Small, Base and Large with Zipf-like ids. Bad ids:
-// embedding_gpu_test.cpp; hand values and refusals: embedding_test.cpp.
+// tokens and a single id, at ELECTRA-Small's 128 x 128 tokens and Base's 64 x 512 (one full sort
+// tile) with ELECTRA-like ids (padding id 0 over each sequence's last quarter, [MASK] on 15% of
+// the rest, V = 30522 > the keys), across two sort tiles, an odd width (the one-column path) and
+// the largest vocabulary whose keys fit 32 bits; benchmarks at Small, Base and Large with
+// Zipf-like ids. Bad ids and too large a vocabulary: embedding_gpu_test.cpp; hand values and
+// refusals: embedding_test.cpp.
 #include <memory>
 #include <set>
 
@@ -35,6 +39,26 @@ Ids zipf_like(const Sizes& s, uint64_t seed) {
   const std::vector<int32_t> ints = random_ints(tokens, seed, 0, static_cast<int32_t>(s.vocab - 1));
   auto ids = std::make_shared<std::vector<double>>(tokens);
   for (int64_t i = 0; i < tokens; ++i) (*ids)[i] = ints[i] % (1 + ints[(i * 7) % tokens] % 2000);
+  return ids;
+}
+
+// ELECTRA-like ids: padding (id 0) over the last quarter of every sequence, [MASK] (id 103) on
+// 15% of the other tokens, one of the three highest ids on 5%, Zipf-like ids elsewhere: two long
+// runs across many segments of sorted keys, the top bits of the ids, and a vocabulary larger than
+// the keys.
+Ids electra_like(const Sizes& s, uint64_t seed) {
+  const Ids zipf = zipf_like(s, seed);
+  const std::vector<int32_t> draw = random_ints(s.batch * s.len, seed + 1, 0, 99);
+  auto ids = std::make_shared<std::vector<double>>(*zipf);
+  for (int64_t i = 0; i < s.batch * s.len; ++i) {
+    if (i % s.len >= s.len * 3 / 4) {
+      (*ids)[i] = 0;
+    } else if (draw[i] < 15) {
+      (*ids)[i] = 103;
+    } else if (draw[i] < 20) {
+      (*ids)[i] = static_cast<double>(s.vocab - 1 - draw[i] % 3);
+    }
+  }
   return ids;
 }
 
@@ -102,6 +126,11 @@ OpCase embedding(const std::string& shape, const Sizes& s, unsigned modes, size_
 std::vector<OpCase> op_cases() {
   const unsigned all = kGradcheck | kGpu;
   const Sizes small{128, 128, 128, 30522}, base{32, 512, 768, 30522}, large{32, 512, 1024, 30522};
+  // kEmbeddingSortTileKeys = 32768 tokens a sort tile: base_64x512 fills one; 80 x 512 is a full
+  // tile and a partial one. V = 131071 (17 bits) with 15 bits of tokens: the largest vocabulary
+  // whose keys fit 32 bits.
+  const Sizes electra_small{128, 128, 128, 30522}, electra_base{64, 512, 768, 30522},
+      two_tiles{80, 512, 64, 30522}, widest{64, 512, 16, 131071};
   return {
       embedding("3x5x7_V11_P9_S3", {3, 5, 7, 11, 9, 3}, all),
       embedding("small_2x128x128_V257", {2, 128, 128, 257}, kGradcheck, 97),
@@ -112,6 +141,13 @@ std::vector<OpCase> op_cases() {
       embedding("4x128x64_V1", {4, 128, 64, 1}, kGpu),
       embedding("1x100x100_V1000", {1, 100, 100, 1000}, kGpu),
       embedding("1x1x1000_V3", {1, 1, 1000, 3}, kGpu),
+      // E = 33: one column a lane, two column chunks, runs over many segments.
+      embedding("16x128x33_V5", {16, 128, 33, 5}, kGpu),
+      embedding("electra_small_128x128x128", electra_small, electra_like(electra_small, 2), kGpu),
+      embedding("electra_base_64x512x768", electra_base, electra_like(electra_base, 3),
+                kGpu | kBench),
+      embedding("two_tiles_80x512x64", two_tiles, electra_like(two_tiles, 4), kGpu),
+      embedding("V131071_64x512x16", widest, electra_like(widest, 5), kGpu),
       embedding("small_128x128x128", small, zipf_like(small, 1), kBench),
       embedding("base_32x512x768", base, zipf_like(base, 1), kBench),
       embedding("large_32x512x1024", large, zipf_like(large, 1), kBench),

@@ -1,5 +1,6 @@
-// embedding on the GPU with bad ids: NaN rows in the forward, skipped by the backward (a check
-// the op harness cannot express; parity with the CPU: embedding_cases.cpp).
+// embedding on the GPU with bad ids: NaN rows in the forward, skipped by the backward; and a
+// vocabulary too large for the backward's 32-bit sort keys (checks the op harness cannot
+// express; parity with the CPU: embedding_cases.cpp).
 #include <catch2/catch.hpp>
 #include <cmath>
 
@@ -55,4 +56,24 @@ TEST_CASE("embedding/bad_ids_give_nan_rows_and_are_skipped/f32", "[embedding][gp
     CHECK(dseg[j] == dout[j] + dout[e + j]);  // segment 0 at tokens 0 and 1
     CHECK(dseg[e + j] == dout[2 * e + j]);    // segment 1 at token 2; segment 2 skipped
   }
+}
+
+// Sort keys are id << 15 | token within a tile of 32768 tokens: ids up to V (the skipped tokens'
+// id) must fit 17 bits. V = 131071 fits (embedding_cases.cpp checks its values); V = 131072 is an
+// Error before anything is launched, never a silently wrong gradient.
+TEST_CASE("embedding/vocabulary_too_large_for_the_sort_keys_is_an_error/f32", "[embedding][gpu]") {
+  Context gpu = Context::cuda(0);
+  Arena arena("embedding", Device::CUDA, 64 << 20);
+  const int64_t b = 64, t = 512, e = 4, v = 131072;
+  const Tensor ids = arena.alloc(DType::I32, {b, t});
+  const Tensor ws = arena.alloc(
+      DType::F32, {static_cast<int64_t>(embedding_backward_workspace_bytes(b, t, 2, e) / 4)});
+  CHECK_THROWS_WITH(run_op(gpu, EmbeddingBackward{.dout = arena.alloc<float>({b, t, e}),
+                                                  .ids = ids,
+                                                  .segment_ids = ids,
+                                                  .dword = Out(arena.alloc<float>({v, e})),
+                                                  .dposition = Out(arena.alloc<float>({t, e})),
+                                                  .dsegment = Out(arena.alloc<float>({2, e})),
+                                                  .workspace = Out(ws)}),
+                    Catch::Contains("do not fit the 32-bit sort keys"));
 }
