@@ -19,7 +19,9 @@
 // gamma, beta, dgamma, dbeta, mean and rstd f32.
 // Workspace (GPU backward only; the CPU ignores it): an f32 tensor of at least
 // layernorm_backward_workspace_floats(N, H) elements for per-row-block partial sums of dgamma and
-// dbeta, added in a fixed order so that they are deterministic.
+// dbeta, added in a fixed order so that they are deterministic (kernels/column_sum.cuh; its
+// tickets are the context's counters, engine/ticket_counters.h, so the workspace needs no
+// zeroing). The GPU backward takes H <= 5888 (its per-warp sums live in shared memory).
 #pragma once
 
 #include <algorithm>
@@ -30,7 +32,7 @@
 
 namespace electra {
 
-// Rows per block of the GPU parameter-gradient pass (each block writes one partial row).
+// Rows per block of the GPU backward (each block writes one partial row).
 inline int64_t layernorm_rows_per_block(int64_t n) {
   return param_grad_rows_per_block(n);
 }
@@ -78,8 +80,8 @@ struct LayerNormBackward {
   void check() const {
     check_layernorm_args(kName, x, {&dy, &dx}, {&gamma, &dgamma, &dbeta}, {&mean, &rstd});
   }
-  // The dx kernel, the per-block dgamma/dbeta partials, their column sums (layernorm.cu).
-  Launches launches() const { return {.kernels = 3}; }
+  // One kernel: dx and per-block dgamma/dbeta partials, which its last blocks add (layernorm.cu).
+  Launches launches() const { return {.kernels = x.numel() == 0 ? 0 : 1}; }
   void cpu(Context& ctx) const;
   void cuda(Context& ctx) const;
 };
@@ -113,8 +115,8 @@ struct ResidualLayerNormBackward {
                          {&mean, &rstd});
     check_dropout_p(site.p, kName);
   }
-  // The dx kernel, the per-block dgamma/dbeta partials, their column sums (layernorm.cu).
-  Launches launches() const { return {.kernels = 3}; }
+  // One kernel: dx and per-block dgamma/dbeta partials, which its last blocks add (layernorm.cu).
+  Launches launches() const { return {.kernels = sum.numel() == 0 ? 0 : 1}; }
   void cpu(Context& ctx) const;
   void cuda(Context& ctx) const;
 };

@@ -128,8 +128,12 @@ std::vector<OpCase> op_cases() {
       layernorm("33x100", 33, 100, kGpu),
       layernorm("9x1000", 9, 1000, kGpu),
       layernorm("1x256", 1, 256, kGpu),
-      // 507 row blocks of 79 rows for dgamma / dbeta.
+      // 507 row blocks of 79 rows for dgamma / dbeta (kernels/column_sum.cuh: 8 chains of 63-64
+      // partial rows; the GPU run is repeated on the same context, so a counter left nonzero
+      // would fail the same-bits check). Base and Large run 7 and 5 warps a block.
       layernorm("40000x64", 40000, 64, kGpu),
+      // 10 row blocks: chains of 2 and 1 partial rows.
+      layernorm("300x256", 300, 256, kGpu),
       layernorm("small_16384x256", 128 * 128, 256, kBench),
       layernorm("base_16384x768", 32 * 512, 768, kBench),
       layernorm("large_16384x1024", 32 * 512, 1024, kBench),
@@ -139,6 +143,8 @@ std::vector<OpCase> op_cases() {
       residual_layernorm("base_1024x768", 2 * 512, 768, dropout_site_offset(5), 0.1f, kGpu),
       residual_layernorm("21x1000", 21, 1000, dropout_site_offset(7) + 1, 0.1f, kGpu),
       residual_layernorm("1x256", 1, 256, dropout_site_offset(1) + 2, 0.1f, kGpu),
+      // 10 row blocks (chains of 2 and 1 partial rows), the scalar path (H % 8 != 0).
+      residual_layernorm("300x100", 300, 100, dropout_site_offset(3), 0.1f, kGpu),
       residual_layernorm("small_16384x256", 128 * 128, 256, dropout_site_offset(2), 0.1f, kBench),
   };
 }
