@@ -95,13 +95,15 @@ __global__ void layernorm_forward_kernel(const T* x, const T* residual, T* sum, 
   }
 }
 
-// Warps per backward block: warp w keeps its running sums of dy * xhat and dy (2 H floats) in
-// dynamic shared memory, which together with finish_column_tile's scratch must fit the 48 KB a
-// kernel gets without opting in (46 KB for the sums: 8 warps up to H = 736, 5 at H = 1024).
+// Warps per backward block: warp w keeps its running sums of dy * xhat and dy (and dx when the
+// bias gradient is asked for: `parts` H floats) in dynamic shared memory, which together with
+// finish_column_tile's scratch must fit the 48 KB a kernel gets without opting in (46 KB for the
+// sums: with 2 parts 8 warps up to H = 736, 5 at H = 1024; with 3 parts 8 up to H = 490, 3 at
+// H = 1024).
 constexpr int64_t kBackwardSumBytes = 46 * 1024;
-int backward_warps(int64_t h) {
+int backward_warps(int64_t h, int parts) {
   return static_cast<int>(
-      std::min<int64_t>(kRowsPerBlock, kBackwardSumBytes / (2 * h * int64_t{sizeof(float)})));
+      std::min<int64_t>(kRowsPerBlock, kBackwardSumBytes / (parts * h * int64_t{sizeof(float)})));
 }
 
 // acc[0, V) += v[0, V) in shared memory (16-byte accesses when V % 4 == 0: conflict-free).
@@ -123,24 +125,28 @@ __device__ __forceinline__ void add_to_shared(float* acc, const float* v) {
 
 // The whole backward in one launch. Block p owns rows [p R, (p + 1) R); warp w of W takes rows
 // p R + w, p R + w + W, ... and computes each row's dx as one warp per row (or, fused,
-// dresidual = d and dx = d * keep * scale), adding dy * xhat and dy into its own sums in shared
-// memory (a lane owns the columns it loads: no synchronisation). The W warps' sums are then added
-// in warp order into partial row p = [dgamma part | dbeta part] (2 H floats), and the blocks that
-// arrive last add the partial rows into dgamma and dbeta (kernels/column_sum.cuh).
+// dresidual = d and dx = d * keep * scale), adding dy * xhat and dy (and, with dbias, dx in f32)
+// into its own sums in shared memory (a lane owns the columns it loads: no synchronisation). The
+// W warps' sums are then added in warp order into partial row p = [dgamma | dbeta | dbias parts]
+// (2 or 3 H floats), and the blocks that arrive last add the partial rows into dgamma, dbeta and
+// dbias (kernels/column_sum.cuh).
 template <class T, int V, bool kResidual>
 __global__ void layernorm_backward_kernel(const T* dy, const T* x, const float* gamma,
                                           const float* mean, const float* rstd, T* dx, T* dresidual,
                                           int64_t n, int64_t h, int64_t rows, DropoutSite site,
                                           float scale, ColumnTickets tickets, float* dgamma,
-                                          float* dbeta) {
-  extern __shared__ float4 shared_sums[];  // [W][2 H]: warp w's sums of dy * xhat, then of dy
+                                          float* dbeta, float* dbias) {
+  extern __shared__ float4 shared_sums[];  // [W][parts H]: warp w's sums of dy * xhat, dy, dx
   site.stream = site.stream.resolved();    // the step may live in device memory (engine/philox.h)
   const int warps = blockDim.x / kWarpSize, warp = threadIdx.x / kWarpSize;
   const int lane = threadIdx.x % kWarpSize;
   float* const sums = reinterpret_cast<float*>(shared_sums);
-  float* const mine = sums + warp * 2 * h;
+  const int64_t width = tickets.width;  // parts H
+  float* const mine = sums + warp * width;
   for (int64_t c = lane * V; c < h; c += kWarpSize * V) {
-    for (int j = 0; j < V; ++j) mine[c + j] = mine[h + c + j] = 0.0f;
+    for (int64_t part = 0; part < width; part += h) {
+      for (int j = 0; j < V; ++j) mine[part + c + j] = 0.0f;
+    }
   }
   const int64_t end = std::min<int64_t>(n, (blockIdx.x + 1) * rows);
   for (int64_t row = blockIdx.x * rows + warp; row < end; row += warps) {
@@ -170,22 +176,25 @@ __global__ void layernorm_backward_kernel(const T* dy, const T* x, const float* 
         store_vec<V>(dresidual + row * h + c, d);
         keep_mask<V>(site, row * h + c, keep);
         for (int j = 0; j < V; ++j) d[j] = keep[j] ? d[j] * scale : 0.0f;
+        if (dbias != nullptr) add_to_shared<V>(mine + 2 * h + c, d);
       }
       store_vec<V>(dx + row * h + c, d);
     }
   }
   __syncthreads();
-  float* const partial = tickets.partial + blockIdx.x * 2 * h;
-  for (int64_t c = threadIdx.x; c < 2 * h; c += blockDim.x) {
+  float* const partial = tickets.partial + blockIdx.x * width;
+  for (int64_t c = threadIdx.x; c < width; c += blockDim.x) {
     float total = sums[c];
-    for (int w = 1; w < warps; ++w) total += sums[w * 2 * h + c];
+    for (int w = 1; w < warps; ++w) total += sums[w * width + c];
     partial[c] = total;
   }
-  finish_column_tile(tickets, blockIdx.x, 0, 0, 2 * h, [&](int64_t c, float total) {
+  finish_column_tile(tickets, blockIdx.x, 0, 0, width, [&](int64_t c, float total) {
     if (c < h) {
       dgamma[c] += total;
-    } else {
+    } else if (c < 2 * h) {
       dbeta[c - h] += total;
+    } else {
+      dbias[c - 2 * h] += total;
     }
   });
 }
@@ -231,7 +240,7 @@ template <class T, bool kResidual>
 void backward(Context& ctx, const Tensor& dy, const Tensor& x, const Tensor& gamma,
               const Tensor& mean, const Tensor& rstd, const DropoutSite& site, const Tensor& dx,
               const Tensor* dresidual, const Tensor& dgamma, const Tensor& dbeta,
-              const Tensor& workspace, const char* op) {
+              const Tensor* dbias, const Tensor& workspace, const char* op) {
   const int64_t n = x.dim(0), h = x.dim(1);
   if (n == 0 || h == 0) return;
   ELECTRA_CHECK(workspace.device == Device::CUDA && workspace.dtype == DType::F32 &&
@@ -242,24 +251,28 @@ void backward(Context& ctx, const Tensor& dy, const Tensor& x, const Tensor& gam
   const T* in = static_cast<const T*>(x.data);
   T* out = static_cast<T*>(dx.data);
   T* dres = dresidual ? static_cast<T*>(dresidual->data) : nullptr;
-  const int warps = backward_warps(h);
+  const int parts = dbias != nullptr ? 3 : 2;
+  const int warps = backward_warps(h, parts);
   ELECTRA_CHECK(warps >= 1, op, " (cuda): H = ", h, " exceeds the ",
-                kBackwardSumBytes / (2 * sizeof(float)),
-                " columns whose dgamma / dbeta sums fit in shared memory");
+                kBackwardSumBytes / (parts * sizeof(float)),
+                " columns whose parameter-gradient sums fit in shared memory");
   const float scale = 1.0f / (1.0f - site.p);
   const int64_t rows = layernorm_rows_per_block(n);
   const unsigned blocks = static_cast<unsigned>(ceil_div(n, rows));
-  const size_t shared = static_cast<size_t>(warps) * 2 * h * sizeof(float);
-  // Column sums over H, as the former second launch added dgamma and dbeta (2 H columns, 1 tile).
-  const ColumnTickets tickets = column_tickets(ctx, workspace.ptr<float>(), blocks, 2 * h, h, 1);
+  const size_t shared = static_cast<size_t>(warps) * parts * h * sizeof(float);
+  float* bias_grad = dbias != nullptr ? dbias->ptr<float>() : nullptr;
+  // Column sums over H, as the former second launch added dgamma and dbeta (parts H columns, 1
+  // tile).
+  const ColumnTickets tickets =
+      column_tickets(ctx, workspace.ptr<float>(), blocks, parts * h, h, 1);
   if (vectorizable(h, {d, in, out, dres, gamma.data})) {
     layernorm_backward_kernel<T, 8, kResidual><<<blocks, warps * kWarpSize, shared, ctx.stream()>>>(
         d, in, gamma.ptr<float>(), mean.ptr<float>(), rstd.ptr<float>(), out, dres, n, h, rows,
-        site, scale, tickets, dgamma.ptr<float>(), dbeta.ptr<float>());
+        site, scale, tickets, dgamma.ptr<float>(), dbeta.ptr<float>(), bias_grad);
   } else {
     layernorm_backward_kernel<T, 1, kResidual><<<blocks, warps * kWarpSize, shared, ctx.stream()>>>(
         d, in, gamma.ptr<float>(), mean.ptr<float>(), rstd.ptr<float>(), out, dres, n, h, rows,
-        site, scale, tickets, dgamma.ptr<float>(), dbeta.ptr<float>());
+        site, scale, tickets, dgamma.ptr<float>(), dbeta.ptr<float>(), bias_grad);
   }
   ELECTRA_CUDA_CHECK_LAUNCH();
 }
@@ -281,7 +294,7 @@ void LayerNormBackward::cuda(Context& ctx) const {
   cuda::dispatch_checked(
       kName, x, {&dy, &dx}, {&gamma, &mean, &rstd, &dgamma, &dbeta}, [&](auto tag) {
         cuda::backward<decltype(tag), false>(ctx, dy, x, gamma, mean, rstd, DropoutSite{}, dx,
-                                             nullptr, dgamma, dbeta, workspace, kName);
+                                             nullptr, dgamma, dbeta, nullptr, workspace, kName);
       });
 }
 
@@ -294,10 +307,12 @@ void ResidualLayerNormForward::cuda(Context& ctx) const {
 }
 
 void ResidualLayerNormBackward::cuda(Context& ctx) const {
+  if (dbias.data != nullptr) check_dtype(dbias, DType::F32, kName);
   cuda::dispatch_checked(
       kName, sum, {&dy, &dx, &dresidual}, {&gamma, &mean, &rstd, &dgamma, &dbeta}, [&](auto tag) {
         cuda::backward<decltype(tag), true>(ctx, dy, sum, gamma, mean, rstd, site, dx, &dresidual,
-                                            dgamma, dbeta, workspace, kName);
+                                            dgamma, dbeta, dbias.data != nullptr ? &dbias : nullptr,
+                                            workspace, kName);
       });
 }
 
