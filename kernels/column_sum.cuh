@@ -16,10 +16,10 @@
 // chain's first row (row y, which no other block reads); it then takes the tile's ticket, and the
 // last chain to finish halves the chains and adds into dst. The tail is spread over `lanes`
 // blocks (8 for n >= 32), not one: the FFN's db at ELECTRA-Small is 512 partial rows of 1024
-// columns (2 MB), which one SM would read at its ~100 GB/s of L2 bandwidth in ~20 us; a chain
-// reads an eighth. Each ticket follows a __threadfence (the block's writes are visible first);
-// the finishers read with __ldcg (from L2: L1 is not coherent). The last arrival re-zeroes the
-// counter it took, so the next launch and every CUDA-graph replay find zeros
+// columns (2 MB), all of which one block on one SM would read alone while the rest of the GPU
+// idles; a chain reads an eighth. Each ticket follows a __threadfence (the block's writes are
+// visible first); the finishers read with __ldcg (from L2: L1 is not coherent). The last arrival
+// re-zeroes the counter it took, so the next launch and every CUDA-graph replay find zeros
 // (engine/ticket_counters.h: the context's counters, zero at its creation).
 #pragma once
 
