@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "engine/ticket_counters.h"
+
 #if ELECTRA_WITH_CUDA
 #include "engine/cuda_check.h"
 #endif
@@ -50,8 +52,11 @@ Context Context::cuda(int index, uint64_t seed, Precision precision) {
   ELECTRA_CUDA_CHECK(cudaSetDevice(index));
   ELECTRA_CUDA_CHECK(cudaStreamCreateWithFlags(&ctx.stream_, cudaStreamNonBlocking));
   ELECTRA_CUBLAS_CHECK(cublasLtCreate(&ctx.cublaslt_));
+  // cuBLASLt is given kCublasLtWorkspaceBytes; the ticket counters follow, zeroed once
+  // (engine/ticket_counters.h).
   ctx.workspace_bytes_ = kCublasLtWorkspaceBytes;
-  ctx.workspace_ = cuda_malloc(ctx.workspace_bytes_);
+  ctx.workspace_ = cuda_malloc(ctx.workspace_bytes_ + kTicketCounterBytes);
+  ELECTRA_CUDA_CHECK(cudaMemsetAsync(ticket_counters(ctx), 0, kTicketCounterBytes, ctx.stream_));
   return ctx;
 #else
   (void)index;

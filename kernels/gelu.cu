@@ -2,10 +2,11 @@
 // elements (V = 8 with 16-byte accesses when H % 8 == 0 and the pointers are aligned, else 1), y
 // over blocks of R = bias_gelu_rows_per_block(N) rows; a thread walks its R rows, so the bias is
 // loaded once per thread. The backward thread also sums its column's dx over its rows into
-// workspace[blockIdx.y, :] (at most 512 row blocks, kernels/param_grad_rows.h); a fixed tree over
-// those partials adds them into db (kernels/column_sum.cuh; deterministic, no atomics).
+// workspace[blockIdx.y, :] (at most 512 row blocks, kernels/param_grad_rows.h); the blocks that
+// arrive last add those partials into db in a fixed order in the same launch
+// (kernels/column_sum.cuh; deterministic, no float atomics).
 // Memory-bound: forward 2, backward 3 activation reads/writes per element (plus N / R * H f32
-// partials).
+// partials, written once and read once).
 #include "kernels/column_sum.cuh"
 #include "kernels/cuda_common.cuh"
 #include "kernels/gelu.h"
@@ -45,25 +46,33 @@ __global__ void bias_gelu_forward_kernel(const T* x, const float* b, T* y, int64
   }
 }
 
-// b == nullptr: x already holds u = x + b.
+// b == nullptr: x already holds u = x + b. Block (x, p) writes dx of its rows and columns and
+// its column sums of dx into partial row p; the last blocks of column tile x add the partial rows
+// into db (kernels/column_sum.cuh).
 template <class T, int V>
 __global__ void bias_gelu_backward_kernel(const T* dy, const T* x, const float* b, T* dx,
-                                          float* partial, int64_t n, int64_t h, int64_t rows) {
-  const int64_t col = (blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x) * V;
-  if (col >= h) return;
-  float bias[V] = {}, sum[V] = {}, u[V], g[V];
-  if (b != nullptr) load_vec<V>(b + col, bias);
-  const int64_t end = std::min<int64_t>(n, (blockIdx.y + 1) * rows);
-  for (int64_t r = blockIdx.y * rows; r < end; ++r) {
-    load_vec<V>(x + r * h + col, u);
-    load_vec<V>(dy + r * h + col, g);
-    for (int j = 0; j < V; ++j) {
-      g[j] *= gelu_grad(u[j] + bias[j]);
-      sum[j] += g[j];
+                                          ColumnTickets tickets, float* db, int64_t n, int64_t h,
+                                          int64_t rows) {
+  const int64_t c0 = blockIdx.x * static_cast<int64_t>(blockDim.x) * V;
+  const int64_t col = c0 + threadIdx.x * int64_t{V};
+  if (col < h) {  // no return: every thread takes part in the tickets below
+    float bias[V] = {}, sum[V] = {}, u[V], g[V];
+    if (b != nullptr) load_vec<V>(b + col, bias);
+    const int64_t end = std::min<int64_t>(n, (blockIdx.y + 1) * rows);
+    for (int64_t r = blockIdx.y * rows; r < end; ++r) {
+      load_vec<V>(x + r * h + col, u);
+      load_vec<V>(dy + r * h + col, g);
+      for (int j = 0; j < V; ++j) {
+        g[j] *= gelu_grad(u[j] + bias[j]);
+        sum[j] += g[j];
+      }
+      store_vec<V>(dx + r * h + col, g);
     }
-    store_vec<V>(dx + r * h + col, g);
+    for (int j = 0; j < V; ++j) tickets.partial[blockIdx.y * h + col + j] = sum[j];
   }
-  for (int j = 0; j < V; ++j) partial[blockIdx.y * h + col + j] = sum[j];
+  finish_column_tile(tickets, blockIdx.y, blockIdx.x, c0,
+                     std::min<int64_t>(h, c0 + static_cast<int64_t>(blockDim.x) * V),
+                     [&](int64_t c, float total) { db[c] += total; });
 }
 
 constexpr int kMaxThreads = 256;
@@ -108,21 +117,20 @@ void backward(Context& ctx, const Tensor& dy, const Tensor& x, const float* bias
   const T* g = static_cast<const T*>(dy.data);
   const T* in = static_cast<const T*>(x.data);
   T* out = static_cast<T*>(dx.data);
-  float* partial = workspace.ptr<float>();
   const int64_t rows = bias_gelu_rows_per_block(n);
+  const int v = vectorizable(h, {g, in, out, bias}) ? 8 : 1;
   int threads = 0;
-  if (vectorizable(h, {g, in, out, bias})) {
-    const dim3 grid = grid_for(n, h, 8, threads);
-    bias_gelu_backward_kernel<T, 8>
-        <<<grid, threads, 0, ctx.stream()>>>(g, in, bias, out, partial, n, h, rows);
+  const dim3 grid = grid_for(n, h, v, threads);
+  const ColumnTickets tickets =
+      column_tickets(ctx, workspace.ptr<float>(), ceil_div(n, rows), h, h, grid.x);
+  if (v == 8) {
+    bias_gelu_backward_kernel<T, 8><<<grid, threads, 0, ctx.stream()>>>(
+        g, in, bias, out, tickets, db.ptr<float>(), n, h, rows);
   } else {
-    const dim3 grid = grid_for(n, h, 1, threads);
-    bias_gelu_backward_kernel<T, 1>
-        <<<grid, threads, 0, ctx.stream()>>>(g, in, bias, out, partial, n, h, rows);
+    bias_gelu_backward_kernel<T, 1><<<grid, threads, 0, ctx.stream()>>>(
+        g, in, bias, out, tickets, db.ptr<float>(), n, h, rows);
   }
   ELECTRA_CUDA_CHECK_LAUNCH();
-  column_partials_sum(ctx, ColumnSumJob{partial, db.ptr<float>(), h}, ColumnSumJob{},
-                      ceil_div(n, rows), h);
 }
 
 void check_activations(const char* op, const Tensor& a, std::initializer_list<const Tensor*> rest) {

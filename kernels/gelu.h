@@ -12,7 +12,8 @@
 // for callers that already hold it (a cuBLASLt GELU_AUX epilogue stores exactly u).
 // Workspace (GPU only; the CPU ignores it): an f32 tensor of at least
 // bias_gelu_backward_workspace_floats(N, H) elements holding per-row-block partial sums of db,
-// reduced in a fixed order so that db is deterministic.
+// reduced in a fixed order so that db is deterministic (kernels/column_sum.cuh; its tickets are
+// the context's counters, engine/ticket_counters.h, so the workspace needs no zeroing).
 #pragma once
 
 #include <algorithm>
@@ -57,8 +58,8 @@ struct BiasGeluBackward {
     check_same_shape(x, dy, "bias_gelu_backward: x and dy");
     check_same_shape(x, dx, "bias_gelu_backward: x and dx");
   }
-  // The dx kernel with per-block db partials, then their column sums (gelu.cu).
-  Launches launches() const { return {.kernels = 2}; }
+  // One kernel: dx and per-block db partials, which its last blocks add (gelu.cu).
+  Launches launches() const { return {.kernels = x.numel() == 0 ? 0 : 1}; }
   void cpu(Context& ctx) const;
   void cuda(Context& ctx) const;
 };
@@ -74,8 +75,8 @@ struct BiasGeluBackwardPreact {
     check_same_shape(u, dy, "bias_gelu_backward_preact: u and dy");
     check_same_shape(u, dx, "bias_gelu_backward_preact: u and dx");
   }
-  // The dx kernel with per-block db partials, then their column sums (gelu.cu).
-  Launches launches() const { return {.kernels = 2}; }
+  // One kernel: dx and per-block db partials, which its last blocks add (gelu.cu).
+  Launches launches() const { return {.kernels = u.numel() == 0 ? 0 : 1}; }
   void cpu(Context& ctx) const;
   void cuda(Context& ctx) const;
 };

@@ -5,12 +5,13 @@
 // variance, robust for large means), normalise; passes 2 and 3 re-read the row from L1/L2, so HBM
 // sees each element read once and written once. The fused variant forms
 // sum = dropout(x) + residual in pass 1, stores it rounded to T, and normalises the stored value.
-// Backward: (1) one warp per row computes dx (two passes: the row sums of g and g * xhat, then
-// dx); (2) a 2-D grid (column groups x blocks of R = layernorm_rows_per_block(N) rows) writes
-// per-row-block partial sums of dgamma and dbeta into the workspace (at most 512 row blocks,
-// kernels/param_grad_rows.h); (3) a fixed tree over those partials adds them into dgamma and dbeta
-// (kernels/column_sum.cuh). Deterministic, no atomics; pass (2) re-reads dy and x (the price of a
-// fixed-order parameter reduction).
+// Backward, one launch: a block owns R = layernorm_rows_per_block(N) rows (at most 512 row
+// blocks, kernels/param_grad_rows.h); its warps compute dx one row per warp (two passes: the row
+// sums of g and g * xhat, then dx) and add dy * xhat and dy into per-warp sums in shared memory,
+// which the block adds in warp order into its partial row of dgamma / dbeta in the workspace; the
+// blocks that arrive last add the partial rows in a fixed order (kernels/column_sum.cuh).
+// Deterministic, no float atomics; dy and x are read once from HBM (the second pass over a row
+// hits L1/L2).
 #include "kernels/column_sum.cuh"
 #include "kernels/cuda_common.cuh"
 #include "kernels/layernorm.h"
@@ -19,7 +20,6 @@ namespace electra::cuda {
 namespace {
 
 constexpr int kRowsPerBlock = 8;  // warps per block in the row kernels
-constexpr int kColumnThreads = 256;
 
 // keep[j] for flat indices index0 .. index0 + V - 1: for V = 8, one Philox call per 4 elements
 // when 4-aligned (dropout_keep4, two straddled blocks otherwise).
@@ -95,67 +95,108 @@ __global__ void layernorm_forward_kernel(const T* x, const T* residual, T* sum, 
   }
 }
 
-// dx (or, fused, dresidual = d and dx = d * keep * scale) for one row per warp.
-template <class T, int V, bool kResidual>
-__global__ void layernorm_backward_dx_kernel(const T* dy, const T* x, const float* gamma,
-                                             const float* mean, const float* rstd, T* dx,
-                                             T* dresidual, int64_t n, int64_t h, DropoutSite site,
-                                             float scale) {
-  site.stream = site.stream.resolved();  // the step may live in device memory (engine/philox.h)
-  const int64_t row = blockIdx.x * static_cast<int64_t>(kRowsPerBlock) + threadIdx.x / kWarpSize;
-  if (row >= n) return;
-  const int lane = threadIdx.x % kWarpSize;
-  const float mu = mean[row], rs = rstd[row];
-  float d[V], v[V], g[V], sum_g = 0, sum_gx = 0;
-  for (int64_t c = lane * V; c < h; c += kWarpSize * V) {
-    load_vec<V>(dy + row * h + c, d);
-    load_vec<V>(x + row * h + c, v);
-    load_vec<V>(gamma + c, g);
-    for (int j = 0; j < V; ++j) {
-      sum_g += d[j] * g[j];
-      sum_gx += d[j] * g[j] * (v[j] - mu) * rs;
+// Warps per backward block: warp w keeps its running sums of dy * xhat and dy (and dx when the
+// bias gradient is asked for: `parts` H floats) in dynamic shared memory, which together with
+// finish_column_tile's scratch must fit the 48 KB a kernel gets without opting in (46 KB for the
+// sums: with 2 parts 8 warps up to H = 736, 5 at H = 1024; with 3 parts 8 up to H = 490, 3 at
+// H = 1024).
+constexpr int64_t kBackwardSumBytes = 46 * 1024;
+int backward_warps(int64_t h, int parts) {
+  return static_cast<int>(
+      std::min<int64_t>(kRowsPerBlock, kBackwardSumBytes / (parts * h * int64_t{sizeof(float)})));
+}
+
+// acc[0, V) += v[0, V) in shared memory (16-byte accesses when V % 4 == 0: conflict-free).
+template <int V>
+__device__ __forceinline__ void add_to_shared(float* acc, const float* v) {
+  if constexpr (V % 4 == 0) {
+    for (int q = 0; q < V / 4; ++q) {
+      float4 a = reinterpret_cast<float4*>(acc)[q];
+      a.x += v[4 * q];
+      a.y += v[4 * q + 1];
+      a.z += v[4 * q + 2];
+      a.w += v[4 * q + 3];
+      reinterpret_cast<float4*>(acc)[q] = a;
     }
-  }
-  const float mean_g = warp_sum(sum_g) / static_cast<float>(h);
-  const float mean_gx = warp_sum(sum_gx) / static_cast<float>(h);
-  bool keep[V];
-  for (int64_t c = lane * V; c < h; c += kWarpSize * V) {
-    load_vec<V>(dy + row * h + c, d);
-    load_vec<V>(x + row * h + c, v);
-    load_vec<V>(gamma + c, g);
-    for (int j = 0; j < V; ++j) d[j] = rs * (d[j] * g[j] - mean_g - (v[j] - mu) * rs * mean_gx);
-    if constexpr (kResidual) {
-      store_vec<V>(dresidual + row * h + c, d);
-      keep_mask<V>(site, row * h + c, keep);
-      for (int j = 0; j < V; ++j) d[j] = keep[j] ? d[j] * scale : 0.0f;
-    }
-    store_vec<V>(dx + row * h + c, d);
+  } else {
+    for (int j = 0; j < V; ++j) acc[j] += v[j];
   }
 }
 
-// partial[2p, j] = sum over rows r of block p of dy[r, j] * xhat[r, j]; partial[2p + 1, j] = sum
-// of dy[r, j].
-template <class T, int V>
-__global__ void layernorm_param_partial_kernel(const T* dy, const T* x, const float* mean,
-                                               const float* rstd, float* partial, int64_t n,
-                                               int64_t h, int64_t rows) {
-  const int64_t col = (blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x) * V;
-  if (col >= h) return;
-  float d[V], v[V], dg[V] = {}, db[V] = {};
-  const int64_t end = std::min<int64_t>(n, (blockIdx.y + 1) * rows);
-  for (int64_t r = blockIdx.y * rows; r < end; ++r) {
-    const float mu = mean[r], rs = rstd[r];
-    load_vec<V>(dy + r * h + col, d);
-    load_vec<V>(x + r * h + col, v);
-    for (int j = 0; j < V; ++j) {
-      dg[j] += d[j] * (v[j] - mu) * rs;
-      db[j] += d[j];
+// The whole backward in one launch. Block p owns rows [p R, (p + 1) R); warp w of W takes rows
+// p R + w, p R + w + W, ... and computes each row's dx as one warp per row (or, fused,
+// dresidual = d and dx = d * keep * scale), adding dy * xhat and dy (and, with dbias, dx in f32)
+// into its own sums in shared memory (a lane owns the columns it loads: no synchronisation). The
+// W warps' sums are then added in warp order into partial row p = [dgamma | dbeta | dbias parts]
+// (2 or 3 H floats), and the blocks that arrive last add the partial rows into dgamma, dbeta and
+// dbias (kernels/column_sum.cuh).
+template <class T, int V, bool kResidual>
+__global__ void layernorm_backward_kernel(const T* dy, const T* x, const float* gamma,
+                                          const float* mean, const float* rstd, T* dx, T* dresidual,
+                                          int64_t n, int64_t h, int64_t rows, DropoutSite site,
+                                          float scale, ColumnTickets tickets, float* dgamma,
+                                          float* dbeta, float* dbias) {
+  extern __shared__ float4 shared_sums[];  // [W][parts H]: warp w's sums of dy * xhat, dy, dx
+  site.stream = site.stream.resolved();    // the step may live in device memory (engine/philox.h)
+  const int warps = blockDim.x / kWarpSize, warp = threadIdx.x / kWarpSize;
+  const int lane = threadIdx.x % kWarpSize;
+  float* const sums = reinterpret_cast<float*>(shared_sums);
+  const int64_t width = tickets.width;  // parts H
+  float* const mine = sums + warp * width;
+  for (int64_t c = lane * V; c < h; c += kWarpSize * V) {
+    for (int64_t part = 0; part < width; part += h) {
+      for (int j = 0; j < V; ++j) mine[part + c + j] = 0.0f;
     }
   }
-  for (int j = 0; j < V; ++j) {
-    partial[2 * blockIdx.y * h + col + j] = dg[j];
-    partial[(2 * blockIdx.y + 1) * h + col + j] = db[j];
+  const int64_t end = std::min<int64_t>(n, (blockIdx.x + 1) * rows);
+  for (int64_t row = blockIdx.x * rows + warp; row < end; row += warps) {
+    const float mu = mean[row], rs = rstd[row];
+    float d[V], v[V], g[V], dg[V], sum_g = 0, sum_gx = 0;
+    for (int64_t c = lane * V; c < h; c += kWarpSize * V) {
+      load_vec<V>(dy + row * h + c, d);
+      load_vec<V>(x + row * h + c, v);
+      load_vec<V>(gamma + c, g);
+      for (int j = 0; j < V; ++j) {
+        sum_g += d[j] * g[j];
+        sum_gx += d[j] * g[j] * (v[j] - mu) * rs;
+      }
+    }
+    const float mean_g = warp_sum(sum_g) / static_cast<float>(h);
+    const float mean_gx = warp_sum(sum_gx) / static_cast<float>(h);
+    bool keep[V];
+    for (int64_t c = lane * V; c < h; c += kWarpSize * V) {
+      load_vec<V>(dy + row * h + c, d);
+      load_vec<V>(x + row * h + c, v);
+      load_vec<V>(gamma + c, g);
+      for (int j = 0; j < V; ++j) dg[j] = d[j] * (v[j] - mu) * rs;
+      add_to_shared<V>(mine + c, dg);
+      add_to_shared<V>(mine + h + c, d);
+      for (int j = 0; j < V; ++j) d[j] = rs * (d[j] * g[j] - mean_g - (v[j] - mu) * rs * mean_gx);
+      if constexpr (kResidual) {
+        store_vec<V>(dresidual + row * h + c, d);
+        keep_mask<V>(site, row * h + c, keep);
+        for (int j = 0; j < V; ++j) d[j] = keep[j] ? d[j] * scale : 0.0f;
+        if (dbias != nullptr) add_to_shared<V>(mine + 2 * h + c, d);
+      }
+      store_vec<V>(dx + row * h + c, d);
+    }
   }
+  __syncthreads();
+  float* const partial = tickets.partial + blockIdx.x * width;
+  for (int64_t c = threadIdx.x; c < width; c += blockDim.x) {
+    float total = sums[c];
+    for (int w = 1; w < warps; ++w) total += sums[w * width + c];
+    partial[c] = total;
+  }
+  finish_column_tile(tickets, blockIdx.x, 0, 0, width, [&](int64_t c, float total) {
+    if (c < h) {
+      dgamma[c] += total;
+    } else if (c < 2 * h) {
+      dbeta[c - h] += total;
+    } else {
+      dbias[c - 2 * h] += total;
+    }
+  });
 }
 
 // Checks that `same` share the activation dtype and `f32` are f32, then dispatches on it.
@@ -199,7 +240,7 @@ template <class T, bool kResidual>
 void backward(Context& ctx, const Tensor& dy, const Tensor& x, const Tensor& gamma,
               const Tensor& mean, const Tensor& rstd, const DropoutSite& site, const Tensor& dx,
               const Tensor* dresidual, const Tensor& dgamma, const Tensor& dbeta,
-              const Tensor& workspace, const char* op) {
+              const Tensor* dbias, const Tensor& workspace, const char* op) {
   const int64_t n = x.dim(0), h = x.dim(1);
   if (n == 0 || h == 0) return;
   ELECTRA_CHECK(workspace.device == Device::CUDA && workspace.dtype == DType::F32 &&
@@ -210,39 +251,30 @@ void backward(Context& ctx, const Tensor& dy, const Tensor& x, const Tensor& gam
   const T* in = static_cast<const T*>(x.data);
   T* out = static_cast<T*>(dx.data);
   T* dres = dresidual ? static_cast<T*>(dresidual->data) : nullptr;
+  const int parts = dbias != nullptr ? 3 : 2;
+  const int warps = backward_warps(h, parts);
+  ELECTRA_CHECK(warps >= 1, op, " (cuda): H = ", h, " exceeds the ",
+                kBackwardSumBytes / (parts * sizeof(float)),
+                " columns whose parameter-gradient sums fit in shared memory");
   const float scale = 1.0f / (1.0f - site.p);
-  const bool vec = vectorizable(h, {d, in, out, dres, gamma.data});
-  const unsigned row_blocks = static_cast<unsigned>(ceil_div(n, kRowsPerBlock));
-  const int row_threads = kRowsPerBlock * kWarpSize;
-  if (vec) {
-    layernorm_backward_dx_kernel<T, 8, kResidual><<<row_blocks, row_threads, 0, ctx.stream()>>>(
-        d, in, gamma.ptr<float>(), mean.ptr<float>(), rstd.ptr<float>(), out, dres, n, h, site,
-        scale);
-  } else {
-    layernorm_backward_dx_kernel<T, 1, kResidual><<<row_blocks, row_threads, 0, ctx.stream()>>>(
-        d, in, gamma.ptr<float>(), mean.ptr<float>(), rstd.ptr<float>(), out, dres, n, h, site,
-        scale);
-  }
-  ELECTRA_CUDA_CHECK_LAUNCH();
-
   const int64_t rows = layernorm_rows_per_block(n);
-  const int v = vec ? 8 : 1;
-  const int64_t groups = ceil_div(h, v);
-  const int threads =
-      static_cast<int>(std::min<int64_t>(kColumnThreads, ceil_div(groups, kWarpSize) * kWarpSize));
-  const dim3 grid(static_cast<unsigned>(ceil_div(groups, threads)),
-                  static_cast<unsigned>(ceil_div(n, rows)));
-  float* partial = workspace.ptr<float>();
-  if (vec) {
-    layernorm_param_partial_kernel<T, 8><<<grid, threads, 0, ctx.stream()>>>(
-        d, in, mean.ptr<float>(), rstd.ptr<float>(), partial, n, h, rows);
+  const unsigned blocks = static_cast<unsigned>(ceil_div(n, rows));
+  const size_t shared = static_cast<size_t>(warps) * parts * h * sizeof(float);
+  float* bias_grad = dbias != nullptr ? dbias->ptr<float>() : nullptr;
+  // Column sums over H, as the former second launch added dgamma and dbeta (parts H columns, 1
+  // tile).
+  const ColumnTickets tickets =
+      column_tickets(ctx, workspace.ptr<float>(), blocks, parts * h, h, 1);
+  if (vectorizable(h, {d, in, out, dres, gamma.data})) {
+    layernorm_backward_kernel<T, 8, kResidual><<<blocks, warps * kWarpSize, shared, ctx.stream()>>>(
+        d, in, gamma.ptr<float>(), mean.ptr<float>(), rstd.ptr<float>(), out, dres, n, h, rows,
+        site, scale, tickets, dgamma.ptr<float>(), dbeta.ptr<float>(), bias_grad);
   } else {
-    layernorm_param_partial_kernel<T, 1><<<grid, threads, 0, ctx.stream()>>>(
-        d, in, mean.ptr<float>(), rstd.ptr<float>(), partial, n, h, rows);
+    layernorm_backward_kernel<T, 1, kResidual><<<blocks, warps * kWarpSize, shared, ctx.stream()>>>(
+        d, in, gamma.ptr<float>(), mean.ptr<float>(), rstd.ptr<float>(), out, dres, n, h, rows,
+        site, scale, tickets, dgamma.ptr<float>(), dbeta.ptr<float>(), bias_grad);
   }
   ELECTRA_CUDA_CHECK_LAUNCH();
-  column_partials_sum(ctx, ColumnSumJob{partial, dgamma.ptr<float>(), 2 * h},
-                      ColumnSumJob{partial + h, dbeta.ptr<float>(), 2 * h}, ceil_div(n, rows), h);
 }
 
 }  // namespace
@@ -262,7 +294,7 @@ void LayerNormBackward::cuda(Context& ctx) const {
   cuda::dispatch_checked(
       kName, x, {&dy, &dx}, {&gamma, &mean, &rstd, &dgamma, &dbeta}, [&](auto tag) {
         cuda::backward<decltype(tag), false>(ctx, dy, x, gamma, mean, rstd, DropoutSite{}, dx,
-                                             nullptr, dgamma, dbeta, workspace, kName);
+                                             nullptr, dgamma, dbeta, nullptr, workspace, kName);
       });
 }
 
@@ -275,10 +307,12 @@ void ResidualLayerNormForward::cuda(Context& ctx) const {
 }
 
 void ResidualLayerNormBackward::cuda(Context& ctx) const {
+  if (dbias.data != nullptr) check_dtype(dbias, DType::F32, kName);
   cuda::dispatch_checked(
       kName, sum, {&dy, &dx, &dresidual}, {&gamma, &mean, &rstd, &dgamma, &dbeta}, [&](auto tag) {
         cuda::backward<decltype(tag), true>(ctx, dy, sum, gamma, mean, rstd, site, dx, &dresidual,
-                                            dgamma, dbeta, workspace, kName);
+                                            dgamma, dbeta, dbias.data != nullptr ? &dbias : nullptr,
+                                            workspace, kName);
       });
 }
 

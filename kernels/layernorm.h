@@ -12,14 +12,19 @@
 //                     activation dtype: the layernorm normalises the stored, rounded sum), mean
 //                     and rstd; the dropout mask is regenerated in the backward, not stored.
 // residual_layernorm_backward: dresidual = layernorm_backward(dy) w.r.t. sum (written, =),
-//                     dx = dresidual * keep / (1 - p) (written, =), dgamma, dbeta (+=).
-// Shapes: x, y, dy, dx, residual, sum, dresidual [N, H]; gamma, beta, dgamma, dbeta [H];
+//                     dx = dresidual * keep / (1 - p) (written, =), dgamma, dbeta (+=); and, when
+//                     dbias is set, dbias += sum over rows of dx: the bias gradient of the linear
+//                     whose output x is (BiasGrad of dx, computed as BiasGrad does on the CPU).
+// Shapes: x, y, dy, dx, residual, sum, dresidual [N, H]; gamma, beta, dgamma, dbeta, dbias [H];
 // mean, rstd [N]. ELECTRA uses eps = 1e-12.
 // Dtypes: CPU all f32 or all f64 (statistics too); GPU activations f32 or bf16 (all the same),
-// gamma, beta, dgamma, dbeta, mean and rstd f32.
+// gamma, beta, dgamma, dbeta, dbias, mean and rstd f32.
 // Workspace (GPU backward only; the CPU ignores it): an f32 tensor of at least
-// layernorm_backward_workspace_floats(N, H) elements for per-row-block partial sums of dgamma and
-// dbeta, added in a fixed order so that they are deterministic.
+// layernorm_backward_workspace_floats(N, H) elements for per-row-block partial sums of dgamma,
+// dbeta (and dbias), added in a fixed order so that they are deterministic (kernels/column_sum.cuh;
+// its tickets are the context's counters, engine/ticket_counters.h, so the workspace needs no
+// zeroing). The GPU backward takes H <= 5888 (3925 with dbias: its per-warp sums live in shared
+// memory).
 #pragma once
 
 #include <algorithm>
@@ -30,12 +35,13 @@
 
 namespace electra {
 
-// Rows per block of the GPU parameter-gradient pass (each block writes one partial row).
+// Rows per block of the GPU backward (each block writes one partial row).
 inline int64_t layernorm_rows_per_block(int64_t n) {
   return param_grad_rows_per_block(n);
 }
+// A partial row per row block: dgamma, dbeta and (residual_layernorm_backward's) dbias parts.
 inline int64_t layernorm_backward_workspace_floats(int64_t n, int64_t h) {
-  return 2 * ((n + layernorm_rows_per_block(n) - 1) / layernorm_rows_per_block(n)) * h;
+  return 3 * ((n + layernorm_rows_per_block(n) - 1) / layernorm_rows_per_block(n)) * h;
 }
 
 // The shapes shared by the four ops: x [N, H], the others [N, H], [H] (per column) or [N] (per
@@ -78,8 +84,8 @@ struct LayerNormBackward {
   void check() const {
     check_layernorm_args(kName, x, {&dy, &dx}, {&gamma, &dgamma, &dbeta}, {&mean, &rstd});
   }
-  // The dx kernel, the per-block dgamma/dbeta partials, their column sums (layernorm.cu).
-  Launches launches() const { return {.kernels = 3}; }
+  // One kernel: dx and per-block dgamma/dbeta partials, which its last blocks add (layernorm.cu).
+  Launches launches() const { return {.kernels = x.numel() == 0 ? 0 : 1}; }
   void cpu(Context& ctx) const;
   void cuda(Context& ctx) const;
 };
@@ -106,15 +112,18 @@ struct ResidualLayerNormBackward {
   In dy, sum, gamma, mean, rstd;
   DropoutSite site;
   Out dx, dresidual, dgamma, dbeta;
+  Out dbias = Out(Tensor{});  // optional: unset leaves the bias gradient to the caller
   Out workspace;
 
   void check() const {
     check_layernorm_args(kName, sum, {&dy, &dx, &dresidual}, {&gamma, &dgamma, &dbeta},
                          {&mean, &rstd});
+    if (dbias.data != nullptr) check_layernorm_args(kName, sum, {}, {&dbias}, {});
     check_dropout_p(site.p, kName);
   }
-  // The dx kernel, the per-block dgamma/dbeta partials, their column sums (layernorm.cu).
-  Launches launches() const { return {.kernels = 3}; }
+  // One kernel: dx and per-block dgamma/dbeta (dbias) partials, which its last blocks add
+  // (layernorm.cu).
+  Launches launches() const { return {.kernels = sum.numel() == 0 ? 0 : 1}; }
   void cpu(Context& ctx) const;
   void cuda(Context& ctx) const;
 };

@@ -2,6 +2,7 @@
 #include <type_traits>
 
 #include "kernels/layernorm.h"
+#include "kernels/matmul.h"
 #include "kernels/simd_cpu.h"
 
 namespace electra::cpu {
@@ -151,6 +152,8 @@ void ResidualLayerNormBackward::cpu(Context& ctx) const {
     cpu::backward<decltype(tag)>(ctx, dy, sum, gamma, mean, rstd, dresidual, dgamma, dbeta);
     Dropout{.x = dresidual, .site = site, .y = dx}.cpu(ctx);
   });
+  // The caller's BiasGrad of dx, same bits (the op's own CPU member: not a second op call).
+  if (dbias.data != nullptr) BiasGrad{.dy = dx, .db = Out(dbias)}.cpu(ctx);
 }
 
 }  // namespace electra

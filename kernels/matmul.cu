@@ -273,16 +273,19 @@ void epilogue_kernel(Context& ctx, const Tensor& pre, const Tensor* y, const Ten
   }
 }
 
-// partial[p, c] = sum over rows [p R, (p + 1) R) of dy[r, c] (a fixed tree per block,
-// kernels/column_sum.cuh); blockIdx.x: column block, blockIdx.y: row block p.
+// db += colsum(dy) in one launch. Block (x, p) sums rows [p R, (p + 1) R) of its columns in a
+// fixed tree into partial[p, c], then the blocks that arrive last add the partial rows of the
+// column tile x into db (kernels/column_sum.cuh).
 template <class T>
-__global__ void bias_grad_partial_kernel(const T* dy, float* partial, int64_t m, int64_t n,
-                                         int64_t rows) {
+__global__ void bias_grad_kernel(const T* dy, ColumnTickets tickets, float* db, int64_t m,
+                                 int64_t n, int64_t rows) {
   __shared__ float scratch[kColumnSumThreads];
-  const int64_t col = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  const int64_t c0 = blockIdx.x * static_cast<int64_t>(blockDim.x), col = c0 + threadIdx.x;
   const int64_t r0 = blockIdx.y * rows, r1 = std::min<int64_t>(m, r0 + rows);
   const float total = block_column_sum(dy, n, r0, r1, col, col < n, scratch);
-  if (threadIdx.y == 0 && col < n) partial[blockIdx.y * n + col] = total;
+  if (threadIdx.y == 0 && col < n) tickets.partial[blockIdx.y * n + col] = total;
+  finish_column_tile(tickets, blockIdx.y, blockIdx.x, c0, std::min<int64_t>(n, c0 + blockDim.x),
+                     [&](int64_t c, float sum) { db[c] += sum; });
 }
 
 }  // namespace
@@ -323,10 +326,11 @@ void Gemm::cuda(Context& ctx) const {
   }
 }
 
-// db += colsum(dy) in two deterministic passes: at most 512 row blocks (param_grad_rows_per_block)
-// write partial column sums, then column_partials_sum adds them in a fixed tree. The partials
-// live in the context's cuBLASLt workspace: only the GEMMs use it otherwise, and they run on the
-// same stream, so stream order keeps the two apart (no allocation, no extra workspace argument).
+// db += colsum(dy) in one deterministic launch: at most 512 row blocks (param_grad_rows_per_block)
+// write partial column sums, which the last blocks of each column tile add in a fixed order
+// (kernels/column_sum.cuh). The partials live in the context's cuBLASLt workspace: only the GEMMs
+// use it otherwise, and they run on the same stream, so stream order keeps the two apart (no
+// allocation, no extra workspace argument); the tickets are the context's counters.
 void BiasGrad::cuda(Context& ctx) const {
   check_dtype(db, DType::F32, "bias_grad (cuda): db");
   if (dy.numel() == 0) return;  // db += an empty sum
@@ -336,21 +340,21 @@ void BiasGrad::cuda(Context& ctx) const {
   int64_t rows = param_grad_rows_per_block(m);
   if (cuda::ceil_div(m, rows) > capacity) rows = cuda::ceil_div(m, capacity);
   const int64_t partials = cuda::ceil_div(m, rows);
-  float* partial = static_cast<float*>(ctx.cublaslt_workspace());
   const int cols = cuda::column_sum_cols(n);
-  const dim3 grid(static_cast<unsigned>(cuda::ceil_div(n, cols)), static_cast<unsigned>(partials));
+  const int64_t tiles = cuda::ceil_div(n, cols);
+  const cuda::ColumnTickets tickets = cuda::column_tickets(
+      ctx, static_cast<float*>(ctx.cublaslt_workspace()), partials, n, n, tiles);
+  const dim3 grid(static_cast<unsigned>(tiles), static_cast<unsigned>(partials));
   const dim3 block(cols, cuda::kColumnSumThreads / cols);
   if (dy.dtype == DType::F32) {
-    cuda::bias_grad_partial_kernel<<<grid, block, 0, ctx.stream()>>>(dy.ptr<float>(), partial, m, n,
-                                                                     rows);
+    cuda::bias_grad_kernel<<<grid, block, 0, ctx.stream()>>>(dy.ptr<float>(), tickets,
+                                                             db.ptr<float>(), m, n, rows);
   } else {
     check_dtype(dy, DType::BF16, "bias_grad (cuda): dy");
-    cuda::bias_grad_partial_kernel<<<grid, block, 0, ctx.stream()>>>(
-        static_cast<const __nv_bfloat16*>(dy.data), partial, m, n, rows);
+    cuda::bias_grad_kernel<<<grid, block, 0, ctx.stream()>>>(
+        static_cast<const __nv_bfloat16*>(dy.data), tickets, db.ptr<float>(), m, n, rows);
   }
   ELECTRA_CUDA_CHECK_LAUNCH();
-  cuda::column_partials_sum(ctx, cuda::ColumnSumJob{partial, db.ptr<float>(), n},
-                            cuda::ColumnSumJob{}, partials, n);
 }
 
 }  // namespace electra

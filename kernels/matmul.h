@@ -26,7 +26,8 @@
 // or bf16; bias f32 or C's dtype; gelu_pre C's dtype; accumulation in f32 with TF32 off
 // (CUBLAS_COMPUTE_32F), so f32 results match the CPU to rounding.
 // Workspace: none from the caller; cuBLASLt uses the context's workspace, and the CUDA BiasGrad
-// borrows it for its partial column sums (stream-ordered with the GEMMs).
+// borrows it for its partial column sums (stream-ordered with the GEMMs) and takes the context's
+// ticket counters (engine/ticket_counters.h) to add them in the same launch.
 #pragma once
 
 #include <cstdint>
@@ -122,8 +123,8 @@ struct BiasGrad {
     ELECTRA_CHECK(dy.rank >= 1 && db.numel() == dy.dim(-1), "bias_grad: dy ", dy.str(), ", db ",
                   db.str());
   }
-  // Per-block partial column sums, then their sum (matmul.cu).
-  Launches launches() const { return {.kernels = dy.numel() == 0 ? 0 : 2}; }
+  // Per-block partial column sums, added by the last blocks of the same launch (matmul.cu).
+  Launches launches() const { return {.kernels = dy.numel() == 0 ? 0 : 1}; }
   void cpu(Context& ctx) const;
   void cuda(Context& ctx) const;
 };

@@ -1,8 +1,9 @@
-// How the GPU parameter-gradient passes (layernorm dgamma / dbeta, bias + GELU db) split N rows:
-// blocks of at least 32 rows, and at most kMaxParamGradPartials blocks, each writing one row of
-// partial column sums that kernels/column_sum.cuh then adds in a fixed tree. Bounding the number
-// of partials keeps that finishing pass short at any N (131k rows: 512 partials of 256 rows, not
-// 4096 of 32), while 512 row blocks still give the partial pass enough blocks to fill a GPU.
+// How the GPU parameter-gradient passes (layernorm dgamma / dbeta, bias + GELU db, bias_grad)
+// split N rows: blocks of at least 32 rows, and at most kMaxParamGradPartials blocks, each writing
+// one row of partial column sums that the last blocks of the same launch add in a fixed order
+// (kernels/column_sum.cuh). Bounding the number of partials keeps that finishing tail short at any
+// N (131k rows: 512 partials of 256 rows, not 4096 of 32), while 512 row blocks still give the
+// pass enough blocks to fill a GPU.
 #pragma once
 
 #include <algorithm>

@@ -28,8 +28,10 @@ void FeedForward::backward(Context& ctx, const DropoutPass& pass, const Tensor& 
                            const Tensor& dx) {
   const int64_t h = config_.hidden;
   EncoderScratch& s = *scratch_;
-  norm_.backward(ctx, pass.site(output_site_, config_.hidden_dropout), dy, s.sublayer, dx);
-  output_.backward(ctx, act_, as_rows(s.sublayer, h), s.grad_act);
+  // The LayerNorm adds the output linear's bias gradient (the column sums of s.sublayer).
+  norm_.backward(ctx, pass.site(output_site_, config_.hidden_dropout), dy, s.sublayer, dx,
+                 output_.bias().grad);
+  output_.backward_no_bias(ctx, act_, as_rows(s.sublayer, h), s.grad_act);
   run_op(ctx, BiasGeluBackward{.dy = s.grad_act,
                                .x = pre_,
                                .b = intermediate_.bias().value,

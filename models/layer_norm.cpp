@@ -69,7 +69,8 @@ void ResidualLayerNorm::forward(Context& ctx, const DropoutSite& site, const Ten
 }
 
 void ResidualLayerNorm::backward(Context& ctx, const DropoutSite& site, const Tensor& dy,
-                                 const Tensor& dx, const Tensor& dresidual) const {
+                                 const Tensor& dx, const Tensor& dresidual,
+                                 const Tensor& dbias) const {
   run_op(ctx, ResidualLayerNormBackward{.dy = as_rows(dy, width_),
                                         .sum = sum_,
                                         .gamma = gamma_.value,
@@ -80,6 +81,7 @@ void ResidualLayerNorm::backward(Context& ctx, const DropoutSite& site, const Te
                                         .dresidual = Out(as_rows(dresidual, width_)),
                                         .dgamma = Out(gamma_.grad),
                                         .dbeta = Out(beta_.grad),
+                                        .dbias = Out(dbias),
                                         .workspace = Out(workspace_)});
 }
 

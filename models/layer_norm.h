@@ -49,9 +49,11 @@ class ResidualLayerNorm {
   // x, residual, y: `rows` x `width` elements each.
   void forward(Context& ctx, const DropoutSite& site, const Tensor& x, const Tensor& residual,
                const Tensor& y) const;
-  // dx and dresidual written (the gradients of x and of the residual); dgamma, dbeta accumulated.
+  // dx and dresidual written (the gradients of x and of the residual); dgamma, dbeta accumulated;
+  // and, when set, dbias += colsum(dx): the bias gradient of the linear whose output x is, added
+  // in the same launch (so that linear's backward skips its BiasGrad: Linear::backward_no_bias).
   void backward(Context& ctx, const DropoutSite& site, const Tensor& dy, const Tensor& dx,
-                const Tensor& dresidual) const;
+                const Tensor& dresidual, const Tensor& dbias = Tensor{}) const;
 
  private:
   Param gamma_, beta_;

@@ -44,9 +44,11 @@ void SelfAttention::forward(Context& ctx, const DropoutPass& pass, const Tensor&
 void SelfAttention::backward(Context& ctx, const DropoutPass& pass, const Tensor& dy,
                              const Tensor& dx) {
   EncoderScratch& s = *scratch_;
-  // dx receives the residual path first, then the Q/K/V path is added to it.
-  norm_.backward(ctx, pass.site(output_site_, config_.hidden_dropout), dy, s.sublayer, dx);
-  output_.backward(ctx, context_, s.sublayer, s.grad_context);
+  // dx receives the residual path first, then the Q/K/V path is added to it. The LayerNorm adds
+  // the output projection's bias gradient (the column sums of s.sublayer) in its own launch.
+  norm_.backward(ctx, pass.site(output_site_, config_.hidden_dropout), dy, s.sublayer, dx,
+                 output_.bias().grad);
+  output_.backward_no_bias(ctx, context_, s.sublayer, s.grad_context);
   run_op(ctx, AttentionBackward{.qkv = qkv_out_,
                                 .mask = mask_,
                                 .args = args(pass),

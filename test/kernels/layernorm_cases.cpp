@@ -3,6 +3,7 @@
 // parity at ELECTRA-Small, Base and Large widths and awkward shapes, benchmarks at the three
 // models' activation sizes. Hand values and refusals: layernorm_test.cpp.
 #include "kernels/layernorm.h"
+#include "kernels/matmul.h"
 #include "test/common/op_case.h"
 
 namespace electra::test {
@@ -55,13 +56,20 @@ OpCase layernorm(const std::string& shape, int64_t n, int64_t h, unsigned modes,
   };
 }
 
-// BERT's LayerNorm(dropout(x) + residual); `site` is dropout_site_offset(k) + shift.
+// BERT's LayerNorm(dropout(x) + residual); `site` is dropout_site_offset(k) + shift. With
+// `linear_bias`, x is the output of a linear x = a I^T + bias (the identity keeps x = a + bias
+// exact: a product by 1 and sums of zeros), and the backward adds bias's gradient (dbias, the
+// column sums of dx) while dx is a plain output: the op as models/self_attention.cpp and
+// models/feed_forward.cpp call it.
 OpCase residual_layernorm(const std::string& shape, int64_t n, int64_t h, uint64_t offset, float p,
-                          unsigned modes, size_t max_checks = 0) {
+                          unsigned modes, size_t max_checks = 0, bool linear_bias = false) {
   auto site = [offset, p](const Context& ctx) {
     return DropoutSite{ctx.rng(RngPurpose::kDropout, 8), offset, p};
   };
-  auto forward = [site](Context& ctx, const Args& a) {
+  auto linear = [linear_bias](Context& ctx, const Args& a) {
+    if (linear_bias) linear_forward(ctx, a["a"], a["identity"], a["bias"], a["x"]);
+  };
+  auto residual_forward = [site](Context& ctx, const Args& a) {
     run_op(ctx, ResidualLayerNormForward{.x = a["x"],
                                          .residual = a["residual"],
                                          .site = site(ctx),
@@ -73,7 +81,7 @@ OpCase residual_layernorm(const std::string& shape, int64_t n, int64_t h, uint64
                                          .mean = Out(a["mean"]),
                                          .rstd = Out(a["rstd"])});
   };
-  auto backward = [site](Context& ctx, const Args& a) {
+  auto backward = [site, linear_bias](Context& ctx, const Args& a) {
     run_op(ctx, ResidualLayerNormBackward{.dy = a["dy"],
                                           .sum = a["sum"],
                                           .gamma = a["gamma"],
@@ -84,27 +92,51 @@ OpCase residual_layernorm(const std::string& shape, int64_t n, int64_t h, uint64
                                           .dresidual = Out(a["dresidual"]),
                                           .dgamma = Out(a["dgamma"]),
                                           .dbeta = Out(a["dbeta"]),
+                                          .dbias = Out(linear_bias ? a["dbias"] : Tensor{}),
                                           .workspace = Out(a["workspace"])});
   };
+  std::vector<TensorSpec> tensors = {
+      input("residual", {n, h}), param("gamma", {h}, {.lo = 0.5, .hi = 1.5}), param("beta", {h}),
+      // The same mask and one f32 add, rounded once to the activation dtype.
+      output("sum", {n, h}).relative({1e-6, 1e-6}), output("y", {n, h}),
+      output("mean", {n}, Kind::kParam).with_tol(kStatTol),
+      output("rstd", {n}, Kind::kParam).with_tol(kStatTol), upstream("dy", "y", {n, h}),
+      grad("dresidual", "residual", {n, h}), grad_acc("dgamma", "gamma", {h}),
+      grad_acc("dbeta", "beta", {h}),
+      workspace("workspace", layernorm_backward_workspace_floats(n, h))};
+  if (linear_bias) {
+    const Fill identity{.make = [h](size_t count, uint64_t) {
+      std::vector<double> v(count, 0.0);
+      for (int64_t i = 0; i < h; ++i) v[i * h + i] = 1.0;
+      return v;
+    }};
+    for (TensorSpec t :
+         {input("a", {n, h}, {.lo = -2, .hi = 3}), input("identity", {h, h}, identity),
+          param("bias", {h}), output("x", {n, h}), output("dx", {n, h}).zeros_agree(),
+          grad_acc("dbias", "bias", {h})}) {
+      tensors.push_back(std::move(t));
+    }
+  } else {
+    tensors.push_back(input("x", {n, h}, {.lo = -2, .hi = 3}));
+    tensors.push_back(grad("dx", "x", {n, h}).zeros_agree());
+  }
   return OpCase{
-      .op = "residual_layernorm",
+      .op = linear_bias ? "residual_layernorm_bias" : "residual_layernorm",
       .shape = shape,
-      .tensors = {input("x", {n, h}, {.lo = -2, .hi = 3}), input("residual", {n, h}),
-                  param("gamma", {h}, {.lo = 0.5, .hi = 1.5}), param("beta", {h}),
-                  // The same mask and one f32 add, rounded once to the activation dtype.
-                  output("sum", {n, h}).relative({1e-6, 1e-6}), output("y", {n, h}),
-                  output("mean", {n}, Kind::kParam).with_tol(kStatTol),
-                  output("rstd", {n}, Kind::kParam).with_tol(kStatTol), upstream("dy", "y", {n, h}),
-                  grad("dx", "x", {n, h}).zeros_agree(), grad("dresidual", "residual", {n, h}),
-                  grad_acc("dgamma", "gamma", {h}), grad_acc("dbeta", "beta", {h}),
-                  workspace("workspace", layernorm_backward_workspace_floats(n, h))},
-      .forward = forward,
+      .tensors = std::move(tensors),
+      .forward =
+          [linear, residual_forward](Context& ctx, const Args& a) {
+            linear(ctx, a);
+            residual_forward(ctx, a);
+          },
       .backward = backward,
-      // The GPU stores sum in the activation dtype and normalises that rounded sum: so does the
-      // reference (the CPU op keeps it in f32).
+      // The GPU stores x (the linear's output) and sum in the activation dtype and normalises
+      // that rounded sum: so does the reference (the CPU ops keep them in f32).
       .reference =
-          [forward, backward](Context& ctx, const Args& a) {
-            forward(ctx, a);
+          [linear, residual_forward, backward](Context& ctx, const Args& a) {
+            linear(ctx, a);
+            round_to_act(a["x"], a.act());
+            residual_forward(ctx, a);
             round_to_act(a["sum"], a.act());
             layernorm_forward(ctx, a, a["sum"]);
             backward(ctx, a);
@@ -128,8 +160,12 @@ std::vector<OpCase> op_cases() {
       layernorm("33x100", 33, 100, kGpu),
       layernorm("9x1000", 9, 1000, kGpu),
       layernorm("1x256", 1, 256, kGpu),
-      // 507 row blocks of 79 rows for dgamma / dbeta.
+      // 507 row blocks of 79 rows for dgamma / dbeta (kernels/column_sum.cuh: 8 chains of 63-64
+      // partial rows; the GPU run is repeated on the same context, so a counter left nonzero
+      // would fail the same-bits check). Base and Large run 7 and 5 warps a block.
       layernorm("40000x64", 40000, 64, kGpu),
+      // 10 row blocks: chains of 2 and 1 partial rows.
+      layernorm("300x256", 300, 256, kGpu),
       layernorm("small_16384x256", 128 * 128, 256, kBench),
       layernorm("base_16384x768", 32 * 512, 768, kBench),
       layernorm("large_16384x1024", 32 * 512, 1024, kBench),
@@ -139,7 +175,20 @@ std::vector<OpCase> op_cases() {
       residual_layernorm("base_1024x768", 2 * 512, 768, dropout_site_offset(5), 0.1f, kGpu),
       residual_layernorm("21x1000", 21, 1000, dropout_site_offset(7) + 1, 0.1f, kGpu),
       residual_layernorm("1x256", 1, 256, dropout_site_offset(1) + 2, 0.1f, kGpu),
+      // 10 row blocks (chains of 2 and 1 partial rows), the scalar path (H % 8 != 0).
+      residual_layernorm("300x100", 300, 100, dropout_site_offset(3), 0.1f, kGpu),
       residual_layernorm("small_16384x256", 128 * 128, 256, dropout_site_offset(2), 0.1f, kBench),
+      // With the linear's bias gradient (3 parts a partial row: 8, 5 and 3 warps a block at H =
+      // 256, 768 and 1000; 10 row blocks and the scalar path at 300x100).
+      residual_layernorm("15x7", 15, 7, dropout_site_offset(6), 0.3f, all, 0, true),
+      residual_layernorm("small_256x256", 256, 256, dropout_site_offset(5), 0.1f, kGradcheck, 97,
+                         true),
+      residual_layernorm("small_1024x256", 8 * 128, 256, dropout_site_offset(4), 0.1f, kGpu, 0,
+                         true),
+      residual_layernorm("base_1024x768", 2 * 512, 768, dropout_site_offset(5), 0.1f, kGpu, 0,
+                         true),
+      residual_layernorm("21x1000", 21, 1000, dropout_site_offset(7) + 1, 0.1f, kGpu, 0, true),
+      residual_layernorm("300x100", 300, 100, dropout_site_offset(3), 0.1f, kGpu, 0, true),
   };
 }
 

@@ -10,6 +10,8 @@
 #include "engine/context.h"
 #include "kernels/attention.h"
 #include "kernels/dropout.h"
+#include "kernels/gelu.h"
+#include "kernels/layernorm.h"
 #include "kernels/matmul.h"
 #include "kernels/mse_loss.h"
 #include "kernels/replace_tokens.h"
@@ -53,6 +55,41 @@ inline void check_zero_size_ops(Context& ctx) {
     const Tensor y = arena.alloc<float>({0, 4});
     CHECK_NOTHROW(linear_forward(ctx, x, w, b, y));
     CHECK_NOTHROW(run_op(ctx, BiasGrad{.dy = y, .db = Out(b)}));
+  }
+  SECTION("bias-GELU and layernorm backward with N = 0 rows") {
+    const Tensor x = arena.alloc<float>({0, 8});
+    const Tensor stats = arena.alloc<float>({0});
+    const Tensor b = arena.alloc<float>({8});
+    const Tensor db = arena.alloc<float>({8});
+    const Tensor workspace = arena.alloc<float>({1});
+    CHECK_NOTHROW(run_op(
+        ctx,
+        BiasGeluBackward{
+            .dy = x, .x = x, .b = b, .dx = Out(x), .db = Out(db), .workspace = Out(workspace)}));
+    CHECK_NOTHROW(run_op(
+        ctx, BiasGeluBackwardPreact{
+                 .dy = x, .u = x, .dx = Out(x), .db = Out(db), .workspace = Out(workspace)}));
+    CHECK_NOTHROW(run_op(ctx, LayerNormBackward{.dy = x,
+                                                .x = x,
+                                                .gamma = b,
+                                                .mean = stats,
+                                                .rstd = stats,
+                                                .dx = Out(x),
+                                                .dgamma = Out(db),
+                                                .dbeta = Out(db),
+                                                .workspace = Out(workspace)}));
+    const DropoutSite site{RngStream{1, RngPurpose::kDropout, 0, 0}, 0, 0.1f};
+    CHECK_NOTHROW(run_op(ctx, ResidualLayerNormBackward{.dy = x,
+                                                        .sum = x,
+                                                        .gamma = b,
+                                                        .mean = stats,
+                                                        .rstd = stats,
+                                                        .site = site,
+                                                        .dx = Out(x),
+                                                        .dresidual = Out(x),
+                                                        .dgamma = Out(db),
+                                                        .dbeta = Out(db),
+                                                        .workspace = Out(workspace)}));
   }
   SECTION("attention forward and backward with B = 0") {
     AttentionArgs args{2, 0.1f, RngStream{1, RngPurpose::kDropout, 0, 0}, 0};
