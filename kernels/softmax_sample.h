@@ -12,19 +12,23 @@
 // w_k / W within 2^-32.
 //
 // 2^t is computed from float operations that are exactly rounded on both sides (mul_rn/add_rn, no
-// FMA contraction; the host compiles with -ffp-contract=off): t = n + f with n = floor(t) and f in
-// [0, 1], 2^f by a degree-5 polynomial, 2^n by a right shift of the fixed-point mantissa. Accuracy:
-// the f32 coefficients fit 2^f within 8.7e-8 relative (evaluated with 30 digits on a 1e-5 grid of
-// [0, 1]); Horner's 5 multiplications and 5 additions of positive terms add at most 10 roundings
-// of 2^-24; f = t - n is exact for |t| >= 1/2 and within 2^-25 of it otherwise (2.1e-8 relative in
-// 2^f). So w_j = floor(2^(31 + t) (1 + e)) with |e| < 8.7e-8 + 10 * 2^-24 + 2.1e-8 < 2^-20 (checked
-// by softmax_xent_test). Columns whose weight floors to 0, i.e. exp((x_j - max) / T) below
-// about 2^-31 = 4.7e-10, are never drawn; t is clamped to [-63, 0], so -inf and NaN logits weigh 0.
+// FMA contraction; the host compiles with -ffp-contract=off) and integer operations, with no
+// conversion instruction (16 a clock per SM on sm_80 and sm_90 by the CUDA programming guide's
+// throughput table, against 64 or 128 float operations): t = n + f with n the nearest integer to
+// t, read from the low bits of t + 1.5 * 2^23, and f in [-1/2, 1/2] exact; 2^f by a degree-5
+// polynomial; 2^n by shifting the polynomial's 24-bit significand. Accuracy: the f32 coefficients
+// fit 2^f within 1.1e-7 relative (evaluated with 30 digits on a 5e-5 grid of [-1/2, 1/2]), and
+// Horner's roundings add at most 4 * 2^-24 (with |f| <= 1/2 each step's error reaches the result
+// at most halved; the last two steps, on values of 0.7 to 1.42, dominate), so
+// w_j = floor(2^(31 + t) (1 + e)) with |e| < 1.1e-7 + 4 * 2^-24 < 2^-20 (checked by
+// softmax_xent_test). t is clamped to [-32, 0]; below -31 a weight floors to 0 (to within e), so
+// columns whose exp((x_j - max) / T) is below 2^-31 = 4.7e-10 are never drawn, and -inf and NaN
+// logits weigh 0.
 #pragma once
 
-#include <cmath>
 #include <cstdint>
 
+#include "engine/bf16.h"
 #include "engine/hd.h"
 #include "engine/philox.h"
 
@@ -35,46 +39,38 @@ inline float sample_exp2_scale(float temperature) {
   return static_cast<float>(1.4426950408889634 / static_cast<double>(temperature));
 }
 
-// w = floor(2^31 * 2^t), t = (x - max) * c clamped to [-63, 0] (NaN: -63, weight 0).
+// w = floor(2^31 * 2^t), t = (x - max) * c clamped to [-32, 0] (NaN: -32, weight 0).
 ELECTRA_HD uint64_t sample_weight(float x, float max, float c) {
-  // 2^f ~ 1 + f (k1 + f (k2 + f (k3 + f (k4 + f k5)))) on [0, 1], relative minimax (Lawson).
-  constexpr float k1 = 0x1.62e4bap-1f, k2 = 0x1.ebdb58p-3f, k3 = 0x1.c91ce4p-5f,
-                  k4 = 0x1.277866p-7f, k5 = 0x1.e974bap-10f;
-  const float t = fminf(fmaxf(mul_rn(add_rn(x, -max), c), -63.0f), 0.0f);
-  const float n = floorf(t);
-  const float f = add_rn(t, -n);
+  // 2^f ~ 1 + f (k1 + f (k2 + f (k3 + f (k4 + f k5)))) on [-1/2, 1/2], relative minimax (Lawson).
+  constexpr float k1 = 0x1.62e42ap-1f, k2 = 0x1.ebf9bcp-3f, k3 = 0x1.c6b752p-5f,
+                  k4 = 0x1.3cea80p-7f, k5 = 0x1.5bb9f4p-10f;
+  // t + 1.5 * 2^23 lies in [2^23, 2^24), where the float spacing is 1: it rounds t to the nearest
+  // integer n and holds 1.5 * 2^23 + n exactly, so n is the difference of the bit patterns.
+  constexpr float kRound = 0x1.8p23f;
+  // The clamp as selects: a NaN fails the first comparison (weight 0), and no libm call on the
+  // host.
+  float t = mul_rn(add_rn(x, -max), c);
+  t = t > -32.0f ? t : -32.0f;
+  t = t < 0.0f ? t : 0.0f;
+  const float shifted = add_rn(t, kRound);
+  const int n = static_cast<int>(float_bits(shifted) - float_bits(kRound));  // in [-32, 0]
+  const float f = add_rn(t, -add_rn(shifted, -kRound));  // t - n: exact (Sterbenz)
   float p = add_rn(mul_rn(k5, f), k4);
   p = add_rn(mul_rn(p, f), k3);
   p = add_rn(mul_rn(p, f), k2);
   p = add_rn(mul_rn(p, f), k1);
   p = add_rn(mul_rn(p, f), 1.0f);
-  // p in [1, 2]: times 2^31 is exact, the conversion truncates, and a right shift by -n floors
-  // again (floor(floor(a) / 2^s) = floor(a / 2^s)); -n <= 63.
-  return static_cast<uint64_t>(mul_rn(p, 0x1.0p31f)) >> static_cast<int>(-n);
+  // p in [0.7, 1.42] is m 2^(e - 150), m its 24-bit significand and e its biased exponent (126 or
+  // 127), so 2^31 2^n p = m 2^(e - 119 + n): m 2^32 shifted right by 151 - e - n, in [24, 57].
+  const uint32_t bits = float_bits(p);
+  const uint64_t m = (bits & 0x7FFFFFu) | 0x800000u;
+  return (m << 32) >> (151 - static_cast<int>(bits >> 23) - n);
 }
 
 // floor(total * r / 2^32) for total < 2^63, in 64-bit pieces: total = hi 2^32 + lo gives
 // hi r + floor(lo r / 2^32) exactly. Below total for any r.
 ELECTRA_HD uint64_t sample_target(uint64_t total, uint32_t r) {
   return (total >> 32) * r + (((total & 0xFFFFFFFFu) * r) >> 32);
-}
-
-// The draw on the host (the CUDA kernel's search is its parallel form): the weights of x[0, v)
-// (read as f32) summed once for the total, then again up to the first prefix above the target.
-// Returns that column, or -1 when no column weighs anything (no finite logit).
-template <class T>
-int64_t sample_column(const T* x, int64_t v, float exp2_scale, uint32_t r) {
-  float max = -INFINITY;
-  for (int64_t j = 0; j < v; ++j) max = std::fmax(max, static_cast<float>(x[j]));
-  uint64_t total = 0;
-  for (int64_t j = 0; j < v; ++j) total += sample_weight(static_cast<float>(x[j]), max, exp2_scale);
-  if (total == 0) return -1;
-  const uint64_t target = sample_target(total, r);
-  uint64_t prefix = 0;
-  for (int64_t j = 0;; ++j) {  // ends by j = v - 1, where prefix = total > target
-    prefix += sample_weight(static_cast<float>(x[j]), max, exp2_scale);
-    if (prefix > target) return j;
-  }
 }
 
 }  // namespace electra

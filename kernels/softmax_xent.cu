@@ -10,10 +10,10 @@
 //      (an inclusive warp scan of the weights, a ballot for the first prefix above the target),
 //      and writes the sample; then every warp overwrites its own columns with dlogits. After the
 //      second exchange a warp reads and writes only its own columns, so the search needs no sync.
-// Per element: one expf and the fixed-point 2^t (about 12 float operations, a conversion and a
-// shift) in pass 2, one expf in pass 3; one Philox call per row, no log, no division.
-// Deterministic: the float reductions have a fixed tree and the integer sums are exact, so the
-// sample is the CPU reference's whatever the order of the additions.
+// Per element: one expf and the fixed-point 2^t (about 16 float operations, a few integer ones and
+// a 64-bit shift; no conversion instruction) in pass 2, one expf in pass 3; one Philox call per
+// row, no log, no division. Deterministic: the float reductions have a fixed tree and the integer
+// sums are exact, so the sample is the CPU reference's whatever the order of the additions.
 #include <climits>
 
 #include "kernels/cuda_common.cuh"

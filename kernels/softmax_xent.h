@@ -11,9 +11,10 @@
 //                  w_j = sample_weight(float(x_j), m, sample_exp2_scale(T)) = floor(2^31 2^t_j),
 //                  t_j = (x_j - m) log2(e) / T, m = the largest non-NaN float(x_j) (-inf if none):
 //                  kernels/softmax_sample.h. Sample k comes with probability w_k / W within 2^-32:
-//                  softmax(x / T)_k up to the weights' relative error (below 2^-20) and their
-//                  truncation to multiples of 2^-31 of the largest (smaller columns are never
-//                  drawn). A row with W = 0 (no finite logit) samples its argmax.
+//                  softmax(x / T)_k up to relative errors below 2^-17 (the polynomial's 2^-20 and
+//                  the roundings of t_j and of log2(e) / T, |t_j| 2^-23 ln 2 for |t_j| <= 32) and
+//                  the weights' truncation to multiples of 2^-31 of the largest (smaller columns
+//                  are never drawn). A row with W = 0 (no finite logit) samples its argmax.
 //   argmax[i]    = argmax_{j < V} x_j as the loop `if (x_j > x_top) top = j` from top = 0 finds
 //                  it: ties go to the lowest index, a NaN wins only at column 0, and a row with
 //                  no logit above -inf gives 0.

@@ -2,7 +2,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "kernels/softmax_sample.h"
+#include "kernels/softmax_sample_cpu.h"
 #include "kernels/softmax_xent.h"
 
 namespace electra::cpu {

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <vector>
 
-#include "kernels/softmax_sample.h"
+#include "kernels/softmax_sample_cpu.h"
 #include "kernels/softmax_xent.h"
 #include "test/common/test_util.h"
 
@@ -113,7 +113,7 @@ TEST_CASE("softmax_xent argmax on long rows: first of the ties, NaN never wins",
 
 // The fixed-point weight against 2^(31 + t) in f64, t rounded as sample_weight rounds it: within
 // the header's bound 2^-20 relative, plus 1 for the truncation to an integer; the row's maximum
-// weighs exactly 2^31 and -inf, NaN and t below -63 weigh 0.
+// weighs exactly 2^31 and -inf, NaN and t below -32 (the clamp) weigh 0.
 TEST_CASE("softmax_xent's sample weights are 2^31 exp((x - max) / T) in fixed point",
           "[softmax_xent]") {
   for (float temperature : {1.0f, 0.7f, 2.0f}) {
@@ -137,6 +137,37 @@ TEST_CASE("softmax_xent's sample weights are 2^31 exp((x - max) / T) in fixed po
   }
 }
 
+// The host's SIMD weights (kernels/softmax_sample_cpu.h) are sample_weight's bits, lane by lane,
+// for f32 and f64 rows of every length mod 16: random logits, logits whose t falls on and around
+// half-integers (where the nearest integer n changes), the clamp's ends, zeros of both signs,
+// subnormals, infinities and NaN.
+TEST_CASE("softmax_xent's SIMD sample weights equal sample_weight", "[softmax_xent]") {
+  std::vector<float> x = test::random_vector<float>(4000, 9, -40, 2);
+  for (int k = -70; k <= 4; ++k) {
+    const float half = 0.5f * static_cast<float>(k);
+    x.insert(x.end(), {half, std::nextafter(half, -INFINITY), std::nextafter(half, INFINITY)});
+  }
+  x.insert(x.end(), {0.0f, -0.0f, 1e-40f, -1e-40f, INFINITY, -INFINITY, std::nanf(""), 2.0f, -30.0f,
+                     -31.0f, -32.0f, -33.0f});
+  for (const float max : {2.0f, 0.0f, -0.0f}) {
+    for (const float temperature : {1.0f, 0.3f, 1.7f}) {
+      const float c = sample_exp2_scale(temperature);
+      for (const int64_t n :
+           {int64_t{1}, int64_t{15}, int64_t{16}, int64_t{17}, static_cast<int64_t>(x.size())}) {
+        std::vector<uint64_t> got(n), got64(n);
+        const std::vector<double> x64(x.begin(), x.begin() + n);
+        cpu::sample_weights(x.data(), n, max, c, got.data());
+        cpu::sample_weights(x64.data(), n, max, c, got64.data());
+        for (int64_t j = 0; j < n; ++j) {
+          INFO("x " << x[j] << " max " << max << " T " << temperature);
+          REQUIRE(got[j] == sample_weight(x[j], max, c));
+          REQUIRE(got64[j] == got[j]);
+        }
+      }
+    }
+  }
+}
+
 // floor(total r / 2^32) by 64-bit pieces, checked at hand values: total = 2^32 gives r itself, and
 // (2^62 + 5) (2^32 - 1) / 2^32 = 2^62 + 5 - 2^30 - 5 / 2^32 floors to 2^62 - 2^30 + 4.
 TEST_CASE("softmax_xent's sample target is floor(total * r / 2^32)", "[softmax_xent]") {
@@ -154,19 +185,19 @@ TEST_CASE("softmax_xent's sample target is floor(total * r / 2^32)", "[softmax_x
 TEST_CASE("softmax_xent's sample at u near 0 and near 1, and on one-hot rows", "[softmax_xent]") {
   const float c = sample_exp2_scale(1.0f), inf = INFINITY, nan = std::nanf("");
   const std::vector<float> two = {0.25f, 0.25f};
-  CHECK(sample_column(two.data(), 2, c, 0x7FFFFFFFu) == 0);
-  CHECK(sample_column(two.data(), 2, c, 0x80000000u) == 1);
+  CHECK(cpu::sample_column(two.data(), 2, c, 0x7FFFFFFFu) == 0);
+  CHECK(cpu::sample_column(two.data(), 2, c, 0x80000000u) == 1);
   const std::vector<float> x = {-inf, 1.0f, 2.0f, nan, -0.5f, -inf};
-  CHECK(sample_column(x.data(), 6, c, 0u) == 1);
-  CHECK(sample_column(x.data(), 6, c, 0xFFFFFFFFu) == 4);
+  CHECK(cpu::sample_column(x.data(), 6, c, 0u) == 1);
+  CHECK(cpu::sample_column(x.data(), 6, c, 0xFFFFFFFFu) == 4);
   for (const uint32_t r : {0u, 1u, 0x80000000u, 0xFFFFFFFEu, 0xFFFFFFFFu}) {
     const std::vector<float> one_hot = {-inf, -inf, 7.0f, -inf};
     const std::vector<float> dominant = {-40.0f, 30.0f, -20.0f, -15.0f};  // others below 2^-31
-    CHECK(sample_column(one_hot.data(), 4, c, r) == 2);
-    CHECK(sample_column(dominant.data(), 4, c, r) == 1);
+    CHECK(cpu::sample_column(one_hot.data(), 4, c, r) == 2);
+    CHECK(cpu::sample_column(dominant.data(), 4, c, r) == 1);
   }
   const std::vector<float> none = {-inf, nan, -inf};
-  CHECK(sample_column(none.data(), 3, c, 0u) == -1);
+  CHECK(cpu::sample_column(none.data(), 3, c, 0u) == -1);
 }
 
 // The op: every row of a one-hot logits matrix samples its column at any step, a row without a
