@@ -39,26 +39,32 @@ inline float sample_exp2_scale(float temperature) {
   return static_cast<float>(1.4426950408889634 / static_cast<double>(temperature));
 }
 
-// w = floor(2^31 * 2^t), t = (x - max) * c clamped to [-32, 0] (NaN: -32, weight 0).
-ELECTRA_HD uint64_t sample_weight(float x, float max, float c) {
+// The constants of sample_weight, shared with its SIMD form on the host
+// (kernels/softmax_sample_cpu.h).
+struct SampleExp2 {
   // 2^f ~ 1 + f (k1 + f (k2 + f (k3 + f (k4 + f k5)))) on [-1/2, 1/2], relative minimax (Lawson).
-  constexpr float k1 = 0x1.62e42ap-1f, k2 = 0x1.ebf9bcp-3f, k3 = 0x1.c6b752p-5f,
-                  k4 = 0x1.3cea80p-7f, k5 = 0x1.5bb9f4p-10f;
+  static constexpr float k1 = 0x1.62e42ap-1f, k2 = 0x1.ebf9bcp-3f, k3 = 0x1.c6b752p-5f,
+                         k4 = 0x1.3cea80p-7f, k5 = 0x1.5bb9f4p-10f;
   // t + 1.5 * 2^23 lies in [2^23, 2^24), where the float spacing is 1: it rounds t to the nearest
   // integer n and holds 1.5 * 2^23 + n exactly, so n is the difference of the bit patterns.
-  constexpr float kRound = 0x1.8p23f;
+  static constexpr float kRound = 0x1.8p23f;
+};
+
+// w = floor(2^31 * 2^t), t = (x - max) * c clamped to [-32, 0] (NaN: -32, weight 0).
+ELECTRA_HD uint64_t sample_weight(float x, float max, float c) {
+  using K = SampleExp2;
   // The clamp as selects: a NaN fails the first comparison (weight 0), and no libm call on the
   // host.
   float t = mul_rn(add_rn(x, -max), c);
   t = t > -32.0f ? t : -32.0f;
   t = t < 0.0f ? t : 0.0f;
-  const float shifted = add_rn(t, kRound);
-  const int n = static_cast<int>(float_bits(shifted) - float_bits(kRound));  // in [-32, 0]
-  const float f = add_rn(t, -add_rn(shifted, -kRound));  // t - n: exact (Sterbenz)
-  float p = add_rn(mul_rn(k5, f), k4);
-  p = add_rn(mul_rn(p, f), k3);
-  p = add_rn(mul_rn(p, f), k2);
-  p = add_rn(mul_rn(p, f), k1);
+  const float shifted = add_rn(t, K::kRound);
+  const int n = static_cast<int>(float_bits(shifted) - float_bits(K::kRound));  // in [-32, 0]
+  const float f = add_rn(t, -add_rn(shifted, -K::kRound));  // t - n: exact (Sterbenz)
+  float p = add_rn(mul_rn(K::k5, f), K::k4);
+  p = add_rn(mul_rn(p, f), K::k3);
+  p = add_rn(mul_rn(p, f), K::k2);
+  p = add_rn(mul_rn(p, f), K::k1);
   p = add_rn(mul_rn(p, f), 1.0f);
   // p in [0.7, 1.42] is m 2^(e - 150), m its 24-bit significand and e its biased exponent (126 or
   // 127), so 2^31 2^n p = m 2^(e - 119 + n): m 2^32 shifted right by 151 - e - n, in [24, 57].

@@ -29,19 +29,18 @@ inline Floats splat(float v) {
 
 // sample_weight of each lane of x, written to out[0, kLanes).
 inline void weights_simd(Floats x, float max, float c, uint64_t* out) {
-  constexpr float k1 = 0x1.62e42ap-1f, k2 = 0x1.ebf9bcp-3f, k3 = 0x1.c6b752p-5f,
-                  k4 = 0x1.3cea80p-7f, k5 = 0x1.5bb9f4p-10f, kRound = 0x1.8p23f;
+  using K = SampleExp2;
   Floats t = (x + (-max)) * c;
   t = t > -32.0f ? t : splat(-32.0f);
   t = t < 0.0f ? t : splat(0.0f);
-  const Floats shifted = t + kRound;
+  const Floats shifted = t + K::kRound;
   const Ints n = reinterpret_cast<Ints>(reinterpret_cast<Words>(shifted) -
-                                        reinterpret_cast<Words>(splat(kRound)));
-  const Floats f = t + (-(shifted + (-kRound)));
-  Floats p = k5 * f + k4;
-  p = p * f + k3;
-  p = p * f + k2;
-  p = p * f + k1;
+                                        reinterpret_cast<Words>(splat(K::kRound)));
+  const Floats f = t + (-(shifted + (-K::kRound)));
+  Floats p = K::k5 * f + K::k4;
+  p = p * f + K::k3;
+  p = p * f + K::k2;
+  p = p * f + K::k1;
   p = p * f + 1.0f;
   const Words bits = reinterpret_cast<Words>(p);
   const Wide m = __builtin_convertvector((bits & 0x7FFFFFu) | 0x800000u, Wide);
