@@ -1,6 +1,6 @@
 // electra pretrain-eval: what a pre-training checkpoint does on text it did not train on. Each line
 // is one sequence ([CLS] text [SEP]); the run's corruption (models/pretrainer.h: masking, the
-// generator's Gumbel-max samples) is applied with the models in eval mode (no dropout), and the
+// generator's samples) is applied with the models in eval mode (no dropout), and the
 // discriminator's replaced-token detection is counted over all text tokens ([CLS], [SEP] and
 // padding excluded) against the trivial "everything is original" prediction. --examples K prints,
 // for the first K lines, the generator's top predictions at the masked positions and the

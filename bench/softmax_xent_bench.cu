@@ -1,12 +1,12 @@
 // softmax_xent at the generator's MLM shapes (rows = batch x max_predictions, V = 30522, bf16 and
 // f32 logits): the cases of test/kernels/softmax_xent_cases.cpp run by bench/op_bench.cuh, ours
-// (one fused pass for loss + sample, one for dlogits) against a plain-CUDA baseline of four
-// kernels (row max, row sum of exp, loss + dlogits, Gumbel-max sample), each reading the row
-// again. Roofline bytes: the logits read once and the dlogits written once. Repeated calls run on
-// the previous call's dlogits: finite values, the same work.
-#include <climits>
-
+// (one block per row: max, sum + sample weights, the search and dlogits) against a plain-CUDA
+// baseline of four kernels (row max, row sum of exp, loss + dlogits, and the same inverse-CDF
+// sample with its own max and total and a shared-memory scan per 512 columns), each reading the
+// row again. Roofline bytes: the logits read once and the dlogits written once. Repeated calls run
+// on the previous call's dlogits: finite values, the same work.
 #include "kernels/cuda_common.cuh"
+#include "kernels/softmax_sample.h"
 #include "kernels/softmax_xent.h"
 #include "op_bench.cuh"
 
@@ -37,32 +37,47 @@ __global__ void row_sum_kernel(const T* x, int64_t stride, int v, const float* m
   if (threadIdx.x == 0) out[blockIdx.x] = s;
 }
 
-__device__ void better(float& best, int& index, float value, int j) {
-  if (value > best || (value == best && j < index)) best = value, index = j;
-}
-
+// The sample of kernels/softmax_sample.h, naively: the row's max, the total weight by a
+// shared-memory tree, then tiles of 512 columns, each scanned in shared memory (Hillis-Steele, two
+// syncs a step), up to the tile that holds the target. A row that weighs nothing samples 0.
 template <class T>
-__global__ void sample_kernel(const T* x, int64_t stride, int v, RngStream stream, float temp,
+__global__ void sample_kernel(const T* x, int64_t stride, int v, RngStream stream, float c,
                               int32_t* sample) {
-  __shared__ float values[kThreads];
-  __shared__ int indices[kThreads];
-  float best = -INFINITY;
-  int index = INT_MAX;
-  for (int j = threadIdx.x; j < v; j += kThreads) {
-    const float g = gumbel(stream.bits(static_cast<uint64_t>(blockIdx.x) * v + j));
-    better(best, index, add_rn(div_rn(cuda::to_float(x[blockIdx.x * stride + j]), temp), g), j);
-  }
-  values[threadIdx.x] = best;
-  indices[threadIdx.x] = index;
+  __shared__ float scratch[32];
+  __shared__ uint64_t scan[kThreads];
+  const int t = threadIdx.x;
+  const T* row = x + blockIdx.x * stride;
+  float max = -INFINITY;
+  for (int j = t; j < v; j += kThreads) max = fmaxf(max, cuda::to_float(row[j]));
+  max = cuda::block_max(max, scratch);
+  uint64_t weight = 0;
+  for (int j = t; j < v; j += kThreads) weight += sample_weight(cuda::to_float(row[j]), max, c);
+  scan[t] = weight;
   __syncthreads();
   for (int half = kThreads / 2; half > 0; half /= 2) {
-    if (threadIdx.x < half) {
-      better(values[threadIdx.x], indices[threadIdx.x], values[threadIdx.x + half],
-             indices[threadIdx.x + half]);
-    }
+    if (t < half) scan[t] += scan[t + half];
     __syncthreads();
   }
-  if (threadIdx.x == 0) sample[blockIdx.x] = indices[0];
+  const uint64_t total = scan[0];
+  if (t == 0 && total == 0) sample[blockIdx.x] = 0;
+  const uint64_t target = sample_target(total, stream.bits(blockIdx.x));
+  uint64_t below = 0;
+  for (int tile = 0; tile < v && total != 0; tile += kThreads) {
+    __syncthreads();  // scan[] is still being read
+    const int j = tile + t;
+    scan[t] = j < v ? sample_weight(cuda::to_float(row[j]), max, c) : 0;
+    __syncthreads();
+    for (int offset = 1; offset < kThreads; offset *= 2) {
+      const uint64_t y = t >= offset ? scan[t - offset] : 0;
+      __syncthreads();
+      scan[t] += y;
+      __syncthreads();
+    }
+    const uint64_t before = below + (t == 0 ? 0 : scan[t - 1]);
+    if (before <= target && target < below + scan[t]) sample[blockIdx.x] = j;
+    below += scan[kThreads - 1];
+    if (below > target) break;  // the same in every thread
+  }
 }
 
 template <class T>
@@ -88,8 +103,8 @@ void baseline(Context& ctx, const Tensor& logits, const Tensor& labels, const Te
   float* max = scratch.ptr<float>();
   float* sum = max + m;
   const int v = static_cast<int>(p.vocab);
-  sample_kernel<T><<<m, kThreads, 0, ctx.stream()>>>(x, stride, v, p.stream, p.temperature,
-                                                     sample.ptr<int32_t>());
+  sample_kernel<T><<<m, kThreads, 0, ctx.stream()>>>(
+      x, stride, v, p.stream, sample_exp2_scale(p.temperature), sample.ptr<int32_t>());
   row_max_kernel<T><<<m, kThreads, 0, ctx.stream()>>>(x, stride, v, max);
   row_sum_kernel<T><<<m, kThreads, 0, ctx.stream()>>>(x, stride, v, max, sum);
   loss_grad_kernel<T><<<m, kThreads, 0, ctx.stream()>>>(x, stride, v, labels.ptr<int32_t>(),

@@ -1,134 +1,153 @@
-// softmax_xent kernel: one block per row. Pass 1 reads the row once and keeps, per thread, an
-// online (max, sum of exp) pair, the plain argmax and the Gumbel-max sample; one fixed reduction
-// tree combines them (deterministic: every combine is commutative and the tree does not depend on
-// the data). Pass 2 overwrites the row with dlogits (a second read of the row, mostly from L2).
-//
-// Threads walk the row in Philox blocks of four consecutive stream elements (i * V + j), so one
-// Philox call feeds four columns. Rows start at arbitrary element offsets (V = 30522 is odd
-// modulo 4), so the logits are read with scalar loads: each warp still touches one contiguous span.
-// Per element: one expf (plus one on a new running max), two logf for the noise, one Philox per 4.
+// softmax_xent kernel: one block of 16 warps per row. Warp w owns the contiguous columns
+// [w S, (w + 1) S) of the row, S = 32 ceil(stride / 512), which its lanes read 32 at a time
+// (coalesced). Each warp makes three passes over its own columns, with two block-wide exchanges:
+//   1. the max and the argmax: an fmaxf and a select per element (no branch, no exp); the warps'
+//      results meet in shared memory and every thread combines them in the same order.
+//   2. the sum of exp(x - max) for the loss (no online rescale: the max is known) and the integer
+//      sample weights of kernels/softmax_sample.h, summed per warp; every thread then reads the
+//      row's sum, the total weight W and the weight of the warps before its own.
+//   3. the one warp whose columns hold the target floor(W r / 2^32) walks them again, 32 at a time
+//      (an inclusive warp scan of the weights, a ballot for the first prefix above the target),
+//      and writes the sample; then every warp overwrites its own columns with dlogits. After the
+//      second exchange a warp reads and writes only its own columns, so the search needs no sync.
+// Per element: one expf and the fixed-point 2^t (about 16 float operations, a few integer ones and
+// a 64-bit shift; no conversion instruction) in pass 2, one expf in pass 3; one Philox call per
+// row, no log, no division. Deterministic: the float reductions have a fixed tree and the integer
+// sums are exact, so the sample is the CPU reference's whatever the order of the additions.
 #include <climits>
 
 #include "kernels/cuda_common.cuh"
+#include "kernels/softmax_sample.h"
 #include "kernels/softmax_xent.h"
 
 namespace electra::cuda {
 namespace {
 
 constexpr int kThreads = 512;
+constexpr int kWarps = kThreads / kWarpSize;
+constexpr unsigned kFullMask = 0xffffffffu;
 
-struct RowStats {
-  float max;  // running max of the logits
-  float sum;  // sum of exp(x - max)
-  float top;  // largest logit and its column
-  int top_index;
-  float best;  // largest x / T + g and its column
-  int best_index;
+// A largest logit and its column (INT_MAX: none above -inf).
+struct Top {
+  float value;
+  int index;
 };
 
-__device__ __forceinline__ bool better(float a, int ai, float b, int bi) {
-  return a > b || (a == b && ai < bi);
+// The larger value, ties to the lower column: commutative, so both lanes of a butterfly agree.
+__device__ __forceinline__ Top better(const Top& a, const Top& b) {
+  return a.value > b.value || (a.value == b.value && a.index < b.index) ? a : b;
 }
 
-// Commutative: combine(a, b) and combine(b, a) give the same bits, so both lanes of a butterfly
-// agree.
-__device__ __forceinline__ RowStats combine(const RowStats& a, const RowStats& b) {
-  RowStats r;
-  r.max = fmaxf(a.max, b.max);
-  if (r.max == -INFINITY) {
-    r.sum = 0.0f;
-  } else {
-    // Explicit rounding: an FMA contraction would make the combine order-dependent.
-    r.sum = __fadd_rn(__fmul_rn(a.sum, expf(a.max - r.max)), __fmul_rn(b.sum, expf(b.max - r.max)));
+__device__ __forceinline__ Top warp_top(Top t) {
+  for (int offset = kWarpSize / 2; offset > 0; offset /= 2) {
+    t = better(t, Top{__shfl_xor_sync(kFullMask, t.value, offset),
+                      __shfl_xor_sync(kFullMask, t.index, offset)});
   }
-  const bool a_top = better(a.top, a.top_index, b.top, b.top_index);
-  r.top = a_top ? a.top : b.top;
-  r.top_index = a_top ? a.top_index : b.top_index;
-  const bool a_best = better(a.best, a.best_index, b.best, b.best_index);
-  r.best = a_best ? a.best : b.best;
-  r.best_index = a_best ? a.best_index : b.best_index;
-  return r;
+  return t;
 }
 
-__device__ __forceinline__ RowStats shuffle_xor(const RowStats& s, int offset) {
-  RowStats r;
-  r.max = __shfl_xor_sync(0xffffffffu, s.max, offset);
-  r.sum = __shfl_xor_sync(0xffffffffu, s.sum, offset);
-  r.top = __shfl_xor_sync(0xffffffffu, s.top, offset);
-  r.top_index = __shfl_xor_sync(0xffffffffu, s.top_index, offset);
-  r.best = __shfl_xor_sync(0xffffffffu, s.best, offset);
-  r.best_index = __shfl_xor_sync(0xffffffffu, s.best_index, offset);
-  return r;
+__device__ __forceinline__ uint64_t warp_total(uint64_t x) {
+  for (int offset = kWarpSize / 2; offset > 0; offset /= 2)
+    x += __shfl_xor_sync(kFullMask, x, offset);
+  return x;
 }
 
-__device__ __forceinline__ RowStats warp_combine(RowStats s) {
-  for (int offset = kWarpSize / 2; offset > 0; offset /= 2) s = combine(s, shuffle_xor(s, offset));
-  return s;
+__device__ __forceinline__ uint64_t warp_inclusive_scan(uint64_t x) {
+  const int lane = threadIdx.x % kWarpSize;
+  for (int offset = 1; offset < kWarpSize; offset *= 2) {
+    const uint64_t y = __shfl_up_sync(kFullMask, x, offset);
+    if (lane >= offset) x += y;
+  }
+  return x;
 }
 
 template <class T>
 __global__ void __launch_bounds__(kThreads)
-    softmax_xent_kernel(T* logits, int64_t stride, int vocab, const int32_t* labels,
-                        const float* weights, RngStream stream_arg, float temperature,
+    softmax_xent_kernel(T* logits, int stride, int vocab, const int32_t* labels,
+                        const float* weights, RngStream stream_arg, float exp2_scale,
                         DeviceScalar<float> scale_arg, float* loss, int32_t* sample,
                         int32_t* argmax) {
-  const RngStream stream = stream_arg.resolved();
-  const float scale = scale_arg.get();
-  __shared__ RowStats warp_stats[kThreads / kWarpSize];
-  __shared__ float label_logit;
+  __shared__ Top tops[kWarps];
+  __shared__ float sums[kWarps];
+  __shared__ uint64_t sample_weights[kWarps];
   const int64_t row = blockIdx.x;
   T* x = logits + row * stride;
+  const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
+  const int span = kWarpSize * static_cast<int>(ceil_div(stride, kThreads));
+  const int begin = warp * span, end = min(begin + span, stride), valid_end = min(end, vocab);
   const float w = weights[row];
   const int label = labels[row];
   const bool label_ok = label >= 0 && label < vocab;
-  // Read before pass 2 overwrites the row; the reductions below order it before any write.
-  if (threadIdx.x == 0) label_logit = w != 0.0f && label_ok ? to_float(x[label]) : 0.0f;
+  // Thread 0's reads for the loss and the argmax come before the first exchange, so before any
+  // warp overwrites its columns.
+  const float label_logit = threadIdx.x == 0 && w != 0.0f && label_ok ? to_float(x[label]) : 0.0f;
+  const bool nan_first = threadIdx.x == 0 && isnan(to_float(x[0]));
 
-  RowStats s{-INFINITY, 0.0f, -INFINITY, INT_MAX, -INFINITY, INT_MAX};
-  const uint64_t base = static_cast<uint64_t>(row) * static_cast<uint64_t>(vocab);
-  const uint64_t first = base / 4, last = (base + vocab - 1) / 4;
-  for (uint64_t q = first + threadIdx.x; q <= last; q += kThreads) {
-    const U32x4 bits = stream.block(q);
-#pragma unroll
-    for (int k = 0; k < 4; ++k) {
-      const uint64_t e = 4 * q + k;
-      if (e < base || e >= base + vocab) continue;
-      const int j = static_cast<int>(e - base);
-      const float xj = to_float(x[j]);
-      if (xj > s.max) {
-        s.sum = s.sum * expf(s.max - xj) + 1.0f;
-        s.max = xj;
-      } else {
-        s.sum += expf(xj - s.max);
+  // Pass 1: columns ascend per lane, so `>` keeps the first of equal values.
+  Top top{-INFINITY, INT_MAX};
+#pragma unroll 4
+  for (int j = begin + lane; j < valid_end; j += kWarpSize) {
+    const float xj = to_float(x[j]);
+    top.index = xj > top.value ? j : top.index;
+    top.value = fmaxf(top.value, xj);
+  }
+  top = warp_top(top);
+  if (lane == 0) tops[warp] = top;
+  __syncthreads();
+  top = tops[0];
+  for (int k = 1; k < kWarps; ++k) top = better(top, tops[k]);
+  const float max = top.value;  // the largest non-NaN logit, -inf if none (fmaxf drops NaN)
+
+  // Pass 2.
+  float sum = 0.0f;
+  uint64_t weight = 0;
+#pragma unroll 4
+  for (int j = begin + lane; j < valid_end; j += kWarpSize) {
+    const float xj = to_float(x[j]);
+    sum += expf(xj - max);
+    weight += sample_weight(xj, max, exp2_scale);
+  }
+  sum = warp_sum(sum);
+  weight = warp_total(weight);
+  if (lane == 0) {
+    sums[warp] = sum;
+    sample_weights[warp] = weight;
+  }
+  __syncthreads();
+  float row_sum = 0.0f;
+  uint64_t total = 0, below = 0;  // below: the weight of the columns before this warp's
+  for (int k = 0; k < kWarps; ++k) {
+    row_sum += sums[k];
+    total += sample_weights[k];
+    below += k < warp ? sample_weights[k] : 0;
+  }
+  const float lse = max + logf(row_sum);
+  const int top_index = nan_first || top.index == INT_MAX ? 0 : top.index;
+  if (threadIdx.x == 0) {
+    argmax[row] = top_index;
+    loss[row] = w == 0.0f ? 0.0f : (label_ok ? w * (lse - label_logit) : NAN);
+    if (total == 0) sample[row] = top_index;
+  }
+
+  // Pass 3: the search (one warp; the condition is the same in all its lanes), then dlogits.
+  const RngStream stream = stream_arg.resolved();
+  const uint64_t target = sample_target(total, stream.bits(static_cast<uint64_t>(row)));
+  if (below <= target && target < below + sample_weights[warp]) {
+    for (int tile = begin; tile < valid_end; tile += kWarpSize) {
+      const int j = tile + lane;
+      const uint64_t wj = j < valid_end ? sample_weight(to_float(x[j]), max, exp2_scale) : 0;
+      const uint64_t prefix = below + warp_inclusive_scan(wj);
+      const unsigned hit = __ballot_sync(kFullMask, prefix > target);
+      if (hit != 0) {
+        if (lane == __ffs(hit) - 1) sample[row] = j;
+        break;
       }
-      if (xj > s.top)
-        s.top = xj, s.top_index = j;  // columns ascend per thread: ties keep the first
-      const float score = add_rn(div_rn(xj, temperature), gumbel(bits.v[k]));
-      if (score > s.best) s.best = score, s.best_index = j;
+      below = __shfl_sync(kFullMask, prefix, kWarpSize - 1);
     }
   }
-  s = warp_combine(s);
-  const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
-  if (lane == 0) warp_stats[warp] = s;
-  __syncthreads();
-  if (warp == 0) {
-    constexpr int kWarps = kThreads / kWarpSize;
-    s = lane < kWarps ? warp_stats[lane]
-                      : RowStats{-INFINITY, 0.0f, -INFINITY, INT_MAX, -INFINITY, INT_MAX};
-    s = warp_combine(s);
-    if (lane == 0) warp_stats[0] = s;
-  }
-  __syncthreads();
-  s = warp_stats[0];
-  const float lse = s.max + logf(s.sum);
-  if (threadIdx.x == 0) {
-    sample[row] = s.best_index;
-    argmax[row] = s.top_index;
-    loss[row] = w == 0.0f ? 0.0f : (label_ok ? w * (lse - label_logit) : NAN);
-  }
-
-  const float coef = w * scale;
-  for (int64_t j = threadIdx.x; j < stride; j += kThreads) {
+  const float coef = w * scale_arg.get();
+#pragma unroll 4
+  for (int j = begin + lane; j < end; j += kWarpSize) {
     float d = 0.0f;
     if (w != 0.0f && j < vocab) {
       d = coef * expf(to_float(x[j]) - lse);
@@ -144,9 +163,9 @@ void launch(Context& ctx, T* logits, const Tensor& labels, const Tensor& weights
             const Tensor& argmax, int64_t rows, int64_t stride) {
   if (rows == 0) return;
   softmax_xent_kernel<T><<<rows, kThreads, 0, ctx.stream()>>>(
-      logits, stride, static_cast<int>(params.vocab), labels.ptr<int32_t>(), weights.ptr<float>(),
-      params.stream, params.temperature, params.scale, loss.ptr<float>(), sample.ptr<int32_t>(),
-      argmax.ptr<int32_t>());
+      logits, static_cast<int>(stride), static_cast<int>(params.vocab), labels.ptr<int32_t>(),
+      weights.ptr<float>(), params.stream, sample_exp2_scale(params.temperature), params.scale,
+      loss.ptr<float>(), sample.ptr<int32_t>(), argmax.ptr<int32_t>());
   ELECTRA_CUDA_CHECK_LAUNCH();
 }
 
@@ -158,7 +177,8 @@ namespace electra {
 
 void SoftmaxXent::cuda(Context& ctx) const {
   const int64_t rows = logits.dim(0), stride = logits.dim(1);
-  ELECTRA_CHECK(params.vocab < INT_MAX, "softmax_xent (cuda): vocab ", params.vocab);
+  // Column indices are ints; the 16 warps' spans end below stride + 512.
+  ELECTRA_CHECK(stride < INT_MAX - cuda::kThreads, "softmax_xent (cuda): row stride ", stride);
   check_dtype(loss, DType::F32, "softmax_xent (cuda) loss");
   cuda::dispatch_activation(logits, kName, [&](auto tag) {
     using T = decltype(tag);

@@ -2,14 +2,11 @@
 #include <algorithm>
 #include <cmath>
 
-#include "engine/philox_bulk.h"
+#include "kernels/softmax_sample_cpu.h"
 #include "kernels/softmax_xent.h"
 
 namespace electra::cpu {
 namespace {
-
-// Gumbel noise is drawn and scored a chunk of the row at a time (philox_fill, vectorized).
-constexpr int64_t kChunk = 1024;
 
 // exp(x - max) runs on a fixed-size aligned buffer so that every element takes Eigen's vectorized
 // exp: on the row itself Eigen would peel a scalar head up to the first aligned element, whose
@@ -43,32 +40,19 @@ void run(Context& ctx, const Tensor& logits, const Tensor& labels, const Tensor&
   int32_t* out_argmax = argmax.ptr<int32_t>();
   const RngStream stream = params.stream.resolved();
   const float scale = params.scale.get();
+  const float exp2_scale = sample_exp2_scale(params.temperature);
   // Rows are independent: one task each.
   ctx.parallel_for(m, [&](int64_t i) {
     T* row = x + i * stride;
-    // Sampling and argmax read the logits before they are overwritten by the gradient.
-    const uint64_t first_noise = static_cast<uint64_t>(i * v);
-    int64_t best = 0;
-    float best_score = -INFINITY;
-    for (int64_t c = 0; c < v; c += kChunk) {
-      const int64_t len = std::min(kChunk, v - c);
-      uint32_t bits[kChunk];
-      float score[kChunk];
-      philox_fill(stream, first_noise + static_cast<uint64_t>(c), len, bits);
-      for (int64_t j = 0; j < len; ++j) {
-        score[j] =
-            add_rn(div_rn(static_cast<float>(row[c + j]), params.temperature), gumbel(bits[j]));
-      }
-      const int64_t at = first_max_above(score, len, best_score);
-      if (at >= 0) best_score = score[at], best = c + at;
-    }
+    // The argmax and the sample read the logits before they are overwritten by the gradient.
     // The first largest logit; as `if (row[j] > row[top]) top = j` from top = 0, a NaN at 0 wins.
     const int64_t top =
         std::isnan(row[0])
             ? 0
             : std::max<int64_t>(0, first_max_above(row, v, static_cast<T>(-INFINITY)));
-    out_sample[i] = static_cast<int32_t>(best);
     out_argmax[i] = static_cast<int32_t>(top);
+    const int64_t drawn = sample_column(row, v, exp2_scale, stream.bits(static_cast<uint64_t>(i)));
+    out_sample[i] = static_cast<int32_t>(drawn >= 0 ? drawn : top);
 
     // e_j = exp(x_j - max) is stored over the row (the logits are no longer needed); the sum is
     // accumulated in f64 even for f32 rows: a sequential f32 sum over 30k terms would drift by

@@ -469,7 +469,7 @@ void ElectraPretrainer::generator_loss(Context& ctx, const Corruption& c, Forwar
   const int64_t bn = options_.batch * slots_;
   normalise(ctx, c);
   saved.samples = c.samples.data != nullptr ? c.samples : net.samples;
-  if (!net.generator) {  // generator: unigram (no loss; the same Philox purpose as Gumbel-max)
+  if (!net.generator) {  // generator: unigram (no loss; the sample's Philox purpose)
     ELECTRA_CHECK(!unigram_counts_.empty(), "pretrain: generator: unigram without counts");
     run_op(ctx, UnigramSample{.cdf = net.unigram_cdf,
                               .stream = rng(ctx, RngPurpose::kGumbel),

@@ -9,8 +9,8 @@
 //     generator_forward          -> logits at the masked positions [B * N, Vp]
 //     generator_loss             -> loss normalisers on the device (masked slots, non-pad tokens),
 //                                   MLM loss (mean over masked slots), dlogits (written over the
-//                                   logits), Gumbel-max samples (Philox kGumbel; no gradient
-//                                   through them)
+//                                   logits), samples of softmax(logits / T) (one Philox kGumbel
+//                                   word per slot; no gradient through them)
 //     discriminator_forward      -> replace_tokens (ids, labels), logits [B * T]
 //     discriminator_loss         -> BCE (mean over non-pad tokens) x disc_weight, dlogits (over
 //                                   the logits)
@@ -86,7 +86,7 @@ struct PretrainOptions : PretrainVariant {
   float mask_prob = 0.15f;
   float mask_token_prob = 0.85f;   // a chosen position becomes [MASK], else keeps its token
   float random_token_prob = 0.0f;  // ... or a random token (BERT's 0.1; kernels/masking.h)
-  float temperature = 1.0f;        // of the Gumbel-max sampling
+  float temperature = 1.0f;        // of the generator's sample
   float disc_weight = 50.0f;       // lambda
   SpecialTokens tokens;
   // The generator's logits GEMM runs over the vocabulary padded to a multiple of this (zero
@@ -115,7 +115,7 @@ struct Corruption {
   Tensor positions;      // i32 [B, N]
   Tensor original;       // i32 [B, N]: the ids at the positions
   Tensor weights;        // f32 [B, N]: 1 for a used slot, 0 for an empty one
-  // Unset in training; set (i32 [B * N]), it replaces the generator's Gumbel-max samples.
+  // Unset in training; set (i32 [B * N]), it replaces the generator's samples.
   Tensor samples;
 };
 

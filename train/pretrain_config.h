@@ -36,7 +36,7 @@
 //                mask_prob_schedule (constant | linear: the rate moves linearly from mask_prob
 //                at the first update to mask_prob_end at the last; Ankner et al. 2023),
 //                mask_prob_end (= mask_prob; used by the linear schedule only),
-//                temperature (1.0: Gumbel sampling temperature of the generator)
+//                temperature (1.0: the temperature of the generator's sample)
 //   train:       batch_size (128: sequences per optimizer update, over all ranks),
 //                micro_batch_size (sequences per rank and forward/backward; 0 = batch_size /
 //                ranks, no accumulation; else batch_size must be a multiple of it x ranks and

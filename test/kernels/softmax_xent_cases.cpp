@@ -3,10 +3,12 @@
 // "logits" first and the gradient w.r.t. x is what the buffer holds after the op: the gradient
 // check compares it with central differences of scale * sum(loss) (padding rows and padded
 // columns included); on the GPU loss and dlogits are within tolerance and samples and argmax
-// identical (the same f32 logits, the same exactly rounded noise), at the generator's shape with
-// padding rows (some with an invalid, unread label) and at tiny odd rows; benchmarks at the MLM
-// shapes in bf16 and f32. Hand values, ties, NaN and the sampling distribution:
-// softmax_xent_test.cpp; a bad label on the GPU: softmax_xent_gpu_test.cpp.
+// identical (the same f32 logits give the same integer sample weights, whose sums are exact in the
+// kernel's order too), at the generator's shape with padding rows (some with an invalid, unread
+// label), at tiny odd rows, and at logits of +-60 with T = 0.3, where most weights are clamped or
+// floor to 0 and a row's mass sits in a few columns; benchmarks at the MLM shapes in bf16 and f32.
+// Hand values, ties, NaN, the weights and the sampling distribution: softmax_xent_test.cpp; a bad
+// label, rows without finite logits and a NaN at column 0 on the GPU: softmax_xent_gpu_test.cpp.
 #include "engine/device.h"
 #include "kernels/softmax_xent.h"
 #include "test/common/op_case.h"
@@ -114,6 +116,8 @@ std::vector<OpCase> op_cases() {
                    generator, kGpu),
       softmax_xent("5x3_stride5", 5, 3, 5, params({4, RngPurpose::kGumbel, 2, 0}, 1.0f), 2, tiny,
                    kGpu),
+      softmax_xent("wide_640x30522_T0.3", m, v, stride, params(gumbel, 1.0f / 512, 0.3f), 60,
+                   generator, kGpu),
   };
   for (const auto& [name, rows] : {std::pair{"small_128x19", int64_t{128 * 19}},
                                    std::pair{"base_256x79", int64_t{256 * 79}}}) {
