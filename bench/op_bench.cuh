@@ -2,16 +2,19 @@
 // its naive baselines and calls run_op_benchmarks(op_cases(), baselines), with the cases of
 // test/kernels/<op>_cases.cpp. For each case with kBench, in its bench_dtype:
 //   1. validation: the GPU parity run of the harness at the benchmark's shape (or at the smaller
-//      OpCase::bench_validation); a failure prints "FAILED validation" and exits 1 before
+//      OpCase::bench_validation), and of OpCase::baseline_case where the op's other implementation
+//      is a baseline; a failure prints "FAILED validation" and exits 1 before
 //      anything is timed;
 //   2. a working set of copies of every tensor, at least twice L2 in all, and each timed repeat
 //      uses the next copy, so a repeat reads nothing the previous ones left in L2 (the L2 is also
 //      flushed before each repeat by time_median_ms);
 //   3. the median time of the forward, then of the backward, as RESULT lines (<op>_fwd_<dtype>,
-//      <op>_bwd_<dtype>) beside every baseline of that pass; bytes are the ideal traffic: each
+//      <op>_bwd_<dtype>, or OpCase::bench_op's names) beside every baseline of that pass; bytes
+//      are the ideal traffic: each
 //      tensor the pass names read or written once (an accumulated output both), workspaces not
 //      counted, unless the case gives its own (OpCase::bench_bytes); roofline_pct is against the
-//      device-to-device copy bandwidth measured in the same run (bench_common.cuh).
+//      device-to-device copy bandwidth measured in the same run, or against the bf16 GEMM rate
+//      for a case with OpCase::bench_flops (bench_common.cuh).
 #pragma once
 
 #include <algorithm>
@@ -63,17 +66,19 @@ inline int run_op_benchmarks(const std::vector<test::OpCase>& cases,
   for (const test::OpCase& c : cases) {
     if ((c.modes & test::kBench) == 0) continue;
     const DType dtype = c.bench_dtype;
-    const test::OpCase validated = c.bench_validation ? c.bench_validation() : c;
-    const std::vector<std::string> failures = test::gpu_parity(validated, dtype);
-    if (!failures.empty()) {
+    std::vector<test::OpCase> validated = {c.bench_validation ? c.bench_validation() : c};
+    const test::OpCase other = c.baseline_case ? c.baseline_case() : test::OpCase{};
+    if (c.baseline_case) validated.push_back(other);
+    for (const test::OpCase& v : validated) {
+      const std::vector<std::string> failures = test::gpu_parity(v, dtype);
       for (const std::string& f : failures) {
-        std::printf("FAILED validation of %s/%s: %s\n", validated.name().c_str(), dtype_name(dtype),
+        std::printf("FAILED validation of %s/%s: %s\n", v.name().c_str(), dtype_name(dtype),
                     f.c_str());
       }
-      return 1;
+      if (!failures.empty()) return 1;
+      std::printf("validated %s/%s against the CPU reference\n", v.name().c_str(),
+                  dtype_name(dtype));
     }
-    std::printf("validated %s/%s against the CPU reference\n", validated.name().c_str(),
-                dtype_name(dtype));
 
     Context run_ctx = Context::cuda(0, c.seed);
     const size_t set_bytes = test::device_bytes(c, dtype);
@@ -92,18 +97,25 @@ inline int run_op_benchmarks(const std::vector<test::OpCase>& cases,
                               : c.bench_forward       ? c.bench_forward
                                                       : c.forward;
       if (!ours) continue;
-      const std::string op = c.op + (pass == Pass::kForward ? "_fwd" : "_bwd") + suffix;
-      const double bytes = c.bench_bytes ? c.bench_bytes(dtype, pass == Pass::kBackward)
-                                         : pass_bytes(c, sets[0], ours, run_ctx);
+      const bool backward = pass == Pass::kBackward;
+      const std::string op = c.bench_op.empty() ? c.op + (backward ? "_bwd" : "_fwd") + suffix
+                                                : c.bench_op + (backward ? "_bwd" : "_fwd");
+      const double bytes =
+          c.bench_bytes ? c.bench_bytes(dtype, backward) : pass_bytes(c, sets[0], ours, run_ctx);
+      const double flops = c.bench_flops ? c.bench_flops(sets[0], backward) : 0;
       auto time = [&](const test::Run& run) {
         size_t next = 0;
         return time_median_ms(run_ctx, [&] { run(run_ctx, sets[next++ % copies]); });
       };
-      report(run_ctx, op, c.shape, "ours", time(ours), bytes, 0);
+      report(run_ctx, op, c.shape, "ours", time(ours), bytes, flops);
       for (const Baseline& b : baselines) {
         if (b.op == c.op && b.pass == pass)
-          report(run_ctx, op, c.shape, b.name, time(b.run), bytes, 0);
+          report(run_ctx, op, c.shape, b.name, time(b.run), bytes, flops);
       }
+      // The other implementation's backward reads the state its forward, timed in the forward
+      // pass over every copy, left.
+      const test::Run& theirs = backward ? other.backward : other.forward;
+      if (theirs) report(run_ctx, op, c.shape, c.baseline_impl, time(theirs), bytes, flops);
     }
   }
   return 0;

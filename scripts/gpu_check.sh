@@ -173,10 +173,12 @@ phase_tests() {
 }
 
 # The small-shape cases that racecheck and synccheck can finish in the budget (at the Small
-# shapes attention's racecheck did not end in 90 s): BINARY|CATCH2 TEST-CASE FILTER.
+# shapes attention's racecheck did not end in 90 s): BINARY|CATCH2 TEST-CASE FILTER (one entry
+# per binary: the step is named after it). Attention: both versions at T = 37 (d = 32), flash's
+# partial tiles at T = 77 (d = 64) and T = 129 (d = 128), f32 and bf16, dropout 0.1 and 0
+# (test/kernels/attention_cases.cpp; Catch2 wildcards go only at a pattern's ends).
 hazard_cases=(
-  "attention_gpu_test|attention GPU forward and backward equal CPU: T = 37*"
-  "attention_flash_gpu_test|*partial tiles*"
+  "attention_gpu_test|*_3x37x64_h2_*,*flash_3x77x128_h2_*,*flash_2x129x256_h2_*"
   "layernorm_gpu_test|layernorm/33x100/*"
   "softmax_xent_gpu_test|softmax_xent/5x97_stride100/*"
   "embedding_gpu_test|embedding/4x128x64_V1/*"

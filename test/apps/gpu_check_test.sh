@@ -8,7 +8,9 @@
 #      a failing test with its largest error, benchmark ratios, the update against HF, the user's
 #      path, a sanitizer line;
 #   4. checkpoint_diff.py: identical, one differing element named, a truncated file;
-#   5. check_symbol_versions.sh (gpu_bundle.sh's check against the device's glibc and libstdc++).
+#   5. check_symbol_versions.sh (gpu_bundle.sh's check against the device's glibc and libstdc++);
+#   6. each sanitizer case filter of gpu_check.sh (hazard_cases) whose executable is given selects
+#      at least one test (a renamed case would otherwise leave racecheck with nothing to run).
 # Usage: gpu_check_test.sh SOURCE_DIR GPU_TEST_EXECUTABLE...
 set -uo pipefail
 src=$1
@@ -162,6 +164,16 @@ said=$("$src/scripts/check_symbol_versions.sh" 99.0 99.0 "$1" 2>&1)
 said=$("$src/scripts/check_symbol_versions.sh" 2.0 99.0 "$1" 2>&1)
 [[ $? -eq 1 && $said == *"$1 needs glibc 2."*"(at most 2.0)"* ]] &&
   pass "check_symbol_versions refuses a newer glibc" || fail "check_symbol_versions 2.0: '$said'"
+
+# 6. The sanitizer's case filters, listed by the executables they name.
+while IFS='|' read -r test filter; do
+  for exe in "$@"; do
+    [[ $(basename "$exe") == "$test" ]] || continue
+    listed=$("$exe" --list-test-names-only "$filter" 2>&1 | grep -c /)
+    ((listed > 0)) && pass "hazard filter of $test selects $listed tests" ||
+      fail "hazard filter '$filter' of $test selects no test"
+  done
+done < <(sed -n '/^hazard_cases=(/,/^)/s/^  "\(.*\)"$/\1/p' "$src/scripts/gpu_check.sh")
 
 echo "$failures failed"
 ((failures == 0))

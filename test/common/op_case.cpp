@@ -95,6 +95,12 @@ TensorSpec TensorSpec::nonfinite() const {
   return s;
 }
 
+TensorSpec TensorSpec::checked(Check fn) const {
+  TensorSpec s = *this;
+  s.check = std::move(fn);
+  return s;
+}
+
 TensorSpec input(std::string name, std::vector<int64_t> dims, Fill fill, Kind kind) {
   return TensorSpec{
       .name = std::move(name), .dims = std::move(dims), .kind = kind, .fill = std::move(fill)};
@@ -138,6 +144,14 @@ TensorSpec updated(std::string name, std::vector<int64_t> dims, Fill fill, Kind 
 TensorSpec workspace(std::string name, int64_t floats) {
   return TensorSpec{
       .name = std::move(name), .dims = {floats}, .kind = Kind::kF32, .role = Role::kWorkspace};
+}
+
+TensorSpec workspace(std::string name, std::vector<int64_t> dims, Kind kind) {
+  return TensorSpec{.name = std::move(name),
+                    .dims = std::move(dims),
+                    .kind = kind,
+                    .role = Role::kWorkspace,
+                    .cpu_workspace = true};
 }
 
 const Tensor& Args::operator[](std::string_view name) const {
@@ -299,6 +313,12 @@ std::string compare(const OpCase& c, const TensorSpec& s, DType act, const std::
   std::ostringstream fail;
   fail << s.name << ": ";
   const double tol = (s.tol ? *s.tol : c.tol).of(act);
+  if (s.check) {
+    const std::string why = s.check(got, want, tol);
+    if (why.empty()) return {};
+    fail << why << " (" << c.tol_reason << ")";
+    return fail.str();
+  }
   if (s.compare == Compare::kBits || (s.bits_in_f32 && act == DType::F32)) {
     int64_t differ = 0, first = -1;
     for (size_t i = 0; i < got.size(); ++i) {
@@ -355,6 +375,19 @@ size_t position(const OpCase& c, std::string_view name) {
   throw Error(str_cat("op case ", c.name(), ": no tensor named '", name, "'"));
 }
 
+// `values` as a GPU run in `dtype` reads them (rounded to the dtype of each tensor there), for an
+// f64 reference.
+std::vector<std::vector<double>> as_device_sees(const OpCase& c,
+                                                std::vector<std::vector<double>> values,
+                                                DType dtype) {
+  for (size_t i = 0; i < c.tensors.size(); ++i) {
+    const DType seen = device_dtype(c.tensors[i].kind, dtype);
+    if (seen != DType::F32 && seen != DType::BF16) continue;
+    for (double& v : values[i]) v = rounded_to(v, seen);
+  }
+  return values;
+}
+
 int reference_threads() {
   // The references give the same bits at any thread count (docs/ARCHITECTURE.md, CPU threads).
   return static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 8u));
@@ -377,7 +410,8 @@ HostRun bind_host(const OpCase& c, const std::vector<std::vector<double>>& value
   for (size_t i = 0; i < c.tensors.size(); ++i) {
     const TensorSpec& s = c.tensors[i];
     run.tensors.push_back(host_tensor(s, values[i], act));
-    run.args.add(s.name, s.role == Role::kWorkspace ? Tensor{} : run.tensors.back().view);
+    const bool bound = s.role != Role::kWorkspace || s.cpu_workspace;
+    run.args.add(s.name, bound ? run.tensors.back().view : Tensor{});
   }
   return run;
 }
@@ -418,7 +452,8 @@ Args bind_device(Context& ctx, Arena& arena, const OpCase& c,
 std::vector<std::string> parity(const OpCase& c, DType dtype, Context& device) {
   const std::vector<std::vector<double>> values = make_values(c);
   Context cpu = Context::cpu(c.seed, Precision::F32, reference_threads());
-  HostRun ref = bind_host(c, values, dtype);
+  HostRun ref = c.reference_f64 ? bind_host(c, as_device_sees(c, values, dtype), DType::F64)
+                                : bind_host(c, values, dtype);
   if (c.reference) {
     c.reference(cpu, ref.args);
   } else {
@@ -457,11 +492,15 @@ std::vector<std::string> parity(const OpCase& c, DType dtype, Context& device) {
     }
   }
   if (c.deterministic) {
-    // Again from the same starting values: an accumulated output restarts from them.
+    // Again from the same starting values: an accumulated output restarts from them, the
+    // written outputs and the workspaces are poisoned again.
     for (size_t i = 0; i < c.tensors.size(); ++i) {
       const TensorSpec& s = c.tensors[i];
-      if (!s.accumulates) continue;
-      upload_values(device, dev[s.name], s, values[i], dtype);
+      if (s.accumulates) {
+        upload_values(device, dev[s.name], s, values[i], dtype);
+      } else if (s.role != Role::kInput) {
+        poison_tensor(device.stream(), dev[s.name]);
+      }
     }
     run_device();
     for (size_t i = 0; i < c.tensors.size(); ++i) {

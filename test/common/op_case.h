@@ -22,10 +22,12 @@
 //     a compensated sum; the backward runs with dy = u; each grad(...) (for grad_acc(...): what
 //     the backward added to its random starting values) is compared with central differences of
 //     the loss w.r.t. its input.
-//   gpu parity (per dtype in `dtypes`): the CPU reference in f32 on the inputs as the GPU sees
-//     them (rounded to bf16 for kAct tensors of a bf16 run) against the GPU in that dtype;
+//   gpu parity (per dtype in `dtypes`): the CPU reference in f32 (f64 for `reference_f64`) on the
+//     inputs as the GPU sees them (rounded to bf16 for kAct tensors of a bf16 run) against the GPU
+//     in that dtype;
 //     accumulated outputs start from the same random values on both; `deterministic` cases then
-//     run again from the same start and must give the same bits.
+//     run again from the same start (written outputs and workspaces poisoned again, so that an
+//     element the second run leaves unwritten fails) and must give the same bits.
 //   bench (bf16 by default): parity first (a failure stops the benchmark), then the median time
 //     of the forward and the backward over a working set of copies larger than L2.
 #pragma once
@@ -98,6 +100,13 @@ struct TensorSpec {
   bool some_nonzero = false;     // the reference has a nonzero element (the inputs exercise it)
   bool nonfinite_agree = false;  // NaN where the reference has NaN, the same infinity where it
                                  // has one; the finite elements compared by `compare`
+  // Replaces `compare` where a tensor's parts are judged differently (attention's dQ and dK
+  // normwise, dV elementwise): why `got` fails against `want` at tolerance `tol`, empty if not.
+  using Check = std::function<std::string(const std::vector<double>& got,
+                                          const std::vector<double>& want, double tol)>;
+  Check check{};
+  // A workspace the CPU side is given too (workspace(name, dims, kind)).
+  bool cpu_workspace = false;
 
   int64_t numel() const;
   TensorSpec with_tol(Tol t) const;
@@ -107,6 +116,7 @@ struct TensorSpec {
   TensorSpec f32_bits() const;
   TensorSpec nonzero() const;
   TensorSpec nonfinite() const;
+  TensorSpec checked(Check fn) const;
 };
 
 // The spec helpers the cases are written with.
@@ -130,6 +140,9 @@ TensorSpec updated(std::string name, std::vector<int64_t> dims, Fill fill = {},
                    Kind kind = Kind::kParam);
 // f32 scratch of the GPU kernels; the CPU reference gets an unset Tensor{} (it ignores it).
 TensorSpec workspace(std::string name, int64_t floats);
+// A workspace of both sides in the dtype of `kind`, never compared: state whose dtype follows the
+// op's dtype on the CPU (attention's probabilities and scratch, f64 in the gradient check).
+TensorSpec workspace(std::string name, std::vector<int64_t> dims, Kind kind);
 
 // The tensors of one run by name, and the activation dtype the run emulates (f64 in the gradient
 // check, the GPU's dtype in parity runs).
@@ -181,6 +194,20 @@ struct OpCase {
   // The benchmark's ideal bytes of the forward (backward = false) or the backward, where they
   // are not every tensor the pass names once (a table read only at the rows its ids touch).
   std::function<double(DType dtype, bool backward)> bench_bytes{};
+  // The useful FLOPs of the forward (backward = false) or the backward on the benchmark's tensors,
+  // for an op whose roofline is the GEMM rate (attention); default: none (memory-bound).
+  std::function<double(const Args& args, bool backward)> bench_flops{};
+  // The RESULT op names <bench_op>_fwd / _bwd where another program writes rows to pair with
+  // (bench/attention_sdpa_baseline.py); default: <op>_fwd_<dtype> / <op>_bwd_<dtype>.
+  std::string bench_op{};
+  // Another implementation of the op, timed as the baseline `baseline_impl` (attention's version
+  // 1 beside flash): the case this returns is validated by its parity run, then its forward and
+  // backward are timed on this case's tensors (it names the same ones); default: none.
+  std::string baseline_impl{};
+  std::function<OpCase()> baseline_case{};
+  // The parity run's CPU reference in f64 on the inputs as the GPU sees them (act() is F64 in
+  // it), for tolerances derived against the exact result rather than the f32 reference's.
+  bool reference_f64 = false;
 
   std::string name() const { return op + "/" + shape; }
   const TensorSpec& spec(std::string_view name) const;

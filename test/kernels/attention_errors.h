@@ -1,12 +1,11 @@
-// How attention's gradients are judged against a reference (attention_gpu_test,
-// bench/attention_bench.cu, bf16_emulation_test): dQ and dK normwise, ||got - ref||_2 / ||ref||_2,
-// because they are sums of dS = P (dP - rowsum) whose rows sum to zero, so an element near zero
-// carries the rounding of much larger terms (the CPU's own f32 result differs from its f64 one by
-// 4e-4 elementwise but 8e-7 normwise there); dV elementwise (test::max_relative_error), which
-// the callers' positive dout makes a sum of positive terms.
+// How attention's gradients are judged against a reference (attention_cases.cpp: the GPU test
+// and the benchmark's validation; bf16_emulation_test): dQ and dK normwise,
+// ||got - ref||_2 / ||ref||_2, because they are sums of dS = P (dP - rowsum) whose rows sum to
+// zero, so an element near zero carries the rounding of much larger terms (the CPU's own f32 result
+// differs from its f64 one by 4e-4 elementwise but 8e-7 normwise there); dV elementwise
+// (test::max_relative_error), which the callers' positive dout makes a sum of positive terms.
 #pragma once
 
-#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <vector>
@@ -37,7 +36,6 @@ inline double l2_relative_error(const std::vector<double>& got, const std::vecto
 
 struct AttentionGradErrors {
   double dq = 0, dk = 0, dv = 0;
-  double worst() const { return std::max({dq, dk, dv}); }
 };
 
 // The errors of dqkv [B, T, 3H] against ref.

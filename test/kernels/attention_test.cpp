@@ -3,6 +3,7 @@
 
 #include "kernels/attention.h"
 #include "kernels/dropout_mask.h"
+#include "test/common/op_case.h"
 #include "test/common/test_util.h"
 
 using namespace electra;
@@ -160,4 +161,84 @@ TEST_CASE("attention rejects bad shapes, dtypes and arguments with a message", "
                                                  .scratch = Out(test::view(scratch, {b, 2, t, t})),
                                                  .out = Out(test::view(out, {b, t, h}))}),
                     Catch::Contains("qkv must be [B, T, 3H]"));
+}
+
+// attention_uses_flash is host logic: which calls run the flash kernels (no GPU needed to ask).
+TEST_CASE("attention: flash takes T <= 512 and d <= 128, kAuto falls back, kFlash throws",
+          "[attention]") {
+  AttentionArgs args{12, 0.1f, RngStream{}, 0};
+  CHECK(attention_uses_flash(Device::CUDA, args, 512, 768));
+  CHECK_FALSE(attention_uses_flash(Device::CUDA, args, 513, 768));
+  CHECK_FALSE(attention_uses_flash(Device::CPU, args, 128, 768));
+  args.heads = 2;
+  CHECK_FALSE(attention_uses_flash(Device::CUDA, args, 128, 768));  // d = 384
+  args.impl = AttentionImpl::kFlash;
+  CHECK_THROWS_WITH(attention_uses_flash(Device::CUDA, args, 128, 768),
+                    Catch::Contains("flash needs T <= 512"));
+  args.impl = AttentionImpl::kUnfused;
+  args.heads = 12;
+  CHECK_FALSE(attention_uses_flash(Device::CUDA, args, 128, 768));
+}
+
+namespace {
+
+// The case of attention_cases.cpp named `name`.
+test::OpCase attention_case(const std::string& name) {
+  for (const test::OpCase& c : test::op_cases()) {
+    if (c.name() == name) return c;
+  }
+  FAIL("no case " << name);
+  return {};
+}
+
+}  // namespace
+
+// The GPU parity checks of attention_cases.cpp that the harness does not have (dqkv in parts,
+// flash's L, rows without a real key) pass the reference itself and fail where they should.
+TEST_CASE("attention's parity checks fail where they should", "[attention]") {
+  const test::OpCase c = attention_case("attention/flash_empty_3x70x128_h2_p0.1");
+  const int64_t b = 3, t = 70, h = 128, heads = 2;
+  const double tol = c.tol.bf16;
+  const auto& dqkv = c.spec("dqkv").check;
+  std::vector<double> want = test::random_vector<double>(b * t * 3 * h, 5, 0.1, 1);
+  std::fill(want.end() - t * 3 * h, want.end(), 0.0);  // the sequence of padding only
+  CHECK(dqkv(want, want, tol).empty());
+  std::vector<double> got = want;
+  for (int64_t row = 0; row < b * t; ++row) {
+    for (int64_t col = 0; col < h; ++col) got[row * 3 * h + col] *= 1 + 1.5 * tol;  // dQ
+  }
+  CHECK_THAT(dqkv(got, want, tol), Catch::StartsWith("dQ normwise"));
+  got = want;
+  got[5 * 3 * h + 2 * h + 7] *= 1 + 1.5 * tol;  // one element of dV
+  CHECK_THAT(dqkv(got, want, tol), Catch::StartsWith("dV relative"));
+  got = want;
+  got[h + 3] = std::nan("");
+  CHECK_THAT(dqkv(got, want, tol), Catch::StartsWith("dK normwise"));
+  got = want;
+  got.back() = 1e-30;
+  CHECK_THAT(dqkv(got, want, tol), Catch::Contains("padding only"));
+
+  const auto& out = c.spec("out").check;
+  std::vector<double> o = test::random_vector<double>(b * t * h, 6, 0.1, 1);
+  std::fill(o.end() - t * h, o.end(), 0.0);
+  CHECK(out(o, o, tol).empty());
+  std::vector<double> o2 = o;
+  o2.back() = -1e-30;
+  CHECK_THAT(out(o2, o, tol), Catch::Contains("padding only"));
+
+  const auto& lse = c.spec("lse").check;
+  std::vector<double> l = test::random_vector<double>(b * heads * t, 7, 2, 6);
+  std::fill(l.end() - heads * t, l.end(), INFINITY);
+  CHECK(lse(l, l, tol).empty());
+  std::vector<double> l2 = l;
+  l2[4] += 0.5 * tol * l[4];  // within |got - L| / max(1, |L|) < tol
+  CHECK(lse(l2, l, tol).empty());
+  l2[4] = l[4] * (1 + 1.5 * tol);
+  CHECK_FALSE(lse(l2, l, tol).empty());
+  l2 = l;
+  l2[9] = std::nan("");
+  CHECK_FALSE(lse(l2, l, tol).empty());
+  l2 = l;
+  l2.back() = 1e30;  // finite where the row has no real key
+  CHECK_THAT(lse(l2, l, tol), Catch::Contains("not +inf"));
 }

@@ -104,10 +104,10 @@ float gelu_f32(float x) {
 
 }  // namespace
 
-// The data of attention_gpu_test at the ELECTRA-Small shape (8 x 128, H 256, 4 heads), p = 0:
+// The data of attention_gpu_test's ELECTRA-Small cases (8 x 128, H 256, 4 heads), p = 0:
 // positive V and dout, so that dPd = dout V^T has a large common offset and the softmax
 // backward's dPd - sum_k P_k dPd_k cancels. The H100 measured 2.89% / 2.66% (dQ / dK) with dPd in
-// bf16; the bound is attention_gpu_test's bf16 tolerance, 2e-2.
+// bf16; the bound is attention_gpu_test's bf16 tolerance, 2e-2 (attention_cases.cpp).
 TEST_CASE("bf16 emulation: unfused attention backward needs dPd in f32", "[bf16_emulation]") {
   const AttentionShape s{8, 128, 256, 4};
   const int64_t b = s.b, t = s.t, h = s.h;

@@ -2,10 +2,12 @@
 // dropout case: its parity run, with the CPU standing in for the GPU in f32, passes for a correct
 // op and names the tensor of every kind of failure (a wrong value, an output left unwritten, a
 // mask that differs, bits that differ, an f64 accumulator updated in place whose non-finite
-// elements compare by class); its gradient check passes for a correct backward and fails for a
+// elements compare by class, an output the second run leaves unwritten); the f64 reference reads
+// the inputs as the device does; its gradient check passes for a correct backward and fails for a
 // backward that adds twice.
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <memory>
 
 #include "kernels/dropout.h"
 #include "kernels/train_metrics.h"
@@ -182,4 +184,40 @@ TEST_CASE("the harness's gradient check passes a correct backward and fails one 
   REQUIRE(wrong.size() == 2);
   CHECK(wrong[0].result.max_relative_error < 1e-6);
   CHECK(wrong[1].result.max_relative_error > 0.5);
+}
+
+TEST_CASE("the harness's second run fails an output that run leaves unwritten", "[op_harness]") {
+  const OpCase c = gelu_case();
+  Context device = Context::cpu(c.seed);
+  // The device writes y on its first run only: the second run finds y poisoned again (NaN), which
+  // differs from the first run's bits. The reference runs on a context of its own.
+  OpCase once = c;
+  auto runs = std::make_shared<int>(0);
+  once.forward = [c, runs, &device](Context& ctx, const Args& a) {
+    if (&ctx != &device || (*runs)++ == 0) c.forward(ctx, a);
+  };
+  expect_one_failure_naming(parity(once, DType::F32, device), "y");
+}
+
+TEST_CASE("the harness's f64 reference reads the inputs as the device does", "[op_harness]") {
+  OpCase c = gelu_case();
+  c.reference_f64 = true;
+  Context device = Context::cpu(c.seed);
+  CHECK(parity(c, DType::F32, device).empty());
+  // The reference runs in f64 on the inputs rounded to f32, as the device reads them.
+  const std::vector<std::vector<double>> values = make_values(c);
+  auto checked = std::make_shared<int>(0);
+  c.reference = [values, c, checked](Context& ctx, const Args& a) {
+    CHECK(a.act() == DType::F64);
+    for (const auto& [name, at] : {std::pair{"x", 0}, std::pair{"b", 1}}) {
+      const double seen = a[name].ptr<double>()[3];
+      CHECK(seen == static_cast<double>(static_cast<float>(values[at][3])));
+      CHECK(seen != values[at][3]);
+    }
+    ++*checked;
+    c.forward(ctx, a);
+    c.backward(ctx, a);
+  };
+  CHECK(parity(c, DType::F32, device).empty());
+  CHECK(*checked == 1);
 }
