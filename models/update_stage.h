@@ -14,7 +14,10 @@
 // ForwardContext; the backward walks it in reverse, and each stage reports its parameters to the
 // GradientsReady callback when their gradients are final. Stages are listed in the order their
 // parameters are declared, so the reports run from the end of the buffer towards 0 (what
-// models/grad_sync.h needs) without an order written anywhere else.
+// models/grad_sync.h needs) without an order written anywhere else. The one exception is named
+// by the stage that makes it: with sharing: all the generator, declared after the discriminator
+// whose encoder it reads, adds into that encoder's gradients (adds_into), so its backward runs
+// just before the discriminator's, which reports the tied layers complete.
 #pragma once
 
 #include <cstdint>

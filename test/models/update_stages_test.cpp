@@ -3,7 +3,7 @@
 // generator_variants_test, two_stage_test) cannot single it out: a frozen table stage zeroes
 // exactly its own gradients (padding rows included), the unigram stage refuses a forward without
 // counts and counts of another vocabulary, and hands on the corruption's samples when it has
-// them.
+// them, and the adversarial stage refuses to run before the generator's loss.
 #include <catch2/catch.hpp>
 #include <functional>
 #include <memory>
@@ -92,4 +92,27 @@ TEST_CASE("the unigram stage needs counts of the vocabulary and hands on fixed s
   unigram->forward(ctx, c, saved);
   CHECK(saved.samples.data == c.samples.data);
   CHECK(unigram->span().empty());
+}
+
+TEST_CASE("the adversarial stage refuses to run before the generator's loss", "[update_stage]") {
+  // Its reinforce op rewrites the generator's gradient of the logits in place: without the
+  // loss that wrote it, the logits themselves would be taken for the gradient.
+  Context ctx = Context::cpu(1, Precision::F64);
+  PretrainOptions o = test::tiny_options();
+  o.generator_training = GeneratorTraining::kAdversarial;
+  ElectraPretrainer model(ctx, test::tiny_electra_config(), o);
+  model.init_weights(ctx, 5);
+  const HostBatch batch = test::tiny_batch();
+  test::FixedStep step(ctx, model, batch, test::tiny_corruption(batch));
+  step.feed(ctx);
+  const Corruption& c = step.corruption();
+  ForwardContext saved;
+  saved.pass = DropoutPass{model.rng(ctx, RngPurpose::kDropout), true};
+  model.generator_forward(ctx, c, saved.pass);
+  CHECK_THROWS_WITH(model.adversarial_loss(ctx, c, saved),
+                    Catch::Contains("adversarial_loss: backward without a gradient"));
+  model.generator_loss(ctx, c, saved);
+  model.discriminator_forward(ctx, c, saved.samples, saved.pass);
+  model.discriminator_loss(ctx, c, saved);
+  CHECK_NOTHROW(model.adversarial_loss(ctx, c, saved));
 }
