@@ -9,6 +9,7 @@
 
 #include "data/vocab.h"
 #include "engine/safetensors.h"
+#include "models/generator.h"
 #include "models/hf_checkpoint.h"
 #include "train/trainer_checkpoint.h"
 

@@ -124,7 +124,7 @@ int main() {
          SoftmaxXentParams p;
          p.vocab = logits.dim(1);
          p.scale = 1.0f / static_cast<float>(logits.dim(0));
-         p.stream = RngStream{1, RngPurpose::kGumbel, 0, 0};
+         p.stream = RngStream{1, RngPurpose::kSample, 0, 0};
          if (a.act() == DType::F32) {
            baseline<float>(ctx, logits, a["labels"], a["weights"], p, a["loss"], a["sample"],
                            a["scratch"]);

@@ -1,6 +1,6 @@
 // Philox4x32-10 (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3", SC'11), one
 // implementation for host and device. A random number is a pure function of
-// (seed, purpose, step, rank, element index), so masking, dropout and Gumbel noise are the same on
+// (seed, purpose, step, rank, element index), so masking, dropout and sampling are the same on
 // CPU and GPU, for any launch shape, and after a resume.
 //
 // Layout: key = seed (64 bits); counter = {block lo32, block hi32, step lo32,
@@ -9,7 +9,7 @@
 //
 // Floats derived from the bits use only correctly rounded IEEE operations with explicit rounding
 // on the device (no FMA contraction) and -ffp-contract=off on the host, so they are bit-identical
-// on both sides. portable_logf follows musl's logf (max error about 1 ulp).
+// on both sides.
 #pragma once
 
 #include <cstdint>
@@ -28,7 +28,7 @@ enum class RngPurpose : uint32_t {
   kTest = 0,
   kMasking = 1,
   kDropout = 2,
-  kGumbel = 3,
+  kSample = 3,  // the generator's samples (softmax_xent, unigram_sample)
   kDataOrder = 4,
   kInit = 5,
   kBuilder = 6,
@@ -122,39 +122,6 @@ ELECTRA_HD float uniform01(uint32_t bits) {
 // or 1, safe inside log. (With 24 bits, 2^24 - 0.5 would round up to 2^24 and give 1.)
 ELECTRA_HD float uniform_open01(uint32_t bits) {
   return (static_cast<float>(bits >> 9) + 0.5f) * 0x1.0p-23f;
-}
-
-// Natural log for finite x > 0, identical bits on host and device (musl logf algorithm).
-ELECTRA_HD float portable_logf(float x) {
-  constexpr float kLn2Hi = 6.9313812256e-01f, kLn2Lo = 9.0580006145e-06f;
-  constexpr float kLg1 = 0.66666662693f, kLg2 = 0.40000972152f, kLg3 = 0.28498786688f,
-                  kLg4 = 0.24279078841f;
-  uint32_t ix = float_bits(x);
-  int k = 0;
-  if (ix < 0x00800000u) {  // subnormal: scale up by 2^25
-    k -= 25;
-    ix = float_bits(mul_rn(x, 0x1.0p25f));
-  }
-  // Reduce x to 1 + f with sqrt(2)/2 < 1 + f < sqrt(2).
-  ix += 0x3f800000u - 0x3f3504f3u;
-  k += static_cast<int>(ix >> 23) - 0x7f;
-  ix = (ix & 0x007fffffu) + 0x3f3504f3u;
-  const float f = add_rn(bits_float(ix), -1.0f);
-  const float s = div_rn(f, add_rn(2.0f, f));
-  const float z = mul_rn(s, s);
-  const float w = mul_rn(z, z);
-  const float t1 = mul_rn(w, add_rn(kLg2, mul_rn(w, kLg4)));
-  const float t2 = mul_rn(z, add_rn(kLg1, mul_rn(w, kLg3)));
-  const float r = add_rn(t2, t1);
-  const float hfsq = mul_rn(mul_rn(0.5f, f), f);
-  const float dk = static_cast<float>(k);
-  const float a = add_rn(mul_rn(s, add_rn(hfsq, r)), mul_rn(dk, kLn2Lo));
-  return add_rn(add_rn(add_rn(a, -hfsq), f), mul_rn(dk, kLn2Hi));
-}
-
-// Standard Gumbel noise -log(-log(u)), u uniform in (0, 1).
-ELECTRA_HD float gumbel(uint32_t bits) {
-  return -portable_logf(-portable_logf(uniform_open01(bits)));
 }
 
 // Uniform integer in [0, n) by 64-bit multiply-shift (Lemire); bias < n / 2^32.

@@ -1,7 +1,7 @@
 // Many consecutive words of a Philox stream at once, on the host. The same values as
 // RngStream::bits(first + i); the rounds run over kLanes blocks side by side, one 32-bit counter
 // word of every block per SIMD register (GCC/clang vector extensions, the target's width), so
-// that dropout masks and Gumbel noise on the CPU cost a fraction of one block at a time.
+// that dropout masks on the CPU cost a fraction of one block at a time.
 #pragma once
 
 #include <immintrin.h>

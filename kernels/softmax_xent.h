@@ -42,8 +42,8 @@ struct SoftmaxXentParams {
   float temperature = 1.0f;  // T of the sample (the loss uses T = 1)
   // e.g. 1 / sum(weights) for a mean over the weighted rows; a value or device memory
   DeviceScalar<float> scale = 1.0f;
-  // One word per row: usually ctx.rng(RngPurpose::kGumbel, step), the purpose named for the
-  // Gumbel-max sample it fed before; its step may be device memory.
+  // One word per row: usually ctx.rng(RngPurpose::kSample, step); its step may be device
+  // memory.
   RngStream stream;
 };
 

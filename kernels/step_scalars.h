@@ -4,7 +4,7 @@
 // values (docs/ARCHITECTURE.md, "One pre-training update").
 //
 // The block: i32 [kStepScalarWords] holding a StepScalars (32-bit words):
-//   micro_step     the Philox step of the micro-batch being computed (masking, dropout, Gumbel)
+//   micro_step     the Philox step of the micro-batch being computed (masking, dropout, sample)
 //   micro          its index among the rank's `local` micro-batches of the update (0 .. local - 1)
 //   loss_scale     multiplies the gradients (1 / A for A micro-batches per update over all ranks)
 //   normalisers[k] kLossNormalisers loss scales, loss_scale x factor / a sum of weights (a loss

@@ -469,7 +469,7 @@ void ElectraFinetuner::run_forward(Context& ctx, const DropoutPass& pass, bool w
   // The losses write the gradient of loss_scale x loss over their logits (in place).
   const float mean_scale = static_cast<float>(loss_scale / examples_);
   SoftmaxXentParams xent;
-  xent.stream = ctx.rng(RngPurpose::kGumbel, 0);  // the op's sample is not used
+  xent.stream = ctx.rng(RngPurpose::kSample, 0);  // the op's sample is not used
   switch (head_.kind) {
     case TaskKind::kClassification:
       xent.vocab = head_.num_labels;

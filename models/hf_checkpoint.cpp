@@ -15,6 +15,7 @@
 #include "engine/input_file.h"
 #include "engine/safetensors.h"
 #include "models/embeddings.h"
+#include "models/generator.h"
 #include "models/pretrainer.h"
 
 namespace electra {

@@ -1,59 +1,34 @@
-// ElectraPretrainer: one replaced-token-detection micro-step (Clark et al. 2020, section 2), as a
-// pipeline of values on a planned set of buffers (nothing is allocated after construction):
+// ElectraPretrainer: one replaced-token-detection micro-step (Clark et al. 2020, section 2), as
+// a pipeline of values on a planned set of buffers (nothing is allocated after construction):
 //
 //   host batch --pack_batch (host)--> 4 planes [4, B, T] --one upload--> input()
 //   step scalars (device)        -> micro-step, loss scale, loss normalisers (step_scalars())
-//   corrupt()                    -> Corruption: generator ids [B, T], positions [B, N], originals,
-//                                   slot weights (mask_tokens; Philox kMasking)
-//   forward(Corruption)          -> ForwardContext, via four stages that tests may run one by one:
-//     generator_forward          -> logits at the masked positions [B * N, Vp]
-//     generator_loss             -> loss normalisers on the device (masked slots, non-pad tokens),
-//                                   MLM loss (mean over masked slots), dlogits (written over the
-//                                   logits), samples of softmax(logits / T) (one Philox kGumbel
-//                                   word per slot; no gradient through them)
-//     discriminator_forward      -> replace_tokens (ids, labels), logits [B * T]
-//     discriminator_loss         -> BCE (mean over non-pad tokens) x disc_weight, dlogits (over
-//                                   the logits)
-//   backward(ForwardContext)     -> from the losses' dlogits (ForwardContext::dlogits, refused
-//                                   when a loss did not run): parameter gradients += (both models
-//                                   add into the shared embedding gradients); GradientsReady
-//                                   reports in order
+//   corrupt()                    -> Corruption (models/masking_stage.h)
+//   forward(Corruption)          -> the loss normalisers of the micro-batch (normalise), then the
+//                                   stage list's forward (models/stage_list.h): ForwardContext
+//   backward(ForwardContext)     -> the list in reverse, from the losses' gradients of the logits
+//                                   (refused when a loss did not run): parameter gradients +=;
+//                                   GradientsReady reports from the end of the buffer towards 0
 //   accumulate_metrics           -> the device metrics accumulator (models/metric_rows.h)
 //
-// Total loss = MLM + disc_weight * BCE. That is the `electra` objective; options.objective picks
-// another wiring of the same stages (models/objective.h, docs/OBJECTIVES.md): the binary loss
-// over the masked positions only (electra-15), no generator and an MLM head on the
-// discriminator-sized encoder (mlm), or that head fed with the generator's samples
-// (replace-mlm) or predicting every token with the copy mechanism (all-tokens-mlm); the stages
-// below then run where the objective has them, and mlm_loss() adds the kept model's MLM loss.
-// options.generator_training = kAdversarial (Appendix F) rearranges the same stages: the MLM loss
-// op only samples and keeps its gradient unscaled, and after discriminator_loss the stage
-// adversarial_loss turns it into the REINFORCE gradient from the discriminator's per-token loss
-// at the samples and a linear baseline on the generator's hidden states (kernels/reinforce.h);
-// the backward then also runs the baseline's (between the two models).
-// Two-stage training (options.training, docs/OBJECTIVES.md) runs the same stages per phase
-// (set_phase()): TrainingPhase::kGenerator runs the generator's forward, loss and backward only
-// (the discriminator's forward and backward do not run, its gradients stay 0);
-// kDiscriminator runs the whole forward (the frozen generator still samples the replacements)
-// and the discriminator's backward only (the generator's gradients stay 0, the shared tables'
-// too: they are the frozen generator's).
+// The stages (models/update_stage.h) are the embedding tables, the replacement source (the MLM
+// generator or unigram sampling), the objective (the discriminator-sized model and its loss:
+// options.objective, models/objective.h, docs/OBJECTIVES.md) and, with generator_training:
+// adversarial, the REINFORCE stage. They are listed in the order their parameters are declared,
+// so the backward's reports need no order of their own: [the generator's own tables: gdes],
+// the discriminator's tables, [the generator's own tables: none], generator (projection, layers,
+// head), discriminator (projection, layers, heads), [the adversarial baseline]. sharing: all
+// declares the discriminator (whose encoder is the generator's too) before the generator's head;
+// the generator stage adds into the discriminator's encoder, so its backward runs just before
+// the discriminator's, which reports each tied layer once, complete.
+// Two-stage training (options.training, docs/OBJECTIVES.md) keeps a list per phase (set_phase()):
+// TrainingPhase::kGenerator trains the tables and the generator and skips the discriminator;
+// kDiscriminator runs the frozen generator's forward (it still samples the replacements) and
+// trains the discriminator; a stage not trained reports its parameters at once (gradients 0).
 // Every random draw is keyed by (seed, purpose, micro_step, rank), so a step is reproducible on
 // CPU and GPU and after a resume. No kernel of the pipeline takes a per-step value from the host:
 // the micro-step, the masking rate and the loss scales are read from the step scalars in device
 // memory, so the micro-step can be replayed from a CUDA graph.
-//
-// Gradients ready (data-parallel training, models/grad_sync.h): parameters are declared shared
-// tables, [the generator's own tables: sharing: none], generator (projection, layers, head),
-// discriminator (projection, layers, head), [the adversarial baseline]. The backward runs
-// [the baseline], discriminator head, layers L-1..0, projection, then generator head, layers,
-// projection, [its own tables], and last the shared tables (both models add into them); each part
-// reports its parameter span when done, so the spans arrive from the end of the buffer towards 0.
-// sharing: gdes declares the generator's tables first, then the discriminator's residuals and
-// LayerNorm (reported before the generator's tables); sharing: all declares the tables, the
-// discriminator (its encoder is the generator's too) and then the generator's head, and runs the
-// generator's backward first (reporting its head only), so each tied layer is reported once, by
-// the discriminator, after both models added into it.
-// A model that a two-stage phase does not run reports its whole span at once (zero gradients).
 #pragma once
 
 #include <functional>
@@ -63,19 +38,11 @@
 #include <vector>
 
 #include "kernels/reinforce.h"
-#include "models/discriminator.h"
-#include "models/dropout_pass.h"
-#include "models/generator.h"
+#include "models/masking_stage.h"
 #include "models/objective.h"
+#include "models/update_stage.h"
 
 namespace electra {
-
-struct SpecialTokens {
-  int32_t pad = 0;
-  int32_t cls = 101;
-  int32_t sep = 102;
-  int32_t mask = 103;
-};
 
 // The variant (objective, generator, sharing, generator training, training: models/objective.h)
 // and the shapes and numbers of one pretrainer; a pretrain config gives them
@@ -106,35 +73,6 @@ std::string sharing_problem(const ElectraConfig& config, Sharing sharing, Object
 struct HostBatch {
   std::vector<int32_t> ids;
   std::vector<int32_t> segment_ids;
-};
-
-// The corruption of one micro-batch, on the device. corrupt() returns views of the pretrainer's
-// buffers; tests build one from fixed values (test/models/tiny_pretrainer.h).
-struct Corruption {
-  Tensor generator_ids;  // i32 [B, T]: the ids with the masked positions changed
-  Tensor positions;      // i32 [B, N]
-  Tensor original;       // i32 [B, N]: the ids at the positions
-  Tensor weights;        // f32 [B, N]: 1 for a used slot, 0 for an empty one
-  // Unset in training; set (i32 [B * N]), it replaces the generator's samples.
-  Tensor samples;
-};
-
-// d loss / d logits of the models' heads: what the backward starts from. Each loss sets the
-// gradient of the logits it read; the loss ops write it over those logits, so each is a view of
-// a logits buffer (the loss stages below hand it on, once). Unset: the loss did not run, and the
-// backward refuses it (models/loss_gradient.h).
-struct LossGradients {
-  Tensor generator;  // [B * N, Vp]: generator_loss (adversarial_loss rewrites it in place)
-  // binary [B * T]: discriminator_loss (all-tokens-mlm: mlm_loss's copy head); mlm: mlm_loss
-  DiscriminatorGradients discriminator;
-};
-
-// What the backward needs from the forward, and what the forward produced.
-struct ForwardContext {
-  DropoutPass pass;  // the dropout stream: the backward regenerates the masks from it
-  Tensor samples;    // i32 [B * N]: the replacements the discriminator saw
-  Tensor labels;     // i32 [B, T]: 1 where a token was replaced
-  LossGradients dlogits;
 };
 
 struct StepMetrics {
@@ -220,7 +158,7 @@ class ElectraPretrainer {
   // --- generator: unigram. The token counts the replacements are drawn from ([V], counted over
   // the training data once per run and saved with its checkpoints); set before the first forward.
   void set_unigram_counts(Context& ctx, const std::vector<uint64_t>& counts);
-  const std::vector<uint64_t>& unigram_counts() const { return unigram_counts_; }
+  const std::vector<uint64_t>& unigram_counts() const;
 
   // --- Two-stage training (options().training == kTwoStage; docs/OBJECTIVES.md). The phase (a
   // stage of the paper's two-stage training) the next forward and backward run (kJoint until
@@ -250,12 +188,13 @@ class ElectraPretrainer {
   // Adds this micro-step's metrics to `acc` (f64 [kTrainMetrics], models/metric_rows.h).
   void accumulate_metrics(Context& ctx, const Corruption& corruption, const Tensor& acc);
 
-  // The forward's stages, in order (forward() runs them; tests read the logits in between, before
-  // the losses overwrite them with their gradients). generator_loss (forward() itself without a
-  // generator: mlm) first computes the loss normalisers of the micro-batch into the step scalars
-  // (normalise), which the later losses read too. The losses record what they produce in `saved`
-  // (its pass is the forward's): generator_loss the samples and the generator's dlogits,
-  // discriminator_loss and mlm_loss the discriminator's.
+  // The stages one by one (forward() runs the stage list; tests and tools read the logits in
+  // between, before the losses overwrite them with their gradients). generator_loss (the MLM
+  // generator's loss, or the unigram draw) first computes the loss normalisers of the micro-batch
+  // into the step scalars (normalise; forward() does so before its first stage), which the later
+  // losses read too. The losses record what they produce in `saved` (its pass is the forward's):
+  // generator_loss the samples and the generator's dlogits, discriminator_loss and mlm_loss the
+  // discriminator's.
   const Tensor& generator_forward(Context& ctx, const Corruption& corruption,
                                   const DropoutPass& pass);
   void generator_loss(Context& ctx, const Corruption& corruption, ForwardContext& saved);
@@ -284,13 +223,12 @@ class ElectraPretrainer {
   // The same for the corruption of the last forward() (it must still exist).
   StepMetrics metrics(Context& ctx) { return metrics(ctx, last_corruption_); }
 
-  struct Network;  // the models and every per-step buffer (pretrainer.cpp)
+  struct Network;  // the stages, their lists and every per-step buffer (pretrain_network.h)
   // The last forward's corruption and context (views).
   const Corruption& last_corruption() const { return last_corruption_; }
   const ForwardContext& last_forward() const { return last_forward_; }
 
  private:
-  void report_tables(Context& ctx, const GradientsReady& ready) const;
   // loss_normalisers of the corruption's slot weights and the token weights into the block.
   void normalise(Context& ctx, const Corruption& corruption);
 
@@ -303,13 +241,9 @@ class ElectraPretrainer {
   Arena grads_;
   Arena acts_;
   std::unique_ptr<Network> network_;
-  Tensor input_;                     // i32 [4, B, T]
-  ParamSpan tables_span_;            // the shared embedding tables
-  ParamSpan generator_tables_span_;  // sharing: none: the generator's own (empty otherwise)
+  Tensor input_;  // i32 [4, B, T]
   TrainingPhase phase_ = TrainingPhase::kJoint;
-  Tensor shared_tables_grad_;         // the gradients of tables_span_ (zeroed in stage 2)
   std::vector<int32_t> step_planes_;  // step()'s host staging
-  std::vector<uint64_t> unigram_counts_;
   Corruption last_corruption_;
   ForwardContext last_forward_;
 };

@@ -55,8 +55,6 @@ TEST_CASE("Uniform floats stay in range and are exact multiples of 2^-24", "[phi
   CHECK(uniform01(0xffffffffu) == 1.0f - 0x1.0p-24f);
   CHECK(uniform_open01(0) == 0x1.0p-24f);
   CHECK(uniform_open01(0xffffffffu) == 1.0f - 0x1.0p-24f);
-  CHECK(std::isfinite(gumbel(0)));
-  CHECK(std::isfinite(gumbel(0xffffffffu)));
   const RngStream s{7, RngPurpose::kTest, 0, 0};
   double sum = 0;
   const int n = 200000;
@@ -65,42 +63,6 @@ TEST_CASE("Uniform floats stay in range and are exact multiples of 2^-24", "[phi
   for (uint32_t n_bins : {1u, 7u, 30522u}) {
     for (int i = 0; i < 1000; ++i) CHECK(uniform_below(s.bits(i), n_bins) < n_bins);
   }
-}
-
-TEST_CASE("portable_logf is within 2 ulp of the exact log, subnormals included", "[philox]") {
-  std::vector<float> xs = {1.0f,   0.5f,        2.0f,       0x1.0p-25f, 1e-38f,
-                           1e-42f, 0.70710677f, 1.4142135f, 3.0e38f,    1.0f - 0x1.0p-24f};
-  const RngStream s{11, RngPurpose::kTest, 0, 0};
-  for (int i = 0; i < 100000; ++i) xs.push_back(uniform_open01(s.bits(i)));
-  for (float x : xs) {
-    const double exact = std::log(static_cast<double>(x));
-    const float got = portable_logf(x);
-    const double ulp = std::nextafter(std::abs(static_cast<float>(exact)),
-                                      std::numeric_limits<float>::infinity()) -
-                       std::abs(static_cast<float>(exact));
-    if (exact == 0.0) {
-      CHECK(got == 0.0f);
-    } else {
-      INFO("x = " << x);
-      CHECK(std::abs(got - exact) <= 2 * ulp);
-    }
-  }
-}
-
-TEST_CASE("Gumbel noise has the standard Gumbel mean and variance", "[philox]") {
-  const RngStream s{3, RngPurpose::kGumbel, 0, 0};
-  const int n = 400000;
-  double sum = 0, sum_sq = 0;
-  for (int i = 0; i < n; ++i) {
-    const double g = gumbel(s.bits(i));
-    REQUIRE(std::isfinite(g));
-    sum += g;
-    sum_sq += g * g;
-  }
-  const double mean = sum / n;
-  const double var = sum_sq / n - mean * mean;
-  CHECK(mean == Approx(0.5772156649).margin(0.01));       // Euler-Mascheroni constant
-  CHECK(var == Approx(M_PI * M_PI / 6.0).epsilon(0.02));  // pi^2 / 6
 }
 
 TEST_CASE("philox_fill equals RngStream::bits for any start and length", "[philox]") {

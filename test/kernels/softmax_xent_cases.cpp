@@ -106,29 +106,29 @@ std::vector<OpCase> op_cases() {
   // Benchmarks: every row weighted, labels spread over the vocabulary.
   const Rows weighted{[v](int64_t i) { return static_cast<int32_t>((i * 7919) % v); },
                       [](int64_t) { return 1.0f; }};
-  const RngStream gumbel{17, RngPurpose::kGumbel, 9, 0};
+  const RngStream sample{17, RngPurpose::kSample, 9, 0};
   std::vector<OpCase> cases = {
-      softmax_xent("5x97_stride100", 5, 97, 100, params({1, RngPurpose::kGumbel, 0, 0}, 1 / 4.5f),
+      softmax_xent("5x97_stride100", 5, 97, 100, params({1, RngPurpose::kSample, 0, 0}, 1 / 4.5f),
                    3, five, kGradcheck | kGpu),
-      softmax_xent("generator_640x30522_T1", m, v, stride, params(gumbel, 1.0f / 512), 8, generator,
+      softmax_xent("generator_640x30522_T1", m, v, stride, params(sample, 1.0f / 512), 8, generator,
                    kGpu),
-      softmax_xent("generator_640x30522_T0.7", m, v, stride, params(gumbel, 1.0f / 512, 0.7f), 8,
+      softmax_xent("generator_640x30522_T0.7", m, v, stride, params(sample, 1.0f / 512, 0.7f), 8,
                    generator, kGpu),
-      softmax_xent("5x3_stride5", 5, 3, 5, params({4, RngPurpose::kGumbel, 2, 0}, 1.0f), 2, tiny,
+      softmax_xent("5x3_stride5", 5, 3, 5, params({4, RngPurpose::kSample, 2, 0}, 1.0f), 2, tiny,
                    kGpu),
-      softmax_xent("wide_640x30522_T0.3", m, v, stride, params(gumbel, 1.0f / 512, 0.3f), 60,
+      softmax_xent("wide_640x30522_T0.3", m, v, stride, params(sample, 1.0f / 512, 0.3f), 60,
                    generator, kGpu),
   };
   for (const auto& [name, rows] : {std::pair{"small_128x19", int64_t{128 * 19}},
                                    std::pair{"base_256x79", int64_t{256 * 79}}}) {
     for (DType dtype : {DType::BF16, DType::F32}) {
-      OpCase c = softmax_xent(name, rows, v, v, params({1, RngPurpose::kGumbel, 0, 0}, 1.0f / rows),
+      OpCase c = softmax_xent(name, rows, v, v, params({1, RngPurpose::kSample, 0, 0}, 1.0f / rows),
                               8, weighted, kBench);
       c.bench_dtype = dtype;
       // 64 of the rows: the CPU reference of 20224 rows of 30522 would take minutes.
       c.bench_validation = [=] {
         return softmax_xent("64_rows", 64, v, v,
-                            params({1, RngPurpose::kGumbel, 0, 0}, 1.0f / rows), 8, weighted,
+                            params({1, RngPurpose::kSample, 0, 0}, 1.0f / rows), 8, weighted,
                             kBench);
       };
       cases.push_back(std::move(c));

@@ -22,7 +22,7 @@ TEST_CASE("softmax_xent/bad_label_gives_nan_loss/f32", "[softmax_xent][gpu]") {
   std::vector<float> weights = {1, 2, 0, 1, 0.5f};
   SoftmaxXentParams params;
   params.vocab = v;
-  params.stream = RngStream{4, RngPurpose::kGumbel, 2, 0};
+  params.stream = RngStream{4, RngPurpose::kSample, 2, 0};
   const Tensor loss = arena.alloc<float>({m});
   poison_tensor(gpu.stream(), loss);
   run_op(gpu, SoftmaxXent{.logits = Out(test::upload(gpu, arena, x, {m, stride})),
@@ -62,7 +62,7 @@ TEST_CASE("softmax_xent/special_rows_sample_as_the_cpu/f32", "[softmax_xent][gpu
     INFO("step " << step);
     SoftmaxXentParams params;
     params.vocab = v;
-    params.stream = RngStream{6, RngPurpose::kGumbel, step, 0};
+    params.stream = RngStream{6, RngPurpose::kSample, step, 0};
     auto run = [&](Context& ctx) {
       Arena arena("softmax_xent", ctx.device(), 1 << 20);
       const Tensor sample = arena.alloc(DType::I32, {m}), argmax = arena.alloc(DType::I32, {m});

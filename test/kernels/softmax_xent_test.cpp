@@ -45,7 +45,7 @@ TEST_CASE("softmax_xent loss, dlogits and argmax match the direct formula", "[so
   SoftmaxXentParams params;
   params.vocab = v;
   params.scale = 0.25f;
-  params.stream = RngStream{5, RngPurpose::kGumbel, 1, 0};
+  params.stream = RngStream{5, RngPurpose::kSample, 1, 0};
   const Outputs out = run(x, m, stride, labels, weights, params);
   for (int64_t i = 0; i < m; ++i) {
     const float* row = x0.data() + i * stride;
@@ -211,7 +211,7 @@ TEST_CASE("softmax_xent samples one-hot rows and rows without finite logits", "[
   SoftmaxXentParams params;
   params.vocab = v;
   for (uint32_t step = 0; step < 20; ++step) {
-    params.stream = RngStream{3, RngPurpose::kGumbel, step, 0};
+    params.stream = RngStream{3, RngPurpose::kSample, step, 0};
     std::vector<float> x = {-inf, -inf, -inf, 2.0f, -inf,  //
                             -inf, -inf, -inf, -inf, -inf,  //
                             5.0f, -inf, -inf, -inf, -inf};
@@ -219,9 +219,9 @@ TEST_CASE("softmax_xent samples one-hot rows and rows without finite logits", "[
     CHECK(out.sample == std::vector<int32_t>{3, 0, 0});
   }
   uint32_t step = 0;
-  while (RngStream{8, RngPurpose::kGumbel, step, 0}.bits(0) >= (1u << 20) && step < 100000) ++step;
+  while (RngStream{8, RngPurpose::kSample, step, 0}.bits(0) >= (1u << 20) && step < 100000) ++step;
   REQUIRE(step < 100000);  // about one step in 4096 qualifies
-  params.stream = RngStream{8, RngPurpose::kGumbel, step, 0};
+  params.stream = RngStream{8, RngPurpose::kSample, step, 0};
   std::vector<float> x = {-inf, 0.0f, 0.0f, 0.0f, 0.0f};
   std::vector<int32_t> label = {0};
   std::vector<float> weight = {0};
@@ -253,7 +253,7 @@ TEST_CASE("softmax_xent samples follow softmax(logits / T)", "[softmax_xent]") {
       SoftmaxXentParams params;
       params.vocab = v;
       params.temperature = temperature;
-      params.stream = RngStream{99, RngPurpose::kGumbel, step, 0};
+      params.stream = RngStream{99, RngPurpose::kSample, step, 0};
       for (int32_t s : run(x, m, stride, labels, weights, params).sample) {
         REQUIRE(s >= 0);
         REQUIRE(s < v);

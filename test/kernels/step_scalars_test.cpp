@@ -94,7 +94,7 @@ TEST_CASE("next_micro_step writes the update's masking rate: constant or a linea
   CHECK(rate_at(500) == 0.15f);  // past the end (a run extended on resume): the end rate
 }
 
-TEST_CASE("masking, dropout and Gumbel sampling read the step from memory with the same bits",
+TEST_CASE("masking, dropout and sampling read the step from memory with the same bits",
           "[step_scalars]") {
   Context ctx = Context::cpu(9);
   const uint32_t step = 41;
@@ -135,7 +135,7 @@ TEST_CASE("masking, dropout and Gumbel sampling read the step from memory with t
     };
     CHECK(run(by_value(RngPurpose::kMasking)) == run(from_memory(RngPurpose::kMasking)));
   }
-  {  // Gumbel-max sampling, and the scale read from memory
+  {  // the generator's sample, and the scale read from memory
     auto run = [&](const RngStream& stream, DeviceScalar<float> scale) {
       std::vector<float> logits = test::random_vector<float>(4 * 50, 8, -3.0, 3.0), w{1, 1, 0, 1},
                          loss(4);
@@ -154,7 +154,7 @@ TEST_CASE("masking, dropout and Gumbel sampling read the step from memory with t
       return std::make_pair(sample, logits);
     };
     const float scale = 0.125f;
-    CHECK(run(by_value(RngPurpose::kGumbel), scale) ==
-          run(from_memory(RngPurpose::kGumbel), DeviceScalar<float>::in(&scale)));
+    CHECK(run(by_value(RngPurpose::kSample), scale) ==
+          run(from_memory(RngPurpose::kSample), DeviceScalar<float>::in(&scale)));
   }
 }

@@ -29,7 +29,7 @@ OpCase unigram_sample(const std::vector<double>& cdf, uint32_t step, int64_t m) 
                   output("samples", {m}, Kind::kI32).bits()},
       .forward =
           [](Context& ctx, const Args& a) {
-            RngStream stream{3, RngPurpose::kGumbel, 0, 0};
+            RngStream stream{3, RngPurpose::kSample, 0, 0};
             stream.step_at = micro_step_at(a["step_scalars"]);
             run_op(ctx,
                    UnigramSample{.cdf = a["cdf"], .stream = stream, .samples = Out(a["samples"])});

@@ -29,7 +29,7 @@ TEST_CASE("unigram samples follow the counts within a chi-square bound", "[unigr
   const std::vector<double> cdf = unigram_cdf(counts);
   const double total = cdf.back();
   const int64_t m = 400000;
-  const std::vector<int32_t> samples = draw(cdf, RngStream{7, RngPurpose::kGumbel, 3, 0}, m);
+  const std::vector<int32_t> samples = draw(cdf, RngStream{7, RngPurpose::kSample, 3, 0}, m);
   std::vector<double> seen(counts.size(), 0.0);
   for (int32_t s : samples) {
     REQUIRE(s >= 0);
@@ -62,9 +62,9 @@ TEST_CASE("unigram samples follow the counts within a chi-square bound", "[unigr
 
 TEST_CASE("unigram draws are keyed by the stream, the step read from memory", "[unigram]") {
   const std::vector<double> cdf = unigram_cdf({3, 9, 1, 27, 0, 5});
-  const RngStream fixed{11, RngPurpose::kGumbel, 42, 0};
+  const RngStream fixed{11, RngPurpose::kSample, 42, 0};
   uint32_t step = 42;
-  RngStream from_memory{11, RngPurpose::kGumbel, 0, 0};
+  RngStream from_memory{11, RngPurpose::kSample, 0, 0};
   from_memory.step_at = &step;
   const std::vector<int32_t> a = draw(cdf, fixed, 1000);
   CHECK(draw(cdf, fixed, 1000) == a);        // deterministic

@@ -1,0 +1,75 @@
+#include "models/stage_list.h"
+
+namespace electra {
+
+StageList::StageList(std::vector<Entry> entries) : entries_(std::move(entries)) {
+  for (size_t i = 1; i < entries_.size(); ++i) {
+    ELECTRA_CHECK(entries_[i].stage->span().first >= entries_[i - 1].stage->span().end ||
+                      entries_[i].stage->span().empty() ||
+                      entries_[i - 1].stage->adds_into(*entries_[i].stage),
+                  "StageList: stage ", i, " declares its parameters before stage ", i - 1,
+                  " (only a stage that adds into the next one's may come first)");
+  }
+}
+
+void StageList::forward(Context& ctx, const Corruption& c, ForwardContext& saved) const {
+  for (const Entry& e : entries_) {
+    if (e.mode != StageMode::kSkip) e.stage->forward(ctx, c, saved);
+  }
+}
+
+void StageList::backward(Context& ctx, const ForwardContext& saved,
+                         const GradientsReady& ready) const {
+  std::vector<bool> done(entries_.size(), false);
+  auto run = [&](size_t i) {
+    done[i] = true;
+    const Entry& e = entries_[i];
+    if (e.mode == StageMode::kTrain) {
+      e.stage->backward(ctx, saved, ready);
+      return;
+    }
+    if (e.mode == StageMode::kFrozen) e.stage->drop_gradients(ctx);
+    report(ctx, ready, e.stage->span());
+  };
+  for (size_t i = entries_.size(); i-- > 0;) {
+    if (done[i]) continue;
+    for (size_t j = 0; j < i; ++j) {
+      if (!done[j] && entries_[j].stage->adds_into(*entries_[i].stage)) run(j);
+    }
+    run(i);
+  }
+}
+
+MeanInputs StageList::mean_inputs(const Corruption& c, MeanInputs defaults) const {
+  for (const Entry& e : entries_) {
+    if (e.mode != StageMode::kSkip) e.stage->mean_inputs(c, defaults);
+  }
+  return defaults;
+}
+
+void StageList::accumulate_metrics(Context& ctx, const Corruption& c, const Tensor& acc) const {
+  for (const Entry& e : entries_) {
+    if (e.mode != StageMode::kSkip) e.stage->accumulate_metrics(ctx, c, acc);
+  }
+}
+
+bool StageList::frozen(const ParameterStore& store, const ParamInfo& param) const {
+  const std::vector<ParamInfo>& params = store.params();
+  for (const Entry& e : entries_) {
+    const ParamSpan span = e.stage->span();
+    if (e.mode == StageMode::kTrain || span.empty()) continue;
+    const ParamInfo& first = params[span.first];
+    const ParamInfo& last = params[span.end - 1];
+    if (param.offset >= first.offset && param.offset < last.offset + last.numel) return true;
+  }
+  return false;
+}
+
+Tensor span_grads(const ParameterStore& store, ParamSpan span) {
+  ELECTRA_CHECK(!span.empty(), "span_grads: an empty span");
+  const ParamInfo& first = store.params()[span.first];
+  const ParamInfo& last = store.params()[span.end - 1];
+  return store.flat_grads().rows(first.offset, last.offset + last.padded_numel());
+}
+
+}  // namespace electra
