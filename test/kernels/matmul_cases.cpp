@@ -10,6 +10,7 @@
 #include <cmath>
 #include <memory>
 #include <sstream>
+#include <tuple>
 
 #include "engine/bf16.h"
 #include "kernels/matmul.h"
@@ -269,6 +270,100 @@ OpCase linear() {
   };
 }
 
+// One linear layer of ELECTRA in bf16 as the layers call it: y = x W^T + b (a bf16 bias: fused),
+// then dx = dy W (bf16), dW += dy^T x and db += colsum(dy) (f32). Zero-mean inputs make outputs
+// near 0, so each element is judged by the error its terms allow (test/kernels/bf16_bounds.h):
+// y by the bias epilogue's bound over in terms, dx by one bf16 rounding plus f32 accumulation over
+// out terms, dW and db by f32 accumulation over the tokens and the f32 add into their starting
+// values (u32 |result|). The bounds need x W^T and the sums of |terms|: the reference (f64, on the
+// inputs as the GPU reads them) computes them beside the outputs, for the checks that follow it.
+struct LinearBounds {
+  std::vector<double> xw, abs_xw, abs_dx, abs_dw, abs_db;
+};
+
+OpCase linear_layer(const std::string& name, int64_t tokens, int64_t in, int64_t out,
+                    unsigned modes) {
+  auto bounds = std::make_shared<LinearBounds>();
+  auto within = [](std::function<double(const std::vector<double>& want, size_t i)> bound) {
+    return [bound](const std::vector<double>& got, const std::vector<double>& want, double) {
+      return over_bound(got, want, [&](size_t i) { return bound(want, i); });
+    };
+  };
+  const TensorSpec::Check y_check = within([bounds, in](const std::vector<double>& want, size_t i) {
+    return bf16_gemm_bias_bound(bounds->xw[i], want[i], bounds->abs_xw[i], in);
+  });
+  const TensorSpec::Check dx_check =
+      within([bounds, out](const std::vector<double>& want, size_t i) {
+        return gemm_bound(want[i], bounds->abs_dx[i], out, kBf16Roundoff);
+      });
+  const TensorSpec::Check dw_check =
+      within([bounds, tokens](const std::vector<double>& want, size_t i) {
+        return gemm_bound(want[i], bounds->abs_dw[i], tokens, kF32Roundoff);
+      });
+  const TensorSpec::Check db_check =
+      within([bounds, tokens](const std::vector<double>& want, size_t i) {
+        return gemm_bound(want[i], bounds->abs_db[i], tokens, kF32Roundoff);
+      });
+  const Run forward = [](Context& ctx, const Args& a) {
+    linear_forward(ctx, a["x"], a["w"], a["b"], a["y"]);
+  };
+  const Run backward = [](Context& ctx, const Args& a) {
+    linear_backward(ctx, a["x"], a["w"], a["dy"], a["dx"], a["dw"], a["db"]);
+  };
+  OpCase c{
+      .op = "linear",
+      .shape = str_cat(name, "_", tokens, "x", in, "x", out),
+      .tensors = {input("x", {tokens, in}), input("w", {out, in}, {.lo = -0.05, .hi = 0.05}),
+                  input("b", {out}), output("y", {tokens, out}).checked(y_check),
+                  upstream("dy", "y", {tokens, out}),
+                  grad("dx", "x", {tokens, in}).checked(dx_check),
+                  grad_acc("dw", "w", {out, in}).checked(dw_check),
+                  grad_acc("db", "b", {out}).checked(db_check)},
+      .forward = forward,
+      .backward = backward,
+      .reference =
+          [forward, backward, bounds, tokens, in, out](Context& ctx, const Args& a) {
+            forward(ctx, a);
+            backward(ctx, a);
+            const auto abs_of = [](const Tensor& t) {
+              std::vector<double> v(t.ptr<double>(), t.ptr<double>() + t.numel());
+              for (double& e : v) e = std::abs(e);
+              return v;
+            };
+            std::vector<double> x = abs_of(a["x"]), w = abs_of(a["w"]), dy = abs_of(a["dy"]);
+            LinearBounds& b = *bounds;
+            b.xw.assign(tokens * out, 0.0);
+            b.abs_xw.assign(tokens * out, 0.0);
+            b.abs_dx.assign(tokens * in, 0.0);
+            b.abs_dw.assign(out * in, 0.0);
+            b.abs_db.assign(out, 0.0);
+            matmul(ctx, a["x"], false, a["w"], true, view(b.xw, {tokens, out}));
+            matmul(ctx, view(x, {tokens, in}), false, view(w, {out, in}), true,
+                   view(b.abs_xw, {tokens, out}));
+            matmul(ctx, view(dy, {tokens, out}), false, view(w, {out, in}), false,
+                   view(b.abs_dx, {tokens, in}));
+            matmul(ctx, view(dy, {tokens, out}), true, view(x, {tokens, in}), false,
+                   view(b.abs_dw, {out, in}));
+            run_op(ctx, BiasGrad{.dy = view(dy, {tokens, out}), .db = Out(view(b.abs_db))});
+          },
+      .modes = modes,
+      .dtypes = {DType::BF16},
+      .tol_reason = "per-element bounds of bf16_bounds.h",
+      .reference_f64 = true,
+  };
+  if ((modes & kBench) != 0) {
+    // The CPU reference at 16384 tokens would take minutes: the benchmark validates ours (and
+    // bench/matmul_bench.cu its raw cuBLASLt calls) at 128 tokens of the same layer.
+    c.bench_validation = [=] { return linear_layer(name, 128, in, out, kGpu); };
+    // 2 tokens in out FLOPs a GEMM: one forward, two backward (the column sums are negligible).
+    c.bench_flops = [in, out](const Args& a, bool backward) {
+      return (backward ? 4.0 : 2.0) * static_cast<double>(a["x"].dim(0)) * static_cast<double>(in) *
+             static_cast<double>(out);
+    };
+  }
+  return c;
+}
+
 // db += colsum(dy) in one launch (kernels/column_sum.cuh): narrow (the discriminator's single
 // output over many rows: the most row blocks), odd, and wide. The parity run repeats it on the
 // same context and must give the same bits, so a ticket counter left nonzero fails. Relative
@@ -312,6 +407,20 @@ std::vector<OpCase> op_cases() {
   for (const auto& [m, n] :
        {std::pair<int64_t, int64_t>{1031, 77}, {100000, 1}, {20000, 3}, {4096, 1000}}) {
     cases.push_back(bias_grad(m, n));
+  }
+  cases.push_back(linear_layer("small_ffn1", 128, 256, 1024, kGpu));
+  // ELECTRA-Small, Base and Large's linear layers at 16384 tokens.
+  for (const auto& [name, in, out] :
+       {std::tuple<const char*, int64_t, int64_t>{"small_qkv", 256, 768},
+        {"small_ffn1", 256, 1024},
+        {"small_ffn2", 1024, 256},
+        {"base_qkv", 768, 2304},
+        {"base_ffn1", 768, 3072},
+        {"base_ffn2", 3072, 768},
+        {"large_qkv", 1024, 3072},
+        {"large_ffn1", 1024, 4096},
+        {"large_ffn2", 4096, 1024}}) {
+    cases.push_back(linear_layer(name, 16384, in, out, kBench));
   }
   return cases;
 }
