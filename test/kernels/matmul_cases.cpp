@@ -49,9 +49,26 @@ struct GemmShape {
   bool bias = false;
 };
 
-// C = alpha op(A) op(B) + beta C (+ bias). The gradient check's backward (beta 0: C written) is
-// the one the layers write: dop(A) = alpha dC op(B)^T, dop(B) = alpha op(A)^T dC, a transposed
-// operand taking the transpose, and dbias += colsum(dC).
+// The backward of C = alpha op(A) op(B) (+ bias) as the layers write it: dop(A) = alpha dC op(B)^T,
+// dop(B) = alpha op(A)^T dC, a transposed operand taking the transpose, and dbias += colsum(dC).
+Run gemm_backward(const GemmShape& g) {
+  return [g](Context& ctx, const Args& a) {
+    if (g.ta) {
+      matmul(ctx, a["b"], g.tb, a["dc"], true, a["da"], g.alpha);
+    } else {
+      matmul(ctx, a["dc"], false, a["b"], !g.tb, a["da"], g.alpha);
+    }
+    if (g.tb) {
+      matmul(ctx, a["dc"], true, a["a"], g.ta, a["db"], g.alpha);
+    } else {
+      matmul(ctx, a["a"], !g.ta, a["dc"], false, a["db"], g.alpha);
+    }
+    if (g.bias) run_op(ctx, BiasGrad{.dy = a["dc"], .db = Out(a["dbias"])});
+  };
+}
+
+// C = alpha op(A) op(B) + beta C (+ bias); the gradient check (beta 0: C written) with
+// gemm_backward.
 OpCase gemm(const GemmShape& g, unsigned modes) {
   ELECTRA_CHECK(g.beta == 0 || (modes & kGradcheck) == 0,
                 "matmul case: the gradient check reruns the forward, so C must be written");
@@ -78,20 +95,7 @@ OpCase gemm(const GemmShape& g, unsigned modes) {
             matmul(ctx, a["a"], g.ta, a["b"], g.tb, a["c"], g.alpha, g.beta,
                    MatmulEpilogue{g.bias ? &a["bias"] : nullptr, nullptr});
           },
-      .backward = !backward ? Run{}
-                            : [g](Context& ctx, const Args& a) {
-                                if (g.ta) {
-                                  matmul(ctx, a["b"], g.tb, a["dc"], true, a["da"], g.alpha);
-                                } else {
-                                  matmul(ctx, a["dc"], false, a["b"], !g.tb, a["da"], g.alpha);
-                                }
-                                if (g.tb) {
-                                  matmul(ctx, a["dc"], true, a["a"], g.ta, a["db"], g.alpha);
-                                } else {
-                                  matmul(ctx, a["a"], !g.ta, a["dc"], false, a["db"], g.alpha);
-                                }
-                                if (g.bias) run_op(ctx, BiasGrad{.dy = a["dc"], .db = Out(a["dbias"])});
-                              },
+      .backward = backward ? gemm_backward(g) : Run{},
       .modes = modes,
       .tol = kGemmTol,
       .tol_reason = kGemmTolReason,
@@ -110,6 +114,7 @@ std::string over_bound(const std::vector<double>& got, const std::vector<double>
     if (!(ratio <= worst)) {
       worst = ratio;
       at = i;
+      if (std::isnan(ratio)) break;  // a later ratio must not replace it
     }
   }
   if (worst <= 1) return {};
@@ -117,6 +122,13 @@ std::string over_bound(const std::vector<double>& got, const std::vector<double>
   why << "element " << at << " is " << got[at] << ", want " << want[at] << " within " << bound(at)
       << " (error / bound " << worst << ")";
   return why.str();
+}
+
+// A check of each element against the reference within bound(want, i).
+TensorSpec::Check within(std::function<double(const std::vector<double>& want, size_t i)> bound) {
+  return [bound](const std::vector<double>& got, const std::vector<double>& want, double) {
+    return over_bound(got, want, [&](size_t i) { return bound(want, i); });
+  };
 }
 
 // The bias and GELU epilogues of y = x W^T + b as linear_forward and the FFN's first linear call
@@ -139,16 +151,11 @@ OpCase bias_gelu(DType dtype, Kind bias_kind, bool aligned) {
     bias[i] = bf16_to_float(float_to_bf16(static_cast<float>(bias[i] - (i % 2 == 0 ? 5 : 0))));
   }
   const int64_t skip = aligned ? 0 : 1;
-  const auto pre_bound = [bias, n, k, skip](const std::vector<double>& want) {
-    return [&want, &bias, n, k, skip](size_t i) {
-      const double xw = want[i] - bias[skip + static_cast<int64_t>(i) % n];
-      return bf16_gemm_bias_bound(xw, want[i], xw, k);
-    };
-  };
-  const TensorSpec::Check pre_check = [pre_bound](const std::vector<double>& got,
-                                                  const std::vector<double>& want, double) {
-    return over_bound(got, want, pre_bound(want));
-  };
+  const TensorSpec::Check pre_check =
+      within([bias, n, k, skip](const std::vector<double>& want, size_t i) {
+        const double xw = want[i] - bias[skip + static_cast<int64_t>(i) % n];
+        return bf16_gemm_bias_bound(xw, want[i], xw, k);
+      });
   // y's bound needs the pre the GPU wrote: the parity run compares the tensors in spec order, so
   // "pre" (before "y") leaves it here.
   auto got_pre = std::make_shared<std::vector<double>>();
@@ -169,11 +176,11 @@ OpCase bias_gelu(DType dtype, Kind bias_kind, bool aligned) {
   auto judged = [&](TensorSpec s, const TensorSpec::Check& check) {
     return bf16 ? s.checked(check) : s.relative(kGemmTol);
   };
-  const Kind shown = bias_kind == Kind::kParam ? Kind::kF32 : Kind::kAct;
   return OpCase{
       .op = "matmul",
-      .shape = str_cat(m, "x", n, "x", k, "_NT_bias_gelu_", shown == Kind::kF32 ? "f32" : "act",
-                       "bias_", aligned ? "aligned" : "unaligned"),
+      .shape =
+          str_cat(m, "x", n, "x", k, "_NT_bias_gelu_", bias_kind == Kind::kParam ? "f32" : "act",
+                  "bias_", aligned ? "aligned" : "unaligned"),
       .tensors = {input("x", {m, k}, {.lo = 0.1, .hi = 0.3}),
                   input("w", {n, k}, {.lo = 0.1, .hi = 0.3}),
                   input("bias", {n + 1}, fixed(bias), bias_kind),
@@ -284,11 +291,6 @@ struct LinearBounds {
 OpCase linear_layer(const std::string& name, int64_t tokens, int64_t in, int64_t out,
                     unsigned modes) {
   auto bounds = std::make_shared<LinearBounds>();
-  auto within = [](std::function<double(const std::vector<double>& want, size_t i)> bound) {
-    return [bound](const std::vector<double>& got, const std::vector<double>& want, double) {
-      return over_bound(got, want, [&](size_t i) { return bound(want, i); });
-    };
-  };
   const TensorSpec::Check y_check = within([bounds, in](const std::vector<double>& want, size_t i) {
     return bf16_gemm_bias_bound(bounds->xw[i], want[i], bounds->abs_xw[i], in);
   });
