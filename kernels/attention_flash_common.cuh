@@ -42,21 +42,6 @@ __device__ __forceinline__ float flash_row_d(const T* out, const T* dout, int b,
   return warp_sum(sum);
 }
 
-// Calls f(std::integral_constant<int, kD>{}) with kD = flash_tile_width(d).
-template <class F>
-void with_tile_width(int d, F&& f) {
-  switch (flash_tile_width(d)) {
-    case 32:
-      f(std::integral_constant<int, 32>{});
-      return;
-    case 64:
-      f(std::integral_constant<int, 64>{});
-      return;
-    default:
-      f(std::integral_constant<int, 128>{});
-  }
-}
-
 // Launches `kernel` with `threads` threads on grid (tiles, B * heads) with `bytes` of dynamic
 // shared memory, after raising the kernel's limit above the default 48 KiB.
 template <class... KernelArgs, class... Args>

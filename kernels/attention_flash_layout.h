@@ -229,6 +229,20 @@ constexpr int flash_tile_width(int64_t d) {
   return d <= 32 ? 32 : d <= 64 ? 64 : 128;
 }
 
+// Returns f(std::integral_constant<int, kD>{}) with kD = flash_tile_width(d): the kernels and
+// their layouts are compiled per tile width.
+template <class F>
+decltype(auto) with_tile_width(int64_t d, F&& f) {
+  switch (flash_tile_width(d)) {
+    case 32:
+      return f(std::integral_constant<int, 32>{});
+    case 64:
+      return f(std::integral_constant<int, 64>{});
+    default:
+      return f(std::integral_constant<int, 128>{});
+  }
+}
+
 // The tiles of `kernel` for activations of `dtype` and head dim d <= 128: one block computes
 // `block_rows` rows of its output (queries, or keys for dK, dV), looping over the other axis in
 // steps of `loop_rows`; the launcher's grid is ceil(T / block_rows) x (B * heads). Rows past T in
@@ -253,14 +267,7 @@ inline FlashTiles flash_tiles(FlashKernel kernel, DType dtype, int64_t d) {
     }
     return {};
   };
-  switch (flash_tile_width(d)) {
-    case 32:
-      return pick(std::integral_constant<int, 32>{});
-    case 64:
-      return pick(std::integral_constant<int, 64>{});
-    default:
-      return pick(std::integral_constant<int, 128>{});
-  }
+  return with_tile_width(d, pick);
 }
 
 // Dynamic shared memory in bytes of `kernel` for activations of `dtype` (F32 or BF16) and head
@@ -282,14 +289,7 @@ inline size_t flash_shared_bytes(FlashKernel kernel, DType dtype, int64_t d) {
     }
     return 0;
   };
-  switch (flash_tile_width(d)) {
-    case 32:
-      return pick(std::integral_constant<int, 32>{});
-    case 64:
-      return pick(std::integral_constant<int, 64>{});
-    default:
-      return pick(std::integral_constant<int, 128>{});
-  }
+  return with_tile_width(d, pick);
 }
 
 }  // namespace electra
