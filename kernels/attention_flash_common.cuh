@@ -70,10 +70,10 @@ inline dim3 flash_forward_grid(const FlashParams& fp, int64_t heads_total, DType
 }
 
 // The backward's grid: (B * heads, key tiles + query tiles). blockIdx.y < kv_tiles: the dK, dV
-// block of key tile blockIdx.y; else the dQ block of query tile blockIdx.y - kv_tiles. Blocks are
-// dispatched in order of x + y * gridDim.x, so every dK, dV block (the heavier role: four
-// products per pair of tiles against three) starts before the first dQ block and the lighter ones
-// fill the tail of the grid.
+// block of key tile blockIdx.y; else the dQ block of query tile blockIdx.y - kv_tiles. GPUs
+// dispatch blocks in the order of x + y * gridDim.x in practice (CUDA does not promise it, and only
+// the speed depends on it), so the dK, dV blocks (the heavier role: four products per pair of
+// tiles against three) start before the dQ blocks, and the lighter ones fill the grid's tail.
 struct FlashBackwardGrid {
   int kv_tiles, q_tiles;
 };
