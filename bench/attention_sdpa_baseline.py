@@ -99,14 +99,15 @@ def run_case(name, h, heads, t, p, backend_name, backend, peak, repeats):
         bwd = time_ms(lambda: torch.autograd.grad(out, (q, k, v), dout, retain_graph=True),
                       repeats)
     # The useful FLOPs and the bytes of attention_bench's flash rows: two GEMMs of
-    # 2 B heads T^2 d forward, four backward; [B, T, 3H] and [B, T, H] tensors plus row stats.
+    # 2 B heads T^2 d forward, four backward; [B, T, 3H] and [B, T, H] tensors plus the rows' L
+    # (written forward, read backward).
     gemm_flops = 2.0 * b * heads * t * t * d
     row_bytes = 4.0 * b * heads * t
     qkv_bytes, out_bytes = 2.0 * qkv.numel(), 2.0 * b * t * h
     report("attention_fwd", shape, impl, fwd, qkv_bytes + out_bytes + row_bytes, 2 * gemm_flops,
            peak)
     report("attention_bwd", shape, impl, bwd,
-           2 * qkv_bytes + 2 * out_bytes + 3 * row_bytes, 4 * gemm_flops, peak)
+           2 * qkv_bytes + 2 * out_bytes + row_bytes, 4 * gemm_flops, peak)
 
 
 def main():

@@ -288,7 +288,7 @@ void backward_typed(Context& ctx, const Tensor& qkv, const AttentionArgs& args, 
 
 namespace electra {
 
-// Version 2 (kernels/attention_flash.h): saved = L, scratch = D, both f32 [B, heads, T].
+// Version 2 (kernels/attention_flash.h): saved = L [B, heads, T] f32; the scratch is not used.
 void AttentionForward::cuda(Context& ctx) const {
   if (qkv.numel() == 0) return;  // B = 0 or T = 0: nothing to launch
   if (attention_uses_flash(Device::CUDA, args, qkv.dim(1), qkv.dim(2) / 3)) {
@@ -304,7 +304,7 @@ void AttentionForward::cuda(Context& ctx) const {
 void AttentionBackward::cuda(Context& ctx) const {
   if (qkv.numel() == 0) return;
   if (attention_uses_flash(Device::CUDA, args, qkv.dim(1), qkv.dim(2) / 3)) {
-    cuda::flash_attention_backward(ctx, qkv, mask, args, saved, out, dout, scratch, dqkv);
+    cuda::flash_attention_backward(ctx, qkv, mask, args, saved, out, dout, dqkv);
   } else if (qkv.dtype == DType::F32) {
     cuda::backward_typed<float>(ctx, qkv, args, saved, dout, scratch, dqkv);
   } else {

@@ -34,8 +34,9 @@
 //     saved = L [B, heads, T] f32,  L_i = max_k S_ik + log sum_k exp(S_ik - max_k S_ik) over
 //     real keys (+inf for a row with no real key, so that exp(S_ij - L_i) = 0),
 //   the backward recomputes P_ij = exp(S_ij - L_i) tile by tile and needs the forward's output
-//   `out` for D_i = <dout_i, out_i> = sum_k P_ik dP_ik. Workspace: scratch [B, heads, T] f32
-//   (D in the backward; unused by the forward).
+//   `out` for D_i = <dout_i, out_i> = sum_k P_ik dP_ik, which its blocks compute for the rows they
+//   read. The scratch, [B, heads, T] f32, is used by neither direction (it held D while the
+//   backward was two launches; the callers still plan it with the saved state's shape).
 // The CPU reference is always "v1" (probs and scratch [B, heads, T, T], both in qkv's dtype).
 // attention_state() says which one a call gets and the shape and dtypes of its `saved` and
 // `scratch`, so a caller plans them once (kernels/attention_flash.h declares version 2's entry
@@ -88,8 +89,8 @@ inline bool attention_uses_flash(Device device, const AttentionArgs& args, int64
 // The state one call keeps besides its inputs and outputs: `saved` (written by the forward, read
 // by the backward) and `scratch` (the workspace of both directions), both of numel() elements
 // with the state's dims: [B, heads, T, T] for version 1 and the CPU (P; Pd / dPd / dS), [B, heads,
-// T] for flash (L and D). saved is in `dtype` (qkv's; f32 for flash), scratch in `scratch_dtype`
-// (f32 on CUDA, qkv's on the CPU).
+// T] for flash (L; the scratch unused). saved is in `dtype` (qkv's; f32 for flash), scratch in
+// `scratch_dtype` (f32 on CUDA, qkv's on the CPU).
 struct AttentionState {
   bool flash = false;
   DType dtype = DType::F32;          // saved's
@@ -151,15 +152,15 @@ inline bool check_attention(const Context& ctx, const Tensor& qkv, const Tensor&
   return state.flash;
 }
 
-// What one call launches (attention.cu, attention_flash.cu, attention_flash_bf16.cu). Flash: the
-// forward one kernel, the backward two (the dQ pass, which writes D, then the dK, dV pass).
+// What one call launches (attention.cu, attention_flash.cu, attention_flash_bf16.cu). Flash: one
+// kernel each way (the backward's grid holds its dK, dV blocks and its dQ blocks).
 // Version 1 loops min(heads, B) times over strided-batched
 // cuBLASLt GEMMs: the forward QK^T and PV per step around the softmax kernel; the backward dV,
 // dPd, dQ and dK per step, the softmax backward and, with dropout, the kernel re-applying it to P.
 inline Launches attention_launches(const Tensor& qkv, const AttentionArgs& args, bool backward) {
   if (qkv.numel() == 0) return {};
   const int64_t b = qkv.dim(0), t = qkv.dim(1), h = qkv.dim(2) / 3;
-  if (attention_uses_flash(Device::CUDA, args, t, h)) return {.kernels = backward ? 2 : 1};
+  if (attention_uses_flash(Device::CUDA, args, t, h)) return {.kernels = 1};
   const int64_t steps = std::min(args.heads, b);
   if (!backward) return {.kernels = 1, .library_calls = 2 * steps};
   return {.kernels = args.dropout_p > 0 ? 2 : 1, .library_calls = 4 * steps};

@@ -11,13 +11,15 @@
 //   O' = O exp(m - m') + Pd V,  Pd_ij = exp(S_ij - m') keep_ij / (1 - p)
 // and at the end out = O / l and L = m + log l are written. O lives in f32 shared memory.
 //
-// f32 backward, two kernels, none with atomics (deterministic):
-//   D and dQ: one block per (query tile, b * heads + h): D_i = <dout_i, out_i> (= sum_k P_ik dP_ik)
-//     of its rows, one warp per row, written to `d` for the next kernel; then over the key tiles
-//     dQ += dS K / sqrt(d) (it recomputes S and dPd rather than share dS through atomics);
-//   dK, dV: one block per (key tile, b * heads + h), looping over the query tiles:
-//     P = exp(S - L), dV += Pd^T dout, dPd = dout V^T, dS = P (dPd keep / (1 - p) - D),
-//     dK += dS^T Q / sqrt(d).
+// f32 backward, one kernel whose grid holds two roles (flash_backward_grid), no atomics and no
+// block waiting on another (deterministic):
+//   dK, dV role: one block per (key tile, b * heads + h), dispatched first, looping over the
+//     query tiles: L and D_i = <dout_i, out_i> (= sum_k P_ik dP_ik) of the tile's rows, one warp
+//     per row, then P = exp(S - L), dV += Pd^T dout, dPd = dout V^T,
+//     dS = P (dPd keep / (1 - p) - D), dK += dS^T Q / sqrt(d);
+//   dQ role: one block per (query tile, b * heads + h): D of its rows (the same sum, so the same
+//     bits), then over the key tiles dQ += dS K / sqrt(d) (it recomputes S and dPd rather than
+//     share dS through atomics).
 //
 // Dropout: keep_ij = dropout_keep(rng, site + ((b * heads + h) * T + i) * T + j, p), the Philox
 // mask of version 1 and the CPU reference, regenerated wherever P is recomputed: one Philox block
@@ -259,27 +261,32 @@ __device__ void probs_and_grad_tile(float* s, float* dp, const float* row_lse, c
   }
 }
 
-// L and D of the rows [i0, i0 + kBr) into shared memory (+inf and 0 past T: P = 0 there).
+// L and D of the rows [i0, i0 + kBr) of head (b, head) into shared memory (+inf and 0 past T:
+// P = 0 there); D from out and dout in global memory, one warp per row (flash_row_d).
 template <int kBr>
-__device__ void load_row_stats(const float* lse, const float* d_rows, float* row_lse, float* row_d,
-                               int bh, int i0, const FlashParams& fp) {
-  for (int r = threadIdx.x; r < kBr; r += blockDim.x) {
-    const bool in = i0 + r < fp.t;
-    const int64_t at = static_cast<int64_t>(bh) * fp.t + i0 + r;
-    row_lse[r] = in ? lse[at] : INFINITY;
-    row_d[r] = in ? d_rows[at] : 0.0f;
+__device__ void row_stats(float* row_lse, float* row_d, const float* lse, const float* out,
+                          const float* dout, int b, int head, int bh, int i0,
+                          const FlashParams& fp) {
+  for (int r = threadIdx.x / kWarpSize; r < kBr; r += kWarps) {
+    const int i = i0 + r;
+    const float d = i < fp.t ? flash_row_d(out, dout, b, head, i, fp) : 0.0f;
+    if (threadIdx.x % kWarpSize == 0) {
+      row_lse[r] = i < fp.t ? lse[static_cast<int64_t>(bh) * fp.t + i] : INFINITY;
+      row_d[r] = d;
+    }
   }
 }
 
-// dK, dV of one key tile, looping over every query tile.
+// The dK, dV role: dK, dV of key tile `kv_tile` of head bh, looping over every query tile (with
+// D of each). `smem` holds F32Backward<kD, 2>.
 template <int kD>
-__global__ void __launch_bounds__(kThreads)
-    flash_backward_dkdv_kernel(const float* qkv, const int32_t* mask, const float* dout,
-                               const float* lse, const float* d_rows, float* dqkv, FlashParams fp) {
-  fp.rng = fp.rng.resolved();  // the step may live in device memory (engine/philox.h)
+__device__ __forceinline__ void backward_dkdv_block(unsigned char* smem, const float* qkv,
+                                                    const int32_t* mask, const float* out,
+                                                    const float* dout, const float* lse,
+                                                    float* dqkv, const FlashParams& fp, int bh,
+                                                    int kv_tile) {
   using L = flash_layout::F32Backward<kD, 2>;
   constexpr int kBr = L::kBr, kBc = L::kBc;
-  extern __shared__ __align__(128) unsigned char smem[];
   float* q = reinterpret_cast<float*>(smem + L::kQ);
   float* g = reinterpret_cast<float*>(smem + L::kDout);
   float* k = reinterpret_cast<float*>(smem + L::kK);
@@ -293,8 +300,8 @@ __global__ void __launch_bounds__(kThreads)
   float* row_lse = reinterpret_cast<float*>(smem + L::kRowStats);
   float* row_d = row_lse + kBr;
 
-  const int bh = blockIdx.y, b = bh / fp.heads, head = bh % fp.heads;
-  const int j0 = blockIdx.x * kBc;
+  const int b = bh / fp.heads, head = bh % fp.heads;
+  const int j0 = kv_tile * kBc;
   const int64_t ld = 3 * static_cast<int64_t>(fp.h);
   const float* q_src = qkv + static_cast<int64_t>(b) * fp.t * ld + head * fp.d;
   const float* g_src = dout + static_cast<int64_t>(b) * fp.t * fp.h + head * fp.d;
@@ -308,7 +315,7 @@ __global__ void __launch_bounds__(kThreads)
     __syncthreads();  // the previous query tile's Q, dout, Pd, dS, L, D are no longer read
     load_tile<kBr, kD>(q, q_src, ld, i0, fp);
     load_tile<kBr, kD>(g, g_src, fp.h, i0, fp);
-    load_row_stats<kBr>(lse, d_rows, row_lse, row_d, bh, i0, fp);
+    row_stats<kBr>(row_lse, row_d, lse, out, dout, b, head, bh, i0, fp);
     __syncthreads();
     block_mma<kBr, kBc, kD, false, true>(q, L::kLdT, k, L::kLdT, s, L::kLdS, false);
     block_mma<kBr, kBc, kD, false, true>(g, L::kLdT, v, L::kLdT, dp, L::kLdS, false);
@@ -330,16 +337,15 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// D and dQ of one query tile, looping over every key tile.
+// The dQ role: dQ of query tile `q_tile` of head bh (with D of its rows), looping over every key
+// tile. `smem` holds F32Backward<kD, 1>.
 template <int kD>
-__global__ void __launch_bounds__(kThreads)
-    flash_backward_dq_kernel(const float* qkv, const int32_t* mask, const float* out,
-                             const float* dout, const float* lse, float* d_rows, float* dqkv,
-                             FlashParams fp) {
-  fp.rng = fp.rng.resolved();  // the step may live in device memory (engine/philox.h)
+__device__ __forceinline__ void backward_dq_block(unsigned char* smem, const float* qkv,
+                                                  const int32_t* mask, const float* out,
+                                                  const float* dout, const float* lse, float* dqkv,
+                                                  const FlashParams& fp, int bh, int q_tile) {
   using L = flash_layout::F32Backward<kD, 1>;
   constexpr int kBr = L::kBr, kBc = L::kBc;
-  extern __shared__ __align__(128) unsigned char smem[];
   float* q = reinterpret_cast<float*>(smem + L::kQ);
   float* g = reinterpret_cast<float*>(smem + L::kDout);
   float* k = reinterpret_cast<float*>(smem + L::kK);
@@ -351,8 +357,8 @@ __global__ void __launch_bounds__(kThreads)
   float* row_lse = reinterpret_cast<float*>(smem + L::kRowStats);
   float* row_d = row_lse + kBr;
 
-  const int bh = blockIdx.y, b = bh / fp.heads, head = bh % fp.heads;
-  const int i0 = blockIdx.x * kBr;
+  const int b = bh / fp.heads, head = bh % fp.heads;
+  const int i0 = q_tile * kBr;
   const int64_t ld = 3 * static_cast<int64_t>(fp.h);
   const float* q_src = qkv + static_cast<int64_t>(b) * fp.t * ld + head * fp.d;
   const float* g_src = dout + static_cast<int64_t>(b) * fp.t * fp.h + head * fp.d;
@@ -360,18 +366,7 @@ __global__ void __launch_bounds__(kThreads)
 
   load_tile<kBr, kD>(q, q_src, ld, i0, fp);
   load_tile<kBr, kD>(g, g_src, fp.h, i0, fp);
-  // L and D of the rows (+inf and 0 past T: P = 0 there); D, one warp per row, also to d_rows
-  // for the dK, dV kernel.
-  for (int r = threadIdx.x / kWarpSize; r < kBr; r += kWarps) {
-    const int i = i0 + r;
-    const int64_t at = static_cast<int64_t>(bh) * fp.t + i;
-    const float d = i < fp.t ? flash_row_d(out, dout, b, head, i, fp) : 0.0f;
-    if (threadIdx.x % kWarpSize == 0) {
-      row_lse[r] = i < fp.t ? lse[at] : INFINITY;
-      row_d[r] = d;
-      if (i < fp.t) d_rows[at] = d;
-    }
-  }
+  row_stats<kBr>(row_lse, row_d, lse, out, dout, b, head, bh, i0, fp);
   zero_f32<kBr, kD>(dq, L::kLdA);
   for (int j0 = 0; j0 < fp.t; j0 += kBc) {
     __syncthreads();  // the previous key tile's K and dS are no longer read
@@ -392,6 +387,23 @@ __global__ void __launch_bounds__(kThreads)
     if (i0 + r < fp.t && c < fp.d) {
       dq_rows[(i0 + r) * ld + c] = dq[r * L::kLdA + c] * fp.scale;
     }
+  }
+}
+
+// The backward, one launch (flash_backward_grid): each block runs one role. No block reads what
+// another writes, so the roles run in any order.
+template <int kD>
+__global__ void __launch_bounds__(kThreads)
+    flash_backward_kernel(const float* qkv, const int32_t* mask, const float* out,
+                          const float* dout, const float* lse, float* dqkv, FlashParams fp,
+                          int kv_tiles) {
+  fp.rng = fp.rng.resolved();  // the step may live in device memory (engine/philox.h)
+  extern __shared__ __align__(128) unsigned char smem[];
+  const FlashBackwardBlock block = flash_backward_block(kv_tiles);
+  if (block.dkdv) {
+    backward_dkdv_block<kD>(smem, qkv, mask, out, dout, lse, dqkv, fp, block.bh, block.tile);
+  } else {
+    backward_dq_block<kD>(smem, qkv, mask, out, dout, lse, dqkv, fp, block.bh, block.tile);
   }
 }
 
@@ -426,37 +438,29 @@ void flash_attention_forward(Context& ctx, const Tensor& qkv, const Tensor& mask
   with_tile_width(fp.d, [&](auto width) {
     constexpr int kD = decltype(width)::value;
     flash_launch(ctx, flash_forward_kernel<kD>, kThreads,
-                 ceil_div(fp.t, flash_tiles(FlashKernel::kForward, DType::F32, fp.d).block_rows),
-                 qkv.dim(0) * args.heads,
-                 flash_shared_bytes(FlashKernel::kForward, DType::F32, fp.d), qkv.ptr<float>(),
-                 mask.ptr<int32_t>(), out.ptr<float>(), lse.ptr<float>(), fp);
+                 flash_forward_grid(fp, qkv.dim(0) * args.heads, DType::F32),
+                 flash_launch_bytes(false, DType::F32, fp.d), qkv.ptr<float>(), mask.ptr<int32_t>(),
+                 out.ptr<float>(), lse.ptr<float>(), fp);
   });
 }
 
 void flash_attention_backward(Context& ctx, const Tensor& qkv, const Tensor& mask,
                               const AttentionArgs& args, const Tensor& lse, const Tensor& out,
-                              const Tensor& dout, const Tensor& d, const Tensor& dqkv) {
+                              const Tensor& dout, const Tensor& dqkv) {
   const FlashParams fp = flash_params(qkv, args, {qkv.data, dout.data, out.data, dqkv.data});
   if (qkv.dtype == DType::BF16) {
-    flash_backward_bf16(ctx, fp, qkv, mask, lse, out, dout, d, dqkv);
+    flash_backward_bf16(ctx, fp, qkv, mask, lse, out, dout, dqkv);
     return;
   }
   check_dtype(qkv, DType::F32, "attention (flash): qkv");
-  const int64_t heads_total = qkv.dim(0) * args.heads;
+  const FlashBackwardGrid tiles = flash_backward_tiles(fp, DType::F32);
   with_tile_width(fp.d, [&](auto width) {
     constexpr int kD = decltype(width)::value;
-    const auto tiles = [&](FlashKernel kernel) {
-      return ceil_div(fp.t, flash_tiles(kernel, DType::F32, fp.d).block_rows);
-    };
-    // The dQ kernel first: it writes D, which the dK, dV kernel reads.
-    flash_launch(ctx, flash_backward_dq_kernel<kD>, kThreads, tiles(FlashKernel::kBackwardDq),
-                 heads_total, flash_shared_bytes(FlashKernel::kBackwardDq, DType::F32, fp.d),
-                 qkv.ptr<float>(), mask.ptr<int32_t>(), out.ptr<float>(), dout.ptr<float>(),
-                 lse.ptr<float>(), d.ptr<float>(), dqkv.ptr<float>(), fp);
-    flash_launch(ctx, flash_backward_dkdv_kernel<kD>, kThreads, tiles(FlashKernel::kBackwardDkDv),
-                 heads_total, flash_shared_bytes(FlashKernel::kBackwardDkDv, DType::F32, fp.d),
-                 qkv.ptr<float>(), mask.ptr<int32_t>(), dout.ptr<float>(), lse.ptr<float>(),
-                 d.ptr<float>(), dqkv.ptr<float>(), fp);
+    flash_launch(ctx, flash_backward_kernel<kD>, kThreads,
+                 flash_backward_grid(tiles, qkv.dim(0) * args.heads),
+                 flash_launch_bytes(true, DType::F32, fp.d), qkv.ptr<float>(), mask.ptr<int32_t>(),
+                 out.ptr<float>(), dout.ptr<float>(), lse.ptr<float>(), dqkv.ptr<float>(), fp,
+                 tiles.kv_tiles);
   });
 }
 

@@ -5,9 +5,9 @@
 //
 // qkv [B, T, 3H], mask [B, T] i32, out / dout [B, T, H], dqkv [B, T, 3H], all f32 or all bf16;
 //   lse [B, heads, T] f32: L_i = max_k S_ik + log sum_k exp(S_ik - max_k S_ik) over real keys
-//                          (+inf for a row with no real key), written by the forward;
-//   d   [B, heads, T] f32: D_i = <dout_i, out_i>, the backward's workspace (written by its first
-//                          kernel, the dQ pass, read by the second, the dK, dV pass).
+//                          (+inf for a row with no real key), written by the forward.
+// The backward needs no workspace: each of its blocks computes the D_i = <dout_i, out_i> it
+// reads.
 // Only for the shapes attention_uses_flash() accepts (T <= 512, head dim <= 128); the callers
 // are attention_forward / attention_backward (kernels/attention.cu), which check every shape.
 #pragma once
@@ -20,6 +20,6 @@ void flash_attention_forward(Context& ctx, const Tensor& qkv, const Tensor& mask
                              const AttentionArgs& args, const Tensor& lse, const Tensor& out);
 void flash_attention_backward(Context& ctx, const Tensor& qkv, const Tensor& mask,
                               const AttentionArgs& args, const Tensor& lse, const Tensor& out,
-                              const Tensor& dout, const Tensor& d, const Tensor& dqkv);
+                              const Tensor& dout, const Tensor& dqkv);
 
 }  // namespace electra::cuda

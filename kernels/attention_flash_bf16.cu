@@ -11,16 +11,20 @@
 // dropout applied in registers, converted to bf16 A fragments and multiplied into O += Pd V.
 // At the end the 4 lanes of a row add their sums (fixed order), out = O / l, L = m ln 2 + log l.
 //
-// Backward, two kernels, no atomics (two runs give the same bits):
-//   dQ pass, one block per (64 queries, b * heads + h), first: D_i = <dout_i, out_i> of its rows
-//     (written to `d` for the next kernel: D needs no launch of its own), then over 64-key tiles
-//     S = Q K^T, dPd = dout V^T, P = exp2(S log2(e) / sqrt(d) - L log2(e)),
-//     dS = P (dPd keep / (1 - p) - D), dQ += dS K; dQ / sqrt(d) written.
-//   dK, dV pass, one block per (64 keys, b * heads + h), over query tiles (64, or 32 at d = 128):
-//     the transposed tiles S^T = K Q^T and dPd^T = V dout^T (each warp owns 16 keys), then
-//     dV += Pd^T dout and dK += dS^T Q with Pd^T and dS^T as A fragments straight from registers;
-//     L and D of the query tile come through shared memory with Q and dout.
-// S and dPd are computed twice (once per pass): the price of a deterministic dQ without atomics.
+// Backward, one kernel whose grid holds two roles (flash_backward_grid), no atomics and no block
+// waiting on another (two runs give the same bits):
+//   dK, dV role, one block per (64 keys, b * heads + h), dispatched first (the heavier role),
+//     over query tiles (64, or 16 at d = 128): D_i = <dout_i, out_i> of the tile's rows from its
+//     out and dout tiles in shared memory, then the transposed tiles S^T = K Q^T and
+//     dPd^T = V dout^T (each warp owns 16 keys), then dV += Pd^T dout and dK += dS^T Q with Pd^T
+//     and dS^T as A fragments straight from registers; L of the query tile comes through shared
+//     memory with Q, dout and out.
+//   dQ role, one block per (64 queries, b * heads + h): D_i of its rows (from global memory, the
+//     same sum in the same order as the other role's), then over 64-key tiles S = Q K^T,
+//     dPd = dout V^T, P = exp2(S log2(e) / sqrt(d) - L log2(e)), dS = P (dPd keep / (1 - p) - D),
+//     dQ += dS K; dQ / sqrt(d) written.
+// S and dPd are computed twice (once per role), and D once per key tile of each query row: the
+// price of a deterministic dQ without atomics in one launch.
 //
 // Dropout: keep_ij = dropout_keep(rng, site + ((b heads + h) T + i) T + j, p), the bits of the
 // CPU reference; one Philox block per 4 consecutive keys of a query (dropout_keep4), each drawn by
@@ -246,21 +250,20 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// D and dQ of one query tile, looping over every key tile.
+// The dQ role: dQ of query tile `tile` of head bh (with D of its rows), looping over every key
+// tile. `smem` holds fl::MmaDq<kD>.
 template <int kD>
-__global__ void __launch_bounds__(kThreads)
-    flash_backward_dq_kernel(const bf16* qkv, const int32_t* mask, const bf16* out,
-                             const bf16* dout, const float* lse, float* d_rows, bf16* dqkv,
-                             FlashParams fp) {
-  fp.rng = fp.rng.resolved();  // the step may live in device memory (engine/philox.h)
+__device__ __forceinline__ void backward_dq_block(unsigned char* smem, const bf16* qkv,
+                                                  const int32_t* mask, const bf16* out,
+                                                  const bf16* dout, const float* lse, bf16* dqkv,
+                                                  const FlashParams& fp, int bh, int q_tile) {
   using L = fl::MmaDq<kD>;
   constexpr int kBr = L::kBr, kBc = L::kBc, kLd = L::kLd;
   static_assert(kBc == 64, "real_keys64 gives the mask of 64 keys");
-  extern __shared__ __align__(128) unsigned char smem[];
   const auto tile_at = [&](size_t offset) { return reinterpret_cast<bf16*>(smem + offset); };
-  const int bh = blockIdx.y, b = bh / fp.heads, head = bh % fp.heads;
+  const int b = bh / fp.heads, head = bh % fp.heads;
   const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
-  const int i0 = blockIdx.x * kBr, row0 = i0 + warp * fl::kMmaRowsPerWarp;
+  const int i0 = q_tile * kBr, row0 = i0 + warp * fl::kMmaRowsPerWarp;
   const int64_t ld = 3 * static_cast<int64_t>(fp.h);
   const bf16* q_src = qkv + static_cast<int64_t>(b) * fp.t * ld + head * fp.d;
   const bf16* g_src = dout + static_cast<int64_t>(b) * fp.t * fp.h + head * fp.d;
@@ -275,13 +278,12 @@ __global__ void __launch_bounds__(kThreads)
   load_tile<kBc, kD>(tile_at(L::kV), q_src + 2 * fp.h, ld, 0, fp);
   flash_mma::cp_async_commit();
 
-  // D (for this pass and, through d_rows, the dK, dV pass) and L log2(e) of rows g and g + 8.
+  // D and L log2(e) of rows g and g + 8 (D from global memory while the tiles load).
   float row_d[2] = {0.0f, 0.0f}, row_lse[2];
   for (int r = 0; r < fl::kMmaRowsPerWarp; ++r) {
     const int i = row0 + r;
     if (i >= fp.t) break;  // warp-uniform: flash_row_d reduces over the warp
     const float d = flash_row_d(out, dout, b, head, i, fp);
-    if (lane == 0) d_rows[static_cast<int64_t>(bh) * fp.t + i] = d;
     if (r == fl::mma_c(lane, 0).row) row_d[0] = d;
     if (r == fl::mma_c(lane, 2).row) row_d[1] = d;
   }
@@ -328,45 +330,62 @@ __global__ void __launch_bounds__(kThreads)
                  lane, fp);
 }
 
-// L log2(e) and D of the query rows [i0, i0 + kRows) into shared memory (+inf and 0 past T, so
-// that P = 0 there).
+// L log2(e) of the query rows [i0, i0 + kRows) into shared memory (+inf past T, so that P = 0
+// there).
 template <int kRows>
-__device__ void load_row_stats(float* row_lse, float* row_d, const float* lse, const float* d_rows,
-                               int bh, int i0, const FlashParams& fp) {
+__device__ void load_row_lse(float* row_lse, const float* lse, int bh, int i0,
+                             const FlashParams& fp) {
   for (int r = threadIdx.x; r < kRows; r += kThreads) {
-    const int64_t at = static_cast<int64_t>(bh) * fp.t + i0 + r;
-    row_lse[r] = i0 + r < fp.t ? lse[at] * kLog2e : INFINITY;
-    row_d[r] = i0 + r < fp.t ? d_rows[at] : 0.0f;
+    row_lse[r] = i0 + r < fp.t ? lse[static_cast<int64_t>(bh) * fp.t + i0 + r] * kLog2e : INFINITY;
   }
 }
 
-// dK, dV of one key tile, looping over every query tile.
+// D of the query rows [i0, i0 + kRows) into shared memory from the out and dout tiles there (rows
+// of operand_ld(kD)), one warp per row (0 past T); complete when the caller synchronises.
+template <int kRows, int kD>
+__device__ void tile_row_d(float* row_d, const bf16* out_tile, const bf16* dout_tile, int i0,
+                           const FlashParams& fp) {
+  constexpr int kLd = fl::operand_ld(kD);
+  for (int r = threadIdx.x / kWarpSize; r < kRows; r += fl::kMmaWarps) {
+    const float d =
+        i0 + r < fp.t ? flash_dot_row(out_tile + r * kLd, dout_tile + r * kLd, fp.d) : 0.0f;
+    if (threadIdx.x % kWarpSize == 0) row_d[r] = d;
+  }
+}
+
+// The dK, dV role: dK, dV of key tile `kv_tile` of head bh, looping over every query tile; D of
+// each query tile is computed here from its out and dout tiles (in the dQ role's order, so the same
+// bits), between the tile's arrival and its use. `smem` holds fl::MmaDkDv<kD>.
 template <int kD>
-__global__ void __launch_bounds__(kThreads)
-    flash_backward_dkdv_kernel(const bf16* qkv, const int32_t* mask, const bf16* dout,
-                               const float* lse, const float* d_rows, bf16* dqkv, FlashParams fp) {
-  fp.rng = fp.rng.resolved();  // the step may live in device memory (engine/philox.h)
+__device__ __forceinline__ void backward_dkdv_block(unsigned char* smem, const bf16* qkv,
+                                                    const int32_t* mask, const bf16* out,
+                                                    const bf16* dout, const float* lse, bf16* dqkv,
+                                                    const FlashParams& fp, int bh, int kv_tile) {
   using L = fl::MmaDkDv<kD>;
   constexpr int kBr = L::kBr, kBc = L::kBc, kLd = L::kLd;
-  extern __shared__ __align__(128) unsigned char smem[];
   const auto tile_at = [&](size_t offset) { return reinterpret_cast<bf16*>(smem + offset); };
   const auto floats_at = [&](size_t offset) { return reinterpret_cast<float*>(smem + offset); };
-  const int bh = blockIdx.y, b = bh / fp.heads, head = bh % fp.heads;
+  const int b = bh / fp.heads, head = bh % fp.heads;
   const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
-  const int j0 = blockIdx.x * kBc, key0 = j0 + warp * fl::kMmaRowsPerWarp;
+  const int j0 = kv_tile * kBc, key0 = j0 + warp * fl::kMmaRowsPerWarp;
   const int64_t ld = 3 * static_cast<int64_t>(fp.h);
   const bf16* q_src = qkv + static_cast<int64_t>(b) * fp.t * ld + head * fp.d;
-  const bf16* g_src = dout + static_cast<int64_t>(b) * fp.t * fp.h + head * fp.d;
+  const int64_t g_offset = static_cast<int64_t>(b) * fp.t * fp.h + head * fp.d;
+  const bf16* g_src = dout + g_offset;
+  const bf16* o_src = out + g_offset;
   const int32_t* real = mask + static_cast<int64_t>(b) * fp.t;
   const float scale_log2 = fp.scale * kLog2e;
   const bf16* k = tile_at(L::kK) + warp * fl::kMmaRowsPerWarp * kLd;
   const bf16* v = tile_at(L::kV) + warp * fl::kMmaRowsPerWarp * kLd;
+  bf16* out_tile = tile_at(L::kOut);
+  float* row_d = floats_at(L::kRowD);  // D of the current query tile
 
   load_tile<kBc, kD>(tile_at(L::kK), q_src + fp.h, ld, j0, fp);
   load_tile<kBc, kD>(tile_at(L::kV), q_src + 2 * fp.h, ld, j0, fp);
   load_tile<kBr, kD>(tile_at(L::kQ), q_src, ld, 0, fp);
   load_tile<kBr, kD>(tile_at(L::kDout), g_src, fp.h, 0, fp);
-  load_row_stats<kBr>(floats_at(L::kLse), floats_at(L::kRowD), lse, d_rows, bh, 0, fp);
+  load_tile<kBr, kD>(out_tile, o_src, fp.h, 0, fp);
+  load_row_lse<kBr>(floats_at(L::kLse), lse, bh, 0, fp);
   flash_mma::cp_async_commit();
 
   // Whether keys g and g + 8 of the warp are real (P = 0 exactly for the others).
@@ -376,25 +395,25 @@ __global__ void __launch_bounds__(kThreads)
     const int j = key0 + fl::mma_c(lane, 2 * r).row;
     key_real[r] = j < fp.t && real[j] != 0;
   }
+  flash_mma::cp_async_wait<0>();
+  __syncthreads();  // the first query tile is in shared memory
+  tile_row_d<kBr, kD>(row_d, out_tile, tile_at(L::kDout), 0, fp);
   float dk[kD / 8][4] = {}, dv[kD / 8][4] = {};
   const int tiles = static_cast<int>(ceil_div(fp.t, kBr));
   for (int tile = 0; tile < tiles; ++tile) {
     const int i0 = tile * kBr, u = tile % 2;
-    if (tile + 1 < tiles) {
+    // D of this tile is complete; the out tile and buffer 1 - u are no longer read.
+    __syncthreads();
+    if (tile + 1 < tiles) {  // the next query tile loads while this one is multiplied
       load_tile<kBr, kD>(tile_at(L::kQ + (1 - u) * L::kTileQ), q_src, ld, i0 + kBr, fp);
       load_tile<kBr, kD>(tile_at(L::kDout + (1 - u) * L::kTileQ), g_src, fp.h, i0 + kBr, fp);
-      load_row_stats<kBr>(floats_at(L::kLse) + (1 - u) * kBr, floats_at(L::kRowD) + (1 - u) * kBr,
-                          lse, d_rows, bh, i0 + kBr, fp);
+      load_tile<kBr, kD>(out_tile, o_src, fp.h, i0 + kBr, fp);
+      load_row_lse<kBr>(floats_at(L::kLse) + (1 - u) * kBr, lse, bh, i0 + kBr, fp);
       flash_mma::cp_async_commit();
-      flash_mma::cp_async_wait<1>();
-    } else {
-      flash_mma::cp_async_wait<0>();
     }
-    __syncthreads();
     const bf16* q = tile_at(L::kQ + u * L::kTileQ);
     const bf16* g = tile_at(L::kDout + u * L::kTileQ);
     const float* row_lse = floats_at(L::kLse) + u * kBr;
-    const float* row_d = floats_at(L::kRowD) + u * kBr;
     float st[kBr / 8][4] = {}, dpt[kBr / 8][4] = {};
     flash_mma::mma_abt_smem<kD, kBr>(st, k, q, kLd, lane);
     flash_mma::mma_abt_smem<kD, kBr>(dpt, v, g, kLd, lane);
@@ -412,11 +431,31 @@ __global__ void __launch_bounds__(kThreads)
     }
     flash_mma::mma_cb_smem<kBr, kD>(dv, st, g, kLd, lane);
     flash_mma::mma_cb_smem<kBr, kD>(dk, dpt, q, kLd, lane);
-    __syncthreads();  // buffer u is no longer read
+    if (tile + 1 < tiles) {
+      flash_mma::cp_async_wait<0>();
+      __syncthreads();  // the next tile has arrived, and this tile's D is no longer read
+      tile_row_d<kBr, kD>(row_d, out_tile, tile_at(L::kDout + (1 - u) * L::kTileQ), i0 + kBr, fp);
+    }
   }
   bf16* grad_rows = dqkv + static_cast<int64_t>(b) * fp.t * ld + head * fp.d;
   store_rows<kD>(grad_rows + fp.h, ld, dk, fp.scale, key0, lane, fp);
   store_rows<kD>(grad_rows + 2 * fp.h, ld, dv, 1.0f, key0, lane, fp);
+}
+
+// The backward, one launch (flash_backward_grid): each block runs one role. No block reads what
+// another writes, so the roles run in any order.
+template <int kD>
+__global__ void __launch_bounds__(kThreads)
+    flash_backward_kernel(const bf16* qkv, const int32_t* mask, const bf16* out, const bf16* dout,
+                          const float* lse, bf16* dqkv, FlashParams fp, int kv_tiles) {
+  fp.rng = fp.rng.resolved();  // the step may live in device memory (engine/philox.h)
+  extern __shared__ __align__(128) unsigned char smem[];
+  const FlashBackwardBlock block = flash_backward_block(kv_tiles);
+  if (block.dkdv) {
+    backward_dkdv_block<kD>(smem, qkv, mask, out, dout, lse, dqkv, fp, block.bh, block.tile);
+  } else {
+    backward_dq_block<kD>(smem, qkv, mask, out, dout, lse, dqkv, fp, block.bh, block.tile);
+  }
 }
 
 bf16* bf16_of(const Tensor& t) {
@@ -431,31 +470,22 @@ void flash_forward_bf16(Context& ctx, const FlashParams& fp, const Tensor& qkv, 
   with_tile_width(fp.d, [&](auto width) {
     constexpr int kD = decltype(width)::value;
     flash_launch(ctx, flash_forward_kernel<kD>, kThreads,
-                 ceil_div(fp.t, flash_tiles(FlashKernel::kForward, DType::BF16, fp.d).block_rows),
-                 heads_total, flash_shared_bytes(FlashKernel::kForward, DType::BF16, fp.d),
-                 bf16_of(qkv), mask.ptr<int32_t>(), bf16_of(out), lse.ptr<float>(), fp);
+                 flash_forward_grid(fp, heads_total, DType::BF16),
+                 flash_launch_bytes(false, DType::BF16, fp.d), bf16_of(qkv), mask.ptr<int32_t>(),
+                 bf16_of(out), lse.ptr<float>(), fp);
   });
 }
 
 void flash_backward_bf16(Context& ctx, const FlashParams& fp, const Tensor& qkv, const Tensor& mask,
-                         const Tensor& lse, const Tensor& out, const Tensor& dout, const Tensor& d,
+                         const Tensor& lse, const Tensor& out, const Tensor& dout,
                          const Tensor& dqkv) {
-  const int64_t heads_total = qkv.dim(0) * fp.heads;
+  const FlashBackwardGrid tiles = flash_backward_tiles(fp, DType::BF16);
   with_tile_width(fp.d, [&](auto width) {
     constexpr int kD = decltype(width)::value;
-    // The dQ pass first: it writes D, which the dK, dV pass reads.
-    flash_launch(
-        ctx, flash_backward_dq_kernel<kD>, kThreads,
-        ceil_div(fp.t, flash_tiles(FlashKernel::kBackwardDq, DType::BF16, fp.d).block_rows),
-        heads_total, flash_shared_bytes(FlashKernel::kBackwardDq, DType::BF16, fp.d), bf16_of(qkv),
-        mask.ptr<int32_t>(), bf16_of(out), bf16_of(dout), lse.ptr<float>(), d.ptr<float>(),
-        bf16_of(dqkv), fp);
-    flash_launch(
-        ctx, flash_backward_dkdv_kernel<kD>, kThreads,
-        ceil_div(fp.t, flash_tiles(FlashKernel::kBackwardDkDv, DType::BF16, fp.d).block_rows),
-        heads_total, flash_shared_bytes(FlashKernel::kBackwardDkDv, DType::BF16, fp.d),
-        bf16_of(qkv), mask.ptr<int32_t>(), bf16_of(dout), lse.ptr<float>(), d.ptr<float>(),
-        bf16_of(dqkv), fp);
+    flash_launch(ctx, flash_backward_kernel<kD>, kThreads,
+                 flash_backward_grid(tiles, qkv.dim(0) * fp.heads),
+                 flash_launch_bytes(true, DType::BF16, fp.d), bf16_of(qkv), mask.ptr<int32_t>(),
+                 bf16_of(out), bf16_of(dout), lse.ptr<float>(), bf16_of(dqkv), fp, tiles.kv_tiles);
   });
 }
 

@@ -1,6 +1,7 @@
 // What the f32 flash kernels (kernels/attention_flash.cu) and the bf16 ones
 // (kernels/attention_flash_bf16.cu) share: their parameters, the dropout mask's element index,
-// D_i = <dout_i, out_i>, the launch, and the bf16 entry points that attention_flash.cu calls.
+// D_i = <dout_i, out_i>, the launch and its grids, and the bf16 entry points that
+// attention_flash.cu calls.
 #pragma once
 
 #include <type_traits>
@@ -29,29 +30,71 @@ __device__ __forceinline__ uint64_t mask_row(const FlashParams& fp, int bh, int 
   return fp.site + (static_cast<uint64_t>(bh) * fp.t + i) * fp.t;
 }
 
-// D_i = <dout_i, out_i> over the d columns of row i of head (b, head), summed by one warp (lane
-// c takes columns c, c + 32, ...; then warp_sum): every lane returns it.
+// D_i = <dout_i, out_i> over the first d columns of the rows `out` and `dout` (global or shared
+// memory), summed by one warp (lane c takes columns c, c + 32, ..., one FMA each; then
+// warp_sum): every lane returns it. Both roles of the backward compute D with it, so they agree
+// bit for bit.
 template <class T>
-__device__ __forceinline__ float flash_row_d(const T* out, const T* dout, int b, int head, int i,
-                                             const FlashParams& fp) {
-  const int64_t offset = (static_cast<int64_t>(b) * fp.t + i) * fp.h + head * fp.d;
+__device__ __forceinline__ float flash_dot_row(const T* out, const T* dout, int d) {
   float sum = 0.0f;
-  for (int c = threadIdx.x % kWarpSize; c < fp.d; c += kWarpSize) {
-    sum += to_float(out[offset + c]) * to_float(dout[offset + c]);
+  for (int c = threadIdx.x % kWarpSize; c < d; c += kWarpSize) {
+    sum = fmaf(to_float(out[c]), to_float(dout[c]), sum);
   }
   return warp_sum(sum);
 }
 
-// Launches `kernel` with `threads` threads on grid (tiles, B * heads) with `bytes` of dynamic
-// shared memory, after raising the kernel's limit above the default 48 KiB.
+// D_i of row i of head (b, head), from the [B, T, H] tensors in global memory.
+template <class T>
+__device__ __forceinline__ float flash_row_d(const T* out, const T* dout, int b, int head, int i,
+                                             const FlashParams& fp) {
+  const int64_t offset = (static_cast<int64_t>(b) * fp.t + i) * fp.h + head * fp.d;
+  return flash_dot_row(out + offset, dout + offset, fp.d);
+}
+
+// Launches `kernel` with `threads` threads on `grid` with `bytes` of dynamic shared memory, after
+// raising the kernel's limit above the default 48 KiB.
 template <class... KernelArgs, class... Args>
-void flash_launch(Context& ctx, void (*kernel)(KernelArgs...), int threads, int64_t tiles,
-                  int64_t heads_total, size_t bytes, Args&&... args) {
+void flash_launch(Context& ctx, void (*kernel)(KernelArgs...), int threads, dim3 grid, size_t bytes,
+                  Args&&... args) {
   ELECTRA_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                           static_cast<int>(bytes)));
-  kernel<<<dim3(static_cast<unsigned>(tiles), static_cast<unsigned>(heads_total)), threads, bytes,
-           ctx.stream()>>>(std::forward<Args>(args)...);
+  kernel<<<grid, threads, bytes, ctx.stream()>>>(std::forward<Args>(args)...);
   ELECTRA_CUDA_CHECK_LAUNCH();
+}
+
+// The forward's grid: (query tiles, B * heads).
+inline dim3 flash_forward_grid(const FlashParams& fp, int64_t heads_total, DType dtype) {
+  return dim3(static_cast<unsigned>(
+                  ceil_div(fp.t, flash_tiles(FlashBlock::kForward, dtype, fp.d).block_rows)),
+              static_cast<unsigned>(heads_total));
+}
+
+// The backward's grid: (B * heads, key tiles + query tiles). blockIdx.y < kv_tiles: the dK, dV
+// block of key tile blockIdx.y; else the dQ block of query tile blockIdx.y - kv_tiles. GPUs
+// dispatch blocks in the order of x + y * gridDim.x in practice (CUDA does not promise it, and only
+// the speed depends on it), so the dK, dV blocks (the heavier role: four products per pair of
+// tiles against three) start before the dQ blocks, and the lighter ones fill the grid's tail.
+struct FlashBackwardGrid {
+  int kv_tiles, q_tiles;
+};
+inline FlashBackwardGrid flash_backward_tiles(const FlashParams& fp, DType dtype) {
+  return {static_cast<int>(
+              ceil_div(fp.t, flash_tiles(FlashBlock::kBackwardDkDv, dtype, fp.d).block_rows)),
+          static_cast<int>(
+              ceil_div(fp.t, flash_tiles(FlashBlock::kBackwardDq, dtype, fp.d).block_rows))};
+}
+inline dim3 flash_backward_grid(const FlashBackwardGrid& tiles, int64_t heads_total) {
+  return dim3(static_cast<unsigned>(heads_total),
+              static_cast<unsigned>(tiles.kv_tiles + tiles.q_tiles));
+}
+// This block's place in that grid: its role, head b * heads + h and tile of the role.
+struct FlashBackwardBlock {
+  bool dkdv;
+  int bh, tile;
+};
+__device__ __forceinline__ FlashBackwardBlock flash_backward_block(int kv_tiles) {
+  const int y = static_cast<int>(blockIdx.y);
+  return {y < kv_tiles, static_cast<int>(blockIdx.x), y < kv_tiles ? y : y - kv_tiles};
 }
 
 // The bf16 kernels (kernels/attention_flash_bf16.cu), same tensors as flash_attention_forward
@@ -59,7 +102,7 @@ void flash_launch(Context& ctx, void (*kernel)(KernelArgs...), int threads, int6
 void flash_forward_bf16(Context& ctx, const FlashParams& fp, const Tensor& qkv, const Tensor& mask,
                         const Tensor& lse, const Tensor& out);
 void flash_backward_bf16(Context& ctx, const FlashParams& fp, const Tensor& qkv, const Tensor& mask,
-                         const Tensor& lse, const Tensor& out, const Tensor& dout, const Tensor& d,
+                         const Tensor& lse, const Tensor& out, const Tensor& dout,
                          const Tensor& dqkv);
 
 }  // namespace electra::cuda

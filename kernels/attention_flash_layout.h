@@ -6,7 +6,7 @@
 // reserves 1 KiB of the SM's shared memory for the system.
 //
 // bf16 (kernels/attention_flash_bf16.cu): every accumulator lives in registers. One warp owns 16
-// rows of the output tile (queries in the forward and the dQ pass, keys in the dK, dV pass); the
+// rows of the output tile (queries in the forward and the dQ role, keys in the dK, dV role); the
 // warp's products are mma.sync m16n8k16 (bf16 operands, f32 accumulation), whose operands come
 // from shared memory by ldmatrix. Shared memory holds only operand tiles, double-buffered where a
 // block loops over them (cp.async fills the next while the current one is multiplied), rows
@@ -110,7 +110,7 @@ struct MmaForward {
   static_assert(kBytes <= kMaxBlockBytes, "flash forward tiles exceed shared memory");
 };
 
-// dQ pass (one block per query tile, looping over key tiles): Q and dout of kBr queries, two
+// dQ role (one block per query tile, looping over key tiles): Q and dout of kBr queries, two
 // buffers each of K and V (kBc keys).
 template <int kD>
 struct MmaDq {
@@ -124,21 +124,27 @@ struct MmaDq {
   static_assert(kBytes <= kMaxBlockBytes, "flash dQ tiles exceed shared memory");
 };
 
-// dK, dV pass (one block per key tile, looping over query tiles): K and V of kBc keys, two buffers
-// each of Q, dout (kBr queries) and of their rows' L log2(e) and D. kBr = 16 at d = 128 keeps the
-// warp's S^T and dP^T tiles (16 x kBr f32 each) beside its two 16 x 128 accumulators without
-// spills (at kBr = 32, sm_90 spills 8 bytes at 255 registers).
+// dK, dV role (one block per key tile, looping over query tiles): K and V of kBc keys, two buffers
+// each of Q, dout (kBr queries) and of their rows' L log2(e); the out tile of the next query
+// tile and the D of the current one (D_i = <dout_i, out_i>, computed by the block itself from the
+// out and dout tiles between two query tiles, so one buffer of each suffices). The warp's S^T and
+// dP^T tiles (16 x kBr f32 each) sit beside its two 16 x kD accumulators: kBr = 64 at d = 32,
+// 32 at d = 64 (at 64, sm_90 spills 44 bytes at 255 registers since the block computes D), 16 at
+// d = 128 (at 32, sm_90 spilled 8 bytes at 255 registers). The query tile's width does not change
+// the order in which dK and dV add their 16-query mma steps (ascending queries either way).
 template <int kD>
 struct MmaDkDv {
-  static constexpr int kBr = kD <= 64 ? 64 : 16, kBc = kMmaRows, kLd = operand_ld(kD);
+  static constexpr int kBr = kD <= 32 ? 64 : kD <= 64 ? 32 : 16, kBc = kMmaRows;
+  static constexpr int kLd = operand_ld(kD);
   static constexpr size_t kTileQ = kBf16 * kBr * kLd, kTileK = kBf16 * kBc * kLd;
   static constexpr size_t kK = 0;
   static constexpr size_t kV = align128(kK + kTileK);
   static constexpr size_t kQ = align128(kV + kTileK);  // buffer u at kQ + u * kTileQ
   static constexpr size_t kDout = align128(kQ + 2 * kTileQ);
-  static constexpr size_t kLse = align128(kDout + 2 * kTileQ);  // buffer u at kLse + u * kBr
+  static constexpr size_t kOut = align128(kDout + 2 * kTileQ);
+  static constexpr size_t kLse = align128(kOut + kTileQ);  // buffer u at kLse + u * kBr
   static constexpr size_t kRowD = align128(kLse + sizeof(float) * 2 * kBr);
-  static constexpr size_t kBytes = align128(kRowD + sizeof(float) * 2 * kBr);
+  static constexpr size_t kBytes = align128(kRowD + sizeof(float) * kBr);
   static_assert(kBytes <= kMaxBlockBytes, "flash dK, dV tiles exceed shared memory");
 };
 
@@ -197,7 +203,7 @@ ELECTRA_HD constexpr Coord ldsm_bt(int lane) {
 struct KeySource {
   int lane, bit;
 };
-// Rows = queries, columns = keys (forward, dQ pass): lanes 4 g + t and 4 g + (t ^ 1) share the
+// Rows = queries, columns = keys (forward, dQ role): lanes 4 g + t and 4 g + (t ^ 1) share the
 // group of columns 4 (t / 2) .. + 3, the even one drawing for row g, the odd one for row g + 8.
 ELECTRA_HD constexpr Coord keep_draw(int lane) {
   return {lane / 4 + 8 * (lane % 2), 4 * (lane % 4 / 2)};
@@ -205,7 +211,7 @@ ELECTRA_HD constexpr Coord keep_draw(int lane) {
 ELECTRA_HD constexpr KeySource keep_source(int lane, int e) {
   return {lane / 4 * 4 + (lane % 4 / 2) * 2 + e / 2, 2 * (lane % 2) + e % 2};
 }
-// Rows = keys, columns = queries (dK, dV pass, which computes S^T): lane l draws keys
+// Rows = keys, columns = queries (dK, dV role, which computes S^T): lane l draws keys
 // 4 (l / 8) .. + 3 of query column l % 8.
 ELECTRA_HD constexpr Coord keep_draw_t(int lane) {
   return {4 * (lane / 8), lane % 8};
@@ -217,11 +223,12 @@ ELECTRA_HD constexpr KeySource keep_source_t(int lane, int e) {
 
 }  // namespace flash_layout
 
-// The flash kernels, by what one block computes.
-enum class FlashKernel {
+// What one block of a flash kernel computes. The forward is one kind of block; the backward is one
+// launch whose grid holds both of its kinds (flash_backward_grid).
+enum class FlashBlock {
   kForward,       // out and L of one query tile
-  kBackwardDkDv,  // dK and dV of one key tile
-  kBackwardDq,    // D and dQ of one query tile
+  kBackwardDkDv,  // dK and dV of one key tile (with D of every query tile it visits)
+  kBackwardDq,    // dQ of one query tile (with D of its rows)
 };
 
 // The tile width (32, 64 or 128 columns) that holds head dim d <= 128.
@@ -243,26 +250,27 @@ decltype(auto) with_tile_width(int64_t d, F&& f) {
   }
 }
 
-// The tiles of `kernel` for activations of `dtype` and head dim d <= 128: one block computes
-// `block_rows` rows of its output (queries, or keys for dK, dV), looping over the other axis in
-// steps of `loop_rows`; the launcher's grid is ceil(T / block_rows) x (B * heads). Rows past T in
-// the last tile of either kind are loaded as zeros and never written.
+// The tiles of a block of kind `block` for activations of `dtype` and head dim d <= 128: one block
+// computes `block_rows` rows of its output (queries, or keys for dK, dV), looping over the other
+// axis in steps of `loop_rows`: ceil(T / block_rows) blocks of the kind per head
+// (kernels/attention_flash_common.cuh, flash_forward_grid and flash_backward_grid). Rows past T
+// in the last tile of either axis are loaded as zeros and never written.
 struct FlashTiles {
   int block_rows, loop_rows;
 };
-inline FlashTiles flash_tiles(FlashKernel kernel, DType dtype, int64_t d) {
+inline FlashTiles flash_tiles(FlashBlock block, DType dtype, int64_t d) {
   ELECTRA_CHECK(dtype == DType::F32 || dtype == DType::BF16,
                 "flash_tiles: activations are f32 or bf16, got ", dtype_name(dtype));
   ELECTRA_CHECK(d >= 1 && d <= 128, "flash_tiles: head dim ", d, " not in [1, 128]");
   if (dtype == DType::F32) return {flash_layout::kF32Tile, flash_layout::kF32Tile};
   auto pick = [&](auto width) -> FlashTiles {
     constexpr int kD = decltype(width)::value;
-    switch (kernel) {
-      case FlashKernel::kForward:
+    switch (block) {
+      case FlashBlock::kForward:
         return {flash_layout::MmaForward<kD>::kBr, flash_layout::MmaForward<kD>::kBc};
-      case FlashKernel::kBackwardDkDv:
+      case FlashBlock::kBackwardDkDv:
         return {flash_layout::MmaDkDv<kD>::kBc, flash_layout::MmaDkDv<kD>::kBr};
-      case FlashKernel::kBackwardDq:
+      case FlashBlock::kBackwardDq:
         return {flash_layout::MmaDq<kD>::kBr, flash_layout::MmaDq<kD>::kBc};
     }
     return {};
@@ -270,26 +278,34 @@ inline FlashTiles flash_tiles(FlashKernel kernel, DType dtype, int64_t d) {
   return with_tile_width(d, pick);
 }
 
-// Dynamic shared memory in bytes of `kernel` for activations of `dtype` (F32 or BF16) and head
-// dim d <= 128: the amount the launcher requests.
-inline size_t flash_shared_bytes(FlashKernel kernel, DType dtype, int64_t d) {
+// Dynamic shared memory in bytes of a block of kind `block` for activations of `dtype` (F32 or
+// BF16) and head dim d <= 128: its layout's size.
+inline size_t flash_shared_bytes(FlashBlock block, DType dtype, int64_t d) {
   ELECTRA_CHECK(dtype == DType::F32 || dtype == DType::BF16,
                 "flash_shared_bytes: activations are f32 or bf16, got ", dtype_name(dtype));
   ELECTRA_CHECK(d >= 1 && d <= 128, "flash_shared_bytes: head dim ", d, " not in [1, 128]");
   auto pick = [&](auto width) -> size_t {
     constexpr int kD = decltype(width)::value;
     const bool f32 = dtype == DType::F32;
-    switch (kernel) {
-      case FlashKernel::kForward:
+    switch (block) {
+      case FlashBlock::kForward:
         return f32 ? flash_layout::F32Forward<kD>::kBytes : flash_layout::MmaForward<kD>::kBytes;
-      case FlashKernel::kBackwardDkDv:
+      case FlashBlock::kBackwardDkDv:
         return f32 ? flash_layout::F32Backward<kD, 2>::kBytes : flash_layout::MmaDkDv<kD>::kBytes;
-      case FlashKernel::kBackwardDq:
+      case FlashBlock::kBackwardDq:
         return f32 ? flash_layout::F32Backward<kD, 1>::kBytes : flash_layout::MmaDq<kD>::kBytes;
     }
     return 0;
   };
   return with_tile_width(d, pick);
+}
+
+// What a flash launch requests: the forward its block's bytes; the backward, whose one grid holds
+// both kinds of block, the larger of the two layouts (each block uses its own from offset 0).
+inline size_t flash_launch_bytes(bool backward, DType dtype, int64_t d) {
+  if (!backward) return flash_shared_bytes(FlashBlock::kForward, dtype, d);
+  return std::max(flash_shared_bytes(FlashBlock::kBackwardDkDv, dtype, d),
+                  flash_shared_bytes(FlashBlock::kBackwardDq, dtype, d));
 }
 
 }  // namespace electra

@@ -166,8 +166,8 @@ struct Setup {
 // One case of `impl` at `shape`. The saved state and the scratch on each side (attention.h):
 // "probs" [B, heads, T, T] (version 1's and the CPU's P: compared for version 1, a workspace of
 // flash cases where only the benchmark's version-1 baseline uses it on the GPU), "scratch"
-// [B, heads, T, T] (f32 on the GPU, the CPU's in qkv's dtype; flash's [B, heads, T] is its
-// prefix) and, for flash, its L "lse" [B, heads, T].
+// [B, heads, T, T] (f32 on the GPU, the CPU's in qkv's dtype; flash's [B, heads, T], which flash
+// leaves untouched, is its prefix) and, for flash, its L "lse" [B, heads, T].
 OpCase attention(const Shape& shape, Setup s, unsigned modes) {
   const int64_t b = shape.b, t = shape.t, h = shape.h, heads = shape.heads;
   const bool flash = s.impl == AttentionImpl::kFlash;
@@ -274,12 +274,12 @@ OpCase bench(const std::string& model, int64_t h, int64_t heads, int64_t t, floa
   c.bench_flops = [](const Args& a, bool backward) {
     return detail::attention_flops(a["qkv"], backward);
   };
-  // Flash's traffic: qkv and out forward, qkv, dout, out and dqkv backward, plus the rows' L
-  // (and D backward) in f32; bench/attention_sdpa_baseline.py counts the same.
+  // Flash's traffic: qkv and out forward, qkv, dout, out and dqkv backward, plus the rows' L in
+  // f32 (D never leaves the backward's blocks); bench/attention_sdpa_baseline.py counts the same.
   c.bench_bytes = [=](DType dtype, bool backward) {
     const double qkv = 3.0 * b * t * h * dtype_size(dtype), out = qkv / 3,
                  rows = 4.0 * b * heads * t;
-    return backward ? 2 * qkv + 2 * out + 3 * rows : qkv + out + rows;
+    return backward ? 2 * qkv + 2 * out + rows : qkv + out + rows;
   };
   return c;
 }

@@ -29,15 +29,15 @@ size_t blocks_per_sm(size_t bytes, const SmLimits& sm) {
 
 }  // namespace
 
-TEST_CASE("every flash kernel fits the per-block shared memory of sm_80 and sm_90",
+TEST_CASE("every flash block fits the per-block shared memory of sm_80 and sm_90",
           "[attention][flash]") {
-  for (FlashKernel kernel :
-       {FlashKernel::kForward, FlashKernel::kBackwardDkDv, FlashKernel::kBackwardDq}) {
+  for (FlashBlock block :
+       {FlashBlock::kForward, FlashBlock::kBackwardDkDv, FlashBlock::kBackwardDq}) {
     for (DType dtype : {DType::F32, DType::BF16}) {
       for (int64_t d = 1; d <= 128; ++d) {
-        const size_t bytes = flash_shared_bytes(kernel, dtype, d);
-        INFO("kernel " << static_cast<int>(kernel) << ", " << dtype_name(dtype) << ", d = " << d
-                       << ": " << bytes << " bytes");
+        const size_t bytes = flash_shared_bytes(block, dtype, d);
+        INFO("block " << static_cast<int>(block) << ", " << dtype_name(dtype) << ", d = " << d
+                      << ": " << bytes << " bytes");
         CHECK(bytes > 0);
         CHECK(bytes % 4 == 0);
         for (const SmLimits& sm : {kSm80, kSm90}) {
@@ -46,7 +46,28 @@ TEST_CASE("every flash kernel fits the per-block shared memory of sm_80 and sm_9
           CHECK(blocks_per_sm(bytes, sm) >= 1);
         }
         // One layout per tile width: every d of a width requests the same bytes.
-        CHECK(bytes == flash_shared_bytes(kernel, dtype, flash_tile_width(d)));
+        CHECK(bytes == flash_shared_bytes(block, dtype, flash_tile_width(d)));
+      }
+    }
+  }
+}
+
+TEST_CASE("a flash launch requests what its largest kind of block uses", "[attention][flash]") {
+  for (DType dtype : {DType::F32, DType::BF16}) {
+    for (int64_t d = 1; d <= 128; ++d) {
+      INFO(dtype_name(dtype) << ", d = " << d);
+      CHECK(flash_launch_bytes(false, dtype, d) ==
+            flash_shared_bytes(FlashBlock::kForward, dtype, d));
+      // The backward's one grid holds both roles; each lays its tiles out from offset 0.
+      const size_t backward = flash_launch_bytes(true, dtype, d);
+      const size_t dkdv = flash_shared_bytes(FlashBlock::kBackwardDkDv, dtype, d);
+      const size_t dq = flash_shared_bytes(FlashBlock::kBackwardDq, dtype, d);
+      CHECK(backward >= dkdv);
+      CHECK(backward >= dq);
+      CHECK((backward == dkdv || backward == dq));
+      for (const SmLimits& sm : {kSm80, kSm90}) {
+        INFO(sm.name);
+        CHECK(backward <= sm.per_block);
       }
     }
   }
@@ -54,32 +75,35 @@ TEST_CASE("every flash kernel fits the per-block shared memory of sm_80 and sm_9
 
 TEST_CASE("bf16 flash shared memory at d = 64: operand tiles only, 3 or more blocks per SM",
           "[attention][flash]") {
-  // Rows of 64 + 8 bf16 = 144 bytes; a 64-row tile is 9216 bytes (a multiple of 128, so no
-  // alignment padding). Forward: Q + 2 K + 2 V buffers; dQ: Q, dout + 2 K + 2 V; dK, dV: K, V +
-  // 2 x (Q, dout) + 2 x (L, D) of 64 floats (2 x 512 bytes).
-  const size_t fwd = flash_shared_bytes(FlashKernel::kForward, DType::BF16, 64);
-  const size_t dq = flash_shared_bytes(FlashKernel::kBackwardDq, DType::BF16, 64);
-  const size_t dkdv = flash_shared_bytes(FlashKernel::kBackwardDkDv, DType::BF16, 64);
+  // Rows of 64 + 8 bf16 = 144 bytes; a 64-row tile is 9216 bytes, a 32-row one 4608 (multiples
+  // of 128, so no alignment padding). Forward: Q + 2 K + 2 V buffers; dQ role: Q, dout + 2 K +
+  // 2 V; dK, dV role: K, V of 64 keys + 2 x (Q, dout) of 32 queries + their out tile, 2 x L of 32
+  // floats (2 x 128 bytes) and D of 32 floats (128 bytes).
+  const size_t fwd = flash_shared_bytes(FlashBlock::kForward, DType::BF16, 64);
+  const size_t dq = flash_shared_bytes(FlashBlock::kBackwardDq, DType::BF16, 64);
+  const size_t dkdv = flash_shared_bytes(FlashBlock::kBackwardDkDv, DType::BF16, 64);
+  const size_t backward = flash_launch_bytes(true, DType::BF16, 64);
   CHECK(fwd == 5 * 9216);
   CHECK(dq == 6 * 9216);
-  CHECK(dkdv == 6 * 9216 + 2 * 512);
+  CHECK(dkdv == 2 * 9216 + 5 * 4608 + 2 * 128 + 128);
+  CHECK(backward == dq);  // the merged kernel requests no more than the dQ pass did alone
   // Registers, not shared memory, bound these kernels' occupancy: a block is 128 threads of up to
   // 255 registers (-Xptxas -v, docs/KERNELS.md), 2 blocks per 64K-register SM (3 for the forward
   // at 141 / 156 registers on sm_80 / sm_90). Shared memory must not bind tighter:
   CHECK(blocks_per_sm(fwd, kSm80) >= 3);
-  for (size_t bytes : {fwd, dq, dkdv}) {
+  for (size_t bytes : {fwd, backward}) {
     CHECK(blocks_per_sm(bytes, kSm80) >= 2);
     CHECK(blocks_per_sm(bytes, kSm90) >= 4);
   }
 }
 
 TEST_CASE("flash tiles: one block per tile of rows, the last one partial", "[attention][flash]") {
-  for (FlashKernel kernel :
-       {FlashKernel::kForward, FlashKernel::kBackwardDkDv, FlashKernel::kBackwardDq}) {
+  for (FlashBlock block :
+       {FlashBlock::kForward, FlashBlock::kBackwardDkDv, FlashBlock::kBackwardDq}) {
     for (DType dtype : {DType::F32, DType::BF16}) {
       for (int64_t d : {16, 20, 24, 32, 64, 100, 128}) {
-        const FlashTiles tiles = flash_tiles(kernel, dtype, d);
-        INFO("kernel " << static_cast<int>(kernel) << ", " << dtype_name(dtype) << ", d = " << d);
+        const FlashTiles tiles = flash_tiles(block, dtype, d);
+        INFO("block " << static_cast<int>(block) << ", " << dtype_name(dtype) << ", d = " << d);
         if (dtype == DType::BF16) {
           // 4 warps of 16 rows own the block's rows; the loop's rows are whole mma k or n steps.
           CHECK(tiles.block_rows == flash_layout::kMmaRows);
@@ -97,8 +121,10 @@ TEST_CASE("flash tiles: one block per tile of rows, the last one partial", "[att
       }
     }
   }
-  CHECK(flash_tiles(FlashKernel::kBackwardDkDv, DType::BF16, 128).loop_rows == 16);
-  CHECK(flash_tiles(FlashKernel::kForward, DType::F32, 128).block_rows == 32);
+  CHECK(flash_tiles(FlashBlock::kBackwardDkDv, DType::BF16, 32).loop_rows == 64);
+  CHECK(flash_tiles(FlashBlock::kBackwardDkDv, DType::BF16, 64).loop_rows == 32);
+  CHECK(flash_tiles(FlashBlock::kBackwardDkDv, DType::BF16, 128).loop_rows == 16);
+  CHECK(flash_tiles(FlashBlock::kForward, DType::F32, 128).block_rows == 32);
 }
 
 namespace {
@@ -248,7 +274,7 @@ TEST_CASE("dropout bits: each group of 4 keys drawn once, each element gets its 
     CHECK(flash_layout::keep_source(lane, 0).lane == flash_layout::keep_source(lane, 1).lane);
     CHECK(flash_layout::keep_source(lane, 2).lane == flash_layout::keep_source(lane, 3).lane);
   }
-  // Rows = keys, columns = queries (the dK, dV pass): a group is 4 consecutive rows of a column.
+  // Rows = keys, columns = queries (the dK, dV role): a group is 4 consecutive rows of a column.
   std::vector<Coord> drawn_t;
   for (int lane = 0; lane < kLanes; ++lane) {
     const Coord g = flash_layout::keep_draw_t(lane);
@@ -269,13 +295,13 @@ TEST_CASE("dropout bits: each group of 4 keys drawn once, each element gets its 
 
 TEST_CASE("flash_shared_bytes and flash_tiles refuse other dtypes and head dims",
           "[attention][flash]") {
-  CHECK_THROWS_WITH(flash_shared_bytes(FlashKernel::kForward, DType::F64, 64),
+  CHECK_THROWS_WITH(flash_shared_bytes(FlashBlock::kForward, DType::F64, 64),
                     Catch::Contains("f32 or bf16"));
-  CHECK_THROWS_WITH(flash_shared_bytes(FlashKernel::kForward, DType::BF16, 129),
+  CHECK_THROWS_WITH(flash_shared_bytes(FlashBlock::kForward, DType::BF16, 129),
                     Catch::Contains("head dim 129"));
-  CHECK_THROWS(flash_shared_bytes(FlashKernel::kForward, DType::BF16, 0));
-  CHECK_THROWS_WITH(flash_tiles(FlashKernel::kForward, DType::F64, 64),
+  CHECK_THROWS(flash_shared_bytes(FlashBlock::kForward, DType::BF16, 0));
+  CHECK_THROWS_WITH(flash_tiles(FlashBlock::kForward, DType::F64, 64),
                     Catch::Contains("f32 or bf16"));
-  CHECK_THROWS_WITH(flash_tiles(FlashKernel::kForward, DType::BF16, 129),
+  CHECK_THROWS_WITH(flash_tiles(FlashBlock::kForward, DType::BF16, 129),
                     Catch::Contains("head dim 129"));
 }
