@@ -57,7 +57,7 @@ TEST_CASE("an ELECTRA-Small update (seq 128, batch 128) launches 553 times", "[l
   std::printf("ELECTRA-Small update, seq 128, batch 128 (counted in %.3f s):\n%s", watch.seconds(),
               counter.table().c_str());
 
-  // Per encoder layer, generator and discriminator alike (models/encoder.cpp, self_attention.cpp,
+  // Per encoder layer of the discriminator (models/encoder.cpp, self_attention.cpp,
   // feed_forward.cpp, layer_norm.cpp), every linear's bias fused into cuBLASLt's epilogue:
   //   forward   4 GEMMs (QKV, attention output, FFN in, FFN out), flash attention 1, bias-GELU 1,
   //             2 residual LayerNorms 1 each                          = 4 kernels, 4 library calls
@@ -67,9 +67,11 @@ TEST_CASE("an ELECTRA-Small update (seq 128, batch 128) launches 553 times", "[l
   // (A bias gradient, bias-GELU and LayerNorm backward each add their column sums in the launch
   // that writes the partials: kernels/column_sum.cuh.)
   // 22 per layer, 12 layers: 120 kernels and 144 library calls per encoder.
-  // The generator's layers (H = 64, F = 256: kernels/ffn_forward.h) run the FFN block's forward
-  // (FFN in GEMM, bias-GELU, FFN out GEMM, residual LayerNorm) as one kernel: 3 kernels and 2
-  // library calls forward, 19 per layer, 108 kernels and 120 library calls per encoder.
+  // The generator's layers are the same but for the FFN block's forward (FFN in GEMM, bias-GELU,
+  // FFN out GEMM, residual LayerNorm), one kernel at its width (H = 64, F = 256:
+  // kernels/ffn_forward.h): forward 2 GEMMs, flash attention 1, the attention's residual
+  // LayerNorm 1, the FFN block 1 = 3 kernels, 2 library calls; 19 per layer, 12 layers: 108
+  // kernels and 120 library calls.
   // Generator MLM head (models/mlm_head.cpp): forward gather, dense GEMM, bias-GELU, LayerNorm,
   // vocabulary GEMM = 3 + 2; backward 2 vocabulary GEMMs, bias gradient 1, LayerNorm 1,
   // bias-GELU 1, 2 dense GEMMs, scatter 1 = 4 + 4; and the memset of the encoder's output gradient.
