@@ -8,20 +8,21 @@
 //   sum = dropout(o) + x,  y = LayerNorm(sum)  (kernels/layernorm.h residual_layernorm_forward:
 //                                               saves sum, mean, rstd)
 //
-// The CPU reference is exactly those four ops in that order (matmul, BiasGeluForward,
-// linear_forward, ResidualLayerNormForward), so its bits are those of the unfused CPU path; it
-// writes o into `sublayer`. The GPU kernel (kernels/ffn_forward.cu) does all of it in one launch
-// and keeps o in registers: `sublayer` is the CPU's scratch and the GPU leaves it untouched. The
-// GPU rounds to bf16 where the unfused GPU path stores a tensor (pre, act, o, sum, y), so it
-// differs from that path only by the order of the GEMMs' f32 sums and of the LayerNorm's row sums.
+// The CPU reference is exactly those four ops in that order (ffn_forward_unfused: matmul,
+// BiasGeluForward, linear_forward, ResidualLayerNormForward), so its bits are those of the unfused
+// CPU path; it writes o into `sublayer`. The GPU kernel (kernels/ffn_forward.cu) does all of it in
+// one launch and keeps o in registers: `sublayer` is the CPU's scratch and the GPU leaves it
+// untouched. The GPU rounds to bf16 where the unfused GPU path stores a tensor (pre, act, o, sum,
+// y), so it differs from that path only by the order of the GEMMs' f32 sums and of the LayerNorm's
+// row sums.
 //
 // Shapes: x, sublayer, sum, y [N, H]; w1 [F, H], b1 [F]; w2 [H, F], b2 [H]; pre, act [N, F];
 // gamma, beta [H]; mean, rstd [N]. Only ffn_forward_supported(H, F) shapes are accepted, on the
 // CPU too (so a CPU run and its launch count take the path a GPU would take).
 // Dtypes: CPU all f32 or all f64; GPU bf16 only: x, w1, w2, b2 (the compute views of a bf16 run:
 // cuBLASLt's bias epilogue reads a bias of the output's type), pre, act, sum, y in bf16; b1,
-// gamma, beta, mean, rstd in f32. x, w1 and w2 16-byte aligned (the parameter store aligns every
-// weight to 64 elements).
+// gamma, beta, mean, rstd in f32. x, w1 and w2 16-byte aligned (cp.async; the parameter store
+// aligns every weight to 64 elements), pre, act, sum and y 4-byte aligned (bf16 pairs).
 #pragma once
 
 #include "kernels/dispatch.h"
