@@ -56,16 +56,22 @@ ResidualLayerNorm::ResidualLayerNorm(ModelBuilder& builder, const std::string& p
 
 void ResidualLayerNorm::forward(Context& ctx, const DropoutSite& site, const Tensor& x,
                                 const Tensor& residual, const Tensor& y) const {
-  run_op(ctx, ResidualLayerNormForward{.x = as_rows(x, width_),
-                                       .residual = as_rows(residual, width_),
-                                       .site = site,
-                                       .gamma = gamma_.value,
-                                       .beta = beta_.value,
-                                       .eps = eps_,
-                                       .sum = Out(sum_),
-                                       .y = Out(as_rows(y, width_)),
-                                       .mean = Out(mean_),
-                                       .rstd = Out(rstd_)});
+  run_op(ctx, forward_op(site, x, residual, y));
+}
+
+ResidualLayerNormForward ResidualLayerNorm::forward_op(const DropoutSite& site, const Tensor& x,
+                                                       const Tensor& residual,
+                                                       const Tensor& y) const {
+  return ResidualLayerNormForward{.x = as_rows(x, width_),
+                                  .residual = as_rows(residual, width_),
+                                  .site = site,
+                                  .gamma = gamma_.value,
+                                  .beta = beta_.value,
+                                  .eps = eps_,
+                                  .sum = Out(sum_),
+                                  .y = Out(as_rows(y, width_)),
+                                  .mean = Out(mean_),
+                                  .rstd = Out(rstd_)};
 }
 
 void ResidualLayerNorm::backward(Context& ctx, const DropoutSite& site, const Tensor& dy,

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "kernels/dropout.h"
+#include "kernels/layernorm.h"
 #include "models/model_builder.h"
 
 namespace electra {
@@ -49,6 +50,10 @@ class ResidualLayerNorm {
   // x, residual, y: `rows` x `width` elements each.
   void forward(Context& ctx, const DropoutSite& site, const Tensor& x, const Tensor& residual,
                const Tensor& y) const;
+  // The op forward() runs, with the tensors it saves: for a caller that fuses the block into a
+  // larger op (FeedForward: kernels/ffn_forward.h), which must save the same tensors.
+  ResidualLayerNormForward forward_op(const DropoutSite& site, const Tensor& x,
+                                      const Tensor& residual, const Tensor& y) const;
   // dx and dresidual written (the gradients of x and of the residual); dgamma, dbeta accumulated;
   // and, when set, dbias += colsum(dx): the bias gradient of the linear whose output x is, added
   // in the same launch (so that linear's backward skips its BiasGrad: Linear::backward_no_bias).

@@ -6,6 +6,10 @@
 
 #include <cmath>
 #include <cstdint>
+#include <functional>
+#include <sstream>
+#include <string>
+#include <vector>
 
 namespace electra::test {
 
@@ -50,6 +54,27 @@ inline double bf16_gelu_bound(double pre) {
   const double phi2 = 1.0 + std::erf(pre / std::sqrt(2.0));
   const double delta = kF32Roundoff * (2.0 + 5.0 / phi2);
   return std::abs(gelu_exact(pre)) * (kBf16Roundoff * (1.0 + delta) + delta);
+}
+
+// max_i |got_i - want_i| / bound_i as a failure message; empty when every element is within its
+// bound (a NaN fails).
+inline std::string over_bound(const std::vector<double>& got, const std::vector<double>& want,
+                              const std::function<double(size_t)>& bound) {
+  double worst = 0;
+  size_t at = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    const double ratio = std::abs(got[i] - want[i]) / bound(i);
+    if (!(ratio <= worst)) {
+      worst = ratio;
+      at = i;
+      if (std::isnan(ratio)) break;  // a later ratio must not replace it
+    }
+  }
+  if (worst <= 1) return {};
+  std::ostringstream why;
+  why << "element " << at << " is " << got[at] << ", want " << want[at] << " within " << bound(at)
+      << " (error / bound " << worst << ")";
+  return why.str();
 }
 
 }  // namespace electra::test

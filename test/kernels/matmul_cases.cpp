@@ -103,27 +103,6 @@ OpCase gemm(const GemmShape& g, unsigned modes) {
   };
 }
 
-// max_i |got_i - want_i| / bound_i as a failure message; empty when every element is within its
-// bound (a NaN fails).
-std::string over_bound(const std::vector<double>& got, const std::vector<double>& want,
-                       const std::function<double(size_t)>& bound) {
-  double worst = 0;
-  size_t at = 0;
-  for (size_t i = 0; i < want.size(); ++i) {
-    const double ratio = std::abs(got[i] - want[i]) / bound(i);
-    if (!(ratio <= worst)) {
-      worst = ratio;
-      at = i;
-      if (std::isnan(ratio)) break;  // a later ratio must not replace it
-    }
-  }
-  if (worst <= 1) return {};
-  std::ostringstream why;
-  why << "element " << at << " is " << got[at] << ", want " << want[at] << " within " << bound(at)
-      << " (error / bound " << worst << ")";
-  return why.str();
-}
-
 // A check of each element against the reference within bound(want, i).
 TensorSpec::Check within(std::function<double(const std::vector<double>& want, size_t i)> bound) {
   return [bound](const std::vector<double>& got, const std::vector<double>& want, double) {
