@@ -19,11 +19,11 @@
 //     optimizer graph stays valid (the kernels read the table in device memory).
 //   - The update counter and the learning-rate table (schedule.at(t) for t = 0..total_steps,
 //     computed once at construction) live in device memory (a separate "schedule" arena).
-//     step(ctx) performs the update the counter names: advance_schedule writes lr and the Adam
-//     step count into the device hyper tensor and advances the counter, then the global gradient
-//     norm, clipping to max_grad_norm (<= 0: no clipping) and the update of the parameters in
-//     place; when the norm is not finite the kernels skip the update (parameters and moments
-//     untouched). No host value and no transfer: an update can be replayed from a CUDA graph.
+//     step(ctx) performs the update the counter names: grad_norm computes the global gradient
+//     norm and, in the same launch, writes lr and the Adam step count into the device hyper
+//     tensor and advances the counter; then clipping to max_grad_norm (<= 0: no clipping) and the
+//     update of the parameters in place; when the norm is not finite the kernels skip the update
+//     (parameters and moments untouched). No host value and no transfer: an update can be replayed from a CUDA graph.
 //     set_step(ctx, t) uploads the counter (start, resume). It does not zero the gradients (the
 //     caller does).
 //   - The update itself is documented in kernels/weight_update.h:

@@ -11,7 +11,11 @@ DeviceMetrics::DeviceMetrics(Context& ctx) : arena_("metrics", ctx.device(), Are
 }
 
 void DeviceMetrics::restart(Context& ctx) {
-  zero_tensor(ctx.stream(), values_.rows(0, kMetricNonFinite));
+  zero_tensor(ctx.stream(), window());
+}
+
+Tensor DeviceMetrics::window() const {
+  return values_.rows(0, kMetricNonFinite);
 }
 
 void DeviceMetrics::record_grad_norm(Context& ctx, const Tensor& norm) {

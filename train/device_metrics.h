@@ -27,6 +27,9 @@ class DeviceMetrics {
   // Starts a new window of the averaged rows [0, kMetricNonFinite) (zeroes them on the device);
   // the non-finite count runs on until it is read.
   void restart(Context& ctx);
+  // Those rows, for a kernel that zeroes them itself (the trainer's next_micro_step at an
+  // update's first micro-batch: restart() without a launch of its own).
+  Tensor window() const;
   // An update's gradient norm (f32 [1], Optimizer::norm() after its step) into the accumulator
   // (and the non-finite count).
   void record_grad_norm(Context& ctx, const Tensor& norm);

@@ -110,7 +110,8 @@ TEST_CASE("grad_norm equals the direct sum over the segments", "[weight_update]"
                        .table = table,
                        .workspace = Out(Tensor{}),
                        .norm = Out(test::view(norm)),
-                       .segment_norms = Out(test::view(seg_norms))});
+                       .segment_norms = Out(test::view(seg_norms)),
+                       .schedule = no_schedule()});
   double total = 0;
   for (size_t s = 0; s < kSegments.size(); ++s) {
     double sq = 0;
@@ -121,6 +122,46 @@ TEST_CASE("grad_norm equals the direct sum over the segments", "[weight_update]"
     CHECK(seg_norms[s] == Approx(std::sqrt(sq)).epsilon(1e-6));
   }
   CHECK(norm[0] == Approx(std::sqrt(total)).epsilon(1e-6));
+}
+
+TEST_CASE("grad_norm advances the schedule: lr from the table, clamped at its end",
+          "[weight_update]") {
+  Context ctx = Context::cpu();
+  Arena arena("table", Device::CPU, segment_table_bytes(kSegments));
+  const SegmentTable table = make_segment_table(ctx, arena, kSegments, kParams);
+  std::vector<float> g(kParams, 0.5f), norm(1);
+  std::vector<float> lr_table = {1.0f, 0.25f, 0.125f};
+  std::vector<int32_t> counter = {1};
+  const std::array<float, kNumHyper> start = OptimHyperValues{}.packed();
+  std::vector<float> hyper(start.begin(), start.end());
+  // Counter 1, 2, 3: lr = table[1], table[2], then table[2] again (past the end); step t + 1.
+  for (const auto& [lr, step] : {std::pair{0.25f, 2.0f}, {0.125f, 3.0f}, {0.125f, 4.0f}}) {
+    run_op(ctx, GradNorm{.grads = test::view(g),
+                         .table = table,
+                         .workspace = Out(Tensor{}),
+                         .norm = Out(test::view(norm)),
+                         .segment_norms = Out(Tensor{}),
+                         .schedule = {.lr_table = test::view(lr_table),
+                                      .counter = Out(test::view(counter)),
+                                      .hyper = Out(test::view(hyper))}});
+    CHECK(hyper[kHyperLr] == lr);
+    CHECK(hyper[kHyperStep] == step);
+    for (int k = kHyperBeta1; k < kNumHyper; ++k) CHECK(hyper[k] == start[k]);  // untouched
+  }
+  CHECK(counter[0] == 4);
+  int64_t counted = 0;
+  for (const ParamSegment& s : kSegments) counted += s.size;
+  CHECK(norm[0] == Approx(0.5 * std::sqrt(static_cast<double>(counted))).epsilon(1e-6));
+  // A partial schedule is refused.
+  CHECK_THROWS_AS(run_op(ctx, GradNorm{.grads = test::view(g),
+                                       .table = table,
+                                       .workspace = Out(Tensor{}),
+                                       .norm = Out(test::view(norm)),
+                                       .segment_norms = Out(Tensor{}),
+                                       .schedule = {.lr_table = test::view(lr_table),
+                                                    .counter = Out(Tensor{}),
+                                                    .hyper = Out(Tensor{})}}),
+                  Error);
 }
 
 TEST_CASE("adamw first step on one element by hand", "[weight_update]") {
@@ -204,7 +245,8 @@ TEST_CASE("adamw and lamb two steps match the f64 reference", "[weight_update]")
                                .table = table,
                                .workspace = Out(Tensor{}),
                                .norm = Out(test::view(norm)),
-                               .segment_norms = Out(Tensor{})});
+                               .segment_norms = Out(Tensor{}),
+                               .schedule = no_schedule()});
           REQUIRE(norm[0] > 1.0f);  // so that max_norm = 1 clips
           OptimHyperValues h;
           h.lr = 0.05f;
