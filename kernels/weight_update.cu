@@ -72,21 +72,26 @@ __device__ double reduce_segments(const int32_t* segments, int num_segments, con
   return total;
 }
 
-// The schedule grad_norm advances (lr_table == nullptr: none).
+// The schedule grad_norm advances (lr_table == nullptr: none) and where it records the norm
+// (acc == nullptr: nowhere).
 struct Schedule {
   const float* lr_table;
   int64_t entries;
   int32_t* counter;
   float* hyper;
 };
+struct Record {
+  double* acc;
+  int row, non_finite;
+};
 
 // Block b < num_blocks sums its chunk's squares into partials[b]; the last block to finish (of
-// max(num_blocks, 1): without blocks one block writes the norm 0) adds them per segment and
-// advances the schedule.
+// max(num_blocks, 1): without blocks one block writes the norm 0) adds them per segment, records
+// the norm and advances the schedule.
 __global__ void __launch_bounds__(kThreads)
     grad_norm_kernel(const float* x, const int32_t* segments, int num_segments,
                      const int32_t* blocks, int64_t num_blocks, float* partials, uint32_t* ticket,
-                     float* norm, float* segment_norms, Schedule schedule) {
+                     float* norm, float* segment_norms, Schedule schedule, Record record) {
   __shared__ float scratch[kWarpSize];
   if (blockIdx.x < num_blocks) {
     const Chunk c = chunk_of_block(segments, blocks);
@@ -101,7 +106,9 @@ __global__ void __launch_bounds__(kThreads)
         if (segment_norms != nullptr) segment_norms[s] = static_cast<float>(sqrt(sum));
       });
   if (threadIdx.x != 0) return;
-  norm[0] = static_cast<float>(sqrt(total));
+  const float n = static_cast<float>(sqrt(total));
+  norm[0] = n;
+  if (record.acc != nullptr) record_norm(record.acc, record.row, record.non_finite, n);
   if (schedule.lr_table != nullptr) {
     advance_schedule(schedule.lr_table, schedule.entries, schedule.counter, schedule.hyper);
   }
@@ -196,13 +203,15 @@ void GradNorm::cuda(Context& ctx) const {
                          schedule.lr_table.numel(),
                          advance ? schedule.counter.ptr<int32_t>() : nullptr,
                          advance ? schedule.hyper.ptr<float>() : nullptr};
+  const cuda::Record r{record.acc.data != nullptr ? record.acc.ptr<double>() : nullptr, record.row,
+                       record.non_finite};
   // The context's first ticket counter (engine/ticket_counters.h), zero again after the launch.
   cuda::
       grad_norm_kernel<<<std::max<int64_t>(table.num_blocks, 1), cuda::kThreads, 0, ctx.stream()>>>(
           grads.ptr<float>(), table.segments.ptr<int32_t>(), static_cast<int>(table.num_segments),
           table.blocks.ptr<int32_t>(), table.num_blocks, workspace.ptr<float>(),
           ticket_counters(ctx), norm.ptr<float>(),
-          segment_norms.data != nullptr ? segment_norms.ptr<float>() : nullptr, s);
+          segment_norms.data != nullptr ? segment_norms.ptr<float>() : nullptr, s, r);
   ELECTRA_CUDA_CHECK_LAUNCH();
 }
 

@@ -14,7 +14,9 @@
 //   hyper[kHyperLr] = lr_table[min(counter, S - 1)],  hyper[kHyperStep] = counter + 1,
 //   counter += 1                       (lr_table f32 [S], counter i32 [1])
 // grad_norm does it (when given the schedule) after the norm, in the same launch: the optimizer
-// step is grad_norm, then adam_step, which reads lr and step.
+// step is grad_norm, then adam_step, which reads lr and step. grad_norm may also record the norm
+// into a metrics accumulator (kernels/train_metrics.h; rows the caller's):
+//   acc[row] = norm (stored, not added),   acc[non_finite] += 1 when norm is not finite
 //
 // grad_norm (deterministic two-pass reduction, one launch):
 //   segment_norm[s] = sqrt(sum_{i in s} g_i^2),   norm = sqrt(sum_s segment_norm[s]^2)
@@ -54,6 +56,7 @@
 
 #include "engine/arena.h"
 #include "kernels/dispatch.h"
+#include "kernels/train_metrics.h"
 
 namespace electra {
 
@@ -203,15 +206,36 @@ ELECTRA_HD void advance_schedule(const float* lr_table, int64_t entries, int32_t
   *counter = t + 1;
 }
 
+// Where grad_norm records the norm (the top of this file): acc f64 holding rows `row` and
+// `non_finite` (kNoRow: not recorded); an unset acc: no record.
+struct NormRecord {
+  Out acc;
+  int row = kNoRow;
+  int non_finite = kNoRow;
+};
+
+inline NormRecord no_record() {
+  return {.acc = Out(Tensor{}), .row = kNoRow, .non_finite = kNoRow};
+}
+
+// The record (the top of this file), on either device. norm >= 0, so !(norm <= FLT_MAX) is true
+// exactly for Inf and NaN (as in adam_coeffs).
+ELECTRA_HD void record_norm(double* acc, int row, int non_finite, float norm) {
+  if (row >= 0) acc[row] = norm;
+  if (non_finite >= 0) acc[non_finite] += !(norm <= FLT_MAX) ? 1.0 : 0.0;
+}
+
 // norm: f32 [1]; segment_norms: f32 [S], or an unset Tensor{} (data == nullptr) to skip them.
 // workspace: f32 with grad_norm_workspace_size(table) values (CUDA only; the CPU ignores it).
-// schedule: advanced after the norm, or no_schedule().
+// schedule: advanced after the norm, or no_schedule(); record: where the norm is recorded, or
+// no_record().
 struct GradNorm {
   static constexpr const char* kName = "grad_norm";
   In grads;
   SegmentTable table;
   Out workspace, norm, segment_norms;
   ScheduleState schedule;
+  NormRecord record;
 
   void check(const Context& ctx) const {
     check_optimizer_args(kName, table, {&grads}, nullptr, norm);
@@ -228,9 +252,12 @@ struct GradNorm {
       check_tensor(schedule.counter, {1}, DType::I32, "grad_norm schedule counter");
       check_tensor(schedule.hyper, {kNumHyper}, DType::F32, "grad_norm schedule hyper");
     }
+    if (record.acc.data != nullptr) {
+      check_metrics_acc(record.acc, {record.row, record.non_finite}, "grad_norm record acc");
+    }
   }
   // The blocks' sums of squares, the last block to finish adding them (and advancing the
-  // schedule): one launch, also without blocks (the norm is then 0).
+  // schedule, recording the norm): one launch, also without blocks (the norm is then 0).
   Launches launches() const { return {.kernels = 1}; }
   void cpu(Context& ctx) const;
   void cuda(Context& ctx) const;

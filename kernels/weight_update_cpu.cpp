@@ -203,6 +203,9 @@ void GradNorm::cpu(Context& ctx) const {
     }
   }
   norm.ptr<float>()[0] = static_cast<float>(std::sqrt(total));
+  if (record.acc.data != nullptr) {
+    record_norm(record.acc.ptr<double>(), record.row, record.non_finite, norm.ptr<float>()[0]);
+  }
   if (schedule.lr_table.data != nullptr) {
     advance_schedule(schedule.lr_table.ptr<float>(), schedule.lr_table.numel(),
                      schedule.counter.ptr<int32_t>(), schedule.hyper.ptr<float>());

@@ -18,11 +18,8 @@ Tensor DeviceMetrics::window() const {
   return values_.rows(0, kMetricNonFinite);
 }
 
-void DeviceMetrics::record_grad_norm(Context& ctx, const Tensor& norm) {
-  run_op(ctx, RecordValue{.value = norm,
-                          .row = kMetricGradNorm,
-                          .non_finite = kMetricNonFinite,
-                          .acc = Out(values_)});
+NormRecord DeviceMetrics::grad_norm_record() const {
+  return {.acc = Out(values_), .row = kMetricGradNorm, .non_finite = kMetricNonFinite};
 }
 
 std::vector<double> DeviceMetrics::read(Context& ctx) {

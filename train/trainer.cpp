@@ -122,11 +122,8 @@ void Trainer::synchronise() {
 }
 
 void Trainer::step() {
-  // The update the optimizer's device counter names, then its gradient norm into the metrics.
-  auto body = [this] {
-    optimizer_.step(ctx_);
-    metrics_.record_grad_norm(ctx_, optimizer_.norm());
-  };
+  // The update the optimizer's device counter names, its gradient norm into the metrics.
+  auto body = [this] { optimizer_.step(ctx_, metrics_.grad_norm_record()); };
   if (!replaying()) {
     body();
     return;

@@ -4,10 +4,10 @@
 // chunks, tiny ones, gaps, an empty one; segment 0 frozen: lr_mult 0):
 //   grad_norm: the norm and the segment norms;
 //   adamw / lamb, with and without bias correction: two optimizer steps as the trainer runs them
-//     (grad_norm, then adam_step reading the norm from the device; clipping active), the
-//     gradients left as they were bit for bit;
+//     (grad_norm recording its norm into a metrics accumulator, then adam_step reading the norm
+//     from the device; clipping active), the gradients left as they were bit for bit;
 //   every segment frozen: parameters and moments keep their bits (weight decay on);
-//   a NaN or an Inf gradient: a non-finite norm, and nothing moves.
+//   a NaN or an Inf gradient: a non-finite norm, counted in the accumulator, and nothing moves.
 // The GPU runs twice for the same bits. Benchmarks: grad_norm, AdamW (beside a plain
 // one-thread-per-element AdamW with host hyper-parameters and no segments) and LAMB over
 // ELECTRA-Small's (~14M) and Base's (~110M) parameter buffers laid out like BERT.
@@ -139,9 +139,20 @@ OpCase optimizer_case(std::string op, std::string shape, const Table& t,
   };
 }
 
+// The metrics accumulator grad_norm records into: the norm into row 1, a non-finite one counted in
+// row 2, rows 0 and 3 kept. f64 [4] from values in [1, 2); the stored norm is the f32 norm (1e-5
+// relative, as the norm itself), the count exact, non-finite norms compared by class.
+TensorSpec record_acc() {
+  return updated("acc", {4}, {.lo = 1, .hi = 2}, Kind::kF64).relative({1e-5, 1e-5}).nonfinite();
+}
+NormRecord norm_record(const Args& a) {
+  return {.acc = Out(a["acc"]), .row = 1, .non_finite = 2};
+}
+
 // The norm (and on the GPU the segment norms); with `schedule`, three calls advancing a schedule of
 // three learning rates from counter 1, the last past the table's end (lr and step compare by bits:
-// a copy and an integer count on both devices; the other hyper-parameters stay).
+// a copy and an integer count on both devices; the other hyper-parameters stay), each recording
+// the norm.
 OpCase grad_norm(const std::string& shape, const Table& t, unsigned modes, bool schedule = false) {
   const int64_t p = t->num_params;
   const bool segment_norms = (modes & kGpu) != 0;  // the benchmark times the norm alone
@@ -160,6 +171,7 @@ OpCase grad_norm(const std::string& shape, const Table& t, unsigned modes, bool 
     tensors.push_back(updated("counter", {1}, fixed({1}), Kind::kI32).bits());
     tensors.push_back(
         updated("hyper", {kNumHyper}, fixed({start.begin(), start.end()}), Kind::kF32).bits());
+    tensors.push_back(record_acc());
   }
   return optimizer_case(
       schedule ? "grad_norm_schedule" : "grad_norm", shape, t, std::move(tensors),
@@ -173,7 +185,8 @@ OpCase grad_norm(const std::string& shape, const Table& t, unsigned modes, bool 
                                .schedule = schedule ? ScheduleState{.lr_table = a["lr_table"],
                                                                     .counter = Out(a["counter"]),
                                                                     .hyper = Out(a["hyper"])}
-                                                    : no_schedule()});
+                                                    : no_schedule(),
+                               .record = schedule ? norm_record(a) : no_record()});
         }
       },
       modes);
@@ -228,6 +241,7 @@ OpCase optimizer_steps(const std::string& shape, const Table& t, Adam adam, int 
   }
   // A non-finite norm compares by its class.
   tensors.push_back(output("norm", {1}, Kind::kF32).relative({1e-5, 1e-5}).nonfinite());
+  tensors.push_back(record_acc());  // each step's norm recorded, as the trainer does
   tensors.push_back(workspace("workspace", lamb_workspace_size(t->sizes())));
   return optimizer_case(
       adam.lamb ? "lamb" : "adamw", shape + (adam.bias_correction ? "_bias_correction" : ""), t,
@@ -240,7 +254,8 @@ OpCase optimizer_steps(const std::string& shape, const Table& t, Adam adam, int 
                                .workspace = Out(a["workspace"]),
                                .norm = Out(a["norm"]),
                                .segment_norms = Out(Tensor{}),
-                               .schedule = no_schedule()});
+                               .schedule = no_schedule(),
+                               .record = norm_record(a)});
           adam_step(ctx, a, t, adam, g.c_str(), h.c_str());
         }
       },

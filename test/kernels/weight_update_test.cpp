@@ -37,6 +37,18 @@ void cpu_adam_step(Context& ctx, const SegmentTable& table, std::vector<float>& 
                        .workspace = Out(Tensor{})});
 }
 
+// One CPU grad_norm over host vectors into norm [1], recording it into `record`.
+void cpu_grad_norm(Context& ctx, const SegmentTable& table, std::vector<float>& g,
+                   std::vector<float>& norm, const NormRecord& record) {
+  run_op(ctx, GradNorm{.grads = test::view(g),
+                       .table = table,
+                       .workspace = Out(Tensor{}),
+                       .norm = Out(test::view(norm)),
+                       .segment_norms = Out(Tensor{}),
+                       .schedule = no_schedule(),
+                       .record = record});
+}
+
 // The reference update in f64, written out per element: returns the new p, m, v.
 struct State {
   std::vector<double> p, m, v;
@@ -111,7 +123,8 @@ TEST_CASE("grad_norm equals the direct sum over the segments", "[weight_update]"
                        .workspace = Out(Tensor{}),
                        .norm = Out(test::view(norm)),
                        .segment_norms = Out(test::view(seg_norms)),
-                       .schedule = no_schedule()});
+                       .schedule = no_schedule(),
+                       .record = no_record()});
   double total = 0;
   for (size_t s = 0; s < kSegments.size(); ++s) {
     double sq = 0;
@@ -143,7 +156,8 @@ TEST_CASE("grad_norm advances the schedule: lr from the table, clamped at its en
                          .segment_norms = Out(Tensor{}),
                          .schedule = {.lr_table = test::view(lr_table),
                                       .counter = Out(test::view(counter)),
-                                      .hyper = Out(test::view(hyper))}});
+                                      .hyper = Out(test::view(hyper))},
+                         .record = no_record()});
     CHECK(hyper[kHyperLr] == lr);
     CHECK(hyper[kHyperStep] == step);
     for (int k = kHyperBeta1; k < kNumHyper; ++k) CHECK(hyper[k] == start[k]);  // untouched
@@ -160,8 +174,40 @@ TEST_CASE("grad_norm advances the schedule: lr from the table, clamped at its en
                                        .segment_norms = Out(Tensor{}),
                                        .schedule = {.lr_table = test::view(lr_table),
                                                     .counter = Out(Tensor{}),
-                                                    .hyper = Out(Tensor{})}}),
+                                                    .hyper = Out(Tensor{})},
+                                       .record = no_record()}),
                   Error);
+}
+
+TEST_CASE("grad_norm records the norm: stored, a non-finite one counted", "[weight_update]") {
+  Context ctx = Context::cpu();
+  Arena arena("table", Device::CPU, segment_table_bytes(kSegments));
+  const SegmentTable table = make_segment_table(ctx, arena, kSegments, kParams);
+  std::vector<float> g(kParams, 0.0f), norm(1);
+  g[0] = 3.0f;  // segment 0 starts at 0: the norm is 5
+  g[1] = 4.0f;
+  std::vector<double> acc = {7.0, 8.0, 9.0, 10.0};
+  auto run = [&](const NormRecord& record) { cpu_grad_norm(ctx, table, g, norm, record); };
+  const NormRecord record{.acc = Out(test::view(acc)), .row = 1, .non_finite = 2};
+  run(record);
+  CHECK(acc == std::vector<double>{7.0, 5.0, 9.0, 10.0});  // stored, not added; finite
+  g[1] = INFINITY;
+  run(record);
+  CHECK(std::isinf(acc[1]));
+  CHECK(acc[2] == 10.0);
+  g[1] = NAN;
+  run(record);
+  CHECK(std::isnan(acc[1]));
+  CHECK(acc[2] == 11.0);
+  CHECK(acc[0] == 7.0);
+  CHECK(acc[3] == 10.0);
+  run({.acc = Out(test::view(acc)), .row = kNoRow, .non_finite = kNoRow});  // nothing recorded
+  CHECK(std::isnan(acc[1]));
+  CHECK(acc[2] == 11.0);
+  // Refused: rows outside the accumulator, an accumulator that is not f64.
+  std::vector<float> acc_f32(4);
+  CHECK_THROWS_AS(run({.acc = Out(test::view(acc)), .row = 4, .non_finite = 2}), Error);
+  CHECK_THROWS_AS(run({.acc = Out(test::view(acc_f32)), .row = 1, .non_finite = 2}), Error);
 }
 
 TEST_CASE("adamw first step on one element by hand", "[weight_update]") {
@@ -241,12 +287,7 @@ TEST_CASE("adamw and lamb two steps match the f64 reference", "[weight_update]")
         for (int step = 1; step <= 2; ++step) {
           std::vector<float> g = test::random_vector<float>(kParams, 60 + step, -3, 3);
           const std::vector<float> g0 = g;
-          run_op(ctx, GradNorm{.grads = test::view(g),
-                               .table = table,
-                               .workspace = Out(Tensor{}),
-                               .norm = Out(test::view(norm)),
-                               .segment_norms = Out(Tensor{}),
-                               .schedule = no_schedule()});
+          cpu_grad_norm(ctx, table, g, norm, no_record());
           REQUIRE(norm[0] > 1.0f);  // so that max_norm = 1 clips
           OptimHyperValues h;
           h.lr = 0.05f;
