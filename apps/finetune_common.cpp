@@ -84,8 +84,8 @@ std::optional<double> FinetuneEpoch::update(Context& ctx, ElectraFinetuner& mode
   model.zero_grads(ctx);
   model.step(ctx, batch, static_cast<uint32_t>(step));
   model.accumulate_loss(ctx, metrics_.values());
-  opt.optimizer->step(ctx);  // the update the optimizer's device counter names
-  metrics_.record_grad_norm(ctx, opt.optimizer->norm());
+  // The update the optimizer's device counter names, its gradient norm into the metrics.
+  opt.optimizer->step(ctx, metrics_.grad_norm_record());
   ++updates_since_line_;
   if ((i + 1) % log_every_ != 0 && i + 1 != steps_per_epoch_) return std::nullopt;
   const std::vector<double> acc = metrics_.read(ctx);

@@ -17,9 +17,10 @@
 // TP / actual positives, accuracy = correct / total weight are left to the caller.
 //
 // Dtypes: CUDA logits/dlogits f32 or bf16, loss and counts f32 (f32 math). CPU logits, dlogits,
-// loss and counts f32 or f64. The CUDA counts are a deterministic two-pass reduction: per-block
-// partials into `workspace` (f32, at least disc_head_workspace_size(N) elements), then one block
-// sums them in a fixed order. The CPU ignores the workspace (pass an empty Tensor).
+// loss and counts f32 or f64. The CUDA counts are a deterministic two-pass reduction in one
+// launch: per-block partials into `workspace` (f32, at least disc_head_workspace_size(N)
+// elements), then the block that finishes last sums them in a fixed order. The CPU ignores the
+// workspace (pass an empty Tensor).
 #pragma once
 
 #include "engine/device_scalar.h"
@@ -71,8 +72,8 @@ struct DiscHead {
                     workspace.str(), " < ", disc_head_workspace_size(n), " floats");
     }
   }
-  // The per-block loss and counts (none without tokens: check() refuses that), then their sum.
-  Launches launches() const { return {.kernels = 2}; }
+  // The per-block loss and counts, summed by the last block to finish (disc_head.cu).
+  Launches launches() const { return {.kernels = 1}; }
   void cpu(Context& ctx) const;
   void cuda(Context& ctx) const;
 };

@@ -1,4 +1,5 @@
-// step_scalars kernels: one thread advances the micro-step; one block of kThreads sums the two
+// step_scalars kernels: one thread advances the micro-step (and zeroes the few restart values at an
+// update's first micro-batch); one block of kThreads sums the two
 // weight vectors in f64 (strided partial sums, then a fixed shared-memory tree) and thread 0
 // writes the scales. Once per micro-batch over B * N + B * T values: negligible.
 #include "kernels/cuda_common.cuh"
@@ -9,8 +10,12 @@ namespace {
 
 constexpr int kThreads = 256;
 
-__global__ void next_micro_step_kernel(const int32_t* counter, MicroStepPlan plan, StepScalars* s) {
+__global__ void next_micro_step_kernel(const int32_t* counter, MicroStepPlan plan, StepScalars* s,
+                                       double* restart, int64_t restart_size) {
   const int64_t update = *counter;
+  if (restart != nullptr && s->micro == 0) {
+    for (int64_t i = 0; i < restart_size; ++i) restart[i] = 0.0;
+  }
   s->micro_step = static_cast<uint32_t>(update * plan.accumulation + plan.first + s->micro);
   s->micro = static_cast<uint32_t>((s->micro + 1) % plan.local);
   s->mask_prob = scheduled_mask_prob(plan.mask_rate, update);
@@ -52,8 +57,9 @@ __global__ void loss_normalisers_kernel(const float* first, int64_t m, const flo
 namespace electra {
 
 void NextMicroStep::cuda(Context& ctx) const {
-  cuda::next_micro_step_kernel<<<1, 1, 0, ctx.stream()>>>(counter.ptr<int32_t>(), plan,
-                                                          step_scalars_of(block));
+  cuda::next_micro_step_kernel<<<1, 1, 0, ctx.stream()>>>(
+      counter.ptr<int32_t>(), plan, step_scalars_of(block),
+      restart.data != nullptr ? restart.ptr<double>() : nullptr, restart.numel());
   ELECTRA_CUDA_CHECK_LAUNCH();
 }
 

@@ -17,7 +17,9 @@
 //   micro_step = counter * plan.accumulation + plan.first + micro,  micro = (micro + 1) % local
 // i.e. rank r's micro-batch m of update s is micro-step s A + r a + m, without a host value;
 // and mask_prob = scheduled_mask_prob(plan.mask_rate, counter), the masking rate of update
-// `counter`.
+// `counter`. With `restart` (f64 [R], or unset) it also sets restart to 0 when the micro-batch is
+// an update's first (micro == 0 before the advance): the caller's per-update accumulators (the
+// trainer's metrics window), zeroed in this launch instead of a memset of their own.
 //
 // loss_normalisers(first [M] f32, second [K] f32, plan, block): with the sums of the two weight
 // vectors S_first = sum first, S_second = sum second (f64; exact for 0/1 weights), for each k
@@ -99,10 +101,12 @@ struct NextMicroStep {
   Out counter;
   MicroStepPlan plan;
   Out block;
+  Out restart;  // unset (Out(Tensor{})): nothing to zero
 
   void check() const {
     check_tensor(counter, {1}, DType::I32, "next_micro_step counter");
     check_step_scalars(block, "next_micro_step block");
+    if (restart.data != nullptr) check_dtype(restart, DType::F64, "next_micro_step restart");
     ELECTRA_CHECK(plan.local > 0 && plan.first >= 0 && plan.first + plan.local <= plan.accumulation,
                   "next_micro_step: micro-batches [", plan.first, ", ", plan.first + plan.local,
                   ") of ", plan.accumulation);

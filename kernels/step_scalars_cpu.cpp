@@ -1,3 +1,5 @@
+#include <algorithm>
+
 #include "kernels/step_scalars.h"
 
 namespace electra {
@@ -5,6 +7,9 @@ namespace electra {
 void NextMicroStep::cpu(Context&) const {
   StepScalars& s = *step_scalars_of(block);
   const int64_t update = *counter.ptr<int32_t>();
+  if (restart.data != nullptr && s.micro == 0) {
+    std::fill_n(restart.ptr<double>(), restart.numel(), 0.0);
+  }
   s.micro_step = static_cast<uint32_t>(update * plan.accumulation + plan.first + s.micro);
   s.micro = static_cast<uint32_t>((s.micro + 1) % plan.local);
   s.mask_prob = scheduled_mask_prob(plan.mask_rate, update);

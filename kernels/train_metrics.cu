@@ -97,11 +97,6 @@ __global__ void accumulate_value_means_kernel(const float* value, const float* l
   add(a, total.non_finite, !isfinite(mean_value) || !isfinite(mean_loss));
 }
 
-__global__ void record_value_kernel(const float* value, int row, int non_finite, double* a) {
-  if (row >= 0) a[row] = *value;
-  add(a, non_finite, !isfinite(*value));
-}
-
 __global__ void accumulate_loss_kernel(const float* loss, int64_t m, double weight, double count,
                                        TotalRows total, double* a) {
   __shared__ double sums[1][kThreads];
@@ -135,12 +130,6 @@ void AccumulateValueMeans::cuda(Context& ctx) const {
   cuda::accumulate_value_means_kernel<<<1, cuda::kThreads, 0, ctx.stream()>>>(
       value.ptr<float>(), loss.ptr<float>(), weights.ptr<float>(), value.numel(), rows, total,
       acc.ptr<double>());
-  ELECTRA_CUDA_CHECK_LAUNCH();
-}
-
-void RecordValue::cuda(Context& ctx) const {
-  cuda::record_value_kernel<<<1, 1, 0, ctx.stream()>>>(value.ptr<float>(), row, non_finite,
-                                                       acc.ptr<double>());
   ELECTRA_CUDA_CHECK_LAUNCH();
 }
 

@@ -25,8 +25,6 @@
 //   a = r(sum v, W), l = r(sum u, W):
 //                        acc[rows.value] += a,  acc[rows.loss] += l,  acc[total.total] += l,
 //                        acc[total.non_finite] += 1 when a or l is not finite
-// record_value, once per update, x f32 [1]:
-//                        acc[row] = x,  acc[non_finite] += 1 when x is not finite
 // accumulate_loss, for a loss that is a weighted sum of per-row loss means, once per term, with
 // S = sum loss:          acc[total.total] += weight * r(S, count),
 //                        acc[total.non_finite] += 1 when that term is not finite
@@ -114,21 +112,6 @@ struct AccumulateValueMeans {
                   " must have one element per row");
     check_metrics_acc(acc, {rows.value, rows.loss, total.total, total.non_finite},
                       "accumulate_value_means acc");
-  }
-  void cpu(Context& ctx) const;
-  void cuda(Context& ctx) const;
-};
-
-struct RecordValue {
-  static constexpr const char* kName = "record_value";
-  In value;
-  int row = kNoRow;
-  int non_finite = kNoRow;
-  Out acc;
-
-  void check() const {
-    check_tensor(value, {1}, DType::F32, "record_value value");
-    check_metrics_acc(acc, {row, non_finite}, "record_value acc");
   }
   void cpu(Context& ctx) const;
   void cuda(Context& ctx) const;

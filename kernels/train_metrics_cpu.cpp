@@ -120,13 +120,6 @@ void AccumulateValueMeans::cpu(Context&) const {
                      [&](auto zero) { cpu::accumulate_value_means<decltype(zero)>(*this); });
 }
 
-void RecordValue::cpu(Context&) const {
-  const float x = *value.ptr<float>();
-  double* a = acc.ptr<double>();
-  if (row >= 0) a[row] = x;
-  cpu::add(a, non_finite, !std::isfinite(x));
-}
-
 void AccumulateLoss::cpu(Context&) const {
   double s = 0;
   if (loss.dtype == DType::F64) {

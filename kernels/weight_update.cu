@@ -1,14 +1,18 @@
 // optimizer kernels. Every elementwise kernel runs one block per chunk of the segment table (at
 // most kOptimChunk elements of one segment, kThreads threads, coalesced scalar loads: segments
 // start at arbitrary offsets). Reductions are two-pass and deterministic:
-//   per-chunk partials (f32, fixed block tree) -> one block of 32 warps, warp w owning segments
-//   w, w + 32, ...: lanes add the segment's partials in f64 with a fixed stride, a fixed butterfly
-//   combines the lanes, and warp totals are added in warp order by thread 0.
+//   per-chunk partials (f32, fixed block tree) -> one block of W warps, warp w owning segments
+//   w, w + W, ...: lanes add the segment's partials in f64 with a fixed stride, a fixed butterfly
+//   combines the lanes, and warp totals are added in warp order by thread 0. grad_norm's second
+//   pass is the last block of its first (W = 8: kernels/column_sum.cuh's last_arrival), LAMB's
+//   trust ratios a launch of their own (W = 32).
 // Hyper-parameters and the global norm are read from device memory by every thread (cached
 // broadcasts), so the launches never wait for the host; a non-finite norm (overflow under loss
 // scaling) makes every update kernel return before touching parameters or moments. AdamW is one
 // kernel (28 bytes moved per parameter); LAMB is three: moments + norms, trust ratios, apply (24 +
 // 16 = 40 bytes per parameter).
+#include "engine/ticket_counters.h"
+#include "kernels/column_sum.cuh"
 #include "kernels/cuda_common.cuh"
 #include "kernels/weight_update.h"
 
@@ -41,19 +45,20 @@ __device__ __forceinline__ Chunk chunk_of_block(const int32_t* segments, const i
 }
 
 // Writes sum_{b in blocks of segment s} partials[b] (f64) to out(s, value) for every segment and
-// returns the total over the segments (valid in thread 0). One block of kReduceThreads.
-template <class Out>
+// returns the total over the segments (valid in thread 0). One block of Threads. The partials are
+// read from L2 (__ldcg): other blocks of the same launch may have written them.
+template <int Threads, class Out>
 __device__ double reduce_segments(const int32_t* segments, int num_segments, const float* partials,
                                   Out out) {
-  __shared__ double warp_totals[kReduceThreads / kWarpSize];
+  __shared__ double warp_totals[Threads / kWarpSize];
   const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
-  constexpr int kWarps = kReduceThreads / kWarpSize;
+  constexpr int kWarps = Threads / kWarpSize;
   double warp_total = 0.0;
   for (int s = warp; s < num_segments; s += kWarps) {
     const int32_t* f = segments + s * kSegFields;
     const int first = f[kSegFirstBlock], count = f[kSegBlockCount];
     double sum = 0.0;
-    for (int b = lane; b < count; b += kWarpSize) sum += partials[first + b];
+    for (int b = lane; b < count; b += kWarpSize) sum += __ldcg(partials + first + b);
     sum = warp_sum_f64(sum);
     if (lane == 0) out(s, sum);
     warp_total += sum;
@@ -67,24 +72,46 @@ __device__ double reduce_segments(const int32_t* segments, int num_segments, con
   return total;
 }
 
-__global__ void __launch_bounds__(kThreads)
-    sum_squares_kernel(const float* x, const int32_t* segments, const int32_t* blocks,
-                       float* partials) {
-  __shared__ float scratch[kWarpSize];
-  const Chunk c = chunk_of_block(segments, blocks);
-  float sum = 0.0f;
-  for (int64_t i = c.begin + threadIdx.x; i < c.end; i += kThreads) sum += x[i] * x[i];
-  sum = block_sum(sum, scratch);
-  if (threadIdx.x == 0) partials[blockIdx.x] = sum;
-}
+// The schedule grad_norm advances (lr_table == nullptr: none) and where it records the norm
+// (acc == nullptr: nowhere).
+struct Schedule {
+  const float* lr_table;
+  int64_t entries;
+  int32_t* counter;
+  float* hyper;
+};
+struct Record {
+  double* acc;
+  int row, non_finite;
+};
 
-__global__ void __launch_bounds__(kReduceThreads)
-    grad_norm_final_kernel(const int32_t* segments, int num_segments, const float* partials,
-                           float* norm, float* segment_norms) {
-  const double total = reduce_segments(segments, num_segments, partials, [&](int s, double sum) {
-    if (segment_norms != nullptr) segment_norms[s] = static_cast<float>(sqrt(sum));
-  });
-  if (threadIdx.x == 0) norm[0] = static_cast<float>(sqrt(total));
+// Block b < num_blocks sums its chunk's squares into partials[b]; the last block to finish (of
+// max(num_blocks, 1): without blocks one block writes the norm 0) adds them per segment, records
+// the norm and advances the schedule.
+__global__ void __launch_bounds__(kThreads)
+    grad_norm_kernel(const float* x, const int32_t* segments, int num_segments,
+                     const int32_t* blocks, int64_t num_blocks, float* partials, uint32_t* ticket,
+                     float* norm, float* segment_norms, Schedule schedule, Record record) {
+  __shared__ float scratch[kWarpSize];
+  if (blockIdx.x < num_blocks) {
+    const Chunk c = chunk_of_block(segments, blocks);
+    float sum = 0.0f;
+    for (int64_t i = c.begin + threadIdx.x; i < c.end; i += kThreads) sum += x[i] * x[i];
+    sum = block_sum(sum, scratch);
+    if (threadIdx.x == 0) partials[blockIdx.x] = sum;
+  }
+  if (!last_arrival(ticket, gridDim.x)) return;
+  const double total =
+      reduce_segments<kThreads>(segments, num_segments, partials, [&](int s, double sum) {
+        if (segment_norms != nullptr) segment_norms[s] = static_cast<float>(sqrt(sum));
+      });
+  if (threadIdx.x != 0) return;
+  const float n = static_cast<float>(sqrt(total));
+  norm[0] = n;
+  if (record.acc != nullptr) record_norm(record.acc, record.row, record.non_finite, n);
+  if (schedule.lr_table != nullptr) {
+    advance_schedule(schedule.lr_table, schedule.entries, schedule.counter, schedule.hyper);
+  }
 }
 
 __global__ void __launch_bounds__(kThreads)
@@ -140,10 +167,10 @@ __global__ void __launch_bounds__(kReduceThreads)
     lamb_ratio_kernel(const int32_t* segments, int num_segments, const float* p_partials,
                       const float* u_partials, float* ratios) {
   // Two reductions: the first stores ||p_s||^2 in ratios, the second divides.
-  reduce_segments(segments, num_segments, p_partials,
-                  [&](int s, double sum) { ratios[s] = static_cast<float>(sum); });
+  reduce_segments<kReduceThreads>(segments, num_segments, p_partials,
+                                  [&](int s, double sum) { ratios[s] = static_cast<float>(sum); });
   __syncthreads();
-  reduce_segments(segments, num_segments, u_partials, [&](int s, double u_sq) {
+  reduce_segments<kReduceThreads>(segments, num_segments, u_partials, [&](int s, double u_sq) {
     const double p_sq = ratios[s];
     ratios[s] = p_sq > 0.0 && u_sq > 0.0 ? static_cast<float>(sqrt(p_sq / u_sq)) : 1.0f;
   });
@@ -166,38 +193,25 @@ __global__ void __launch_bounds__(kThreads)
 
 }  // namespace
 
-namespace {
-
-__global__ void advance_schedule_kernel(const float* lr_table, int64_t entries, int32_t* counter,
-                                        float* hyper) {
-  const int32_t t = *counter;
-  hyper[kHyperLr] = lr_table[t < entries ? t : entries - 1];
-  hyper[kHyperStep] = static_cast<float>(t + 1);
-  *counter = t + 1;
-}
-
-}  // namespace
-
 }  // namespace electra::cuda
 
 namespace electra {
 
-void AdvanceSchedule::cuda(Context& ctx) const {
-  cuda::advance_schedule_kernel<<<1, 1, 0, ctx.stream()>>>(
-      lr_table.ptr<float>(), lr_table.numel(), counter.ptr<int32_t>(), hyper.ptr<float>());
-  ELECTRA_CUDA_CHECK_LAUNCH();
-}
-
 void GradNorm::cuda(Context& ctx) const {
-  float* partials = workspace.ptr<float>();
-  if (table.num_blocks > 0) {
-    cuda::sum_squares_kernel<<<table.num_blocks, cuda::kThreads, 0, ctx.stream()>>>(
-        grads.ptr<float>(), table.segments.ptr<int32_t>(), table.blocks.ptr<int32_t>(), partials);
-    ELECTRA_CUDA_CHECK_LAUNCH();
-  }
-  cuda::grad_norm_final_kernel<<<1, cuda::kReduceThreads, 0, ctx.stream()>>>(
-      table.segments.ptr<int32_t>(), static_cast<int>(table.num_segments), partials,
-      norm.ptr<float>(), segment_norms.data != nullptr ? segment_norms.ptr<float>() : nullptr);
+  const bool advance = schedule.lr_table.data != nullptr;
+  const cuda::Schedule s{advance ? schedule.lr_table.ptr<float>() : nullptr,
+                         schedule.lr_table.numel(),
+                         advance ? schedule.counter.ptr<int32_t>() : nullptr,
+                         advance ? schedule.hyper.ptr<float>() : nullptr};
+  const cuda::Record r{record.acc.data != nullptr ? record.acc.ptr<double>() : nullptr, record.row,
+                       record.non_finite};
+  // The context's first ticket counter (engine/ticket_counters.h), zero again after the launch.
+  cuda::
+      grad_norm_kernel<<<std::max<int64_t>(table.num_blocks, 1), cuda::kThreads, 0, ctx.stream()>>>(
+          grads.ptr<float>(), table.segments.ptr<int32_t>(), static_cast<int>(table.num_segments),
+          table.blocks.ptr<int32_t>(), table.num_blocks, workspace.ptr<float>(),
+          ticket_counters(ctx), norm.ptr<float>(),
+          segment_norms.data != nullptr ? segment_norms.ptr<float>() : nullptr, s, r);
   ELECTRA_CUDA_CHECK_LAUNCH();
 }
 

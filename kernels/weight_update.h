@@ -8,16 +8,23 @@
 //
 // Hyper-parameters live in a small f32 tensor on the context's device (layout OptimHyper), so a
 // CUDA graph can replay the step while the schedule rewrites lr and step in place: nothing in the
-// update is a host value except the bias-correction switch. advance_schedule writes lr and step
-// from an update counter and a learning-rate table in device memory, so an update needs no upload:
+// update is a host value except the bias-correction switch. The schedule's advance writes lr and
+// step from an update counter and a learning-rate table in device memory, so an update needs no
+// upload:
 //   hyper[kHyperLr] = lr_table[min(counter, S - 1)],  hyper[kHyperStep] = counter + 1,
 //   counter += 1                       (lr_table f32 [S], counter i32 [1])
+// grad_norm does it (when given the schedule) after the norm, in the same launch: the optimizer
+// step is grad_norm, then adam_step, which reads lr and step. grad_norm may also record the norm
+// into a metrics accumulator (kernels/train_metrics.h; rows the caller's):
+//   acc[row] = norm (stored, not added),   acc[non_finite] += 1 when norm is not finite
 //
-// grad_norm (deterministic two-pass reduction):
+// grad_norm (deterministic two-pass reduction, one launch):
 //   segment_norm[s] = sqrt(sum_{i in s} g_i^2),   norm = sqrt(sum_s segment_norm[s]^2)
 //   Pass 1: each block sums its chunk's squares in f32 (fixed tree) into workspace[block].
-//   Pass 2: one block adds each segment's block partials in f64, in block order, then the
-//   segments in a fixed tree; the result is rounded to f32 once.
+//   Pass 2: the block that finishes pass 1 last (a ticket counter: kernels/column_sum.cuh,
+//   last_arrival) adds each segment's block partials in f64, in block order, then the segments in
+//   a fixed tree; the result is rounded to f32 once. The order depends on the table alone, never
+//   on which block arrives last.
 //
 // adam_step, AdamW (the official ELECTRA AdamWeightDecayOptimizer by default):
 //   n      = norm                                                    (read from the device)
@@ -49,6 +56,7 @@
 
 #include "engine/arena.h"
 #include "kernels/dispatch.h"
+#include "kernels/train_metrics.h"
 
 namespace electra {
 
@@ -177,29 +185,57 @@ void check_optimizer_args(const char* op, const SegmentTable& table,
 // Throws Error unless workspace is an f32 tensor with at least `floats` values.
 void check_optimizer_workspace(const char* op, const Tensor& workspace, int64_t floats);
 
-// lr_table f32 [S > 0], counter i32 [1], hyper f32 [kNumHyper] (see the top of this file).
-struct AdvanceSchedule {
-  static constexpr const char* kName = "advance_schedule";
+// The learning-rate schedule in device memory (the top of this file): lr_table f32 [S > 0],
+// counter i32 [1] (updates done), hyper f32 [kNumHyper].
+struct ScheduleState {
   In lr_table;
   Out counter, hyper;
-
-  void check() const {
-    check_dtype(lr_table, DType::F32, "advance_schedule lr_table");
-    ELECTRA_CHECK(lr_table.numel() > 0, "advance_schedule: empty lr_table");
-    check_tensor(counter, {1}, DType::I32, "advance_schedule counter");
-    check_tensor(hyper, {kNumHyper}, DType::F32, "advance_schedule hyper");
-  }
-  void cpu(Context& ctx) const;
-  void cuda(Context& ctx) const;
 };
+
+// No schedule to advance.
+inline ScheduleState no_schedule() {
+  return {.lr_table = Tensor{}, .counter = Out(Tensor{}), .hyper = Out(Tensor{})};
+}
+
+// The schedule's advance (the top of this file), on either device.
+ELECTRA_HD void advance_schedule(const float* lr_table, int64_t entries, int32_t* counter,
+                                 float* hyper) {
+  const int32_t t = *counter;
+  hyper[kHyperLr] = lr_table[t < entries ? t : entries - 1];
+  hyper[kHyperStep] = static_cast<float>(t + 1);
+  *counter = t + 1;
+}
+
+// Where grad_norm records the norm (the top of this file): acc f64 holding rows `row` and
+// `non_finite` (kNoRow: not recorded); an unset acc: no record.
+struct NormRecord {
+  Out acc;
+  int row = kNoRow;
+  int non_finite = kNoRow;
+};
+
+inline NormRecord no_record() {
+  return {.acc = Out(Tensor{}), .row = kNoRow, .non_finite = kNoRow};
+}
+
+// The record (the top of this file), on either device. norm >= 0, so !(norm <= FLT_MAX) is true
+// exactly for Inf and NaN (as in adam_coeffs).
+ELECTRA_HD void record_norm(double* acc, int row, int non_finite, float norm) {
+  if (row >= 0) acc[row] = norm;
+  if (non_finite >= 0) acc[non_finite] += !(norm <= FLT_MAX) ? 1.0 : 0.0;
+}
 
 // norm: f32 [1]; segment_norms: f32 [S], or an unset Tensor{} (data == nullptr) to skip them.
 // workspace: f32 with grad_norm_workspace_size(table) values (CUDA only; the CPU ignores it).
+// schedule: advanced after the norm, or no_schedule(); record: where the norm is recorded, or
+// no_record().
 struct GradNorm {
   static constexpr const char* kName = "grad_norm";
   In grads;
   SegmentTable table;
   Out workspace, norm, segment_norms;
+  ScheduleState schedule;
+  NormRecord record;
 
   void check(const Context& ctx) const {
     check_optimizer_args(kName, table, {&grads}, nullptr, norm);
@@ -209,9 +245,20 @@ struct GradNorm {
     if (ctx.is_cuda()) {
       check_optimizer_workspace(kName, workspace, grad_norm_workspace_size(table));
     }
+    if (schedule.lr_table.data != nullptr || schedule.counter.data != nullptr ||
+        schedule.hyper.data != nullptr) {
+      check_dtype(schedule.lr_table, DType::F32, "grad_norm schedule lr_table");
+      ELECTRA_CHECK(schedule.lr_table.numel() > 0, "grad_norm: empty schedule lr_table");
+      check_tensor(schedule.counter, {1}, DType::I32, "grad_norm schedule counter");
+      check_tensor(schedule.hyper, {kNumHyper}, DType::F32, "grad_norm schedule hyper");
+    }
+    if (record.acc.data != nullptr) {
+      check_metrics_acc(record.acc, {record.row, record.non_finite}, "grad_norm record acc");
+    }
   }
-  // The per-block sums of squares (when there are blocks), then the final reduction.
-  Launches launches() const { return {.kernels = (table.num_blocks > 0 ? 1 : 0) + 1}; }
+  // The blocks' sums of squares, the last block to finish adding them (and advancing the
+  // schedule, recording the norm): one launch, also without blocks (the norm is then 0).
+  Launches launches() const { return {.kernels = 1}; }
   void cpu(Context& ctx) const;
   void cuda(Context& ctx) const;
 };

@@ -186,14 +186,6 @@ void step_lamb(Context& ctx, const AdamStep& op, const AdamCoeffs& c) {
 
 namespace electra {
 
-void AdvanceSchedule::cpu(Context&) const {
-  int32_t& t = *counter.ptr<int32_t>();
-  float* h = hyper.ptr<float>();
-  h[kHyperLr] = lr_table.ptr<float>()[std::min<int64_t>(t, lr_table.numel() - 1)];
-  h[kHyperStep] = static_cast<float>(t + 1);
-  ++t;
-}
-
 void GradNorm::cpu(Context& ctx) const {
   const float* g = grads.ptr<float>();
   double total = 0;
@@ -211,6 +203,13 @@ void GradNorm::cpu(Context& ctx) const {
     }
   }
   norm.ptr<float>()[0] = static_cast<float>(std::sqrt(total));
+  if (record.acc.data != nullptr) {
+    record_norm(record.acc.ptr<double>(), record.row, record.non_finite, norm.ptr<float>()[0]);
+  }
+  if (schedule.lr_table.data != nullptr) {
+    advance_schedule(schedule.lr_table.ptr<float>(), schedule.lr_table.numel(),
+                     schedule.counter.ptr<int32_t>(), schedule.hyper.ptr<float>());
+  }
 }
 
 void AdamStep::cpu(Context& ctx) const {

@@ -163,18 +163,22 @@ void Optimizer::set_frozen(Context& ctx, const ParamPredicate& frozen) {
 
 void Optimizer::step(Context& ctx, int64_t step) {
   set_step(ctx, step);
-  this->step(ctx);
+  this->step(ctx, no_record());
 }
 
-void Optimizer::step(Context& ctx) {
+void Optimizer::step(Context& ctx, const NormRecord& record) {
   const ModelPart part("optimizer");  // engine/op_observer.h
-  run_op(ctx,
-         AdvanceSchedule{.lr_table = lr_table_, .counter = Out(counter_), .hyper = Out(hyper_)});
-  run_op(ctx, GradNorm{.grads = grads_,
-                       .table = table_,
-                       .workspace = Out(workspace_),
-                       .norm = Out(norm_),
-                       .segment_norms = Out(Tensor{})});
+  // The norm and its record, then (in the same launch, before adam_step reads them) the
+  // schedule's lr and step.
+  run_op(
+      ctx,
+      GradNorm{.grads = grads_,
+               .table = table_,
+               .workspace = Out(workspace_),
+               .norm = Out(norm_),
+               .segment_norms = Out(Tensor{}),
+               .schedule = {.lr_table = lr_table_, .counter = Out(counter_), .hyper = Out(hyper_)},
+               .record = record});
   run_op(ctx, AdamStep{.params = Out(params_),
                        .grads = grads_,
                        .m = Out(m_),

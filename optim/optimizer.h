@@ -19,11 +19,13 @@
 //     optimizer graph stays valid (the kernels read the table in device memory).
 //   - The update counter and the learning-rate table (schedule.at(t) for t = 0..total_steps,
 //     computed once at construction) live in device memory (a separate "schedule" arena).
-//     step(ctx) performs the update the counter names: advance_schedule writes lr and the Adam
-//     step count into the device hyper tensor and advances the counter, then the global gradient
-//     norm, clipping to max_grad_norm (<= 0: no clipping) and the update of the parameters in
-//     place; when the norm is not finite the kernels skip the update (parameters and moments
-//     untouched). No host value and no transfer: an update can be replayed from a CUDA graph.
+//     step(ctx, record) performs the update the counter names: grad_norm computes the global
+//     gradient norm and, in the same launch, records it where `record` says (a metrics
+//     accumulator's rows; no_record(): nowhere), writes lr and the Adam step count into the
+//     device hyper tensor and advances the counter; then clipping to max_grad_norm (<= 0: no
+//     clipping) and the update of the parameters in place; when the norm is not finite the
+//     kernels skip the update (parameters and moments untouched). No host value and no transfer:
+//     an update can be replayed from a CUDA graph.
 //     set_step(ctx, t) uploads the counter (start, resume). It does not zero the gradients (the
 //     caller does).
 //   - The update itself is documented in kernels/weight_update.h:
@@ -88,15 +90,17 @@ class Optimizer {
   // Bytes of the schedule arena (learning-rate table and update counter).
   static size_t schedule_bytes(const OptimizerConfig& config);
 
-  // The update the device counter names (see the contract above).
-  void step(Context& ctx);
+  // The update the device counter names, its gradient norm recorded into `record` (see the
+  // contract above).
+  void step(Context& ctx, const NormRecord& record);
   using ParamPredicate = std::function<bool(const ParamInfo&)>;
   // Freezes the parameters `frozen` is true for and unfreezes the others (see the contract).
   void set_frozen(Context& ctx, const ParamPredicate& frozen);
 
   // Sets the device counter to `step` (0-based; an upload: setup and resume only).
   void set_step(Context& ctx, int64_t step);
-  // set_step(ctx, step) then step(ctx): for callers that drive the count from the host.
+  // set_step(ctx, step) then step(ctx, no_record()): for callers that drive the count from the
+  // host.
   void step(Context& ctx, int64_t step);
 
   // The global norm of the gradient before clipping, on the device (f32 [1]); not finite when the

@@ -11,14 +11,15 @@ DeviceMetrics::DeviceMetrics(Context& ctx) : arena_("metrics", ctx.device(), Are
 }
 
 void DeviceMetrics::restart(Context& ctx) {
-  zero_tensor(ctx.stream(), values_.rows(0, kMetricNonFinite));
+  zero_tensor(ctx.stream(), window());
 }
 
-void DeviceMetrics::record_grad_norm(Context& ctx, const Tensor& norm) {
-  run_op(ctx, RecordValue{.value = norm,
-                          .row = kMetricGradNorm,
-                          .non_finite = kMetricNonFinite,
-                          .acc = Out(values_)});
+Tensor DeviceMetrics::window() const {
+  return values_.rows(0, kMetricNonFinite);
+}
+
+NormRecord DeviceMetrics::grad_norm_record() const {
+  return {.acc = Out(values_), .row = kMetricGradNorm, .non_finite = kMetricNonFinite};
 }
 
 std::vector<double> DeviceMetrics::read(Context& ctx) {

@@ -15,6 +15,7 @@
 
 #include "engine/arena.h"
 #include "engine/context.h"
+#include "kernels/weight_update.h"
 
 namespace electra {
 
@@ -27,9 +28,12 @@ class DeviceMetrics {
   // Starts a new window of the averaged rows [0, kMetricNonFinite) (zeroes them on the device);
   // the non-finite count runs on until it is read.
   void restart(Context& ctx);
-  // An update's gradient norm (f32 [1], Optimizer::norm() after its step) into the accumulator
-  // (and the non-finite count).
-  void record_grad_norm(Context& ctx, const Tensor& norm);
+  // Those rows, for a kernel that zeroes them itself (the trainer's next_micro_step at an
+  // update's first micro-batch: restart() without a launch of its own).
+  Tensor window() const;
+  // Where an optimizer step records its gradient norm (Optimizer::step; the norm's row and the
+  // non-finite count).
+  NormRecord grad_norm_record() const;
   // Downloads the accumulator (the one transfer; synchronises) and restarts the non-finite count.
   std::vector<double> read(Context& ctx);
 

@@ -122,11 +122,8 @@ void Trainer::synchronise() {
 }
 
 void Trainer::step() {
-  // The update the optimizer's device counter names, then its gradient norm into the metrics.
-  auto body = [this] {
-    optimizer_.step(ctx_);
-    metrics_.record_grad_norm(ctx_, optimizer_.norm());
-  };
+  // The update the optimizer's device counter names, its gradient norm into the metrics.
+  auto body = [this] { optimizer_.step(ctx_, metrics_.grad_norm_record()); };
   if (!replaying()) {
     body();
     return;
@@ -143,13 +140,16 @@ void Trainer::micro_batch(const GradientsReady& ready) {
   // Micro-batch m of update s on rank r is micro-step s A + r a + m (the top of trainer.h),
   // computed on the device from the optimizer's update counter.
   // The update's masking rate comes from the update counter too (masking.mask_prob_schedule).
+  // The per-update metrics start from zero at the first micro-batch (the same launch); the
+  // non-finite count runs until it is read.
   const MicroStepPlan plan{.accumulation = accumulation_,
                            .first = comm_.rank() * local_accumulation_,
                            .local = local_accumulation_,
                            .mask_rate = config_.masking.schedule(config_.train.steps)};
   run_op(ctx_, NextMicroStep{.counter = Out(optimizer_.counter()),
                              .plan = plan,
-                             .block = Out(model_.step_scalars())});
+                             .block = Out(model_.step_scalars()),
+                             .restart = Out(metrics_.window())});
   const Corruption corruption = model_.corrupt(ctx_);
   const ForwardContext saved = model_.forward(ctx_, corruption);
   model_.backward(ctx_, saved, ready);
@@ -165,8 +165,6 @@ double Trainer::update() {
     enter_phase(TrainingPhase::kDiscriminator);
   }
   model_.zero_grads(ctx_);
-  // The per-update metrics start from zero; the non-finite count runs until it is read.
-  metrics_.restart(ctx_);
   const uint64_t micro_examples = static_cast<uint64_t>(config_.train.micro_batch_size);
   data::DataCursor cursor = state_.cursor;
   batches_.skip(static_cast<uint64_t>(comm_.rank() * local_accumulation_) * micro_examples, cursor);

@@ -121,15 +121,19 @@ TEST_CASE("the harness compares bits and zero patterns where a case asks", "[op_
 
 TEST_CASE("the harness compares an f64 output updated in place, non-finite elements by class",
           "[op_harness]") {
-  // record_value writes NaN into row 1 of an accumulator that starts from random values, and
-  // counts it in row 2; rows 0 and 3 keep their starting values.
+  // accumulate_loss adds a NaN loss term into row 1 of an accumulator that starts from random
+  // values, and counts it in row 2; rows 0 and 3 keep their starting values.
   auto record = [](Context& ctx, const Args& a) {
-    run_op(ctx, RecordValue{.value = a["x"], .row = 1, .non_finite = 2, .acc = Out(a["acc"])});
+    run_op(ctx, AccumulateLoss{.loss = a["x"],
+                               .weight = 1,
+                               .count = 1,
+                               .total = {.total = 1, .count = kNoRow, .non_finite = 2},
+                               .acc = Out(a["acc"])});
   };
   const TensorSpec acc =
       updated("acc", {4}, {.lo = 0.5, .hi = 4}, Kind::kF64).relative({1e-11, 1e-11});
   OpCase c{
-      .op = "record_value",
+      .op = "accumulate_loss",
       .shape = "test",
       .tensors = {input("x", {1}, constant(NAN), Kind::kF32), acc.nonfinite()},
       .forward = record,

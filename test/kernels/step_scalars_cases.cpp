@@ -5,7 +5,9 @@
 // with the CPU's: the header promises the same bits (integer arithmetic, explicitly rounded f32 for
 // the masking rate, and f64 sums of 0/1 weights, exact in any order, for the normalisers). The
 // masking rate follows a schedule that ends at update 6; micro-step s A + r a + m wraps 2^32 at the
-// last update; one micro-batch masks nothing (a normaliser 1 / 0). The numbering, the formulas and
+// last update; one micro-batch masks nothing (a normaliser 1 / 0). The restart values (f64) are
+// kept after each micro-batch and compared bit for bit: zero after an update's first, else the
+// values written after the one before. The numbering, the formulas and
 // every random-number op reading its step from memory: step_scalars_test.cpp.
 #include <algorithm>
 #include <cstring>
@@ -24,6 +26,8 @@ const std::vector<int32_t> kUpdates = {0, 1, 2, 3, 5, 6, 9, 400000000};
 const int64_t kMicroBatches = static_cast<int64_t>(kUpdates.size()) * kLocal;
 // Micro-batch 1 of update 3 (the 4th): nothing masked.
 constexpr int64_t kNothingMasked = 3 * kLocal + 1;
+// The restart values (a metrics window): zeroed at each update's first micro-batch.
+constexpr int64_t kWindow = 15;
 
 // One row of weights per micro-batch, each 1 with probability p, else 0 (unused slots, padding);
 // with `empty`, the row kNothingMasked all 0.
@@ -58,7 +62,10 @@ OpCase rank_case(int64_t rank) {
                   updated("block", {kStepScalarWords}, fixed({words.begin(), words.end()}),
                           Kind::kI32)
                       .bits(),
-                  output("history", {kMicroBatches, kStepScalarWords}, Kind::kI32).bits()},
+                  output("history", {kMicroBatches, kStepScalarWords}, Kind::kI32).bits(),
+                  updated("window", {kWindow}, {.lo = 1, .hi = 2}, Kind::kF64).bits(),
+                  input("fills", {kMicroBatches, kWindow}, {.lo = 1, .hi = 2}, Kind::kF64),
+                  output("windows", {kMicroBatches, kWindow}, Kind::kF64).bits()},
       .forward =
           [plan, disc_weight](Context& ctx, const Args& a) {
             using Over = LossNormaliser::Over;
@@ -74,7 +81,14 @@ OpCase rank_case(int64_t rank) {
                 const int64_t j = at * kLocal + m;
                 run_op(ctx, NextMicroStep{.counter = Out(a["counters"].rows(at, at + 1)),
                                           .plan = plan,
-                                          .block = Out(a["block"])});
+                                          .block = Out(a["block"]),
+                                          .restart = Out(a["window"])});
+                // The window after the advance (zero at an update's first micro-batch), then
+                // refilled with micro-batch j's values for the next one to keep or zero.
+                copy_tensor(ctx.stream(), a["windows"].rows(j, j + 1),
+                            a["window"].reshape({1, kWindow}));
+                copy_tensor(ctx.stream(), a["window"],
+                            a["fills"].rows(j, j + 1).reshape({kWindow}));
                 run_op(ctx, LossNormalisers{.first = a["slots"].rows(j, j + 1),
                                             .second = a["tokens"].rows(j, j + 1),
                                             .plan = normalisers,

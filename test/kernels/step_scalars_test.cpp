@@ -1,6 +1,7 @@
 // The step scalars (kernels/step_scalars.h): the device micro-step counter, the loss normalisers
 // computed from the weights with the host's former formulas, and every random-number op giving
 // the same bits with its step read from memory (RngStream::step_at) as with the step by value.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstring>
 #include <vector>
@@ -19,26 +20,60 @@ Tensor view(std::vector<float>& v) {
   return Tensor::view_of(v.data(), Device::CPU, {static_cast<int64_t>(v.size())});
 }
 
+// A zeroed step-scalar block and an update counter on the CPU, for next_micro_step.
+struct MicroSteps {
+  Context ctx = Context::cpu();
+  std::vector<int32_t> words = std::vector<int32_t>(kStepScalarWords, 0);
+  std::vector<int32_t> counter = {0};
+  Tensor block = Tensor::view_of(words.data(), Device::CPU, {kStepScalarWords});
+  Tensor count = Tensor::view_of(counter.data(), Device::CPU, {1});
+
+  // next_micro_step at update `update`, zeroing `restart` at its first micro-batch.
+  void next(int32_t update, const MicroStepPlan& plan, const Tensor& restart = Tensor{}) {
+    counter[0] = update;
+    run_op(ctx,
+           NextMicroStep{
+               .counter = Out(count), .plan = plan, .block = Out(block), .restart = Out(restart)});
+  }
+  const StepScalars& scalars() const { return *step_scalars_of(block); }
+};
+
 }  // namespace
 
 TEST_CASE("next_micro_step numbers rank r's micro-batch m of update s as s A + r a + m",
           "[step_scalars]") {
-  Context ctx = Context::cpu();
-  std::vector<int32_t> words(kStepScalarWords, 0), counter{0};
-  const Tensor block = Tensor::view_of(words.data(), Device::CPU, {kStepScalarWords});
-  const Tensor count = Tensor::view_of(counter.data(), Device::CPU, {1});
+  MicroSteps steps;
   const MicroStepPlan plan{
       .accumulation = 6, .first = 2, .local = 2, .mask_rate = {}};  // 3 ranks x 2, rank 1
   std::vector<uint32_t> seen;
   for (int32_t update = 0; update < 3; ++update) {
-    counter[0] = update;
     for (int m = 0; m < 2; ++m) {
-      run_op(ctx, NextMicroStep{.counter = Out(count), .plan = plan, .block = Out(block)});
-      seen.push_back(step_scalars_of(block)->micro_step);
+      steps.next(update, plan);
+      seen.push_back(steps.scalars().micro_step);
     }
   }
   CHECK(seen == std::vector<uint32_t>{2, 3, 8, 9, 14, 15});
-  CHECK(step_scalars_of(block)->micro == 0);
+  CHECK(steps.scalars().micro == 0);
+}
+
+TEST_CASE("next_micro_step zeroes the restart values at an update's first micro-batch only",
+          "[step_scalars]") {
+  MicroSteps steps;
+  const MicroStepPlan plan{.accumulation = 3, .first = 0, .local = 3, .mask_rate = {}};
+  std::vector<double> window(5);
+  // Three updates of 3 micro-batches: the values written after each micro-batch survive the
+  // next one within the update and are zeroed by the next update's first.
+  for (int32_t update = 0; update < 3; ++update) {
+    for (int m = 0; m < 3; ++m) {
+      steps.next(update, plan, test::view(window));
+      const double expect = m == 0 ? 0.0 : 10.0 * update + m;
+      CHECK(window == std::vector<double>(5, expect));
+      std::fill(window.begin(), window.end(), 10.0 * update + m + 1);
+    }
+  }
+  // Refused: a restart that is not f64.
+  std::vector<float> f32(5);
+  CHECK_THROWS_AS(steps.next(0, plan, view(f32)), Error);
 }
 
 TEST_CASE("loss_normalisers: loss_scale x factor / the sum of the first or the second weights",
@@ -73,17 +108,13 @@ TEST_CASE("loss_normalisers: loss_scale x factor / the sum of the first or the s
 
 TEST_CASE("next_micro_step writes the update's masking rate: constant or a linear schedule",
           "[step_scalars]") {
-  Context ctx = Context::cpu();
-  std::vector<int32_t> words(kStepScalarWords, 0), counter{0};
-  const Tensor block = Tensor::view_of(words.data(), Device::CPU, {kStepScalarWords});
-  const Tensor count = Tensor::view_of(counter.data(), Device::CPU, {1});
+  MicroSteps steps;
   MicroStepPlan plan;
   plan.mask_rate.start = 0.3f;
   plan.mask_rate.end = 0.15f;
   auto rate_at = [&](int32_t update) {
-    counter[0] = update;
-    run_op(ctx, NextMicroStep{.counter = Out(count), .plan = plan, .block = Out(block)});
-    return step_scalars_of(block)->mask_prob;
+    steps.next(update, plan);
+    return steps.scalars().mask_prob;
   };
   CHECK(rate_at(0) == 0.3f);  // no schedule: mask_prob throughout
   CHECK(rate_at(77) == 0.3f);

@@ -2,7 +2,7 @@
 // gradient): each op over micro-batches of a realistic size (ELECTRA's B x N = 128 x 20 masked
 // slots; B x T = 128 x 128 rows for an all-tokens masked LM), every 13th slot unused (weight 0), a
 // third of the predictions right (some of them in unused slots), added onto an accumulator that
-// already holds values; then every op at once with NaN and infinite losses and norms, counted
+// already holds values; then every op at once with NaN and infinite losses, counted
 // alike. The GPU runs twice for the same bits (one block, a fixed reduction tree). Hand values,
 // r(a, 0) = 0, the non-finite counts and refusals: train_metrics_test.cpp.
 //
@@ -143,20 +143,6 @@ std::vector<double> baseline_losses(const Rows& rows, uint64_t seed) {
   return l;
 }
 
-// record_value of each norm in turn.
-Part norms(std::vector<double> values) {
-  const auto n = static_cast<int64_t>(values.size());
-  return {.tensors = {input("norms", {n}, fixed(std::move(values)), Kind::kF32)},
-          .run = [n](Context& ctx, const Args& a, const Out& acc) {
-            for (int64_t j = 0; j < n; ++j) {
-              run_op(ctx, RecordValue{.value = a["norms"].rows(j, j + 1),
-                                      .row = kNorm,
-                                      .non_finite = kNonFinite,
-                                      .acc = acc});
-            }
-          }};
-}
-
 // accumulate_loss of one term: weight x sum(loss) / count.
 Part loss_term(const std::string& name, std::vector<double> loss, double weight, double count) {
   const auto n = static_cast<int64_t>(loss.size());
@@ -222,7 +208,7 @@ std::vector<OpCase> op_cases() {
   const std::vector<double> sequences = finetune_rows(42);
 
   // Every op, with non-finite values: a slot's loss (micro-batch 1) and a discriminator loss
-  // (micro-batch 2) with counts, the masked LM's last row, a reward, two norms and a fine-tuning
+  // (micro-batch 2) with counts, the masked LM's last row, a reward and a fine-tuning
   // row.
   Rows bad_counted = random_rows(kMicroBatches, kSlots, 11);
   bad_counted.loss[kSlots + kSlots / 2] = INFINITY;
@@ -238,14 +224,13 @@ std::vector<OpCase> op_cases() {
       metrics("means_with_counts_3x2560", {means("slots", counted, counts_of_batches(5))}),
       metrics("means_without_counts_3x16384", {means("tokens", mlm)}),
       metrics("value_means_3x2560", {value_means("slots", rewards, baseline_losses(rewards, 77))}),
-      metrics("record_value_3", {norms({3.7, 0.25, 1.5e4})}),
       metrics("accumulate_loss_3_terms",
               {loss_term("tokens", tokens.loss, 1.0, used),
                loss_term("sequences", sequences, 0.5, 128), loss_term("none", sequences, 0.5, 0)}),
       metrics("non_finite_every_op",
               {means("slots", bad_counted, std::move(bad_counts)), means("tokens", bad_mlm),
                value_means("rewards", bad_rewards, baseline_losses(bad_rewards, 77)),
-               norms({NAN, INFINITY}), loss_term("finetune", bad_finetune, 1.0, 128)}),
+               loss_term("finetune", bad_finetune, 1.0, 128)}),
   };
 }
 

@@ -23,7 +23,6 @@ enum MetricRow : int {
   kSecondAccuracy,
   kValue,
   kValueLoss,
-  kNorm,
   kNonFinite,
   kUnused,  // no op is given this row: it must keep its value
   kRows,

@@ -4,19 +4,22 @@
 // chunks, tiny ones, gaps, an empty one; segment 0 frozen: lr_mult 0):
 //   grad_norm: the norm and the segment norms;
 //   adamw / lamb, with and without bias correction: two optimizer steps as the trainer runs them
-//     (grad_norm, then adam_step reading the norm from the device; clipping active), the
-//     gradients left as they were bit for bit;
+//     (grad_norm recording its norm into a metrics accumulator, then adam_step reading the norm
+//     from the device; clipping active), the gradients left as they were bit for bit;
 //   every segment frozen: parameters and moments keep their bits (weight decay on);
-//   a NaN or an Inf gradient: a non-finite norm, and nothing moves.
+//   a NaN or an Inf gradient: a non-finite norm, counted in the accumulator, and nothing moves.
 // The GPU runs twice for the same bits. Benchmarks: grad_norm, AdamW (beside a plain
 // one-thread-per-element AdamW with host hyper-parameters and no segments) and LAMB over
-// ELECTRA-Small's (~14M) and Base's (~110M) parameter buffers laid out like BERT. Tables, hand
-// values and the f64 reference: weight_update_test.cpp.
+// ELECTRA-Small's (~14M) and Base's (~110M) parameter buffers laid out like BERT.
+// grad_norm_schedule: the schedule's advance in grad_norm's launch, over the mixed table and one
+// without blocks. Tables, hand values and the f64 reference: weight_update_test.cpp.
 //
 // Tolerance 1e-5 relative on norms, moments and parameters. The two sides do not round alike: the
 // CPU sums norms in f64 element by element while the GPU sums chunks in f32 first (relative error
 // ~1e-7 at these sizes), and nvcc contracts the moment updates into FMAs while the host does not
 // (-ffp-contract=off), a difference of an ulp or two per operation over two steps.
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <memory>
 
@@ -136,24 +139,55 @@ OpCase optimizer_case(std::string op, std::string shape, const Table& t,
   };
 }
 
-OpCase grad_norm(const std::string& shape, const Table& t, unsigned modes) {
+// The metrics accumulator grad_norm records into: the norm into row 1, a non-finite one counted in
+// row 2, rows 0 and 3 kept. f64 [4] from values in [1, 2); the stored norm is the f32 norm (1e-5
+// relative, as the norm itself), the count exact, non-finite norms compared by class.
+TensorSpec record_acc() {
+  return updated("acc", {4}, {.lo = 1, .hi = 2}, Kind::kF64).relative({1e-5, 1e-5}).nonfinite();
+}
+NormRecord norm_record(const Args& a) {
+  return {.acc = Out(a["acc"]), .row = 1, .non_finite = 2};
+}
+
+// The norm (and on the GPU the segment norms); with `schedule`, three calls advancing a schedule of
+// three learning rates from counter 1, the last past the table's end (lr and step compare by bits:
+// a copy and an integer count on both devices; the other hyper-parameters stay), each recording
+// the norm.
+OpCase grad_norm(const std::string& shape, const Table& t, unsigned modes, bool schedule = false) {
   const int64_t p = t->num_params;
   const bool segment_norms = (modes & kGpu) != 0;  // the benchmark times the norm alone
-  std::vector<TensorSpec> tensors = {input("grads", {p}, {.lo = -2, .hi = 2}, Kind::kF32),
-                                     output("norm", {1}, Kind::kF32).relative({1e-5, 1e-5}),
-                                     workspace("workspace", grad_norm_workspace_size(t->sizes()))};
+  std::vector<TensorSpec> tensors = {
+      input("grads", {p}, {.lo = -2, .hi = 2}, Kind::kF32),
+      output("norm", {1}, Kind::kF32).relative({1e-5, 1e-5}),
+      // At least one float: a table without blocks still gets a workspace tensor.
+      workspace("workspace", std::max<int64_t>(1, grad_norm_workspace_size(t->sizes())))};
   if (segment_norms) {
     tensors.push_back(
         output("segment_norms", {t->num_segments}, Kind::kF32).relative({1e-5, 1e-5}));
   }
+  if (schedule) {
+    const std::array<float, kNumHyper> start = OptimHyperValues{}.packed();
+    tensors.push_back(input("lr_table", {3}, fixed({1e-3, 5e-4, 2.5e-4}), Kind::kF32));
+    tensors.push_back(updated("counter", {1}, fixed({1}), Kind::kI32).bits());
+    tensors.push_back(
+        updated("hyper", {kNumHyper}, fixed({start.begin(), start.end()}), Kind::kF32).bits());
+    tensors.push_back(record_acc());
+  }
   return optimizer_case(
-      "grad_norm", shape, t, std::move(tensors),
-      [t, segment_norms](Context& ctx, const Args& a) {
-        run_op(ctx, GradNorm{.grads = a["grads"],
-                             .table = segment_table(t, a),
-                             .workspace = Out(a["workspace"]),
-                             .norm = Out(a["norm"]),
-                             .segment_norms = Out(segment_norms ? a["segment_norms"] : Tensor{})});
+      schedule ? "grad_norm_schedule" : "grad_norm", shape, t, std::move(tensors),
+      [t, segment_norms, schedule](Context& ctx, const Args& a) {
+        for (int call = 0; call < (schedule ? 3 : 1); ++call) {
+          run_op(ctx, GradNorm{.grads = a["grads"],
+                               .table = segment_table(t, a),
+                               .workspace = Out(a["workspace"]),
+                               .norm = Out(a["norm"]),
+                               .segment_norms = Out(segment_norms ? a["segment_norms"] : Tensor{}),
+                               .schedule = schedule ? ScheduleState{.lr_table = a["lr_table"],
+                                                                    .counter = Out(a["counter"]),
+                                                                    .hyper = Out(a["hyper"])}
+                                                    : no_schedule(),
+                               .record = schedule ? norm_record(a) : no_record()});
+        }
       },
       modes);
 }
@@ -207,6 +241,7 @@ OpCase optimizer_steps(const std::string& shape, const Table& t, Adam adam, int 
   }
   // A non-finite norm compares by its class.
   tensors.push_back(output("norm", {1}, Kind::kF32).relative({1e-5, 1e-5}).nonfinite());
+  tensors.push_back(record_acc());  // each step's norm recorded, as the trainer does
   tensors.push_back(workspace("workspace", lamb_workspace_size(t->sizes())));
   return optimizer_case(
       adam.lamb ? "lamb" : "adamw", shape + (adam.bias_correction ? "_bias_correction" : ""), t,
@@ -218,7 +253,9 @@ OpCase optimizer_steps(const std::string& shape, const Table& t, Adam adam, int 
                                .table = segment_table(t, a),
                                .workspace = Out(a["workspace"]),
                                .norm = Out(a["norm"]),
-                               .segment_norms = Out(Tensor{})});
+                               .segment_norms = Out(Tensor{}),
+                               .schedule = no_schedule(),
+                               .record = norm_record(a)});
           adam_step(ctx, a, t, adam, g.c_str(), h.c_str());
         }
       },
@@ -257,7 +294,11 @@ Fill with_element(double value) {
 std::vector<OpCase> op_cases() {
   const Table mixed = mixed_segments(false), frozen = mixed_segments(true);
   const Fill grads{.lo = -1, .hi = 1};
-  std::vector<OpCase> cases = {grad_norm("8_segments", mixed, kGpu)};
+  // Only an empty segment: no block, the norm 0 from the launch's one block.
+  const Table no_blocks = host_table({{0, 0, true, 1.0f}}, 5);
+  std::vector<OpCase> cases = {grad_norm("8_segments", mixed, kGpu),
+                               grad_norm("8_segments", mixed, kGpu, /*schedule=*/true),
+                               grad_norm("no_blocks", no_blocks, kGpu, /*schedule=*/true)};
   for (bool lamb : {false, true}) {
     for (bool bias_correction : {false, true}) {
       const Adam adam{lamb, bias_correction};

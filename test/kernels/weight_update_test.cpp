@@ -37,6 +37,18 @@ void cpu_adam_step(Context& ctx, const SegmentTable& table, std::vector<float>& 
                        .workspace = Out(Tensor{})});
 }
 
+// One CPU grad_norm over host vectors into norm [1], recording it into `record`.
+void cpu_grad_norm(Context& ctx, const SegmentTable& table, std::vector<float>& g,
+                   std::vector<float>& norm, const NormRecord& record) {
+  run_op(ctx, GradNorm{.grads = test::view(g),
+                       .table = table,
+                       .workspace = Out(Tensor{}),
+                       .norm = Out(test::view(norm)),
+                       .segment_norms = Out(Tensor{}),
+                       .schedule = no_schedule(),
+                       .record = record});
+}
+
 // The reference update in f64, written out per element: returns the new p, m, v.
 struct State {
   std::vector<double> p, m, v;
@@ -110,7 +122,9 @@ TEST_CASE("grad_norm equals the direct sum over the segments", "[weight_update]"
                        .table = table,
                        .workspace = Out(Tensor{}),
                        .norm = Out(test::view(norm)),
-                       .segment_norms = Out(test::view(seg_norms))});
+                       .segment_norms = Out(test::view(seg_norms)),
+                       .schedule = no_schedule(),
+                       .record = no_record()});
   double total = 0;
   for (size_t s = 0; s < kSegments.size(); ++s) {
     double sq = 0;
@@ -121,6 +135,79 @@ TEST_CASE("grad_norm equals the direct sum over the segments", "[weight_update]"
     CHECK(seg_norms[s] == Approx(std::sqrt(sq)).epsilon(1e-6));
   }
   CHECK(norm[0] == Approx(std::sqrt(total)).epsilon(1e-6));
+}
+
+TEST_CASE("grad_norm advances the schedule: lr from the table, clamped at its end",
+          "[weight_update]") {
+  Context ctx = Context::cpu();
+  Arena arena("table", Device::CPU, segment_table_bytes(kSegments));
+  const SegmentTable table = make_segment_table(ctx, arena, kSegments, kParams);
+  std::vector<float> g(kParams, 0.5f), norm(1);
+  std::vector<float> lr_table = {1.0f, 0.25f, 0.125f};
+  std::vector<int32_t> counter = {1};
+  const std::array<float, kNumHyper> start = OptimHyperValues{}.packed();
+  std::vector<float> hyper(start.begin(), start.end());
+  // Counter 1, 2, 3: lr = table[1], table[2], then table[2] again (past the end); step t + 1.
+  for (const auto& [lr, step] : {std::pair{0.25f, 2.0f}, {0.125f, 3.0f}, {0.125f, 4.0f}}) {
+    run_op(ctx, GradNorm{.grads = test::view(g),
+                         .table = table,
+                         .workspace = Out(Tensor{}),
+                         .norm = Out(test::view(norm)),
+                         .segment_norms = Out(Tensor{}),
+                         .schedule = {.lr_table = test::view(lr_table),
+                                      .counter = Out(test::view(counter)),
+                                      .hyper = Out(test::view(hyper))},
+                         .record = no_record()});
+    CHECK(hyper[kHyperLr] == lr);
+    CHECK(hyper[kHyperStep] == step);
+    for (int k = kHyperBeta1; k < kNumHyper; ++k) CHECK(hyper[k] == start[k]);  // untouched
+  }
+  CHECK(counter[0] == 4);
+  int64_t counted = 0;
+  for (const ParamSegment& s : kSegments) counted += s.size;
+  CHECK(norm[0] == Approx(0.5 * std::sqrt(static_cast<double>(counted))).epsilon(1e-6));
+  // A partial schedule is refused.
+  CHECK_THROWS_AS(run_op(ctx, GradNorm{.grads = test::view(g),
+                                       .table = table,
+                                       .workspace = Out(Tensor{}),
+                                       .norm = Out(test::view(norm)),
+                                       .segment_norms = Out(Tensor{}),
+                                       .schedule = {.lr_table = test::view(lr_table),
+                                                    .counter = Out(Tensor{}),
+                                                    .hyper = Out(Tensor{})},
+                                       .record = no_record()}),
+                  Error);
+}
+
+TEST_CASE("grad_norm records the norm: stored, a non-finite one counted", "[weight_update]") {
+  Context ctx = Context::cpu();
+  Arena arena("table", Device::CPU, segment_table_bytes(kSegments));
+  const SegmentTable table = make_segment_table(ctx, arena, kSegments, kParams);
+  std::vector<float> g(kParams, 0.0f), norm(1);
+  g[0] = 3.0f;  // segment 0 starts at 0: the norm is 5
+  g[1] = 4.0f;
+  std::vector<double> acc = {7.0, 8.0, 9.0, 10.0};
+  auto run = [&](const NormRecord& record) { cpu_grad_norm(ctx, table, g, norm, record); };
+  const NormRecord record{.acc = Out(test::view(acc)), .row = 1, .non_finite = 2};
+  run(record);
+  CHECK(acc == std::vector<double>{7.0, 5.0, 9.0, 10.0});  // stored, not added; finite
+  g[1] = INFINITY;
+  run(record);
+  CHECK(std::isinf(acc[1]));
+  CHECK(acc[2] == 10.0);
+  g[1] = NAN;
+  run(record);
+  CHECK(std::isnan(acc[1]));
+  CHECK(acc[2] == 11.0);
+  CHECK(acc[0] == 7.0);
+  CHECK(acc[3] == 10.0);
+  run({.acc = Out(test::view(acc)), .row = kNoRow, .non_finite = kNoRow});  // nothing recorded
+  CHECK(std::isnan(acc[1]));
+  CHECK(acc[2] == 11.0);
+  // Refused: rows outside the accumulator, an accumulator that is not f64.
+  std::vector<float> acc_f32(4);
+  CHECK_THROWS_AS(run({.acc = Out(test::view(acc)), .row = 4, .non_finite = 2}), Error);
+  CHECK_THROWS_AS(run({.acc = Out(test::view(acc_f32)), .row = 1, .non_finite = 2}), Error);
 }
 
 TEST_CASE("adamw first step on one element by hand", "[weight_update]") {
@@ -200,11 +287,7 @@ TEST_CASE("adamw and lamb two steps match the f64 reference", "[weight_update]")
         for (int step = 1; step <= 2; ++step) {
           std::vector<float> g = test::random_vector<float>(kParams, 60 + step, -3, 3);
           const std::vector<float> g0 = g;
-          run_op(ctx, GradNorm{.grads = test::view(g),
-                               .table = table,
-                               .workspace = Out(Tensor{}),
-                               .norm = Out(test::view(norm)),
-                               .segment_norms = Out(Tensor{})});
+          cpu_grad_norm(ctx, table, g, norm, no_record());
           REQUIRE(norm[0] > 1.0f);  // so that max_norm = 1 clips
           OptimHyperValues h;
           h.lr = 0.05f;
