@@ -31,8 +31,9 @@ constexpr float kEps = 1e-12f;  // ELECTRA's
 // f32 rounding of row sums of length E whatever the activation dtype.
 constexpr Tol kStatTol = {1e-5, 1e-5};
 
-// The dropout site of a case: the context's dropout stream, site `number` (0 < p: the mask is
-// exercised; p = 0: an inference-like pass).
+// The dropout site of a case: the context's dropout stream at site 3, shifted by one (an
+// unaligned start for the 4-element Philox words); p = 0: no dropout (an inference-like pass).
+// bench/embedding_bench.cu's baselines use the same site.
 DropoutSite site_of(const Context& ctx, float p) {
   return DropoutSite{ctx.rng(RngPurpose::kDropout, 5), dropout_site_offset(3) + 1, p};
 }
