@@ -1,37 +1,49 @@
-// embedding: the sum of BERT's three embedding tables (before the embedding LayerNorm).
+// embedding: BERT's input block up to the projection: the sum of the three embedding tables, the
+// embedding LayerNorm and its dropout, in one op (one GPU launch); the backward is the lookup
+// gradient (the LayerNorm's and the dropout's backward are layernorm_backward with its dy_dropout).
 //
-// Forward:  out[b, t, :] = word[ids[b, t], :] + position[t, :] + segment[segment_ids[b, t], :]
-//           (added in that order).
+// Forward:  sum[b, t, :] = word[ids[b, t], :] + position[t, :] + segment[segment_ids[b, t], :]
+//           (added in that order), then y = dropout(layernorm(sum)) with norm's gamma, beta, eps
+//           and dropout site (flat index (b T + t) E + j), saving sum, mean and rstd for the
+//           LayerNorm backward (kernels/layernorm.h: the formulas; kernels/dropout.h: the mask).
+//           The CPU runs the three steps of those ops in order (the same bits as the three ops).
+//           The GPU forms the sum in f32, stores it rounded to the activation dtype and normalises
+//           the stored value (as layernorm_forward reads it back), and rounds y once.
 // Backward: dword[v, :]     += sum over (b, t) with ids[b, t] == v of dout[b, t, :]
 //           dposition[t, :] += sum over b of dout[b, t, :]
 //           dsegment[s, :]  += sum over (b, t) with segment_ids[b, t] == s of dout[b, t, :]
-//           (parameter gradients: accumulated, +=).
+//           (parameter gradients: accumulated, +=); dout is the gradient of `sum`.
 // Shapes: ids, segment_ids i32 [B, T]; word [V, E], position [P, E] with T <= P, segment [S, E];
-// out, dout [B, T, E]; dword, dposition, dsegment like their tables.
-// Dtypes: CPU tables and out all f32 or all f64; GPU tables and their gradients f32, out and dout
-// f32 or bf16 (the sum is formed in f32 and rounded once).
+// sum, y, dout [B, T, E]; gamma, beta [E]; mean, rstd [B, T]; dword, dposition, dsegment like
+// their tables.
+// Dtypes: CPU all f32 or all f64; GPU tables, gamma, beta, statistics and the table gradients f32,
+// sum, y and dout f32 or bf16.
 // Out-of-range ids (id < 0 or id >= V, segment id < 0 or >= S): the CPU throws UserError naming
 // the position (b, t) and the value. The GPU cannot throw from a kernel: the forward writes a
 // row of NaN for such a token (never reading outside the tables), so the error shows up in the
 // loss, and the backward skips that token for the table whose id is out of range.
-// GPU backward is deterministic (same bits every run, whatever the launch), in 2 launches up to
-// kEmbeddingSortTileKeys tokens: the first sorts the 32-bit keys (id << s | token) of the batch
-// in one block (a stable radix sort in shared memory, so each id's tokens stay in ascending
-// order) while its other blocks sum dposition over b in order and the per-position dsegment
-// partials; the second sums dword per run of equal ids in token order (runs cut into segments of
-// kEmbeddingRunSegment sorted keys; a run crossing segments is joined, its pieces in segment
-// order, by whichever warp adds the last piece) and dsegment over t in order. Above
-// kEmbeddingSortTileKeys tokens, tiles of that many tokens are sorted by one block each and the
-// second launch runs once per tile, so dword[v] is dword[v] + (tile 0's sum) + (tile 1's sum)
-// ...: still a fixed order. The keys must fit 32 bits: bit_width(V) + bit_width(tile tokens - 1)
-// <= 32 (V < 131072 with full tiles), else the GPU backward throws Error. No float atomics.
-// Workspace (GPU backward only; the CPU ignores it): a tensor of any dtype of at least
-// embedding_backward_workspace_bytes(B, T, S, E) bytes, 16-byte aligned.
+// GPU backward, deterministic (same bits every run, whatever the launch), without float atomics.
+// The forward, given the workspace, also sorts the 32-bit keys (id << s | token) of each sort tile
+// of kEmbeddingSortTileKeys tokens in one block beside its row blocks (a stable radix sort in
+// shared memory, so each id's tokens stay in ascending order): the sort depends on the ids only.
+// The backward is then one launch per sort tile: dword summed per run of equal ids in token order
+// (runs cut into segments of kEmbeddingRunSegment sorted keys; a run crossing segments is joined,
+// its pieces in segment order, by whichever warp adds the last piece), and, in the first tile's
+// launch, dposition summed over b in order and per-position dsegment partials, which the block
+// arriving last adds over t in order. Above one tile, dword[v] is dword[v] + (tile 0's sum) +
+// (tile 1's sum) ...: still a fixed order. The keys must fit 32 bits: bit_width(V) +
+// bit_width(tile tokens - 1) <= 32 (V < 131072 with full tiles), else the GPU forward (with a
+// workspace) and backward throw Error.
+// Workspace (GPU only; the CPU ignores it): a tensor of any dtype of at least
+// embedding_backward_workspace_bytes(B, T, S, E) bytes, 16-byte aligned. The backward's must be
+// the one a forward with the same ids filled (the sorted keys); a forward without one (inference:
+// no backward follows) skips the sort.
 #pragma once
 
 #include <cstddef>
 
 #include "kernels/dispatch.h"
+#include "kernels/layernorm.h"
 
 namespace electra {
 
@@ -100,14 +112,32 @@ inline void check_embedding_shapes(const char* op, const Tensor& ids, const Tens
   check_shape(out, {ids.dim(0), ids.dim(1), e}, op);
 }
 
+// The forward's LayerNorm of the sum and its dropout.
+struct EmbeddingNorm {
+  In gamma, beta;
+  float eps = 0;
+  DropoutSite site = {};  // p = 0 (the default): no dropout
+};
+
 struct EmbeddingForward {
   static constexpr const char* kName = "embedding_forward";
   In ids, segment_ids, word, position, segment;
-  Out out;
+  EmbeddingNorm norm;
+  Out sum, y, mean, rstd;
+  Out workspace = Out(Tensor{});  // optional: the backward's sorted keys (GPU)
 
   void check() const {
-    check_embedding_shapes(kName, ids, segment_ids, word, position, segment, out);
+    check_embedding_shapes(kName, ids, segment_ids, word, position, segment, sum);
+    check_same_shape(sum, y, kName);
+    check_shape(norm.gamma, {word.dim(1)}, kName);
+    check_shape(norm.beta, {word.dim(1)}, kName);
+    check_shape(mean, {ids.dim(0), ids.dim(1)}, kName);
+    check_shape(rstd, {ids.dim(0), ids.dim(1)}, kName);
+    check_layernorm_eps(norm.eps, kName);
+    check_dropout_p(norm.site.p, kName);
   }
+  // embedding.cu: one kernel, its first blocks sorting (with a workspace), the others a row each
+  // warp.
   void cpu(Context& ctx) const;
   void cuda(Context& ctx) const;
 };
@@ -120,12 +150,11 @@ struct EmbeddingBackward {
   void check() const {
     check_embedding_shapes(kName, ids, segment_ids, dword, dposition, dsegment, dout);
   }
-  // embedding.cu: the sort (with the position and segment partials), then per sort tile the
-  // word-gradient pass (the first with the segment sums).
+  // embedding.cu: per sort tile the word-gradient pass (the first with the position and
+  // segment sums); the forward sorted the keys.
   Launches launches() const {
     if (ids.numel() == 0 || dword.dim(1) == 0) return {};
-    const int64_t tiles = (ids.numel() + kEmbeddingSortTileKeys - 1) / kEmbeddingSortTileKeys;
-    return {.kernels = 1 + tiles};
+    return {.kernels = (ids.numel() + kEmbeddingSortTileKeys - 1) / kEmbeddingSortTileKeys};
   }
   void cpu(Context& ctx) const;
   void cuda(Context& ctx) const;

@@ -20,8 +20,10 @@ constexpr int64_t kTokenBlock = 64, kColBlock = 16;
 
 namespace electra {
 
+// The lookup into sum, then the embedding LayerNorm and the dropout in place on y: the CPU steps of
+// layernorm_forward and dropout, so the bits are those of the three ops run one after another.
 void EmbeddingForward::cpu(Context& ctx) const {
-  dispatch_cpu_float(out.dtype, kName, [&](auto tag) {
+  dispatch_cpu_float(sum.dtype, kName, [&](auto tag) {
     using T = decltype(tag);
     const int64_t batch = ids.dim(0), len = ids.dim(1), e = word.dim(1);
     const int32_t* id = ids.ptr<int32_t>();
@@ -29,18 +31,28 @@ void EmbeddingForward::cpu(Context& ctx) const {
     const T* w = word.ptr<T>();
     const T* p = position.ptr<T>();
     const T* s = segment.ptr<T>();
-    T* y = out.ptr<T>();
+    T* out = sum.ptr<T>();
     ctx.parallel_ranges(batch * len, cpu::kTokenBlock, [&](int64_t i0, int64_t i1) {
       for (int64_t i = i0; i < i1; ++i) {
         const int64_t b = i / len, t = i % len;
         cpu::check_id("token id", id[i], word.dim(0), b, t);
         cpu::check_id("segment id", sid[i], segment.dim(0), b, t);
         for (int64_t j = 0; j < e; ++j) {
-          y[i * e + j] = w[id[i] * e + j] + p[t * e + j] + s[sid[i] * e + j];
+          out[i * e + j] = w[id[i] * e + j] + p[t * e + j] + s[sid[i] * e + j];
         }
       }
     });
   });
+  const int64_t e = word.dim(1), rows = ids.numel();
+  LayerNormForward{.x = sum.reshape({rows, e}),
+                   .gamma = norm.gamma,
+                   .beta = norm.beta,
+                   .eps = norm.eps,
+                   .y = Out(y.reshape({rows, e})),
+                   .mean = Out(mean.reshape({rows})),
+                   .rstd = Out(rstd.reshape({rows}))}
+      .cpu(ctx);
+  Dropout{.x = y, .site = norm.site, .y = y}.cpu(ctx);
 }
 
 void EmbeddingBackward::cpu(Context& ctx) const {

@@ -11,30 +11,17 @@
 // which the block adds in warp order into its partial row of dgamma / dbeta in the workspace; the
 // blocks that arrive last add the partial rows in a fixed order (kernels/column_sum.cuh).
 // Deterministic, no float atomics; dy and x are read once from HBM (the second pass over a row
-// hits L1/L2).
+// hits L1/L2). With layernorm_backward's dy_dropout, dy is dropped as it is read (the Philox
+// words generated in both passes: nothing stored), so the dropout's backward needs no launch.
 #include "kernels/column_sum.cuh"
 #include "kernels/cuda_common.cuh"
+#include "kernels/dropout_keep.cuh"
 #include "kernels/layernorm.h"
 
 namespace electra::cuda {
 namespace {
 
 constexpr int kRowsPerBlock = 8;  // warps per block in the row kernels
-
-// keep[j] for flat indices index0 .. index0 + V - 1: for V = 8, one Philox call per 4 elements
-// when 4-aligned (dropout_keep4, two straddled blocks otherwise).
-template <int V>
-__device__ __forceinline__ void keep_mask(const DropoutSite& site, uint64_t index0, bool* keep) {
-  const uint64_t first = site.offset + index0;
-  if constexpr (V % 4 == 0) {
-    for (int q = 0; q < V / 4; ++q) {
-      const uint32_t bits = dropout_keep4(site.stream, first + 4 * q, site.p);
-      for (int j = 0; j < 4; ++j) keep[q * 4 + j] = (bits >> j) & 1u;
-    }
-  } else {
-    for (int j = 0; j < V; ++j) keep[j] = dropout_keep(site.stream, first + j, site.p);
-  }
-}
 
 // Rounds v to T and back, so that statistics describe the stored value.
 template <class T>
@@ -125,12 +112,13 @@ __device__ __forceinline__ void add_to_shared(float* acc, const float* v) {
 
 // The whole backward in one launch. Block p owns rows [p R, (p + 1) R); warp w of W takes rows
 // p R + w, p R + w + W, ... and computes each row's dx as one warp per row (or, fused,
-// dresidual = d and dx = d * keep * scale), adding dy * xhat and dy (and, with dbias, dx in f32)
+// dresidual = d and dx = d * keep * scale; or, with kDropDy, from dy * keep * scale, the mask
+// regenerated in both passes over the row), adding dy * xhat and dy (and, with dbias, dx in f32)
 // into its own sums in shared memory (a lane owns the columns it loads: no synchronisation). The
 // W warps' sums are then added in warp order into partial row p = [dgamma | dbeta | dbias parts]
 // (2 or 3 H floats), and the blocks that arrive last add the partial rows into dgamma, dbeta and
 // dbias (kernels/column_sum.cuh).
-template <class T, int V, bool kResidual>
+template <class T, int V, bool kResidual, bool kDropDy>
 __global__ void layernorm_backward_kernel(const T* dy, const T* x, const float* gamma,
                                           const float* mean, const float* rstd, T* dx, T* dresidual,
                                           int64_t n, int64_t h, int64_t rows, DropoutSite site,
@@ -152,8 +140,17 @@ __global__ void layernorm_backward_kernel(const T* dy, const T* x, const float* 
   for (int64_t row = blockIdx.x * rows + warp; row < end; row += warps) {
     const float mu = mean[row], rs = rstd[row];
     float d[V], v[V], g[V], dg[V], sum_g = 0, sum_gx = 0;
-    for (int64_t c = lane * V; c < h; c += kWarpSize * V) {
+    bool keep[V];
+    // dy of the row at columns c .. c + V - 1 (dropped with kDropDy: dropout(dy), in f32).
+    auto load_dy = [&](int64_t c) {
       load_vec<V>(dy + row * h + c, d);
+      if constexpr (kDropDy) {
+        keep_mask<V>(site, row * h + c, keep);
+        for (int j = 0; j < V; ++j) d[j] = keep[j] ? d[j] * scale : 0.0f;
+      }
+    };
+    for (int64_t c = lane * V; c < h; c += kWarpSize * V) {
+      load_dy(c);
       load_vec<V>(x + row * h + c, v);
       load_vec<V>(gamma + c, g);
       for (int j = 0; j < V; ++j) {
@@ -163,9 +160,8 @@ __global__ void layernorm_backward_kernel(const T* dy, const T* x, const float* 
     }
     const float mean_g = warp_sum(sum_g) / static_cast<float>(h);
     const float mean_gx = warp_sum(sum_gx) / static_cast<float>(h);
-    bool keep[V];
     for (int64_t c = lane * V; c < h; c += kWarpSize * V) {
-      load_vec<V>(dy + row * h + c, d);
+      load_dy(c);
       load_vec<V>(x + row * h + c, v);
       load_vec<V>(gamma + c, g);
       for (int j = 0; j < V; ++j) dg[j] = d[j] * (v[j] - mu) * rs;
@@ -236,7 +232,7 @@ void forward(Context& ctx, const Tensor& x, const Tensor* residual, const Tensor
   ELECTRA_CUDA_CHECK_LAUNCH();
 }
 
-template <class T, bool kResidual>
+template <class T, bool kResidual, bool kDropDy = false>
 void backward(Context& ctx, const Tensor& dy, const Tensor& x, const Tensor& gamma,
               const Tensor& mean, const Tensor& rstd, const DropoutSite& site, const Tensor& dx,
               const Tensor* dresidual, const Tensor& dgamma, const Tensor& dbeta,
@@ -266,13 +262,15 @@ void backward(Context& ctx, const Tensor& dy, const Tensor& x, const Tensor& gam
   const ColumnTickets tickets =
       column_tickets(ctx, workspace.ptr<float>(), blocks, parts * h, h, 1);
   if (vectorizable(h, {d, in, out, dres, gamma.data})) {
-    layernorm_backward_kernel<T, 8, kResidual><<<blocks, warps * kWarpSize, shared, ctx.stream()>>>(
-        d, in, gamma.ptr<float>(), mean.ptr<float>(), rstd.ptr<float>(), out, dres, n, h, rows,
-        site, scale, tickets, dgamma.ptr<float>(), dbeta.ptr<float>(), bias_grad);
+    layernorm_backward_kernel<T, 8, kResidual, kDropDy>
+        <<<blocks, warps * kWarpSize, shared, ctx.stream()>>>(
+            d, in, gamma.ptr<float>(), mean.ptr<float>(), rstd.ptr<float>(), out, dres, n, h, rows,
+            site, scale, tickets, dgamma.ptr<float>(), dbeta.ptr<float>(), bias_grad);
   } else {
-    layernorm_backward_kernel<T, 1, kResidual><<<blocks, warps * kWarpSize, shared, ctx.stream()>>>(
-        d, in, gamma.ptr<float>(), mean.ptr<float>(), rstd.ptr<float>(), out, dres, n, h, rows,
-        site, scale, tickets, dgamma.ptr<float>(), dbeta.ptr<float>(), bias_grad);
+    layernorm_backward_kernel<T, 1, kResidual, kDropDy>
+        <<<blocks, warps * kWarpSize, shared, ctx.stream()>>>(
+            d, in, gamma.ptr<float>(), mean.ptr<float>(), rstd.ptr<float>(), out, dres, n, h, rows,
+            site, scale, tickets, dgamma.ptr<float>(), dbeta.ptr<float>(), bias_grad);
   }
   ELECTRA_CUDA_CHECK_LAUNCH();
 }
@@ -293,8 +291,14 @@ void LayerNormForward::cuda(Context& ctx) const {
 void LayerNormBackward::cuda(Context& ctx) const {
   cuda::dispatch_checked(
       kName, x, {&dy, &dx}, {&gamma, &mean, &rstd, &dgamma, &dbeta}, [&](auto tag) {
-        cuda::backward<decltype(tag), false>(ctx, dy, x, gamma, mean, rstd, DropoutSite{}, dx,
-                                             nullptr, dgamma, dbeta, nullptr, workspace, kName);
+        using T = decltype(tag);
+        if (dy_dropout.p > 0) {
+          cuda::backward<T, false, true>(ctx, dy, x, gamma, mean, rstd, dy_dropout, dx, nullptr,
+                                         dgamma, dbeta, nullptr, workspace, kName);
+        } else {
+          cuda::backward<T, false>(ctx, dy, x, gamma, mean, rstd, DropoutSite{}, dx, nullptr,
+                                   dgamma, dbeta, nullptr, workspace, kName);
+        }
       });
 }
 

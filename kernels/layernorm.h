@@ -3,7 +3,10 @@
 // layernorm_forward:  mean = sum_j x_j / H, var = sum_j (x_j - mean)^2 / H (biased, as BERT),
 //                     rstd = 1 / sqrt(var + eps), xhat = (x - mean) * rstd,
 //                     y = xhat * gamma + beta.  Saves mean [N] and rstd [N].
-// layernorm_backward: g = dy * gamma,
+// layernorm_backward: with dy_dropout (p > 0), dy is first replaced by dropout(dy) with that site:
+//                     the gradient of y when the caller dropped y (dropout(layernorm(x)), the
+//                     embeddings'; the mask of kernels/dropout.h, regenerated as dy is read).
+//                     g = dy * gamma,
 //                     dx = rstd * (g - mean_j(g) - xhat * mean_j(g * xhat))   (written, =)
 //                     dgamma += sum over rows of dy * xhat, dbeta += sum over rows of dy.
 // residual_layernorm_forward (BERT's "LayerNorm(dropout(x) + residual)"):
@@ -78,11 +81,13 @@ struct LayerNormForward {
 struct LayerNormBackward {
   static constexpr const char* kName = "layernorm_backward";
   In dy, x, gamma, mean, rstd;
+  DropoutSite dy_dropout = {};  // optional: p = 0 (the default) reads dy as it is
   Out dx, dgamma, dbeta;
   Out workspace;
 
   void check() const {
     check_layernorm_args(kName, x, {&dy, &dx}, {&gamma, &dgamma, &dbeta}, {&mean, &rstd});
+    check_dropout_p(dy_dropout.p, kName);
   }
   // One kernel: dx and per-block dgamma/dbeta partials, which its last blocks add (layernorm.cu).
   Launches launches() const { return {.kernels = x.numel() == 0 ? 0 : 1}; }

@@ -77,6 +77,23 @@ void backward(Context& ctx, const Tensor& dy, const Tensor& x, const Tensor& gam
   T* out = dx.ptr<T>();
   T* dg = dgamma.ptr<T>();
   T* db = dbeta.ptr<T>();
+  // Column j: sum_dg and sum_db over the rows in order, then one add into dg[j] and db[j]. The
+  // rows are the outer loop so that a block's columns are read contiguously. Before the rows' dx:
+  // dy may be dx (LayerNormBackward with dy_dropout drops dy into dx first), and a row reads its
+  // dy before it writes its dx.
+  ctx.parallel_ranges(h, kColBlock, [&](int64_t j0, int64_t j1) {
+    T sum_dg[kColBlock] = {}, sum_db[kColBlock] = {};
+    for (int64_t r = 0; r < n; ++r) {
+      for (int64_t j = j0; j < j1; ++j) {
+        sum_dg[j - j0] += d[r * h + j] * (in[r * h + j] - mu[r]) * rs[r];
+        sum_db[j - j0] += d[r * h + j];
+      }
+    }
+    for (int64_t j = j0; j < j1; ++j) {
+      dg[j] += sum_dg[j - j0];
+      db[j] += sum_db[j - j0];
+    }
+  });
   ctx.parallel_ranges(n, kRowBlock, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
       const T* dr = d + r * h;
@@ -99,21 +116,6 @@ void backward(Context& ctx, const Tensor& dy, const Tensor& x, const Tensor& gam
       }
     }
   });
-  // Column j: sum_dg and sum_db over the rows in order, then one add into dg[j] and db[j]. The
-  // rows are the outer loop so that a block's columns are read contiguously.
-  ctx.parallel_ranges(h, kColBlock, [&](int64_t j0, int64_t j1) {
-    T sum_dg[kColBlock] = {}, sum_db[kColBlock] = {};
-    for (int64_t r = 0; r < n; ++r) {
-      for (int64_t j = j0; j < j1; ++j) {
-        sum_dg[j - j0] += d[r * h + j] * (in[r * h + j] - mu[r]) * rs[r];
-        sum_db[j - j0] += d[r * h + j];
-      }
-    }
-    for (int64_t j = j0; j < j1; ++j) {
-      dg[j] += sum_dg[j - j0];
-      db[j] += sum_db[j - j0];
-    }
-  });
 }
 
 }  // namespace
@@ -128,9 +130,13 @@ void LayerNormForward::cpu(Context& ctx) const {
   });
 }
 
+// With dy_dropout, dropout(dy) is formed in dx (the dropout op's CPU step: the same bits as a
+// dropout before the backward) and the backward reads it there.
 void LayerNormBackward::cpu(Context& ctx) const {
+  const bool drop = dy_dropout.p > 0;
+  if (drop) Dropout{.x = dy, .site = dy_dropout, .y = dx}.cpu(ctx);
   dispatch_cpu_float(x.dtype, kName, [&](auto tag) {
-    cpu::backward<decltype(tag)>(ctx, dy, x, gamma, mean, rstd, dx, dgamma, dbeta);
+    cpu::backward<decltype(tag)>(ctx, drop ? dx : dy, x, gamma, mean, rstd, dx, dgamma, dbeta);
   });
 }
 

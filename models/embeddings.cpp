@@ -1,9 +1,9 @@
 #include "models/embeddings.h"
 
 #include "kernels/cast.h"
-#include "kernels/dropout.h"
 #include "kernels/elementwise_add.h"
 #include "kernels/embedding.h"
+#include "kernels/layernorm.h"
 
 namespace electra {
 
@@ -72,18 +72,21 @@ void GdesTables::refresh(Context& ctx) const {
 Embeddings::Embeddings(ModelBuilder& builder, const EmbeddingTables& tables,
                        const std::string& prefix, const EncoderConfig& config, int64_t batch,
                        int64_t seq_len, uint32_t site, const Tensor& workspace)
-    : tables_(&tables), config_(config), site_(site) {
-  const int64_t e = config.embedding_size, rows = batch * seq_len;
-  norm_ = LayerNorm(builder, tables.norm_gamma, tables.norm_beta, rows, e, config.layer_norm_eps,
-                    workspace);
+    : tables_(&tables),
+      config_(config),
+      site_(site),
+      eps_(config.layer_norm_eps),
+      workspace_(workspace) {
+  const int64_t e = config.embedding_size;
   if (config.has_projection()) {
     project_ = Linear(builder, prefix + "embeddings_project.", e, config.hidden);
     dropped_ = builder.activation({batch, seq_len, e});
+    grad_dropped_ = builder.activation({batch, seq_len, e});
   }
   sum_ = builder.activation({batch, seq_len, e});
-  normed_ = builder.activation({batch, seq_len, e});
+  mean_ = builder.activation(builder.dtypes().statistic, {batch, seq_len});
+  rstd_ = builder.activation(builder.dtypes().statistic, {batch, seq_len});
   grad_sum_ = builder.activation({batch, seq_len, e});
-  grad_normed_ = builder.activation({batch, seq_len, e});
   const size_t lookup_bytes =
       embedding_backward_workspace_bytes(batch, seq_len, config.type_vocab_size, e);
   lookup_workspace_ = builder.activation(DType::F32, {static_cast<int64_t>(lookup_bytes / 4 + 1)});
@@ -94,32 +97,43 @@ void Embeddings::forward(Context& ctx, const DropoutPass& pass, const Tensor& id
   const ModelPart part("embeddings");  // engine/op_observer.h
   ids_ = ids;
   segment_ids_ = segment_ids;
+  sorted_ = pass.training;
   run_op(ctx, EmbeddingForward{.ids = ids,
                                .segment_ids = segment_ids,
                                .word = tables_->word.value,
                                .position = tables_->position.value,
                                .segment = tables_->segment.value,
-                               .out = Out(sum_)});
-  norm_.forward(ctx, sum_, normed_);
-  const DropoutSite site = pass.site(site_, config_.hidden_dropout);
-  if (config_.has_projection()) {
-    run_op(ctx, Dropout{.x = normed_, .site = site, .y = Out(dropped_)});
-    project_.forward(ctx, dropped_, out);
-  } else {
-    run_op(ctx, Dropout{.x = normed_, .site = site, .y = Out(out)});
-  }
+                               .norm = {.gamma = tables_->norm_gamma.value,
+                                        .beta = tables_->norm_beta.value,
+                                        .eps = eps_,
+                                        .site = pass.site(site_, config_.hidden_dropout)},
+                               .sum = Out(sum_),
+                               .y = Out(config_.has_projection() ? dropped_ : out),
+                               .mean = Out(mean_),
+                               .rstd = Out(rstd_),
+                               .workspace = Out(sorted_ ? lookup_workspace_ : Tensor{})});
+  if (config_.has_projection()) project_.forward(ctx, dropped_, out);
 }
 
 void Embeddings::backward(Context& ctx, const DropoutPass& pass, const Tensor& dout) {
   const ModelPart part("embeddings");  // engine/op_observer.h
-  const DropoutSite site = pass.site(site_, config_.hidden_dropout);
+  ELECTRA_CHECK(sorted_, "embeddings: a backward after an inference forward (no sorted ids)");
+  Tensor dropped_grad = dout;
   if (config_.has_projection()) {
-    project_.backward(ctx, dropped_, dout, grad_sum_);
-    run_op(ctx, Dropout{.x = grad_sum_, .site = site, .y = Out(grad_normed_)});
-  } else {
-    run_op(ctx, Dropout{.x = dout, .site = site, .y = Out(grad_normed_)});
+    project_.backward(ctx, dropped_, dout, grad_dropped_);
+    dropped_grad = grad_dropped_;
   }
-  norm_.backward(ctx, grad_normed_, sum_, grad_sum_);
+  const int64_t e = config_.embedding_size;
+  run_op(ctx, LayerNormBackward{.dy = as_rows(dropped_grad, e),
+                                .x = as_rows(sum_, e),
+                                .gamma = tables_->norm_gamma.value,
+                                .mean = mean_.reshape({mean_.numel()}),
+                                .rstd = rstd_.reshape({rstd_.numel()}),
+                                .dy_dropout = pass.site(site_, config_.hidden_dropout),
+                                .dx = Out(as_rows(grad_sum_, e)),
+                                .dgamma = Out(tables_->norm_gamma.grad),
+                                .dbeta = Out(tables_->norm_beta.grad),
+                                .workspace = Out(workspace_)});
   run_op(ctx, EmbeddingBackward{.dout = grad_sum_,
                                 .ids = ids_,
                                 .segment_ids = segment_ids_,

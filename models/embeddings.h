@@ -4,6 +4,8 @@
 //   n   = LayerNorm(e)                                             (eps from the config)
 //   d   = dropout(n)                                               (site DropoutSites::embeddings)
 //   out = d W_p^T + b_p  when E != H (`embeddings_project`), else out = d      [B, T, H]
+// The first three are one op (embedding_forward); the backward of the dropout and the LayerNorm
+// is one (layernorm_backward with its dy_dropout), then the lookup gradient.
 //
 // The tables and the embedding LayerNorm are EmbeddingTables, shared by the generator and the
 // discriminator: both models' backward passes accumulate into the same
@@ -14,7 +16,6 @@
 
 #include "models/dropout_pass.h"
 #include "models/electra_config.h"
-#include "models/layer_norm.h"
 #include "models/linear.h"
 
 namespace electra {
@@ -80,6 +81,8 @@ class Embeddings {
   // ids, segment_ids i32 [B, T] (kept as views until the backward); out [B, T, H].
   void forward(Context& ctx, const DropoutPass& pass, const Tensor& ids, const Tensor& segment_ids,
                const Tensor& out);
+  // A training forward (pass.training) also sorts the ids for the backward (kernels/embedding.h);
+  // an inference forward does not, and no backward may follow it.
   // dout [B, T, H]: parameter gradients only (the ids need none). dout may be overwritten.
   void backward(Context& ctx, const DropoutPass& pass, const Tensor& dout);
 
@@ -87,14 +90,17 @@ class Embeddings {
   const EmbeddingTables* tables_ = nullptr;
   EncoderConfig config_;
   uint32_t site_ = 0;
-  LayerNorm norm_;
+  float eps_ = 0;
   Linear project_;
   Tensor ids_, segment_ids_;
-  Tensor sum_, normed_, dropped_;  // [B, T, E]; dropped_ only with the projection
-  // [B, T, E]: the gradients of the tables' sum (first, with the projection, that of its input
-  // `dropped_`) and of the LayerNorm's output.
-  Tensor grad_sum_, grad_normed_;
-  Tensor lookup_workspace_;  // GPU embedding backward (sort keys)
+  Tensor sum_, dropped_;  // [B, T, E]; dropped_ only with the projection
+  Tensor mean_, rstd_;    // [B, T]: the embedding LayerNorm's statistics
+  // [B, T, E]: the gradients of the projection's input `dropped_` (with the projection) and of
+  // the tables' sum.
+  Tensor grad_dropped_, grad_sum_;
+  Tensor workspace_;         // the encoder's f32 reduction scratch (LayerNorm backward)
+  Tensor lookup_workspace_;  // GPU: the sorted ids, from the forward to the backward
+  bool sorted_ = false;      // the last forward sorted the ids
 };
 
 }  // namespace electra

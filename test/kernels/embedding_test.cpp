@@ -1,6 +1,9 @@
-// embedding on the CPU: forward equals hand-computed sums, backward accumulates repeated ids
-// (+=), out-of-range ids are UserErrors naming the position, bad shapes and dtypes are refused.
+// embedding on the CPU: the forward's sum equals hand-computed sums and its LayerNorm and dropout
+// the bits of those ops, the backward accumulates repeated ids (+=), out-of-range ids are
+// UserErrors naming the position, bad shapes, dtypes, eps and p are refused.
 #include <catch2/catch.hpp>
+
+#include <algorithm>
 
 #include "kernels/embedding.h"
 #include "test/common/test_util.h"
@@ -14,27 +17,109 @@ struct Tables {
   std::vector<float> word = {0, 0, 1, 10, 2, 20, 3, 30, 4, 40};
   std::vector<float> position = {0, 0.5f, 100, 0.5f, 200, 0.5f};
   std::vector<float> segment = {0, 0, 1000, -1};
+  std::vector<float> gamma = {2, 0.5f}, beta = {1, -1};
   Tensor w() { return Tensor::view_of(word.data(), Device::CPU, {5, 2}); }
   Tensor p() { return Tensor::view_of(position.data(), Device::CPU, {3, 2}); }
   Tensor s() { return Tensor::view_of(segment.data(), Device::CPU, {2, 2}); }
 };
 
-}  // namespace
+// The outputs of a forward over B x T tokens of E = 2.
+struct Outputs {
+  std::vector<float> sum, y, mean, rstd;
+  Outputs(int64_t b, int64_t t) : sum(b * t * 2), y(b * t * 2), mean(b * t), rstd(b * t) {}
+};
 
-TEST_CASE("embedding forward is word + position + segment computed by hand", "[embedding]") {
-  Context ctx = Context::cpu();
-  Tables tables;
-  std::vector<int32_t> ids = {3, 1, 3, 4, 0, 2}, sids = {0, 0, 1, 0, 1, 1};
-  std::vector<float> out(2 * 3 * 2);
-  run_op(ctx, EmbeddingForward{.ids = Tensor::view_of(ids.data(), Device::CPU, {2, 3}),
-                               .segment_ids = Tensor::view_of(sids.data(), Device::CPU, {2, 3}),
+DropoutSite site_of(const Context& ctx, float p) {
+  return DropoutSite{ctx.rng(RngPurpose::kDropout, 3), dropout_site_offset(2), p};
+}
+
+void forward(Context& ctx, Tables& tables, std::vector<int32_t>& ids, std::vector<int32_t>& sids,
+             int64_t b, int64_t t, Outputs& o, float p = 0.0f) {
+  run_op(ctx, EmbeddingForward{.ids = test::view(ids, {b, t}),
+                               .segment_ids = test::view(sids, {b, t}),
                                .word = tables.w(),
                                .position = tables.p(),
                                .segment = tables.s(),
-                               .out = Out(Tensor::view_of(out.data(), Device::CPU, {2, 3, 2}))});
+                               .norm = {.gamma = test::view(tables.gamma),
+                                        .beta = test::view(tables.beta),
+                                        .eps = 1e-12f,
+                                        .site = site_of(ctx, p)},
+                               .sum = Out(test::view(o.sum, {b, t, 2})),
+                               .y = Out(test::view(o.y, {b, t, 2})),
+                               .mean = Out(test::view(o.mean, {b, t})),
+                               .rstd = Out(test::view(o.rstd, {b, t}))});
+}
+
+}  // namespace
+
+TEST_CASE("embedding forward sums word + position + segment computed by hand", "[embedding]") {
+  Context ctx = Context::cpu();
+  Tables tables;
+  std::vector<int32_t> ids = {3, 1, 3, 4, 0, 2}, sids = {0, 0, 1, 0, 1, 1};
+  Outputs o(2, 3);
+  forward(ctx, tables, ids, sids, 2, 3, o);
   const std::vector<float> expect = {3, 30.5f, 101,  10.5f, 1203, 29.5f,
                                      4, 40.5f, 1100, -0.5f, 1202, 19.5f};
-  CHECK(out == expect);
+  CHECK(o.sum == expect);
+  // Two columns: mean (a + b) / 2 and xhat = -+1 (up to rstd's rounding), y = xhat gamma + beta.
+  CHECK(o.mean[0] == 16.75f);
+  CHECK(o.rstd[0] == Approx(1 / 13.75).epsilon(1e-6));
+  for (int64_t i = 0; i < 6; ++i) {
+    const bool ascending = expect[2 * i] < expect[2 * i + 1];
+    CHECK(o.y[2 * i] == Approx(ascending ? -1.0 : 3.0).epsilon(1e-5));
+    CHECK(o.y[2 * i + 1] == Approx(ascending ? -0.5 : -1.5).epsilon(1e-5));
+  }
+}
+
+// The CPU reference runs the three ops' CPU steps: the same bits as the ops run one by one.
+TEST_CASE("embedding forward gives the bits of the lookup, layernorm_forward and dropout",
+          "[embedding]") {
+  Context ctx = Context::cpu(3);
+  const int64_t b = 3, t = 40, e = 24, v = 50;
+  std::vector<float> word = test::random_vector<float>(v * e, 1),
+                     position = test::random_vector<float>(t * e, 2),
+                     segment = test::random_vector<float>(2 * e, 3),
+                     gamma = test::random_vector<float>(e, 4, 0.5, 1.5),
+                     beta = test::random_vector<float>(e, 5);
+  std::vector<int32_t> ids(b * t), sids(b * t);
+  for (int64_t i = 0; i < b * t; ++i) {
+    ids[i] = static_cast<int32_t>((i * 7) % v);
+    sids[i] = static_cast<int32_t>(i % 3 == 0);
+  }
+  std::vector<float> sum(b * t * e), y(b * t * e), mean(b * t), rstd(b * t);
+  std::vector<float> y_ops(b * t * e), mean_ops(b * t), rstd_ops(b * t);
+  const DropoutSite site = site_of(ctx, 0.25f);
+  run_op(ctx, EmbeddingForward{.ids = test::view(ids, {b, t}),
+                               .segment_ids = test::view(sids, {b, t}),
+                               .word = test::view(word, {v, e}),
+                               .position = test::view(position, {t, e}),
+                               .segment = test::view(segment, {2, e}),
+                               .norm = {.gamma = test::view(gamma),
+                                        .beta = test::view(beta),
+                                        .eps = 1e-12f,
+                                        .site = site},
+                               .sum = Out(test::view(sum, {b, t, e})),
+                               .y = Out(test::view(y, {b, t, e})),
+                               .mean = Out(test::view(mean, {b, t})),
+                               .rstd = Out(test::view(rstd, {b, t}))});
+  for (int64_t i = 0; i < b * t; ++i) {
+    for (int64_t j = 0; j < e; ++j) {
+      REQUIRE(sum[i * e + j] ==
+              word[ids[i] * e + j] + position[(i % t) * e + j] + segment[sids[i] * e + j]);
+    }
+  }
+  run_op(ctx, LayerNormForward{.x = test::view(sum, {b * t, e}),
+                               .gamma = test::view(gamma),
+                               .beta = test::view(beta),
+                               .eps = 1e-12f,
+                               .y = Out(test::view(y_ops, {b * t, e})),
+                               .mean = Out(test::view(mean_ops)),
+                               .rstd = Out(test::view(rstd_ops))});
+  run_op(ctx, Dropout{.x = test::view(y_ops), .site = site, .y = Out(test::view(y_ops))});
+  CHECK(y == y_ops);
+  CHECK(mean == mean_ops);
+  CHECK(rstd == rstd_ops);
+  CHECK(std::count(y.begin(), y.end(), 0.0f) > 0);  // the mask dropped some
 }
 
 TEST_CASE("embedding backward accumulates every table summing repeated ids", "[embedding]") {
@@ -60,55 +145,51 @@ TEST_CASE("embedding refuses out-of-range ids with the position and value", "[em
   Context ctx = Context::cpu();
   Tables tables;
   std::vector<int32_t> ids = {3, 1, 5, 4, 0, 2}, sids = {0, 0, 1, 0, 1, 1};
-  std::vector<float> out(12);
-  auto forward = [&] {
-    run_op(ctx, EmbeddingForward{.ids = Tensor::view_of(ids.data(), Device::CPU, {2, 3}),
-                                 .segment_ids = Tensor::view_of(sids.data(), Device::CPU, {2, 3}),
-                                 .word = tables.w(),
-                                 .position = tables.p(),
-                                 .segment = tables.s(),
-                                 .out = Out(Tensor::view_of(out.data(), Device::CPU, {2, 3, 2}))});
-  };
-  CHECK_THROWS_WITH(forward(), Catch::Contains("token id 5 at position (batch 0, token 2)"));
+  Outputs o(2, 3);
+  CHECK_THROWS_WITH(forward(ctx, tables, ids, sids, 2, 3, o),
+                    Catch::Contains("token id 5 at position (batch 0, token 2)"));
   ids[2] = 2;
   sids[4] = -1;
-  CHECK_THROWS_WITH(forward(), Catch::Contains("segment id -1 at position (batch 1, token 1)"));
-  CHECK_THROWS_AS(forward(), UserError);
+  CHECK_THROWS_WITH(forward(ctx, tables, ids, sids, 2, 3, o),
+                    Catch::Contains("segment id -1 at position (batch 1, token 1)"));
+  CHECK_THROWS_AS(forward(ctx, tables, ids, sids, 2, 3, o), UserError);
 }
 
-TEST_CASE("embedding refuses a sequence longer than the position table and bad dtypes",
+TEST_CASE("embedding refuses a sequence longer than the position table, bad dtypes and shapes",
           "[embedding]") {
   Context ctx = Context::cpu();
   Tables tables;
   std::vector<int32_t> ids(8, 1), sids(8, 0);
-  std::vector<float> out(16);
-  CHECK_THROWS_WITH(
-      run_op(ctx,
-             EmbeddingForward{.ids = Tensor::view_of(ids.data(), Device::CPU, {2, 4}),
-                              .segment_ids = Tensor::view_of(sids.data(), Device::CPU, {2, 4}),
-                              .word = tables.w(),
-                              .position = tables.p(),
-                              .segment = tables.s(),
-                              .out = Out(Tensor::view_of(out.data(), Device::CPU, {2, 4, 2}))}),
-      Catch::Contains("exceeds the position table"));
+  Outputs o(2, 4);
+  CHECK_THROWS_WITH(forward(ctx, tables, ids, sids, 2, 4, o),
+                    Catch::Contains("exceeds the position table"));
+  Outputs o3(2, 3);
+  auto run = [&](const Tensor& id, const Tensor& y, const Tensor& mean, float eps, float p) {
+    run_op(ctx, EmbeddingForward{.ids = id,
+                                 .segment_ids = test::view(sids, {2, 3}),
+                                 .word = tables.w(),
+                                 .position = tables.p(),
+                                 .segment = tables.s(),
+                                 .norm = {.gamma = test::view(tables.gamma),
+                                          .beta = test::view(tables.beta),
+                                          .eps = eps,
+                                          .site = site_of(ctx, p)},
+                                 .sum = Out(test::view(o3.sum, {2, 3, 2})),
+                                 .y = Out(y),
+                                 .mean = Out(mean),
+                                 .rstd = Out(test::view(o3.rstd, {2, 3}))});
+  };
+  const Tensor id = test::view(ids, {2, 3}), y = test::view(o3.y, {2, 3, 2});
+  const Tensor mean = test::view(o3.mean, {2, 3});
+  CHECK_NOTHROW(run(id, y, mean, 1e-12f, 0.1f));
   std::vector<float> float_ids(6, 1.0f);
-  CHECK_THROWS_AS(
-      run_op(ctx,
-             EmbeddingForward{.ids = Tensor::view_of(float_ids.data(), Device::CPU, {2, 3}),
-                              .segment_ids = Tensor::view_of(sids.data(), Device::CPU, {2, 3}),
-                              .word = tables.w(),
-                              .position = tables.p(),
-                              .segment = tables.s(),
-                              .out = Out(Tensor::view_of(out.data(), Device::CPU, {2, 3, 2}))}),
-      Error);
-  std::vector<double> out64(12);
-  CHECK_THROWS_AS(
-      run_op(ctx,
-             EmbeddingForward{.ids = Tensor::view_of(ids.data(), Device::CPU, {2, 3}),
-                              .segment_ids = Tensor::view_of(sids.data(), Device::CPU, {2, 3}),
-                              .word = tables.w(),
-                              .position = tables.p(),
-                              .segment = tables.s(),
-                              .out = Out(Tensor::view_of(out64.data(), Device::CPU, {2, 3, 2}))}),
-      Error);
+  CHECK_THROWS_AS(run(test::view(float_ids, {2, 3}), y, mean, 1e-12f, 0.1f), Error);
+  std::vector<double> y64(12);
+  CHECK_THROWS_AS(run(id, test::view(y64, {2, 3, 2}), mean, 1e-12f, 0.1f), Error);
+  CHECK_THROWS_WITH(run(id, test::view(o3.y, {3, 2, 2}), mean, 1e-12f, 0.1f),
+                    Catch::Contains("embedding_forward"));
+  CHECK_THROWS_WITH(run(id, y, test::view(o3.mean, {6}), 1e-12f, 0.1f),
+                    Catch::Contains("embedding_forward"));
+  CHECK_THROWS_WITH(run(id, y, mean, 0.0f, 0.1f), Catch::Contains("eps must be positive"));
+  CHECK_THROWS_WITH(run(id, y, mean, 1e-12f, 1.0f), Catch::Contains("dropout probability"));
 }

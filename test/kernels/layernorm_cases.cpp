@@ -1,4 +1,5 @@
-// layernorm and the fused residual layernorm (kernels/layernorm.h) for the op harness
+// layernorm (alone and with its dy_dropout: dropout(layernorm(x))) and the fused residual
+// layernorm (kernels/layernorm.h) for the op harness
 // (test/common/op_case.h): gradient checks at a small odd shape and ELECTRA-Small's width, GPU
 // parity at ELECTRA-Small, Base and Large widths and awkward shapes, benchmarks at the three
 // models' activation sizes. Hand values and refusals: layernorm_test.cpp.
@@ -52,6 +53,48 @@ OpCase layernorm(const std::string& shape, int64_t n, int64_t h, unsigned modes,
                                           .workspace = Out(a["workspace"])});
           },
       .modes = modes,
+      .max_checks = max_checks,
+  };
+}
+
+// dropped = dropout(layernorm(x)) (the embeddings' LayerNorm and dropout): the backward is
+// layernorm_backward with the dropout's site as its dy_dropout, dy the gradient of `dropped`.
+OpCase layernorm_dropped(const std::string& shape, int64_t n, int64_t h, uint64_t offset, float p,
+                         unsigned modes, size_t max_checks = 0) {
+  auto site = [offset, p](const Context& ctx) {
+    return DropoutSite{ctx.rng(RngPurpose::kDropout, 4), offset, p};
+  };
+  return OpCase{
+      .op = "layernorm_dropped",
+      .shape = shape,
+      .tensors = {input("x", {n, h}, {.lo = -2, .hi = 3}),
+                  param("gamma", {h}, {.lo = 0.5, .hi = 1.5}), param("beta", {h}),
+                  output("y", {n, h}), output("dropped", {n, h}).zeros_agree(),
+                  output("mean", {n}, Kind::kParam).with_tol(kStatTol),
+                  output("rstd", {n}, Kind::kParam).with_tol(kStatTol),
+                  upstream("ddropped", "dropped", {n, h}), grad("dx", "x", {n, h}),
+                  grad_acc("dgamma", "gamma", {h}), grad_acc("dbeta", "beta", {h}),
+                  workspace("workspace", layernorm_backward_workspace_floats(n, h))},
+      .forward =
+          [site](Context& ctx, const Args& a) {
+            layernorm_forward(ctx, a, a["x"]);
+            run_op(ctx, Dropout{.x = a["y"], .site = site(ctx), .y = Out(a["dropped"])});
+          },
+      .backward =
+          [site](Context& ctx, const Args& a) {
+            run_op(ctx, LayerNormBackward{.dy = a["ddropped"],
+                                          .x = a["x"],
+                                          .gamma = a["gamma"],
+                                          .mean = a["mean"],
+                                          .rstd = a["rstd"],
+                                          .dy_dropout = site(ctx),
+                                          .dx = Out(a["dx"]),
+                                          .dgamma = Out(a["dgamma"]),
+                                          .dbeta = Out(a["dbeta"]),
+                                          .workspace = Out(a["workspace"])});
+          },
+      .modes = modes,
+      .seed = 13,
       .max_checks = max_checks,
   };
 }
@@ -169,6 +212,14 @@ std::vector<OpCase> op_cases() {
       layernorm("small_16384x256", 128 * 128, 256, kBench),
       layernorm("base_16384x768", 32 * 512, 768, kBench),
       layernorm("large_16384x1024", 32 * 512, 1024, kBench),
+      // The embeddings' shape (E = 128: 16 lanes of 8 columns), an unaligned site offset, the
+      // scalar path (H % 8 != 0) with 10 row blocks.
+      layernorm_dropped("15x7", 15, 7, dropout_site_offset(6), 0.3f, all),
+      layernorm_dropped("small_128x128", 128, 128, dropout_site_offset(1), 0.1f, kGradcheck, 97),
+      layernorm_dropped("small_2048x128", 16 * 128, 128, dropout_site_offset(1), 0.1f, kGpu),
+      layernorm_dropped("300x100_offset_unaligned", 300, 100, dropout_site_offset(2) + 3, 0.1f,
+                        kGpu),
+      layernorm_dropped("small_16384x128", 128 * 128, 128, dropout_site_offset(1), 0.1f, kBench),
       residual_layernorm("15x7", 15, 7, dropout_site_offset(6), 0.3f, all),
       residual_layernorm("small_256x256", 256, 256, dropout_site_offset(5), 0.1f, kGradcheck, 97),
       residual_layernorm("small_1024x256", 8 * 128, 256, dropout_site_offset(4), 0.1f, kGpu),

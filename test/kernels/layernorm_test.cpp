@@ -95,6 +95,56 @@ TEST_CASE("layernorm backward accumulates dgamma and dbeta and writes dx", "[lay
   }
 }
 
+// The embeddings' backward: dy_dropout drops dy as the dropout op would, then the backward runs
+// on it (the CPU forms the dropped dy in dx): the bits of the two ops one after the other, at 1
+// and 3 threads; p = 0 reads dy as it is.
+TEST_CASE("layernorm backward with dy_dropout gives the bits of dropout then the backward",
+          "[layernorm]") {
+  const int64_t n = 70, h = 24;
+  std::vector<float> x = test::random_vector<float>(n * h, 4, -2, 2);
+  std::vector<float> gamma = test::random_vector<float>(h, 5, 0.5, 1.5);
+  std::vector<float> dy = test::random_vector<float>(n * h, 7);
+  std::vector<float> y(n * h), mean(n), rstd(n);
+  for (const int threads : {1, 3}) {
+    Context ctx = Context::cpu(threads);
+    run_op(ctx, LayerNormForward{.x = test::view(x, {n, h}),
+                                 .gamma = test::view(gamma, {h}),
+                                 .beta = test::view(gamma, {h}),
+                                 .eps = 1e-12f,
+                                 .y = Out(test::view(y, {n, h})),
+                                 .mean = Out(test::view(mean, {n})),
+                                 .rstd = Out(test::view(rstd, {n}))});
+    auto backward = [&](const std::vector<float>& d, DropoutSite site, std::vector<float>& dx,
+                        std::vector<float>& dgamma, std::vector<float>& dbeta) {
+      std::vector<float> in = d;
+      run_op(ctx, LayerNormBackward{.dy = test::view(in, {n, h}),
+                                    .x = test::view(x, {n, h}),
+                                    .gamma = test::view(gamma, {h}),
+                                    .mean = test::view(mean, {n}),
+                                    .rstd = test::view(rstd, {n}),
+                                    .dy_dropout = site,
+                                    .dx = Out(test::view(dx, {n, h})),
+                                    .dgamma = Out(test::view(dgamma, {h})),
+                                    .dbeta = Out(test::view(dbeta, {h})),
+                                    .workspace = Out(Tensor{})});
+      CHECK(in == d);  // dy is only read
+    };
+    for (const float p : {0.0f, 0.2f}) {
+      const DropoutSite site{ctx.rng(RngPurpose::kDropout, 3), dropout_site_offset(1) + 5, p};
+      std::vector<float> dropped(n * h);
+      run_op(ctx, Dropout{.x = test::view(dy), .site = site, .y = Out(test::view(dropped))});
+      std::vector<float> dx(n * h), dgamma(h, 0.5f), dbeta(h, 0.25f);
+      std::vector<float> want_dx(n * h), want_dgamma(h, 0.5f), want_dbeta(h, 0.25f);
+      backward(dy, site, dx, dgamma, dbeta);
+      backward(dropped, DropoutSite{}, want_dx, want_dgamma, want_dbeta);
+      CHECK(dx == want_dx);
+      CHECK(dgamma == want_dgamma);
+      CHECK(dbeta == want_dbeta);
+      if (p > 0) CHECK(dropped != dy);
+    }
+  }
+}
+
 TEST_CASE("residual layernorm normalises dropout(x) + residual and saves that sum", "[layernorm]") {
   Context ctx = Context::cpu(3);
   const int64_t n = 4, h = 24;
@@ -176,5 +226,17 @@ TEST_CASE("layernorm refuses bad shapes and eps <= 0 and p = 1", "[layernorm]") 
                                                          .y = Out(test::view(y, {3, 4})),
                                                          .mean = Out(test::view(m, {3})),
                                                          .rstd = Out(test::view(r, {3}))}),
+                    Catch::Contains("[0, 1)"));
+  std::vector<float> dx(12), dg(4), db(4);
+  CHECK_THROWS_WITH(run_op(ctx, LayerNormBackward{.dy = test::view(x, {3, 4}),
+                                                  .x = test::view(x, {3, 4}),
+                                                  .gamma = test::view(g, {4}),
+                                                  .mean = test::view(m, {3}),
+                                                  .rstd = test::view(r, {3}),
+                                                  .dy_dropout = site,
+                                                  .dx = Out(test::view(dx, {3, 4})),
+                                                  .dgamma = Out(test::view(dg, {4})),
+                                                  .dbeta = Out(test::view(db, {4})),
+                                                  .workspace = Out(Tensor{})}),
                     Catch::Contains("[0, 1)"));
 }
