@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 
 #include "models/electra_config.h"
 #include "models/model_builder.h"
