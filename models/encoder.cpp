@@ -44,13 +44,14 @@ Encoder::Encoder(ModelBuilder& builder, const std::string& prefix, const Encoder
     intermediate.push_back(&layer.feed_forward.intermediate());
     ffn_output.push_back(&layer.feed_forward.output());
   }
-  const int64_t l = config.layers;
+  const int64_t layers = config.layers;
   linear_stacks_ = {
       LinearStack(ffn_output, stacks_.act, stacks_.grad_ffn_output, false, "the FFN output weight"),
       LinearStack(intermediate, stacks_.mid, stacks_.grad_pre, false, "the FFN input weight"),
       LinearStack(attention_output, stacks_.context, stacks_.grad_attention_output, false,
                   "the attention output weight"),
-      LinearStack(qkv, stacks_.hidden.rows(0, l), stacks_.grad_qkv, true, "the QKV projection")};
+      LinearStack(qkv, stacks_.hidden.rows(0, layers), stacks_.grad_qkv, true,
+                  "the QKV projection")};
 }
 
 void Encoder::forward(Context& ctx, const DropoutPass& pass, const Tensor& ids,

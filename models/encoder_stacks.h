@@ -12,9 +12,10 @@
 // are computed in one batched call; layer l uses slot l % G): `grad_qkv` [G, rows, 3H],
 // `grad_attention_output` and `grad_ffn_output` [G, rows, H], `grad_pre` [G, rows, F] (the FFN's
 // pre-activation). They cost (3H + H + H + F) = 9H values a token a layer of the group (F = 4H):
-// 75 MB a layer for ELECTRA-Small's discriminator at 16384 bf16 tokens (H 256), 226 MB a layer for
-// Base (H 768), 302 MB for Large, the generator a quarter or a third of that; G = 1 costs one
-// layer's worth, as the shared buffers they replace did (a little more: 9H, not 7H).
+// 75 MB a layer for ELECTRA-Small's discriminator at 16384 bf16 tokens (H 256); at as many tokens
+// 226 MB a layer for Base (H 768) and 302 MB for Large, the generator a quarter or a third of
+// that. G = 1 costs one layer's worth, about what the shared buffers they replace cost (9H a
+// token instead of 7H: Q/K/V's 3H and the pre-activation's F).
 #pragma once
 
 #include <cstdint>

@@ -22,8 +22,8 @@ int64_t param_stride(const std::vector<Tensor>& views, const char* what) {
   const int64_t bytes = at(1) - at(0);
   ELECTRA_CHECK(bytes >= views[0].numel() * size && bytes % size == 0, "internal error: ", what,
                 " of layer 1 is not after layer 0's (", bytes,
-                " bytes apart): the layers' "
-                "parameters must be declared identically, one layer after the other");
+                " bytes apart): the layers' parameters must be declared identically, one layer "
+                "after the other");
   for (size_t l = 1; l < views.size(); ++l) {
     ELECTRA_CHECK(at(l) - at(l - 1) == bytes && views[l].numel() == views[0].numel(),
                   "internal error: ", what, " of layer ", l, " is ", at(l) - at(l - 1),
