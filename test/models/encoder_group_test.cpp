@@ -5,6 +5,7 @@
 #include <cstring>
 #include <vector>
 
+#include "engine/launch_counter.h"
 #include "models/linear_stack.h"
 #include "test/models/tiny_pretrainer.h"
 
@@ -85,6 +86,27 @@ TEST_CASE("the encoder's weight-gradient group changes no bit and no report", "[
       }
     }
   }
+}
+
+// What one micro-step of the 5-layer model launches on a GPU (counted on the CPU).
+Launches launches(int group) {
+  Context ctx = Context::cpu(1);
+  ElectraPretrainer model(ctx, five_layers(group, Sharing::kEmbeddings), test::tiny_options());
+  LaunchCounter counter(/*dry_run=*/true);
+  const ObserveOps observe(&counter);
+  model.step(ctx, test::tiny_batch(), 7);
+  return counter.total();
+}
+
+TEST_CASE("each group of layers is 4 weight-gradient GEMMs and 1 QKV bias gradient an encoder",
+          "[encoder]") {
+  // Groups of an encoder of 5 layers: 1 (all), 3 (2, 2, 1), 5 (1 each); two encoders.
+  const Launches all = launches(0), pairs = launches(2), single = launches(1);
+  CHECK(pairs.library_calls - all.library_calls == 2 * 4 * (3 - 1));
+  CHECK(pairs.kernels - all.kernels == 2 * 1 * (3 - 1));
+  CHECK(single.library_calls - all.library_calls == 2 * 4 * (5 - 1));
+  CHECK(single.kernels - all.kernels == 2 * 1 * (5 - 1));
+  CHECK(single.memsets == all.memsets);
 }
 
 TEST_CASE("param_stride checks that the layers' parameters are at a fixed stride", "[encoder]") {
