@@ -30,6 +30,7 @@
 // ticket counters (engine/ticket_counters.h) to add them in the same launch.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 
@@ -114,14 +115,27 @@ struct Gemm {
 
 // db[N] += sum over the rows of dy (rank >= 2, [M, N] as in as_matrix). Deterministic. CPU: dy
 // and db both f32 or f64; CUDA: dy f32 or bf16, db f32.
+// Groups (the QKV bias gradients of an encoder's layers in one launch, models/linear_stack.h):
+// with groups = G, dy is G stacked [M, N] matrices ([G * M, N]) and the sums of matrix g go to
+// db[g * db_stride + c]; db spans (G - 1) * db_stride + N elements (the layers' biases at the
+// layers' parameter stride). Each group's sums are added in the order of one BiasGrad of its own,
+// on the CPU and the GPU alike, so a grouped call gives the bits of G separate calls.
 struct BiasGrad {
   static constexpr const char* kName = "bias_grad";
   In dy;
   Out db;
+  int64_t groups = 1;
+  int64_t db_stride = 0;  // elements between the groups' sums in db (groups > 1)
 
+  int64_t n() const { return dy.rank >= 1 ? dy.dim(-1) : 0; }
   void check() const {
-    ELECTRA_CHECK(dy.rank >= 1 && db.numel() == dy.dim(-1), "bias_grad: dy ", dy.str(), ", db ",
-                  db.str());
+    ELECTRA_CHECK(
+        groups >= 1 && dy.rank >= 1 && (dy.numel() / std::max<int64_t>(n(), 1)) % groups == 0,
+        "bias_grad: dy ", dy.str(), " is not ", groups, " stacked matrices");
+    ELECTRA_CHECK(groups == 1 ? db.numel() == n()
+                              : db_stride >= n() && db.numel() == (groups - 1) * db_stride + n(),
+                  "bias_grad: dy ", dy.str(), " in ", groups, " groups, db ", db.str(),
+                  " at stride ", db_stride);
   }
   // Per-block partial column sums, added by the last blocks of the same launch (matmul.cu).
   Launches launches() const { return {.kernels = dy.numel() == 0 ? 0 : 1}; }

@@ -159,16 +159,19 @@ void gemm_f64(Context& ctx, const Gemm& g) {
 // Columns are independent sums: each task owns a block of columns and adds the rows in order.
 constexpr int64_t kBiasGradCols = 64;
 
+// A group's sums are one BiasGrad of its own: the groups run one after the other.
 template <class T>
-void bias_grad_typed(Context& ctx, const Tensor& dy, const Tensor& db) {
-  const int64_t n = dy.dim(-1), m = dy.numel() / n;
-  const T* g = dy.ptr<T>();
-  T* out = db.ptr<T>();
-  ctx.parallel_ranges(n, kBiasGradCols, [&](int64_t c0, int64_t c1) {
-    for (int64_t r = 0; r < m; ++r) {
-      for (int64_t c = c0; c < c1; ++c) out[c] += g[r * n + c];
-    }
-  });
+void bias_grad_typed(Context& ctx, const BiasGrad& op) {
+  const int64_t n = op.n(), m = op.dy.numel() / n / op.groups;
+  for (int64_t group = 0; group < op.groups; ++group) {
+    const T* g = op.dy.ptr<T>() + group * m * n;
+    T* out = op.db.ptr<T>() + group * op.db_stride;
+    ctx.parallel_ranges(n, kBiasGradCols, [&](int64_t c0, int64_t c1) {
+      for (int64_t r = 0; r < m; ++r) {
+        for (int64_t c = c0; c < c1; ++c) out[c] += g[r * n + c];
+      }
+    });
+  }
 }
 
 }  // namespace
@@ -192,7 +195,7 @@ void BiasGrad::cpu(Context& ctx) const {
   if (dy.numel() == 0) return;  // db += an empty sum
   dispatch_cpu_float(dy.dtype, kName, [&](auto zero) {
     using T = decltype(zero);
-    cpu::bias_grad_typed<T>(ctx, dy, db);
+    cpu::bias_grad_typed<T>(ctx, *this);
   });
 }
 

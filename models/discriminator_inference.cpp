@@ -47,6 +47,9 @@ DiscriminatorInference::DiscriminatorInference(Context& ctx, const EncoderConfig
                      " must be positive (seq_len at least 2)");
   ELECTRA_USER_CHECK(seq_len <= config.max_positions, "--max-seq-len ", seq_len,
                      " exceeds the model's max_position_embeddings ", config.max_positions);
+  // No backward runs: the encoder keeps one layer's output gradients, not all layers' (the
+  // weight-gradient group, models/encoder.h).
+  config_.weight_grad_group = 1;
   const ModelDTypes dtypes = ModelDTypes::for_precision(ctx.precision());
   size_t activation_bytes = 0;
   {

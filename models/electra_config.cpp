@@ -88,6 +88,9 @@ ElectraConfig read_electra_config(ConfigNode model) {
   d.max_positions = model.get<int>("max_positions", d.max_positions);
   d.hidden_dropout = model.get<float>("hidden_dropout", d.hidden_dropout);
   d.attention_dropout = model.get<float>("attention_dropout", d.attention_dropout);
+  d.weight_grad_group = model.get<int>("weight_grad_group", d.weight_grad_group);
+  ELECTRA_USER_CHECK(d.weight_grad_group >= 0, "model.weight_grad_group must be >= 0 (0: all ",
+                     "layers; got ", d.weight_grad_group, ")");
   c.generator_multiplier = model.get<double>("generator_multiplier", c.generator_multiplier);
   ELECTRA_USER_CHECK(c.generator_multiplier > 0 && c.generator_multiplier <= 1,
                      "model.generator_multiplier must be in (0, 1] (got ", c.generator_multiplier,

@@ -33,6 +33,10 @@ struct EncoderConfig {
   float hidden_dropout = 0.1f;
   float attention_dropout = 0.1f;
   float layer_norm_eps = 1e-12f;
+  // Not a size: the layers per batched weight-gradient call of the backward (models/encoder.h);
+  // 0 (the default) is all layers. Memory against launches and all-reduce overlap: the same bits
+  // on the CPU at any value. model.weight_grad_group in a config.
+  int weight_grad_group = 0;
 
   int head_dim() const { return hidden / heads; }
   bool has_projection() const { return embedding_size != hidden; }
@@ -56,7 +60,7 @@ ElectraConfig electra_preset(const std::string& name);
 
 // Reads a `model:` section: `preset` then any field overrides (hidden, layers, heads, ffn,
 // embedding_size, vocab_size, max_positions, hidden_dropout, attention_dropout,
-// generator_multiplier). Validates the result.
+// generator_multiplier, weight_grad_group). Validates the result.
 ElectraConfig read_electra_config(ConfigNode model);
 
 }  // namespace electra

@@ -1,12 +1,12 @@
 // Buffers that all layers of one encoder share. Each holds values that die before the next op of
-// the same kind runs, so one set serves every layer (a layer's saved activations are its own).
+// the same kind runs, so one set serves every layer (a layer's saved activations are its own, and
+// so are the gradients its linears' batched weight gradients read: models/encoder_stacks.h).
 //
 // Forward: `sublayer` holds a sublayer's output (attention or FFN) before its residual LayerNorm.
 // Backward: `residual` carries the gradient of the residual stream: a layer reads the gradient
 // of its output there and leaves the gradient of its input there (via `residual_mid` between its
-// two sublayers); `sublayer` holds the gradient of the sublayer's output, `grad_context` that of
-// the attention context (the heads before the output projection), `qkv` that of Q, K and V,
-// `grad_act` and `grad_pre` those of the FFN's GELU output and its pre-activation.
+// two sublayers); `grad_context` holds the gradient of the attention context (the heads before
+// the output projection), `grad_act` that of the FFN's GELU output.
 #pragma once
 
 #include "kernels/attention.h"
@@ -49,16 +49,13 @@ struct EncoderScratch {
     residual_mid = builder.activation({batch, seq_len, h});
     sublayer = builder.activation({batch, seq_len, h});
     grad_context = builder.activation({batch, seq_len, h});
-    qkv = builder.activation({batch, seq_len, 3 * h});
     grad_act = builder.activation({rows, f});
-    grad_pre = builder.activation({rows, f});
   }
 
   Tensor reduce;     // f32: per-block partial sums of the GPU backward reductions
   Tensor attention;  // the attention workspace: encoder_attention_state's shape, scratch_dtype
   Tensor residual, residual_mid, sublayer, grad_context;  // [B, T, H]
-  Tensor qkv;                                             // [B, T, 3H]
-  Tensor grad_act, grad_pre;                              // [B * T, F]
+  Tensor grad_act;                                        // [B * T, F]
 };
 
 }  // namespace electra

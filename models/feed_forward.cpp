@@ -6,19 +6,23 @@ namespace electra {
 
 FeedForward::FeedForward(ModelBuilder& builder, const std::string& layer_prefix,
                          const EncoderConfig& config, int64_t batch, int64_t seq_len,
-                         uint32_t output_site, EncoderScratch& scratch)
-    : config_(config), output_site_(output_site), scratch_(&scratch) {
+                         uint32_t output_site, EncoderScratch& scratch,
+                         const LayerStackViews& stacks)
+    : config_(config),
+      output_site_(output_site),
+      scratch_(&scratch),
+      act_(stacks.act),
+      grad_output_(stacks.grad_ffn_output),
+      grad_pre_(stacks.grad_pre) {
   const int64_t h = config.hidden, f = config.ffn, rows = batch * seq_len;
   intermediate_ = Linear(builder, layer_prefix + "intermediate.dense.", h, f);
   output_ = Linear(builder, layer_prefix + "output.dense.", f, h);
   norm_ = ResidualLayerNorm(builder, layer_prefix + "output.LayerNorm.", rows, h,
                             config.layer_norm_eps, scratch.reduce);
   pre_ = builder.activation({rows, f});
-  act_ = builder.activation({rows, f});
 }
 
 void FeedForward::forward(Context& ctx, const DropoutPass& pass, const Tensor& x, const Tensor& y) {
-  x_ = x;
   const int64_t h = config_.hidden;
   const DropoutSite site = pass.site(output_site_, config_.hidden_dropout);
   if (pre_.dtype == DType::BF16 && ffn_forward_supported(h, config_.ffn)) {
@@ -53,18 +57,17 @@ void FeedForward::backward(Context& ctx, const DropoutPass& pass, const Tensor& 
                            const Tensor& dx) {
   const int64_t h = config_.hidden;
   EncoderScratch& s = *scratch_;
-  // The LayerNorm adds the output linear's bias gradient (the column sums of s.sublayer).
-  norm_.backward(ctx, pass.site(output_site_, config_.hidden_dropout), dy, s.sublayer, dx,
+  // The LayerNorm adds the output linear's bias gradient (the column sums of grad_output_).
+  norm_.backward(ctx, pass.site(output_site_, config_.hidden_dropout), dy, grad_output_, dx,
                  output_.bias().grad);
-  output_.backward_no_bias(ctx, act_, as_rows(s.sublayer, h), s.grad_act);
+  output_.backward_dx(ctx, as_rows(grad_output_, h), s.grad_act);
   run_op(ctx, BiasGeluBackward{.dy = s.grad_act,
                                .x = pre_,
                                .b = intermediate_.bias().value,
-                               .dx = Out(s.grad_pre),
+                               .dx = Out(grad_pre_),
                                .db = Out(intermediate_.bias().grad),
                                .workspace = Out(s.reduce)});
-  intermediate_.backward_no_bias(ctx, as_rows(x_, h), s.grad_pre, as_rows(dx, h),
-                                 /*accumulate_dx=*/true);
+  intermediate_.backward_dx(ctx, grad_pre_, as_rows(dx, h), /*accumulate_dx=*/true);
 }
 
 }  // namespace electra

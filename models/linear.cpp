@@ -16,9 +16,14 @@ void Linear::forward_no_bias(Context& ctx, const Tensor& x, const Tensor& y) con
   matmul(ctx, x, false, weight_.compute, true, y);
 }
 
+void Linear::backward_dx(Context& ctx, const Tensor& dy, const Tensor& dx,
+                         bool accumulate_dx) const {
+  matmul(ctx, dy, false, weight_.compute, false, dx, 1, accumulate_dx);
+}
+
 void Linear::backward_no_bias(Context& ctx, const Tensor& x, const Tensor& dy, const Tensor& dx,
                               bool accumulate_dx) const {
-  if (dx.data != nullptr) matmul(ctx, dy, false, weight_.compute, false, dx, 1, accumulate_dx);
+  if (dx.data != nullptr) backward_dx(ctx, dy, dx, accumulate_dx);
   matmul(ctx, dy, true, x, false, weight_.grad, 1, 1);
 }
 

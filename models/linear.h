@@ -26,6 +26,10 @@ class Linear {
   // Only dW += dy^T x and dx (no bias gradient): the counterpart of forward_no_bias.
   void backward_no_bias(Context& ctx, const Tensor& x, const Tensor& dy, const Tensor& dx,
                         bool accumulate_dx = false) const;
+  // Only dx = dy W (or dx += dy W): the encoder's layers, whose weight and bias gradients run
+  // batched across layers after their backward (models/linear_stack.h).
+  void backward_dx(Context& ctx, const Tensor& dy, const Tensor& dx,
+                   bool accumulate_dx = false) const;
 
   const Param& weight() const { return weight_; }
   const Param& bias() const { return bias_; }

@@ -4,8 +4,15 @@ namespace electra {
 
 SelfAttention::SelfAttention(ModelBuilder& builder, const std::string& prefix,
                              const EncoderConfig& config, int64_t batch, int64_t seq_len,
-                             uint32_t probs_site, uint32_t output_site, EncoderScratch& scratch)
-    : config_(config), probs_site_(probs_site), output_site_(output_site), scratch_(&scratch) {
+                             uint32_t probs_site, uint32_t output_site, EncoderScratch& scratch,
+                             const LayerStackViews& stacks)
+    : config_(config),
+      probs_site_(probs_site),
+      output_site_(output_site),
+      scratch_(&scratch),
+      context_(stacks.context),
+      grad_qkv_(stacks.grad_qkv),
+      grad_output_(stacks.grad_attention_output) {
   const int64_t h = config.hidden, rows = batch * seq_len;
   const std::string self = prefix + "self.";
   qkv_ = Linear(builder.packed({self + "query.weight", self + "key.weight", self + "value.weight"},
@@ -19,7 +26,6 @@ SelfAttention::SelfAttention(ModelBuilder& builder, const std::string& prefix,
   // The flash kernels save only the row logsumexp L; version 1 and the CPU save P (attention.h).
   probs_ =
       attention_state_tensor(builder, encoder_attention_state(builder, config, batch, seq_len));
-  context_ = builder.activation({batch, seq_len, h});
 }
 
 AttentionArgs SelfAttention::args(const DropoutPass& pass) const {
@@ -28,7 +34,6 @@ AttentionArgs SelfAttention::args(const DropoutPass& pass) const {
 
 void SelfAttention::forward(Context& ctx, const DropoutPass& pass, const Tensor& x,
                             const Tensor& mask, const Tensor& y) {
-  x_ = x;
   mask_ = mask;
   qkv_.forward(ctx, x, qkv_out_);
   run_op(ctx, AttentionForward{.qkv = qkv_out_,
@@ -45,19 +50,19 @@ void SelfAttention::backward(Context& ctx, const DropoutPass& pass, const Tensor
                              const Tensor& dx) {
   EncoderScratch& s = *scratch_;
   // dx receives the residual path first, then the Q/K/V path is added to it. The LayerNorm adds
-  // the output projection's bias gradient (the column sums of s.sublayer) in its own launch.
-  norm_.backward(ctx, pass.site(output_site_, config_.hidden_dropout), dy, s.sublayer, dx,
+  // the output projection's bias gradient (the column sums of grad_output_) in its own launch.
+  norm_.backward(ctx, pass.site(output_site_, config_.hidden_dropout), dy, grad_output_, dx,
                  output_.bias().grad);
-  output_.backward_no_bias(ctx, context_, s.sublayer, s.grad_context);
+  output_.backward_dx(ctx, grad_output_, s.grad_context);
   run_op(ctx, AttentionBackward{.qkv = qkv_out_,
                                 .mask = mask_,
                                 .args = args(pass),
                                 .saved = probs_,
                                 .dout = s.grad_context,
                                 .scratch = Out(s.attention),
-                                .dqkv = Out(s.qkv),
+                                .dqkv = Out(grad_qkv_),
                                 .out = context_});
-  qkv_.backward(ctx, x_, s.qkv, dx, /*accumulate_dx=*/true);
+  qkv_.backward_dx(ctx, grad_qkv_, dx, /*accumulate_dx=*/true);
 }
 
 }  // namespace electra

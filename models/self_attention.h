@@ -6,14 +6,19 @@
 //   a   = c Wo^T + bo
 //   y   = LayerNorm(dropout(a) + x)          (ResidualLayerNorm, models/layer_norm.h)
 // Saves qkv, the probabilities (with the flash kernels, only their row logsumexp: see
-// encoder_attention_state), c (which the flash backward reads too), and the residual sum with its
-// statistics; x is the caller's (the previous layer's output), kept as a view.
+// encoder_attention_state), c (which the flash backward reads too) in the encoder's stack, and the
+// residual sum with its statistics; x is the caller's (the previous layer's output).
+//
+// The backward computes the input gradients and the LayerNorm's and bo's gradients; it leaves the
+// gradients of qkv and a in the layer's slots of the encoder's stacks, from which the encoder
+// adds Wqkv's, bqkv's and Wo's gradients for several layers at once (models/linear_stack.h).
 #pragma once
 
 #include <string>
 
 #include "models/dropout_pass.h"
 #include "models/encoder_scratch.h"
+#include "models/encoder_stacks.h"
 #include "models/layer_norm.h"
 #include "models/linear.h"
 
@@ -25,13 +30,17 @@ class SelfAttention {
   // `prefix` is "<model>/electra.encoder.layer.<i>.attention.".
   SelfAttention(ModelBuilder& builder, const std::string& prefix, const EncoderConfig& config,
                 int64_t batch, int64_t seq_len, uint32_t probs_site, uint32_t output_site,
-                EncoderScratch& scratch);
+                EncoderScratch& scratch, const LayerStackViews& stacks);
 
   // x, y [B, T, H]; mask i32 [B, T] (1 = token, 0 = padding).
   void forward(Context& ctx, const DropoutPass& pass, const Tensor& x, const Tensor& mask,
                const Tensor& y);
-  // dy [B, T, H] -> dx [B, T, H] (written). dy and dx must not alias.
+  // dy [B, T, H] -> dx [B, T, H] (written). dy and dx must not alias. Leaves the gradients of qkv
+  // and of the output projection's output in the layer's slots of the encoder's stacks.
   void backward(Context& ctx, const DropoutPass& pass, const Tensor& dy, const Tensor& dx);
+
+  const Linear& qkv() const { return qkv_; }
+  const Linear& output() const { return output_; }
 
  private:
   AttentionArgs args(const DropoutPass& pass) const;
@@ -41,8 +50,9 @@ class SelfAttention {
   EncoderScratch* scratch_ = nullptr;
   Linear qkv_, output_;
   ResidualLayerNorm norm_;
-  Tensor x_, mask_;
+  Tensor mask_;
   Tensor qkv_out_, probs_, context_;
+  Tensor grad_qkv_, grad_output_;  // the layer's slots of the encoder's stacks
 };
 
 }  // namespace electra

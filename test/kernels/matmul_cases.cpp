@@ -3,8 +3,9 @@
 // transpose combination with a bias, of strided padded batches and of linear_forward /
 // linear_backward; GPU parity against the CPU reference in f64 on the inputs as the GPU reads them
 // (f32 with TF32 off, bf16) for every transpose combination at beta 0 and 1, the epilogues with an
-// f32 or activation-dtype bias, aligned (fused by cuBLASLt) or not, attention-like batches, and
-// BiasGrad from one column over 100000 rows to 1000 columns. Hand values, the FMA order and
+// f32 or activation-dtype bias, aligned (fused by cuBLASLt) or not, attention-like batches, the
+// encoder's batched weight gradients (dW += dY^T X at a parameter stride), and BiasGrad from one
+// column over 100000 rows to 1000 columns, alone and in groups (the encoder's QKV biases). Hand values, the FMA order and
 // refusals: matmul_test.cpp; the benchmark's raw cuBLASLt baselines: bench/matmul_bench.cu.
 #include <algorithm>
 #include <cmath>
@@ -364,6 +365,53 @@ OpCase bias_grad(int64_t m, int64_t n) {
   };
 }
 
+// The QKV bias gradients of an encoder's layers in one launch (models/linear_stack.h): groups
+// stacked [m, n] matrices of dy, each group's sums into db at a stride with a gap between them
+// (the layers' parameter stride), which must keep its starting values. Judged as bias_grad.
+OpCase bias_grad_grouped(int64_t groups, int64_t m, int64_t n, int64_t stride) {
+  return OpCase{
+      .op = "bias_grad",
+      .shape = str_cat(groups, "x", m, "x", n, "_stride", stride),
+      .tensors = {input("dy", {groups * m, n}, positive()),
+                  updated("db", {(groups - 1) * stride + n}, positive()).relative({1e-5, 1e-5})},
+      .forward =
+          [groups, stride](Context& ctx, const Args& a) {
+            run_op(
+                ctx,
+                BiasGrad{.dy = a["dy"], .db = Out(a["db"]), .groups = groups, .db_stride = stride});
+          },
+      .modes = kGpu,
+      .tol_reason = "f32 sums of positive terms in row-block chains",
+      .reference_f64 = true,
+  };
+}
+
+// The weight gradients of an encoder's layers as one strided batch (models/linear_stack.h):
+// dW_i += dY_i^T X_i with dY and X stacked [batch, rows, .] in the activation dtype and dW f32 at a
+// stride with a gap between the matrices (the layers' parameter stride; the gap keeps its values).
+// K is the rows: 63 f32 additions of positive terms plus the one into dW, 2 x 64 u32 < 1e-5
+// (kGemmTol's f32 bound; dW is f32 in both modes).
+OpCase weight_grad_batched() {
+  const int64_t batch = 3, rows = 63, in = 40, out = 72, stride = out * in + 64;
+  return OpCase{
+      .op = "matmul_batched",
+      .shape = str_cat(batch, "x", out, "x", in, "x", rows, "_TN_beta1_stride", stride),
+      .tensors = {input("dy", {batch * rows, out}, positive()),
+                  input("x", {batch * rows, in}, positive()),
+                  updated("dw", {batch * stride}, positive()).relative(kGemmTol)},
+      .forward =
+          [=](Context& ctx, const Args& a) {
+            matmul_batched(ctx, MatrixBatch{a["dy"], 0, rows, out, out, rows * out}, true,
+                           MatrixBatch{a["x"], 0, rows, in, in, rows * in}, false,
+                           MatrixBatch{a["dw"], 0, out, in, in, stride}, batch, 1, 1);
+          },
+      .modes = kGpu,
+      .tol = kGemmTol,
+      .tol_reason = kGemmTolReason,
+      .reference_f64 = true,
+  };
+}
+
 }  // namespace
 
 std::vector<OpCase> op_cases() {
@@ -389,6 +437,10 @@ std::vector<OpCase> op_cases() {
        {std::pair<int64_t, int64_t>{1031, 77}, {100000, 1}, {20000, 3}, {4096, 1000}}) {
     cases.push_back(bias_grad(m, n));
   }
+  // ELECTRA-Small's discriminator QKV (768 columns) and a narrow odd one, in groups.
+  cases.push_back(bias_grad_grouped(12, 1024, 768, 832));
+  cases.push_back(bias_grad_grouped(3, 1031, 77, 128));
+  cases.push_back(weight_grad_batched());
   cases.push_back(linear_layer("small_ffn1", 128, 256, 1024, kGpu));
   // ELECTRA-Small, Base and Large's linear layers at 16384 tokens.
   for (const auto& [name, in, out] :

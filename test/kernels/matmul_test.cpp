@@ -192,6 +192,65 @@ TEST_CASE("bias_grad accumulates column sums", "[matmul]") {
   CHECK(test::max_relative_error(db, expect) < 1e-6);
 }
 
+// The encoder's batched weight gradients (models/linear_stack.h) rely on this: dW_i += dY_i^T X_i
+// as one strided batch gives every matrix the bits of its own GEMM, in f32 (the packed GEMM) and
+// in f64 (the gradient checks' Eigen tiles). C's matrices sit at a stride with a gap between them
+// (the layers' parameter stride), which must stay untouched.
+TEMPLATE_TEST_CASE("a strided batch of dW += dY^T X gives each matrix the bits of its own GEMM",
+                   "[matmul]", float, double) {
+  const int64_t batch = 3, rows = 300, in = 40, out = 70, gap = 64;
+  const int64_t stride = out * in + gap;
+  const std::vector<TestType> dy = test::random_vector<TestType>(batch * rows * out, 51);
+  const std::vector<TestType> x = test::random_vector<TestType>(batch * rows * in, 52);
+  const std::vector<TestType> dw0 = test::random_vector<TestType>(batch * stride, 53);
+  std::vector<TestType> single(dw0), batched(dw0);
+  Context ctx = Context::cpu(0, Precision::F32, 3);
+  for (int64_t i = 0; i < batch; ++i) {
+    auto* dy_i = const_cast<TestType*>(dy.data()) + i * rows * out;
+    auto* x_i = const_cast<TestType*>(x.data()) + i * rows * in;
+    matmul(ctx, Tensor::view_of(dy_i, Device::CPU, {rows, out}), true,
+           Tensor::view_of(x_i, Device::CPU, {rows, in}), false,
+           Tensor::view_of(single.data() + i * stride, Device::CPU, {out, in}), 1, 1);
+  }
+  const auto all = [](const std::vector<TestType>& v) {
+    return test::view(const_cast<std::vector<TestType>&>(v), {static_cast<int64_t>(v.size())});
+  };
+  matmul_batched(ctx, MatrixBatch{all(dy), 0, rows, out, out, rows * out}, true,
+                 MatrixBatch{all(x), 0, rows, in, in, rows * in}, false,
+                 MatrixBatch{all(batched), 0, out, in, in, stride}, batch, 1, 1);
+  CHECK(std::memcmp(batched.data(), single.data(), batched.size() * sizeof(TestType)) == 0);
+  for (int64_t i = 0; i < batch; ++i) {
+    for (int64_t j = out * in; j < stride; ++j)
+      CHECK(batched[i * stride + j] == dw0[i * stride + j]);
+  }
+}
+
+TEMPLATE_TEST_CASE("bias_grad in groups gives each group the bits of its own call", "[matmul]",
+                   float, double) {
+  const int64_t groups = 3, m = 257, n = 70, stride = 100;
+  const std::vector<TestType> dy = test::random_vector<TestType>(groups * m * n, 61);
+  const std::vector<TestType> db0 = test::random_vector<TestType>((groups - 1) * stride + n, 62);
+  std::vector<TestType> single(db0), grouped(db0);
+  Context ctx = Context::cpu(0, Precision::F32, 3);
+  auto* dy_data = const_cast<TestType*>(dy.data());
+  for (int64_t g = 0; g < groups; ++g) {
+    run_op(ctx, BiasGrad{.dy = Tensor::view_of(dy_data + g * m * n, Device::CPU, {m, n}),
+                         .db = Out(Tensor::view_of(single.data() + g * stride, Device::CPU, {n}))});
+  }
+  run_op(ctx, BiasGrad{.dy = Tensor::view_of(dy_data, Device::CPU, {groups, m, n}),
+                       .db = Out(test::view(grouped, {static_cast<int64_t>(grouped.size())})),
+                       .groups = groups,
+                       .db_stride = stride});
+  CHECK(std::memcmp(grouped.data(), single.data(), grouped.size() * sizeof(TestType)) == 0);
+  CHECK(grouped[n] == db0[n]);  // between the groups' sums: untouched
+  CHECK_THROWS_WITH(
+      run_op(ctx, BiasGrad{.dy = Tensor::view_of(dy_data, Device::CPU, {groups, m, n}),
+                           .db = Out(test::view(grouped, {n})),
+                           .groups = groups,
+                           .db_stride = stride}),
+      Catch::Contains("in 3 groups"));
+}
+
 TEST_CASE("matmul rejects mismatched shapes, dtypes and layouts with a message", "[matmul]") {
   Context ctx = Context::cpu();
   std::vector<float> a(5 * 3, 1.0f), b(4 * 7, 1.0f), c(5 * 7, 0.0f), bias(6, 0.0f);

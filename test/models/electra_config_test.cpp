@@ -50,6 +50,18 @@ TEST_CASE("model sections override presets and are validated", "[config]") {
                     Catch::Contains("generator_multiplier must be in (0, 1]"));
 }
 
+TEST_CASE("model.weight_grad_group is read for both encoders, 0 (all layers) by default",
+          "[config]") {
+  CHECK(electra_preset("small").discriminator.weight_grad_group == 0);
+  ConfigNode root = ConfigNode::parse("model:\n  preset: tiny\n  weight_grad_group: 3\n", "w.yaml");
+  const ElectraConfig c = read_electra_config(root.section("model"));
+  CHECK(c.discriminator.weight_grad_group == 3);
+  CHECK(c.generator().weight_grad_group == 3);
+  ConfigNode bad = ConfigNode::parse("model:\n  weight_grad_group: -1\n", "w.yaml");
+  CHECK_THROWS_WITH(read_electra_config(bad.section("model")),
+                    Catch::Contains("model.weight_grad_group must be >= 0"));
+}
+
 TEST_CASE("model sizes are bounded before anything is computed from them", "[config]") {
   auto read = [](const std::string& field, const std::string& value) {
     ConfigNode root =
