@@ -102,9 +102,15 @@ TensorSpec TensorSpec::checked(Check fn) const {
   return s;
 }
 
-TensorSpec TensorSpec::exempt(std::string why) const {
+TensorSpec TensorSpec::any_dtype(std::string why) const {
   TensorSpec s = *this;
-  s.contract_exempt = std::move(why);
+  s.any_dtype_because = std::move(why);
+  return s;
+}
+
+TensorSpec TensorSpec::any_shape(std::string why) const {
+  TensorSpec s = *this;
+  s.any_shape_because = std::move(why);
   return s;
 }
 
@@ -557,12 +563,14 @@ ContractCheck contract_check(const OpCase& c) {
   ContractCheck check;
   for (const TensorSpec& s : c.tensors) {
     const bool in_forward = named(forward_reads, s.name);
-    if (s.role == Role::kWorkspace || !s.contract_exempt.empty()) continue;
+    if (s.role == Role::kWorkspace) continue;
     if (!in_forward && !named(backward_reads, s.name)) continue;
     const Tensor good = run.args[s.name];
     Tensor longer = good, retyped = good;
-    if (good.rank > 0) longer.shape[good.rank - 1] += 1;
-    retyped.dtype = good.dtype == DType::F32 ? DType::F64 : DType::F32;
+    if (good.rank > 0 && s.any_shape_because.empty()) longer.shape[good.rank - 1] += 1;
+    if (s.any_dtype_because.empty()) {
+      retyped.dtype = good.dtype == DType::F32 ? DType::F64 : DType::F32;
+    }
     // 8 bytes an element: room for either variant in any dtype.
     std::vector<double> storage(static_cast<size_t>(longer.numel()) + 1);
     for (Tensor bad : {longer, retyped}) {

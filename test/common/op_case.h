@@ -112,9 +112,10 @@ struct TensorSpec {
   Check check{};
   // A workspace the CPU side is given too (workspace(name, dims, kind)).
   bool cpu_workspace = false;
-  // Why the contract check (contract_check) passes this tensor over: an op that takes it in
-  // more than one shape or dtype (empty: checked).
-  std::string contract_exempt{};
+  // Why the contract check (contract_check) does not try this tensor in a longer shape (an op
+  // that takes it in any shape) or in another dtype (the CPU takes f32 and f64 alike): empty,
+  // it tries both.
+  std::string any_shape_because{}, any_dtype_because{};
 
   int64_t numel() const;
   TensorSpec with_tol(Tol t) const;
@@ -125,7 +126,8 @@ struct TensorSpec {
   TensorSpec nonzero() const;
   TensorSpec nonfinite() const;
   TensorSpec checked(Check fn) const;
-  TensorSpec exempt(std::string why) const;
+  TensorSpec any_shape(std::string why) const;
+  TensorSpec any_dtype(std::string why) const;
 };
 
 // The spec helpers the cases are written with.
