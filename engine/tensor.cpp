@@ -132,4 +132,25 @@ void check_same_shape(const Tensor& a, const Tensor& b, const char* what) {
   if (!ok) throw Error(str_cat(what, ": shapes differ: ", a.str(), " vs ", b.str()));
 }
 
+void check_float_dtypes(const char* what, std::initializer_list<Tensor> acts,
+                        std::initializer_list<Tensor> params) {
+  const Tensor* first = nullptr;
+  for (const Tensor& t : acts) {
+    if (t.data == nullptr) continue;
+    if (first == nullptr) first = &t;
+    if (t.dtype != first->dtype ||
+        (t.dtype != DType::F32 && t.dtype != DType::F64 && t.dtype != DType::BF16)) {
+      throw Error(str_cat(what, ": activations must share one of f32, f64, bf16: ", first->str(),
+                          " and ", t.str()));
+    }
+  }
+  const DType param = first != nullptr && first->dtype == DType::F64 ? DType::F64 : DType::F32;
+  for (const Tensor& t : params) {
+    if (t.data != nullptr && t.dtype != param) {
+      throw Error(str_cat(what, ": parameters and their gradients must be ", dtype_name(param),
+                          " here, got ", t.str()));
+    }
+  }
+}
+
 }  // namespace electra

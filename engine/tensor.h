@@ -101,5 +101,12 @@ void check_tensor(const Tensor& t, std::initializer_list<int64_t> dims, DType dt
                   const char* what);
 // Throws Error unless a and b have the same dims.
 void check_same_shape(const Tensor& a, const Tensor& b, const char* what);
+// The dtype rule of the ops whose activations follow the run's precision while parameters and
+// their gradients stay f32: throws Error naming `what` unless the set tensors (data != nullptr)
+// of `acts` share one floating dtype (f32, f64 or bf16) and those of `params` are f32, or f64
+// with f64 activations (the CPU's f64 gradient checks). Which of these a device computes in is
+// its own check (the CPU has no bf16 arithmetic, the GPU no f64).
+void check_float_dtypes(const char* what, std::initializer_list<Tensor> acts,
+                        std::initializer_list<Tensor> params = {});
 
 }  // namespace electra

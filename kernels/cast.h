@@ -14,8 +14,14 @@ struct Cast {
   In in;
   Out out;
 
-  void check() const {
+  void check(const Context& ctx) const {
     ELECTRA_CHECK(in.numel() == out.numel(), "cast: ", in.str(), " -> ", out.str());
+    auto is = [&](DType from, DType to) { return in.dtype == from && out.dtype == to; };
+    const bool pair =
+        is(DType::F32, DType::BF16) || is(DType::BF16, DType::F32) ||
+        (!ctx.is_cuda() && (is(DType::F32, DType::F64) || is(DType::F64, DType::F32)));
+    ELECTRA_CHECK(pair, "cast", ctx.is_cuda() ? " (cuda)" : "", ": unsupported pair ", in.str(),
+                  " -> ", out.str());
   }
   void cpu(Context& ctx) const;
   void cuda(Context& ctx) const;

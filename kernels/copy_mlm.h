@@ -47,6 +47,7 @@ struct CopyMlm {
     check_tensor(labels, {m}, DType::I32, "copy_mlm labels");
     check_tensor(weights, {m}, DType::F32, "copy_mlm weights");
     check_shape(xent_loss, {m}, "copy_mlm xent_loss");
+    check_float_dtypes(kName, {copy_logits, dlogits}, {xent_loss});
     check_tensor(argmax, {m}, DType::I32, "copy_mlm argmax");
     ELECTRA_CHECK(scale.at != nullptr || scale.value > 0, "copy_mlm: scale ", scale.value);
   }

@@ -64,7 +64,7 @@ struct DiscHead {
         ", loss ", loss.str(), ", dlogits ", dlogits.str());
     check_dtype(labels, DType::I32, "disc_head labels");
     check_dtype(weights, DType::F32, "disc_head weights");
-    check_dtype(dlogits, logits.dtype, "disc_head dlogits");
+    check_float_dtypes(kName, {logits, dlogits}, {loss, counts});
     check_shape(counts, {kDiscCounts}, "disc_head counts");
     if (ctx.is_cuda()) {
       check_dtype(workspace, DType::F32, "disc_head workspace");

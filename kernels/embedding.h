@@ -110,6 +110,7 @@ inline void check_embedding_shapes(const char* op, const Tensor& ids, const Tens
   ELECTRA_CHECK(ids.dim(1) <= position.dim(0), op, ": sequence length ", ids.dim(1),
                 " exceeds the position table ", position.str());
   check_shape(out, {ids.dim(0), ids.dim(1), e}, op);
+  check_float_dtypes(op, {out}, {word, position, segment});
 }
 
 // The forward's LayerNorm of the sum and its dropout.
@@ -133,6 +134,7 @@ struct EmbeddingForward {
     check_shape(norm.beta, {word.dim(1)}, kName);
     check_shape(mean, {ids.dim(0), ids.dim(1)}, kName);
     check_shape(rstd, {ids.dim(0), ids.dim(1)}, kName);
+    check_float_dtypes(kName, {sum, y}, {norm.gamma, norm.beta, mean, rstd});
     check_layernorm_eps(norm.eps, kName);
     check_dropout_p(norm.site.p, kName);
   }

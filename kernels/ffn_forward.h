@@ -59,6 +59,8 @@ struct FfnForward {
     check_shape(b2, {h}, kName);
     check_shape(pre, {n, f}, kName);
     check_shape(act, {n, f}, kName);
+    // The weights and b2 are the compute copies (the activations' dtype), b1 an f32 parameter.
+    check_float_dtypes(kName, {x, w1, w2, b2, pre, act}, {b1});
     check_layernorm_args(kName, x, {&sublayer, &sum, &y}, {&gamma, &beta}, {&mean, &rstd});
     check_dropout_p(site.p, kName);
     check_layernorm_eps(eps, kName);

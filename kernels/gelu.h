@@ -41,6 +41,7 @@ struct BiasGeluForward {
     ELECTRA_CHECK(x.rank == 2, "bias_gelu_forward: x must be [N, H], got ", x.str());
     check_shape(b, {x.dim(1)}, "bias_gelu_forward: b");
     check_same_shape(x, y, "bias_gelu_forward: x and y");
+    check_float_dtypes(kName, {x, y}, {b});
   }
   void cpu(Context& ctx) const;
   void cuda(Context& ctx) const;
@@ -57,6 +58,7 @@ struct BiasGeluBackward {
     check_shape(db, {x.dim(1)}, "bias_gelu_backward: db");
     check_same_shape(x, dy, "bias_gelu_backward: x and dy");
     check_same_shape(x, dx, "bias_gelu_backward: x and dx");
+    check_float_dtypes(kName, {dy, x, dx}, {b, db});
   }
   // One kernel: dx and per-block db partials, which its last blocks add (gelu.cu).
   Launches launches() const { return {.kernels = x.numel() == 0 ? 0 : 1}; }
@@ -74,6 +76,7 @@ struct BiasGeluBackwardPreact {
     check_shape(db, {u.dim(1)}, "bias_gelu_backward_preact: db");
     check_same_shape(u, dy, "bias_gelu_backward_preact: u and dy");
     check_same_shape(u, dx, "bias_gelu_backward_preact: u and dx");
+    check_float_dtypes(kName, {dy, u, dx}, {db});
   }
   // One kernel: dx and per-block db partials, which its last blocks add (gelu.cu).
   Launches launches() const { return {.kernels = u.numel() == 0 ? 0 : 1}; }

@@ -54,9 +54,19 @@ inline void check_layernorm_args(const char* op, const Tensor& x,
                                  std::initializer_list<const Tensor*> per_column,
                                  std::initializer_list<const Tensor*> per_row) {
   ELECTRA_CHECK(x.rank == 2, op, ": input must be [N, H], got ", x.str());
-  for (const Tensor* t : rows_by_h) check_same_shape(x, *t, op);
-  for (const Tensor* t : per_column) check_shape(*t, {x.dim(1)}, op);
-  for (const Tensor* t : per_row) check_shape(*t, {x.dim(0)}, op);
+  // Dtypes (the top of this file): the [N, H] tensors are activations, the others parameters.
+  for (const Tensor* t : rows_by_h) {
+    check_same_shape(x, *t, op);
+    check_float_dtypes(op, {x, *t});
+  }
+  for (const Tensor* t : per_column) {
+    check_shape(*t, {x.dim(1)}, op);
+    check_float_dtypes(op, {x}, {*t});
+  }
+  for (const Tensor* t : per_row) {
+    check_shape(*t, {x.dim(0)}, op);
+    check_float_dtypes(op, {x}, {*t});
+  }
 }
 
 // Throws Error naming op unless eps > 0 (the forwards divide by sqrt(var + eps)).

@@ -136,6 +136,7 @@ struct BiasGrad {
                               : db_stride >= n() && db.numel() == (groups - 1) * db_stride + n(),
                   "bias_grad: dy ", dy.str(), " in ", groups, " groups, db ", db.str(),
                   " at stride ", db_stride);
+    check_float_dtypes(kName, {dy}, {db});
   }
   // Per-block partial column sums, added by the last blocks of the same launch (matmul.cu).
   Launches launches() const { return {.kernels = dy.numel() == 0 ? 0 : 1}; }
@@ -169,12 +170,21 @@ inline void check_gemm(const Context& ctx, const Gemm& g) {
                 g.b.storage.str(), g.trans_b ? ", transposed" : "", ")");
   ELECTRA_CHECK(g.c.rows == g.m() && g.c.cols == g.n(), "matmul: C is ", g.c.rows, "x", g.c.cols,
                 " (", g.c.storage.str(), "), op(A) op(B) is ", g.m(), "x", g.n());
-  ELECTRA_CHECK(g.a.storage.dtype == g.b.storage.dtype, "matmul: A is ", g.a.storage.str(),
-                ", B is ", g.b.storage.str());
+  // Dtypes (the top of this file).
+  const DType ab = g.a.storage.dtype, cd = g.c.storage.dtype;
+  ELECTRA_CHECK(ab == g.b.storage.dtype, "matmul: A is ", g.a.storage.str(), ", B is ",
+                g.b.storage.str());
+  auto f32_or = [](DType d, DType other) { return d == DType::F32 || d == other; };
+  ELECTRA_CHECK(ctx.is_cuda() ? f32_or(ab, DType::BF16) && f32_or(cd, DType::BF16)
+                              : f32_or(ab, DType::F64) && cd == ab,
+                "matmul", ctx.is_cuda() ? " (cuda)" : "", ": A and B ", g.a.storage.str(), ", C ",
+                g.c.storage.str());
   const MatmulEpilogue& e = g.epilogue;
   if (e.bias != nullptr) {
     check_devices(ctx, "matmul", {e.bias});
     ELECTRA_CHECK(e.bias->numel() == g.n(), "matmul: bias ", e.bias->str(), " for N = ", g.n());
+    ELECTRA_CHECK(e.bias->dtype == cd || (ctx.is_cuda() && e.bias->dtype == DType::F32),
+                  "matmul: bias ", e.bias->str(), " for C ", g.c.storage.str());
   }
   if (e.gelu_pre != nullptr) {
     check_devices(ctx, "matmul", {e.gelu_pre});

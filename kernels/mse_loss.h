@@ -33,7 +33,7 @@ struct MseLoss {
                   dpredictions.str());
     check_dtype(targets, DType::F32, "mse_loss targets");
     check_dtype(weights, DType::F32, "mse_loss weights");
-    check_dtype(dpredictions, predictions.dtype, "mse_loss dpredictions");
+    check_float_dtypes(kName, {predictions, dpredictions}, {loss});
   }
   void cpu(Context& ctx) const;
   void cuda(Context& ctx) const;

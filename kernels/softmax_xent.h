@@ -70,6 +70,7 @@ struct SoftmaxXent {
     check_tensor(labels, {m}, DType::I32, "softmax_xent labels");
     check_tensor(weights, {m}, DType::F32, "softmax_xent weights");
     check_shape(loss, {m}, "softmax_xent loss");
+    check_float_dtypes(kName, {logits}, {loss});
     check_tensor(sample, {m}, DType::I32, "softmax_xent sample");
     check_tensor(argmax, {m}, DType::I32, "softmax_xent argmax");
   }

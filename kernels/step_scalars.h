@@ -77,8 +77,14 @@ struct MicroStepPlan {
   MaskRateSchedule mask_rate;
 };
 
-// The fields of a block (pointers into its memory, on its device).
+inline void check_step_scalars(const Tensor& block, const char* op) {
+  check_tensor(block, {kStepScalarWords}, DType::I32, op);
+}
+
+// The fields of a block (pointers into its memory, on its device); throws Error unless `block`
+// is one.
 inline StepScalars* step_scalars_of(const Tensor& block) {
+  check_step_scalars(block, "step scalars");
   return static_cast<StepScalars*>(block.data);
 }
 inline const uint32_t* micro_step_at(const Tensor& block) {
@@ -90,10 +96,6 @@ inline const float* normaliser_at(const Tensor& block, int k) {
 }
 inline const float* mask_prob_at(const Tensor& block) {
   return &step_scalars_of(block)->mask_prob;
-}
-
-inline void check_step_scalars(const Tensor& block, const char* op) {
-  check_tensor(block, {kStepScalarWords}, DType::I32, op);
 }
 
 struct NextMicroStep {

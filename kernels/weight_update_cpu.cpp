@@ -74,6 +74,9 @@ SegmentTable make_segment_table(Context& ctx, Arena& arena,
 void check_optimizer_args(const char* op, const SegmentTable& table,
                           std::initializer_list<const Tensor*> flat_buffers, const Tensor* hyper,
                           const Tensor& norm) {
+  check_tensor(table.segments, {table.num_segments, kSegFields}, DType::I32, op);
+  check_tensor(table.lr_mult, {table.num_segments}, DType::F32, op);
+  check_tensor(table.blocks, {table.num_blocks, 2}, DType::I32, op);
   for (const Tensor* t : flat_buffers) check_tensor(*t, {table.num_params}, DType::F32, op);
   if (hyper != nullptr) check_tensor(*hyper, {kNumHyper}, DType::F32, op);
   check_tensor(norm, {1}, DType::F32, op);

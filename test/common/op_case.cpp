@@ -12,6 +12,7 @@
 #include "engine/bf16.h"
 #include "engine/device.h"
 #include "engine/error.h"
+#include "engine/launch_counter.h"
 #include "test/common/test_util.h"
 
 namespace electra::test {
@@ -101,6 +102,18 @@ TensorSpec TensorSpec::checked(Check fn) const {
   return s;
 }
 
+TensorSpec TensorSpec::any_dtype(std::string why) const {
+  TensorSpec s = *this;
+  s.any_dtype_because = std::move(why);
+  return s;
+}
+
+TensorSpec TensorSpec::any_shape(std::string why) const {
+  TensorSpec s = *this;
+  s.any_shape_because = std::move(why);
+  return s;
+}
+
 TensorSpec input(std::string name, std::vector<int64_t> dims, Fill fill, Kind kind) {
   return TensorSpec{
       .name = std::move(name), .dims = std::move(dims), .kind = kind, .fill = std::move(fill)};
@@ -159,6 +172,16 @@ const Tensor& Args::operator[](std::string_view name) const {
     if (n == name) {
       if (log_ != nullptr) log_->emplace_back(n);
       return t;
+    }
+  }
+  throw Error(str_cat("op case: no tensor named '", name, "'"));
+}
+
+void Args::replace(std::string_view name, Tensor t) {
+  for (auto& [n, held] : named_) {
+    if (n == name) {
+      held = t;
+      return;
     }
   }
   throw Error(str_cat("op case: no tensor named '", name, "'"));
@@ -518,6 +541,54 @@ std::vector<std::string> parity(const OpCase& c, DType dtype, Context& device) {
 std::vector<std::string> gpu_parity(const OpCase& c, DType dtype) {
   Context device = Context::cuda(0, c.seed);
   return parity(c, dtype, device);
+}
+
+ContractCheck contract_check(const OpCase& c) {
+  Context cpu = Context::cpu(c.seed);
+  // In the dtypes of an f32 GPU run, or of the gradient check for a case run only there.
+  HostRun run = bind_host(c, make_values(c), (c.modes & kGpu) != 0 ? DType::F32 : DType::F64);
+  // A dry run: run_op checks its arguments, and nothing runs (a wrong call that passes its
+  // check() reaches no kernel here; on a device it would).
+  LaunchCounter dry_run(/*dry_run=*/true);
+  const ObserveOps observe(&dry_run);
+  std::vector<std::string> forward_reads, backward_reads;
+  run.args.record_reads(&forward_reads);
+  c.forward(cpu, run.args);
+  run.args.record_reads(&backward_reads);
+  if (c.backward) c.backward(cpu, run.args);
+  run.args.record_reads(nullptr);
+  auto named = [](const std::vector<std::string>& names, const std::string& name) {
+    return std::find(names.begin(), names.end(), name) != names.end();
+  };
+  ContractCheck check;
+  for (const TensorSpec& s : c.tensors) {
+    const bool in_forward = named(forward_reads, s.name);
+    if (s.role == Role::kWorkspace) continue;
+    if (!in_forward && !named(backward_reads, s.name)) continue;
+    const Tensor good = run.args[s.name];
+    Tensor longer = good, retyped = good;
+    if (good.rank > 0 && s.any_shape_because.empty()) longer.shape[good.rank - 1] += 1;
+    if (s.any_dtype_because.empty()) {
+      retyped.dtype = good.dtype == DType::F32 ? DType::F64 : DType::F32;
+    }
+    // 8 bytes an element: room for either variant in any dtype.
+    std::vector<double> storage(static_cast<size_t>(longer.numel()) + 1);
+    for (Tensor bad : {longer, retyped}) {
+      if (bad.rank == good.rank && bad.shape == good.shape && bad.dtype == good.dtype) continue;
+      bad.data = storage.data();
+      Args args = run.args;
+      args.replace(s.name, bad);
+      ++check.tried;
+      try {
+        in_forward ? c.forward(cpu, args) : c.backward(cpu, args);
+        check.accepted.push_back(str_cat(s.name, " as ", bad.str(), " (not ", good.str(), "): the ",
+                                         in_forward ? "forward" : "backward", " accepted it"));
+      } catch (const Error&) {
+        // refused, as it should be
+      }
+    }
+  }
+  return check;
 }
 
 std::vector<GradientCheck> gradient_checks(const OpCase& c) {

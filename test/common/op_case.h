@@ -28,6 +28,11 @@
 //     accumulated outputs start from the same random values on both; `deterministic` cases then
 //     run again from the same start (written outputs and workspaces poisoned again, so that an
 //     element the second run leaves unwritten fails) and must give the same bits.
+//   contract (CPU, every case, in the dtypes of an f32 GPU run, or of the gradient check for a
+//     case run only there): each tensor the forward or the backward names (workspaces aside),
+//     in turn given one more element in its last dim, then another dtype, must make the op's
+//     check() throw (an observer keeps anything from running), so that a wrong call
+//     never reaches a kernel on either device;
 //   bench (bf16 by default): parity first (a failure stops the benchmark), then the median time
 //     of the forward and the backward over a working set of copies larger than L2.
 #pragma once
@@ -107,6 +112,10 @@ struct TensorSpec {
   Check check{};
   // A workspace the CPU side is given too (workspace(name, dims, kind)).
   bool cpu_workspace = false;
+  // Why the contract check (contract_check) does not try this tensor in a longer shape (an op
+  // that takes it in any shape) or in another dtype (the CPU takes f32 and f64 alike): empty,
+  // it tries both.
+  std::string any_shape_because{}, any_dtype_because{};
 
   int64_t numel() const;
   TensorSpec with_tol(Tol t) const;
@@ -117,6 +126,8 @@ struct TensorSpec {
   TensorSpec nonzero() const;
   TensorSpec nonfinite() const;
   TensorSpec checked(Check fn) const;
+  TensorSpec any_shape(std::string why) const;
+  TensorSpec any_dtype(std::string why) const;
 };
 
 // The spec helpers the cases are written with.
@@ -152,6 +163,8 @@ class Args {
   DType act() const { return act_; }
 
   void add(std::string name, Tensor t) { named_.emplace_back(std::move(name), t); }
+  // The tensor named `name` replaced by t (contract_check's wrong shapes and dtypes).
+  void replace(std::string_view name, Tensor t);
   void set_act(DType dtype) { act_ = dtype; }
   // Records the names read through operator[] (the benchmark's ideal traffic), until nullptr.
   void record_reads(std::vector<std::string>* log) const { log_ = log; }
@@ -228,6 +241,14 @@ std::vector<std::vector<double>> make_values(const OpCase& c);
 std::vector<std::string> parity(const OpCase& c, DType dtype, Context& device);
 // parity() on CUDA device 0 (a context seeded with the case's seed).
 std::vector<std::string> gpu_parity(const OpCase& c, DType dtype);
+
+// The contract check of a case (see above): how many wrong calls it made, and one line per wrong
+// call an op accepted (none: passed).
+struct ContractCheck {
+  int tried = 0;
+  std::vector<std::string> accepted;
+};
+ContractCheck contract_check(const OpCase& c);
 
 // The f64 gradient check of a case, one result per grad(...) tensor: loss = sum over upstream
 // tensors u of u . output(u), as a compensated sum with the unperturbed loss subtracted; central

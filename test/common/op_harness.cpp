@@ -1,9 +1,11 @@
 // The Catch2 side of the op harness (op_case.h): registers, before main(), one test case per case
-// of op_cases() and mode, named <op>/<shape>/<dtype> and tagged [gradcheck] or [gpu], so that a
-// failure names the op, the shape and the dtype. An executable picks its mode with a test spec
-// (test/kernels/CMakeLists.txt: the gradient check runs "[gradcheck]" under catch_main.cpp, the
-// GPU test "[gpu]" under gpu_main.cpp, which skips without a GPU).
+// of op_cases() and mode, named <op>/<shape>/<dtype> (<op>/<shape>/contract) and tagged
+// [gradcheck], [gpu] or [contract], so that a failure names the op, the shape and the dtype. An
+// executable picks its mode with a test spec (test/kernels/CMakeLists.txt: the gradient check runs
+// "[gradcheck]" and the contract check "[contract]" under catch_main.cpp, the GPU test "[gpu]"
+// under gpu_main.cpp, which skips without a GPU).
 #include <catch2/catch.hpp>
+#include <set>
 
 #include "test/common/op_case.h"
 
@@ -20,6 +22,12 @@ void run_gradcheck(const OpCase& c) {
     CHECK(g.result.checked > 0);
     CHECK(g.result.max_relative_error < 1e-6);
   }
+}
+
+void run_contract(const OpCase& c) {
+  const ContractCheck check = contract_check(c);
+  CHECK(check.tried > 0);
+  for (const std::string& accepted : check.accepted) FAIL_CHECK(accepted);
 }
 
 void run_gpu_parity(const OpCase& c, DType dtype) {
@@ -44,9 +52,13 @@ void add_test(const std::string& name, const char* tag, std::function<void()> ru
 
 struct Registrar {
   Registrar() {
+    std::set<std::string> contracts;  // one per name: cases differing only in dtypes share it
     for (const OpCase& c : op_cases()) {
       if ((c.modes & kGradcheck) != 0) {
         add_test(c.name() + "/f64", "[gradcheck]", [c] { run_gradcheck(c); });
+      }
+      if (contracts.insert(c.name()).second) {
+        add_test(c.name() + "/contract", "[contract]", [c] { run_contract(c); });
       }
       if ((c.modes & kGpu) != 0) {
         for (DType dtype : c.dtypes) {

@@ -29,21 +29,10 @@ TEST_CASE("elementwise_add adds f32 and f64 with one rounding, in place too", "[
   CHECK(y == std::vector<double>{1.0 + 0x1.0p-24, 2.0});
 }
 
-TEST_CASE("elementwise_add refuses mixed dtypes, sizes and integer tensors", "[elementwise_add]") {
+// Mixed dtypes and sizes: elementwise_add_contract_test.
+TEST_CASE("elementwise_add refuses integer tensors", "[elementwise_add]") {
   Context ctx = Context::cpu();
-  std::vector<float> f(2);
-  std::vector<double> d(2);
   std::vector<int32_t> i(2);
-  const Tensor tf = Tensor::view_of(f.data(), Device::CPU, {2});
-  CHECK_THROWS_AS(run_op(ctx, ElementwiseAdd{.a = tf,
-                                             .b = Tensor::view_of(d.data(), Device::CPU, {2}),
-                                             .out = Out(tf)}),
-                  Error);
-  CHECK_THROWS_AS(
-      run_op(ctx,
-             ElementwiseAdd{
-                 .a = tf, .b = tf, .out = Out(Tensor::view_of(f.data(), Device::CPU, {1}))}),
-      Error);
   const Tensor ti = Tensor::view_of(i.data(), Device::CPU, {2});
   CHECK_THROWS_WITH(run_op(ctx, ElementwiseAdd{.a = ti, .b = ti, .out = Out(ti)}),
                     Catch::Contains("f32 or f64"));

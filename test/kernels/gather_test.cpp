@@ -1,5 +1,5 @@
 // gather of masked positions on the CPU: rows picked, repeated positions accumulated in the
-// backward (+=), out-of-range positions and bad shapes refused.
+// backward (+=), out-of-range positions refused (bad shapes: gather_contract_test).
 #include <catch2/catch.hpp>
 
 #include "kernels/gather.h"
@@ -40,8 +40,7 @@ TEST_CASE("gather picks the rows of the positions and its backward scatter-adds"
   }
 }
 
-TEST_CASE("gather refuses out-of-range positions naming the slot and refuses bad shapes",
-          "[gather]") {
+TEST_CASE("gather refuses out-of-range positions naming the slot", "[gather]") {
   Context ctx = Context::cpu();
   std::vector<float> x(2 * 4 * 3, 0.5f), out(2 * 2 * 3);
   std::vector<int32_t> pos = {0, 1, 2, 4};
@@ -57,15 +56,4 @@ TEST_CASE("gather refuses out-of-range positions naming the slot and refuses bad
                                  .positions = Tensor::view_of(pos.data(), Device::CPU, {2, 2}),
                                  .dx = Out(xt)}),
       UserError);
-  pos[3] = 1;
-  CHECK_THROWS_AS(
-      run_op(ctx, GatherForward{.x = xt,
-                                .positions = Tensor::view_of(pos.data(), Device::CPU, {2, 2}),
-                                .out = Out(Tensor::view_of(out.data(), Device::CPU, {3, 4}))}),
-      Error);
-  CHECK_THROWS_AS(
-      run_op(ctx, GatherForward{.x = xt,
-                                .positions = Tensor::view_of(pos.data(), Device::CPU, {1, 4}),
-                                .out = Out(Tensor::view_of(out.data(), Device::CPU, {4, 3}))}),
-      Error);
 }

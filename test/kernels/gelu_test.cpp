@@ -1,5 +1,5 @@
 // bias + GELU on the CPU: the forward against the erf formula and known values, f32 against f64,
-// the += of db, the pre-activation backward and shape errors.
+// the += of db, the left tail (wrong shapes and dtypes: gelu_contract_test).
 #include <catch2/catch.hpp>
 #include <cmath>
 
@@ -61,28 +61,6 @@ TEST_CASE("bias + GELU in f32 matches f64 and db accumulates", "[gelu]") {
     for (int64_t r = 0; r < n; ++r) sum += dx[r * h + j];
     REQUIRE(db[j] == Approx(sum).epsilon(1e-13));
   }
-}
-
-TEST_CASE("bias + GELU refuses mismatched shapes and dtypes", "[gelu]") {
-  Context ctx = Context::cpu();
-  std::vector<float> x(12, 0.5f), b(4, 0.1f), y(12), short_b(3);
-  const Tensor xt = Tensor::view_of(x.data(), Device::CPU, {3, 4});
-  CHECK_THROWS_AS(
-      run_op(ctx, BiasGeluForward{.x = xt,
-                                  .b = Tensor::view_of(short_b.data(), Device::CPU, {3}),
-                                  .y = Out(Tensor::view_of(y.data(), Device::CPU, {3, 4}))}),
-      Error);
-  CHECK_THROWS_AS(
-      run_op(ctx, BiasGeluForward{.x = xt,
-                                  .b = Tensor::view_of(b.data(), Device::CPU, {4}),
-                                  .y = Out(Tensor::view_of(y.data(), Device::CPU, {4, 3}))}),
-      Error);
-  std::vector<double> yd(12);
-  CHECK_THROWS_AS(
-      run_op(ctx, BiasGeluForward{.x = xt,
-                                  .b = Tensor::view_of(b.data(), Device::CPU, {4}),
-                                  .y = Out(Tensor::view_of(yd.data(), Device::CPU, {3, 4}))}),
-      Error);
 }
 
 TEST_CASE("the vectorized f32 GELU keeps its relative accuracy in the left tail", "[gelu]") {

@@ -1,4 +1,5 @@
-// mse_loss on the CPU: a hand-checked case, the in-place form and refused shapes.
+// mse_loss on the CPU: a hand-checked case and the in-place form (wrong shapes and dtypes:
+// mse_loss_contract_test).
 #include <catch2/catch.hpp>
 #include <vector>
 
@@ -25,7 +26,7 @@ TEST_CASE("mse_loss loss and dpredictions on a hand case", "[mse_loss]") {
   CHECK(dp == std::vector<float>{0.0f, 0.375f, -0.5f, 0.25f, 0.0f});
 }
 
-TEST_CASE("mse_loss writes dpredictions in place and rejects mismatched shapes", "[mse_loss]") {
+TEST_CASE("mse_loss writes dpredictions in place", "[mse_loss]") {
   Context ctx = Context::cpu();
   std::vector<double> p = {0.3, -0.7, 1.2};
   std::vector<float> y = {0.1f, 0.2f, 0.3f};
@@ -41,20 +42,4 @@ TEST_CASE("mse_loss writes dpredictions in place and rejects mismatched shapes",
   CHECK(p[1] == Approx(2 * (-0.7 - 0.2f)));
   CHECK(p[2] == Approx(2 * (1.2 - 0.3f)));
   CHECK(loss[1] == Approx((-0.7 - 0.2f) * (-0.7 - 0.2f)));
-  std::vector<float> short_targets = {0.0f, 0.0f};
-  CHECK_THROWS_AS(run_op(ctx, MseLoss{.predictions = test::view(p),
-                                      .targets = test::view(short_targets),
-                                      .weights = test::view(w),
-                                      .scale = 1.0f,
-                                      .loss = Out(test::view(loss)),
-                                      .dpredictions = Out(test::view(p))}),
-                  Error);
-  std::vector<double> targets64 = {0.0, 0.0, 0.0};
-  CHECK_THROWS_AS(run_op(ctx, MseLoss{.predictions = test::view(p),
-                                      .targets = test::view(targets64),
-                                      .weights = test::view(w),
-                                      .scale = 1.0f,
-                                      .loss = Out(test::view(loss)),
-                                      .dpredictions = Out(test::view(p))}),
-                  Error);
 }

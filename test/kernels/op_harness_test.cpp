@@ -4,7 +4,8 @@
 // mask that differs, bits that differ, an f64 accumulator updated in place whose non-finite
 // elements compare by class, an output the second run leaves unwritten); the f64 reference reads
 // the inputs as the device does; its gradient check passes for a correct backward and fails for a
-// backward that adds twice.
+// backward that adds twice; its contract check passes gelu and names every wrong call that an
+// op's check() lets through.
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <memory>
@@ -26,6 +27,16 @@ OpCase gelu_case() {
   FAIL("gelu_cases.cpp has no bias_gelu/15x7");
   return {};
 }
+
+// An op whose check() looks at shapes only, for the contract check.
+struct ShapeChecked {
+  static constexpr const char* kName = "shape_checked";
+  In x;
+  Out y;
+  void check() const { check_same_shape(x, y, kName); }
+  void cpu(Context&) const {}
+  void cuda(Context&) const {}
+};
 
 // One failure line naming `tensor`.
 void expect_one_failure_naming(const std::vector<std::string>& failures,
@@ -224,4 +235,31 @@ TEST_CASE("the harness's f64 reference reads the inputs as the device does", "[o
   };
   CHECK(parity(c, DType::F32, device).empty());
   CHECK(*checked == 1);
+}
+
+TEST_CASE("the harness's contract check passes gelu and names the wrong calls a check() accepts",
+          "[op_harness]") {
+  // bias_gelu/15x7 names 6 tensors besides its workspace (x, b, y, dy, dx, db); each in a longer
+  // shape and another dtype.
+  const ContractCheck gelu = contract_check(gelu_case());
+  CHECK(gelu.tried == 12);
+  CHECK(gelu.accepted.empty());
+
+  OpCase c{.op = "shape_checked",
+           .shape = "3x4",
+           .tensors = {input("x", {3, 4}), output("y", {3, 4})},
+           .forward = [](Context& ctx, const Args& a) {
+             run_op(ctx, ShapeChecked{.x = a["x"], .y = Out(a["y"])});
+           }};
+  // Shapes refused, dtypes not: each tensor's f64 twin is accepted.
+  ContractCheck check = contract_check(c);
+  CHECK(check.tried == 4);
+  REQUIRE(check.accepted.size() == 2);
+  CHECK(check.accepted[0].rfind("x as f64[3,4]", 0) == 0);
+  CHECK(check.accepted[1].rfind("y as f64[3,4]", 0) == 0);
+  // A tensor of any shape is tried in another dtype only.
+  c.tensors[1] = c.tensors[1].any_shape("for the test");
+  check = contract_check(c);
+  CHECK(check.tried == 3);
+  CHECK(check.accepted.size() == 2);
 }

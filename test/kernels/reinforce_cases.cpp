@@ -51,6 +51,10 @@ enum class Source { kSoftmax, kGiven };
 void softmax_gradient(const Tensor& x, const Tensor& labels, const Tensor& weights, int64_t vocab,
                       const Tensor& out) {
   ELECTRA_CHECK(x.device == Device::CPU, "reinforce case: the host softmax needs a CPU run");
+  // Checked as the op checks its own (the harness's contract check hands it wrong shapes).
+  check_same_shape(x, out, "reinforce case: x and dlogits");
+  check_shape(labels, {x.dim(0)}, "reinforce case: labels");
+  check_shape(weights, {x.dim(0)}, "reinforce case: weights");
   const int64_t stride = x.dim(1);
   for (int64_t i = 0; i < x.dim(0); ++i) {
     const double* z = x.ptr<double>() + i * stride;
@@ -82,7 +86,8 @@ OpCase reinforce(const std::string& shape, const Slots& s, Source source, Fill g
       input("positions", {s.batch, s.slots}, fixed(s.positions), Kind::kI32),
       input("token_loss", {s.batch * s.seq}, fixed(s.token_loss), Kind::kParam),
       input("u", {m}, fixed(s.u)),
-      input("scale", {1}, constant(s.scale), Kind::kF32),
+      input("scale", {1}, constant(s.scale), Kind::kF32)
+          .any_shape("read through a DeviceScalar's pointer, which has no shape"),
       output("reward", {m}, Kind::kParam).relative({1e-6, 1e-6}),
       output("advantage", {m}, Kind::kParam).relative(f32_out),
       output("log_prob", {m}, Kind::kParam).relative(f32_out),

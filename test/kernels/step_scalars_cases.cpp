@@ -55,10 +55,13 @@ OpCase rank_case(int64_t rank) {
       .op = "step_scalars",
       .shape = "rank" + std::to_string(rank) + "_of_4x3",
       .tensors = {input("counters", {static_cast<int64_t>(kUpdates.size())},
-                        fixed({kUpdates.begin(), kUpdates.end()}), Kind::kI32),
-                  input("slots", {kMicroBatches, kSlots}, weights(0.9, kSlots, true), Kind::kF32),
+                        fixed({kUpdates.begin(), kUpdates.end()}), Kind::kI32)
+                      .any_shape("one element each update, as a counter of its own"),
+                  input("slots", {kMicroBatches, kSlots}, weights(0.9, kSlots, true), Kind::kF32)
+                      .any_shape("loss_normalisers sums weights of any shape"),
                   input("tokens", {kMicroBatches, kTokens}, weights(0.8, kTokens, false),
-                        Kind::kF32),
+                        Kind::kF32)
+                      .any_shape("loss_normalisers sums weights of any shape"),
                   updated("block", {kStepScalarWords}, fixed({words.begin(), words.end()}),
                           Kind::kI32)
                       .bits(),

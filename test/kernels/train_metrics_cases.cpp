@@ -79,7 +79,8 @@ struct Part {
 // The tensors of `rows` named <prefix>_loss, _argmax, _labels, _weights, [batches, n].
 std::vector<TensorSpec> row_specs(const std::string& prefix, const Rows& r) {
   const std::vector<int64_t> dims = {r.batches, r.n};
-  return {input(prefix + "_loss", dims, fixed(r.loss), Kind::kF32),
+  return {input(prefix + "_loss", dims, fixed(r.loss), Kind::kF32)
+              .any_dtype("the CPU takes the losses of f32 and f64 runs alike"),
           input(prefix + "_argmax", dims, fixed(r.argmax), Kind::kI32),
           input(prefix + "_labels", dims, fixed(r.truth), Kind::kI32),
           input(prefix + "_weights", dims, fixed(r.weights), Kind::kF32)};
@@ -147,7 +148,9 @@ std::vector<double> baseline_losses(const Rows& rows, uint64_t seed) {
 Part loss_term(const std::string& name, std::vector<double> loss, double weight, double count) {
   const auto n = static_cast<int64_t>(loss.size());
   return {
-      .tensors = {input(name, {n}, fixed(std::move(loss)), Kind::kF32)},
+      .tensors = {input(name, {n}, fixed(std::move(loss)), Kind::kF32)
+                      .any_shape("accumulate_loss sums losses of any shape")
+                      .any_dtype("the CPU sums f32 and f64 losses alike")},
       .run = [name, weight, count](Context& ctx, const Args& a, const Out& acc) {
         run_op(
             ctx,
@@ -160,7 +163,8 @@ OpCase metrics(const std::string& shape, std::vector<Part> parts) {
   // An accumulator part-way through an update.
   std::vector<TensorSpec> tensors = {updated("acc", {kRows}, {.lo = 0.5, .hi = 4.0}, Kind::kF64)
                                          .relative({1e-11, 1e-11})
-                                         .nonfinite()};
+                                         .nonfinite()
+                                         .any_shape("at least the rows the ops write")};
   std::vector<std::function<void(Context&, const Args&, const Out&)>> runs;
   for (Part& p : parts) {
     for (TensorSpec& t : p.tensors) tensors.push_back(std::move(t));

@@ -22,11 +22,12 @@ OpCase unigram_sample(const std::vector<double>& cdf, uint32_t step, int64_t m) 
       .op = "unigram_sample",
       .shape =
           std::to_string(m) + "_of_" + std::to_string(cdf.size()) + "_step" + std::to_string(step),
-      .tensors = {input("cdf", {static_cast<int64_t>(cdf.size())}, fixed(cdf), Kind::kF64),
+      .tensors = {input("cdf", {static_cast<int64_t>(cdf.size())}, fixed(cdf), Kind::kF64)
+                      .any_shape("any vocabulary size: its length is V"),
                   input("step_scalars", {kStepScalarWords}, fixed({words.begin(), words.end()}),
                         Kind::kI32),
                   // Integer and exact f64 comparisons only.
-                  output("samples", {m}, Kind::kI32).bits()},
+                  output("samples", {m}, Kind::kI32).bits().any_shape("any number M of draws")},
       .forward =
           [](Context& ctx, const Args& a) {
             RngStream stream{3, RngPurpose::kSample, 0, 0};

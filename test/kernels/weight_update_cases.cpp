@@ -143,7 +143,10 @@ OpCase optimizer_case(std::string op, std::string shape, const Table& t,
 // row 2, rows 0 and 3 kept. f64 [4] from values in [1, 2); the stored norm is the f32 norm (1e-5
 // relative, as the norm itself), the count exact, non-finite norms compared by class.
 TensorSpec record_acc() {
-  return updated("acc", {4}, {.lo = 1, .hi = 2}, Kind::kF64).relative({1e-5, 1e-5}).nonfinite();
+  return updated("acc", {4}, {.lo = 1, .hi = 2}, Kind::kF64)
+      .relative({1e-5, 1e-5})
+      .nonfinite()
+      .any_shape("at least the rows the op writes");
 }
 NormRecord norm_record(const Args& a) {
   return {.acc = Out(a["acc"]), .row = 1, .non_finite = 2};
@@ -167,7 +170,8 @@ OpCase grad_norm(const std::string& shape, const Table& t, unsigned modes, bool 
   }
   if (schedule) {
     const std::array<float, kNumHyper> start = OptimHyperValues{}.packed();
-    tensors.push_back(input("lr_table", {3}, fixed({1e-3, 5e-4, 2.5e-4}), Kind::kF32));
+    tensors.push_back(input("lr_table", {3}, fixed({1e-3, 5e-4, 2.5e-4}), Kind::kF32)
+                          .any_shape("a schedule of any number of updates"));
     tensors.push_back(updated("counter", {1}, fixed({1}), Kind::kI32).bits());
     tensors.push_back(
         updated("hyper", {kNumHyper}, fixed({start.begin(), start.end()}), Kind::kF32).bits());
