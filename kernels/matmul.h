@@ -174,16 +174,17 @@ inline void check_gemm(const Context& ctx, const Gemm& g) {
   const DType ab = g.a.storage.dtype, cd = g.c.storage.dtype;
   ELECTRA_CHECK(ab == g.b.storage.dtype, "matmul: A is ", g.a.storage.str(), ", B is ",
                 g.b.storage.str());
-  auto f32_or = [](DType d, DType other) { return d == DType::F32 || d == other; };
-  ELECTRA_CHECK(ctx.is_cuda() ? f32_or(ab, DType::BF16) && f32_or(cd, DType::BF16)
-                              : f32_or(ab, DType::F64) && cd == ab,
+  // f64 is all-f64 and the CPU's; otherwise A, B and C are f32 or bf16 (the GPU's mixes; a CPU
+  // context sees bf16 only in a dry run, and its cpu() computes all-f32).
+  auto low = [](DType d) { return d == DType::F32 || d == DType::BF16; };
+  ELECTRA_CHECK(ab == DType::F64 ? cd == DType::F64 && !ctx.is_cuda() : low(ab) && low(cd),
                 "matmul", ctx.is_cuda() ? " (cuda)" : "", ": A and B ", g.a.storage.str(), ", C ",
                 g.c.storage.str());
   const MatmulEpilogue& e = g.epilogue;
   if (e.bias != nullptr) {
     check_devices(ctx, "matmul", {e.bias});
     ELECTRA_CHECK(e.bias->numel() == g.n(), "matmul: bias ", e.bias->str(), " for N = ", g.n());
-    ELECTRA_CHECK(e.bias->dtype == cd || (ctx.is_cuda() && e.bias->dtype == DType::F32),
+    ELECTRA_CHECK(e.bias->dtype == cd || (e.bias->dtype == DType::F32 && cd != DType::F64),
                   "matmul: bias ", e.bias->str(), " for C ", g.c.storage.str());
   }
   if (e.gelu_pre != nullptr) {

@@ -187,25 +187,10 @@ TEST_CASE("residual layernorm normalises dropout(x) + residual and saves that su
   }
 }
 
-TEST_CASE("layernorm refuses bad shapes and eps <= 0 and p = 1", "[layernorm]") {
+// Wrong shapes and dtypes: layernorm_contract_test.
+TEST_CASE("layernorm refuses eps <= 0 and p = 1", "[layernorm]") {
   Context ctx = Context::cpu();
-  std::vector<float> x(12, 1.0f), g(4, 1.0f), b(4, 0.0f), y(12), m(3), r(3), short_g(3);
-  CHECK_THROWS_AS(run_op(ctx, LayerNormForward{.x = test::view(x, {3, 4}),
-                                               .gamma = test::view(short_g, {3}),
-                                               .beta = test::view(b, {4}),
-                                               .eps = 1e-12f,
-                                               .y = Out(test::view(y, {3, 4})),
-                                               .mean = Out(test::view(m, {3})),
-                                               .rstd = Out(test::view(r, {3}))}),
-                  Error);
-  CHECK_THROWS_AS(run_op(ctx, LayerNormForward{.x = test::view(x, {3, 4}),
-                                               .gamma = test::view(g, {4}),
-                                               .beta = test::view(b, {4}),
-                                               .eps = 1e-12f,
-                                               .y = Out(test::view(y, {3, 4})),
-                                               .mean = Out(test::view(m, {2})),
-                                               .rstd = Out(test::view(r, {3}))}),
-                  Error);
+  std::vector<float> x(12, 1.0f), g(4, 1.0f), b(4, 0.0f), y(12), m(3), r(3);
   CHECK_THROWS_WITH(run_op(ctx, LayerNormForward{.x = test::view(x, {3, 4}),
                                                  .gamma = test::view(g, {4}),
                                                  .beta = test::view(b, {4}),
