@@ -70,15 +70,6 @@ __device__ __forceinline__ float round_bf16(float v) {
   return __bfloat162float(__float2bfloat16_rn(v));
 }
 
-// The keep bits of flat elements `first` and `first` + 1: kernels/dropout_mask.h's words of any
-// alignment (the site's offset is a multiple of 4 in the models, `first` then even: one Philox
-// block, the second block's words unused and dead code).
-__device__ __forceinline__ void keep2(const DropoutSite& site, uint64_t first, bool& k0, bool& k1) {
-  const U32x4 w = philox_words4(site.stream, first);
-  k0 = uniform01(w.v[0]) >= site.p;
-  k1 = uniform01(w.v[1]) >= site.p;
-}
-
 // acc [16 x 8 kN] += A B^T, A the 16 x 16 kK operand made from the C fragments `c` (f32, rounded
 // to bf16 by a_from_c), B stored [8 kN][16 kK] row-major (ld) in shared memory: act W2^T.
 template <int kK, int kN>
@@ -168,8 +159,11 @@ __global__ void __launch_bounds__(kWarps* kWarpSize) ffn_forward_kernel(Params p
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
       float* const v = acc[t] + 2 * half;
-      bool k0 = true, k1 = true;
-      if (site.p > 0) keep2(site, site.offset + rows[half] * kH + c, k0, k1);
+      // Elements c, c + 1 (c even, the models' site offsets multiples of 4: one Philox block;
+      // the words of dropout_keep4 past them are unused, dead code).
+      const uint32_t keep =
+          site.p > 0 ? dropout_keep4(site.stream, site.offset + rows[half] * kH + c, site.p) : 3u;
+      const bool k0 = keep & 1u, k1 = (keep >> 1) & 1u;
       const bf16* const res = x_tile + (r_lo + 8 * half) * kLdX + c;
       // No FMA: the scaled survivor is rounded before the add, as in the unfused kernel.
       v[0] = round_bf16((k0 ? mul_rn(round_bf16(v[0] + bias0), p.scale) : 0.0f) +
