@@ -16,6 +16,8 @@
 // by GELU's and then LayerNorm's condition numbers (matmul_cases.cpp, bias_gelu).
 #include <cmath>
 #include <memory>
+#include <tuple>
+#include <utility>
 
 #include "kernels/dropout.h"
 #include "kernels/ffn_forward.h"
@@ -194,28 +196,22 @@ OpCase ffn_case(const std::string& shape, int64_t n, float p, unsigned modes, bo
         }
         return over_bound(got, want, [&](size_t i) { return b[i].bound; });
       });
-  const TensorSpec::Check mean_check =
-      record(&Seen::mean, seen,
-             [seen](const std::vector<double>& got, const std::vector<double>&, double) {
-               std::vector<double> want(got.size()), bound(got.size());
-               for (size_t r = 0; r < got.size(); ++r) {
-                 const RowStats st = row_stats(*seen, static_cast<int64_t>(r));
-                 want[r] = st.mean;
-                 bound[r] = st.mean_bound;
-               }
-               return over_bound(got, want, [&](size_t r) { return bound[r]; });
-             });
-  const TensorSpec::Check rstd_check =
-      record(&Seen::rstd, seen,
-             [seen](const std::vector<double>& got, const std::vector<double>&, double) {
-               std::vector<double> want(got.size()), bound(got.size());
-               for (size_t r = 0; r < got.size(); ++r) {
-                 const RowStats st = row_stats(*seen, static_cast<int64_t>(r));
-                 want[r] = st.rstd;
-                 bound[r] = st.rstd_rel * st.rstd;
-               }
-               return over_bound(got, want, [&](size_t r) { return bound[r]; });
-             });
+  // A row statistic against row_stats: `pick` gives row r's (want, bound).
+  auto per_row = [seen](auto pick) -> TensorSpec::Check {
+    return [seen, pick](const std::vector<double>& got, const std::vector<double>&, double) {
+      std::vector<double> want(got.size()), bound(got.size());
+      for (size_t r = 0; r < got.size(); ++r) {
+        std::tie(want[r], bound[r]) = pick(row_stats(*seen, static_cast<int64_t>(r)));
+      }
+      return over_bound(got, want, [&](size_t r) { return bound[r]; });
+    };
+  };
+  const TensorSpec::Check mean_check = record(&Seen::mean, seen, per_row([](const RowStats& st) {
+    return std::pair{st.mean, st.mean_bound};
+  }));
+  const TensorSpec::Check rstd_check = record(&Seen::rstd, seen, per_row([](const RowStats& st) {
+    return std::pair{st.rstd, st.rstd_rel * st.rstd};
+  }));
   // y = bf16(fl(fl(fl(s - mean') rstd') gamma) + beta): mean's error moves it by |gamma| rstd dm,
   // rstd's relative error by |gamma xhat| e_rstd, the three roundings inside by 3 u32 |gamma xhat|
   // (an FMA rounds less), the add by u32 |y|, the store by u |y|.
