@@ -174,7 +174,11 @@ __global__ void __launch_bounds__(kThreads)
             fp.p == 0.0f || e == 0.0f || ((keep_bits[r * (kBc / 4) + c / 4] >> (c % 4)) & 1u) != 0;
         pd[r * L::kLdP + c] = keep ? e * fp.keep_scale : 0.0f;
       }
-      sum = warp_sum(sum);  // every lane has read row_max[r] before lane 0 rewrites it
+      sum = warp_sum(sum);
+      // Every lane's read of row_max[r] before lane 0 rewrites it: the shuffles of warp_sum
+      // order the lanes' execution but not their shared-memory accesses (racecheck reported the
+      // pair as a hazard on the 2026-11-27 H100 run).
+      __syncwarp();
       if (lane == 0) {
         const float f = expf(old_max - offset);
         factor[r] = f;

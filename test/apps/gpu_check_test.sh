@@ -10,7 +10,10 @@
 #   4. checkpoint_diff.py: identical, one differing element named, a truncated file;
 #   5. check_symbol_versions.sh (gpu_bundle.sh's check against the device's glibc and libstdc++);
 #   6. each sanitizer case filter of gpu_check.sh (hazard_cases) whose executable is given selects
-#      at least one test (a renamed case would otherwise leave racecheck with nothing to run).
+#      at least one test (a renamed case would otherwise leave racecheck with nothing to run);
+#   7. `interrupted` (scripts/gpu_check_steps.sh) delivers its SIGINT to the binary itself, on a
+#      stand-in electra that reports the signal (the first version signalled a subshell that
+#      ignored it, and the user and resume phases failed on the 2026-11-27 H100 run).
 # Usage: gpu_check_test.sh SOURCE_DIR GPU_TEST_EXECUTABLE...
 set -uo pipefail
 src=$1
@@ -174,6 +177,40 @@ while IFS='|' read -r test filter; do
       fail "hazard filter '$filter' of $test selects no test"
   done
 done < <(sed -n '/^hazard_cases=(/,/^)/s/^  "\(.*\)"$/\1/p' "$src/scripts/gpu_check.sh")
+
+# 7. interrupted, on a stand-in `electra pretrain` that prints a progress line every 0.1 s and
+# saves and exits 0 on SIGINT, or exits 0 unsignalled after 20 s.
+mkdir -p "$work/fake/bin"
+cat >"$work/fake/bin/electra" <<'PY'
+#!/usr/bin/env python3
+import signal, sys, time
+stop = []
+signal.signal(signal.SIGINT, lambda *_: stop.append(1))
+for update in range(1, 201):
+    if stop:
+        print(f"pretrain: SIGINT received at update {update - 1}; saving a checkpoint", file=sys.stderr)
+        break
+    print(f"step {update}/200 | ...", file=sys.stderr, flush=True)
+    time.sleep(0.1)
+PY
+chmod +x "$work/fake/bin/electra"
+(
+  failures=0 steps=$work/fake/steps.tsv logs=$work/fake/logs bundle=$work/fake GPU_CHECK_LIBS=
+  source "$src/scripts/gpu_check_steps.sh"
+  start=$SECONDS
+  interrupted user by_step $(($(date +%s) + 60)) "step 3" --config x
+  rc=$?
+  [[ $rc -eq 0 ]] && grep -q "SIGINT received at update [3-9]" "$logs/user/by_step.log" &&
+    ((SECONDS - start < 15)) && pass "interrupted: SIGINT at update 3 reaches the binary" ||
+    fail "interrupted 'step 3': exit $rc after $((SECONDS - start)) s: $(tail -1 "$logs/user/by_step.log")"
+  interrupted user by_time $(($(date +%s) + 60)) 1 --config x
+  rc=$?
+  [[ $rc -eq 0 ]] && grep -q "SIGINT received" "$logs/user/by_time.log" &&
+    pass "interrupted: SIGINT after 1 s reaches the binary" ||
+    fail "interrupted after 1 s: exit $rc: $(tail -1 "$logs/user/by_time.log")"
+  exit "$failures"
+)
+failures=$((failures + $?))
 
 echo "$failures failed"
 ((failures == 0))

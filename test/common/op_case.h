@@ -100,7 +100,8 @@ struct TensorSpec {
   bool accumulates = false;   // the op adds (+=) into this output
   Compare compare = Compare::kNormwise;
   std::optional<Tol> tol{};      // overrides the case's
-  bool same_zeros = false;       // GPU and reference agree on which elements are exactly 0
+  bool same_zeros = false;       // GPU and reference agree on which elements are exactly 0 (except
+                                 // where the other side is within the comparison's bound of 0)
   bool bits_in_f32 = false;      // compared bit for bit in an f32 run, by `compare` otherwise
   bool some_nonzero = false;     // the reference has a nonzero element (the inputs exercise it)
   bool nonfinite_agree = false;  // NaN where the reference has NaN, the same infinity where it

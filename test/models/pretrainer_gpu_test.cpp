@@ -1,13 +1,12 @@
 // The full pre-training step on the GPU against the CPU reference: in f32 the same RNG
 // key gives the same masking and samples and the same losses and gradients to 1e-5; in bf16,
-// with the CPU's masking and samples fixed (bf16 logits may tip a near-tie sample), within 2e-2.
-// "sharing: all" in bf16 also prints each model's contribution to the tied gradients
-// (report_tied_contributions).
+// with the CPU's masking and samples fixed (bf16 logits may tip a near-tie sample), within 2e-2;
+// "sharing: all" in bf16 within 2e-2 per model's contribution to a tied gradient
+// (check_tied_grads).
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <map>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -72,45 +71,48 @@ double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b = {
   return worst;
 }
 
-// Diagnostics for "sharing: all" in bf16 (open in issue 30: 2.9% normwise on
-// discriminator/electra.encoder.layer.0.attention.self.query.bias on the H100, where f32 matches
-// the CPU to 1e-5). Printed, not checked: for every tensor both models write a gradient into,
-// the GPU bf16 error against the CPU and against the GPU in f32 (bf16 rounding, or a GPU defect
-// f32 hides?), and each model's contribution: the generator's from a step with disc_weight = 0
-// (the discriminator's loss then has no gradient), the discriminator's as the whole gradient
-// minus that, with their magnitudes (a whole much smaller than its parts is a cancellation that
-// magnifies bf16 rounding) and each one's bf16 error against the CPU's. Errors are normwise
-// (max |got - want| / max |want|) like check_grads.
-void report_tied_contributions(Context& gpu, Context& cpu, const ElectraPretrainer& c,
-                               const ElectraConfig& config, const PretrainOptions& options,
-                               const test::FixedCorruption& fixed) {
-  Context gpu32 = Context::cuda(0, 21, Precision::F32);
+// "sharing: all" in bf16: each tied gradient is the generator's contribution G plus the
+// discriminator's D, and where they cancel (max|G + D| well below max|G| + max|D|) the bf16
+// roundings of each are magnified in the sum. The 2026-11-27 H100 run:
+// layer.0.attention.self.query.bias had max|G| 1.63e-7, max|D| 2.56e-7, max|G + D| 1.86e-7, G and D
+// each within 1.7% and 0.9% of the CPU's, the sum 2.57% (the GPU in f32: 1.4e-6, so no defect). So
+// here each contribution is held to `tolerance`: G from a step with disc_weight = 0 (the
+// discriminator's loss then has no gradient), D as the whole minus G, on both devices; then
+// |err(G + D)| <= tolerance (max|G| + max|D|), and the whole is held to
+// tolerance (max|G| + max|D|) / max|G + D|. A gradient written by one model only is held to
+// `tolerance` itself. Errors are normwise (max |got - want| / max |want|) like check_grads.
+void check_tied_grads(Context& gpu, Context& cpu, const ElectraPretrainer& c,
+                      const ElectraConfig& config, const PretrainOptions& options,
+                      const test::FixedCorruption& fixed, double tolerance) {
   PretrainOptions generator_only = options;
   generator_only.disc_weight = 0;
   const auto cpu_all = fixed_step_grads(cpu, cpu, c, config, options, fixed);
   const auto cpu_gen = fixed_step_grads(cpu, cpu, c, config, generator_only, fixed);
-  const auto bf16_all = fixed_step_grads(gpu, cpu, c, config, options, fixed);
-  const auto bf16_gen = fixed_step_grads(gpu, cpu, c, config, generator_only, fixed);
-  const auto f32_all = fixed_step_grads(gpu32, cpu, c, config, options, fixed);
-  std::ostringstream table;
-  table << "sharing all, bf16: tensor | bf16 vs CPU | bf16 vs GPU f32 | GPU f32 vs CPU | "
-           "max|G| max|D| max|G+D| | G bf16 vs CPU | D bf16 vs CPU\n";
+  const auto gpu_all = fixed_step_grads(gpu, cpu, c, config, options, fixed);
+  const auto gpu_gen = fixed_step_grads(gpu, cpu, c, config, generator_only, fixed);
+  int tied = 0;
   for (const auto& [name, want] : cpu_all) {
+    if (name.find("key.bias") != std::string::npos) continue;  // exactly zero in theory
+    INFO(name);
+    const std::vector<float>& got = gpu_all.at(name);
     const std::vector<float>& want_g = cpu_gen.at(name);
     std::vector<float> want_d(want.size()), got_d(want.size());
     for (size_t i = 0; i < want.size(); ++i) {
       want_d[i] = want[i] - want_g[i];
-      got_d[i] = bf16_all.at(name)[i] - bf16_gen.at(name)[i];
+      got_d[i] = got[i] - gpu_gen.at(name)[i];
     }
-    if (max_abs_diff(want_g) == 0 || max_abs_diff(want_d) == 0) continue;  // one model's only
-    table << name << " | " << test::normwise_error(bf16_all.at(name), want) << " | "
-          << test::normwise_error(bf16_all.at(name), f32_all.at(name)) << " | "
-          << test::normwise_error(f32_all.at(name), want) << " | " << max_abs_diff(want_g) << " "
-          << max_abs_diff(want_d) << " " << max_abs_diff(want) << " | "
-          << test::normwise_error(bf16_gen.at(name), want_g) << " | "
-          << test::normwise_error(got_d, want_d) << "\n";
+    const double g_max = max_abs_diff(want_g), d_max = max_abs_diff(want_d);
+    if (g_max == 0 || d_max == 0) {  // one model's only
+      CHECK(test::normwise_error(got, want) < tolerance);
+      continue;
+    }
+    ++tied;
+    INFO("max|G| " << g_max << ", max|D| " << d_max << ", max|G + D| " << max_abs_diff(want));
+    CHECK(test::normwise_error(gpu_gen.at(name), want_g) < tolerance);
+    CHECK(test::normwise_error(got_d, want_d) < tolerance);
+    CHECK(test::normwise_error(got, want) < tolerance * (g_max + d_max) / max_abs_diff(want));
   }
-  WARN(table.str());
+  CHECK(tied > 0);  // sharing all ties the encoder: both models write most gradients
 }
 
 void check_metrics(const StepMetrics& got, const StepMetrics& want, double tolerance) {
@@ -222,9 +224,10 @@ TEST_CASE("sharing all and gdes: the GPU step equals the CPU step", "[pretrainer
       on_gpu.run(gpu, 2);
       const double tolerance = precision == Precision::F32 ? 1e-5 : 2e-2;
       check_metrics(g.metrics(gpu), c.metrics(cpu), tolerance);
-      check_grads(gpu, g, cpu, c, tolerance);
       if (sharing == Sharing::kAll && precision == Precision::BF16) {
-        report_tied_contributions(gpu, cpu, c, config, options, fixed);
+        check_tied_grads(gpu, cpu, c, config, options, fixed, tolerance);
+      } else {
+        check_grads(gpu, g, cpu, c, tolerance);
       }
     }
   }
