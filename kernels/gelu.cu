@@ -6,20 +6,26 @@
 // arrive last add those partials into db in a fixed order in the same launch
 // (kernels/column_sum.cuh; deterministic, no float atomics).
 // Memory-bound: forward 2, backward 3 activation reads/writes per element (plus N / R * H f32
-// partials, written once and read once); a thread has kRowsInFlight rows' loads in flight.
+// partials, written once and read once); a thread has up to kRowsInFlight rows' loads in flight.
 #include "kernels/column_sum.cuh"
 #include "kernels/cuda_common.cuh"
 #include "kernels/gelu.h"
+#include "kernels/sm_count.h"
 
 namespace electra::cuda {
 namespace {
 
 // Rows a thread loads before it computes and stores the first of them. The stores to dx / y may
-// alias the next rows' inputs as far as the compiler knows, so without this it issues one row's
+// alias the next rows' inputs as far as the compiler knows, so with one row it issues a row's
 // loads only after the previous row's store: one memory latency per row, and the generator's
 // FFN (H = 256: 32 threads a block, 4 warps an SM) moved 242 GB/s in the backward on the
-// 2026-11-27 H100 profile.
+// 2026-11-27 H100 profile. The forward always takes 4 rows (57 registers; H100, same run:
+// 0.0540 -> 0.0482 ms at 16384 x 1024, 0.1401 -> 0.1241 at x 3072, 0.1415 -> 0.1447 at x 4096).
+// The backward's 4 rows take 128 registers, so an SM holds at most 16 of its warps; where the
+// launch has more warps than that (Base and Large: 0.2993 -> 0.3221 and 0.3152 -> 0.3523 ms) it
+// takes 1 row, where it has fewer (Small's 1024: 0.1428 -> 0.1341 ms; the generator's 256) 4.
 constexpr int kRowsInFlight = 4;
+constexpr int kBackwardWarpsPerSmAt4Rows = 65536 / (kWarpSize * 128);  // the register file
 
 constexpr float kInvSqrt2 = 0.70710678118654752f;
 constexpr float kInvSqrt2Pi = 0.39894228040143268f;
@@ -63,25 +69,25 @@ __global__ void bias_gelu_forward_kernel(const T* x, const float* b, T* y, int64
 // b == nullptr: x already holds u = x + b. Block (x, p) writes dx of its rows and columns and
 // its column sums of dx into partial row p; the last blocks of column tile x add the partial rows
 // into db (kernels/column_sum.cuh).
-template <class T, int V>
+template <class T, int V, int kRows>
 __global__ void bias_gelu_backward_kernel(const T* dy, const T* x, const float* b, T* dx,
                                           ColumnTickets tickets, float* db, int64_t n, int64_t h,
                                           int64_t rows) {
   const int64_t c0 = blockIdx.x * static_cast<int64_t>(blockDim.x) * V;
   const int64_t col = c0 + threadIdx.x * int64_t{V};
   if (col < h) {  // no return: every thread takes part in the tickets below
-    float bias[V] = {}, sum[V] = {}, u[kRowsInFlight][V], g[kRowsInFlight][V];
+    float bias[V] = {}, sum[V] = {}, u[kRows][V], g[kRows][V];
     if (b != nullptr) load_vec<V>(b + col, bias);
     const int64_t end = std::min<int64_t>(n, (blockIdx.y + 1) * rows);
-    for (int64_t r0 = blockIdx.y * rows; r0 < end; r0 += kRowsInFlight) {
+    for (int64_t r0 = blockIdx.y * rows; r0 < end; r0 += kRows) {
 #pragma unroll
-      for (int k = 0; k < kRowsInFlight; ++k) {
+      for (int k = 0; k < kRows; ++k) {
         if (r0 + k >= end) continue;
         load_vec<V>(x + (r0 + k) * h + col, u[k]);
         load_vec<V>(dy + (r0 + k) * h + col, g[k]);
       }
 #pragma unroll
-      for (int k = 0; k < kRowsInFlight; ++k) {  // rows in order: the sums' order is unchanged
+      for (int k = 0; k < kRows; ++k) {  // rows in order: the sums' order is the same at any kRows
         if (r0 + k >= end) continue;
         for (int j = 0; j < V; ++j) {
           g[k][j] *= gelu_grad(u[k][j] + bias[j]);
@@ -145,11 +151,16 @@ void backward(Context& ctx, const Tensor& dy, const Tensor& x, const float* bias
   const dim3 grid = grid_for(n, h, v, threads);
   const ColumnTickets tickets =
       column_tickets(ctx, workspace.ptr<float>(), ceil_div(n, rows), h, h, grid.x);
-  if (v == 8) {
-    bias_gelu_backward_kernel<T, 8><<<grid, threads, 0, ctx.stream()>>>(
+  const int64_t warps = int64_t{grid.x} * grid.y * ceil_div(threads, kWarpSize);
+  const bool four_rows = warps <= int64_t{kBackwardWarpsPerSmAt4Rows} * sm_count();
+  if (v == 8 && four_rows) {
+    bias_gelu_backward_kernel<T, 8, kRowsInFlight><<<grid, threads, 0, ctx.stream()>>>(
+        g, in, bias, out, tickets, db.ptr<float>(), n, h, rows);
+  } else if (v == 8) {
+    bias_gelu_backward_kernel<T, 8, 1><<<grid, threads, 0, ctx.stream()>>>(
         g, in, bias, out, tickets, db.ptr<float>(), n, h, rows);
   } else {
-    bias_gelu_backward_kernel<T, 1><<<grid, threads, 0, ctx.stream()>>>(
+    bias_gelu_backward_kernel<T, 1, 1><<<grid, threads, 0, ctx.stream()>>>(
         g, in, bias, out, tickets, db.ptr<float>(), n, h, rows);
   }
   ELECTRA_CUDA_CHECK_LAUNCH();

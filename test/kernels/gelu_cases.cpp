@@ -96,7 +96,10 @@ std::vector<OpCase> op_cases() {
        {Shape{"small_ffn_1024x1024", 8 * 128, 1024}, Shape{"base_ffn_1024x3072", 2 * 512, 3072},
         Shape{"37x7", 37, 7}, Shape{"300x100", 300, 100}, Shape{"65x1000", 65, 1000},
         Shape{"1x256", 1, 256}, Shape{"40000x64", 40000, 64}, Shape{"300x2056", 300, 2056},
-        Shape{"300x1001", 300, 1001}}) {
+        Shape{"300x1001", 300, 1001},
+        // 512 row blocks of 5 warps, 2560 warps: more than 16 an SM on up to 160 SMs, so the
+        // backward takes its one-row loop (kernels/gelu.cu); the cases above take four rows.
+        Shape{"many_warps_16384x1280", 16384, 1280}}) {
     cases.push_back(bias_gelu(s.name, s.n, s.h, kGpu));
     cases.push_back(bias_gelu_preact(s.name, s.n, s.h, kGpu));
   }
