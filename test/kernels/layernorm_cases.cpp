@@ -209,6 +209,8 @@ std::vector<OpCase> op_cases() {
       layernorm("40000x64", 40000, 64, kGpu),
       // 10 row blocks: chains of 2 and 1 partial rows.
       layernorm("300x256", 300, 256, kGpu),
+      // 8 lanes a row with 5 holding columns; 2 row blocks, the second of 5 rows.
+      layernorm("37x40", 37, 40, kGpu),
       layernorm("small_16384x256", 128 * 128, 256, kBench),
       layernorm("base_16384x768", 32 * 512, 768, kBench),
       layernorm("large_16384x1024", 32 * 512, 1024, kBench),
@@ -229,6 +231,12 @@ std::vector<OpCase> op_cases() {
       // 10 row blocks (chains of 2 and 1 partial rows), the scalar path (H % 8 != 0).
       residual_layernorm("300x100", 300, 100, dropout_site_offset(3), 0.1f, kGpu),
       residual_layernorm("small_16384x256", 128 * 128, 256, dropout_site_offset(2), 0.1f, kBench),
+      // Rows narrower than a warp (kernels/layernorm.cu, lanes_per_row): the generator's H = 64
+      // (8 lanes a row, 4 rows a warp), H = 40 (5 of a group's 8 lanes hold columns) and H = 120
+      // (16 lanes, 15 hold columns), each with a last row block whose rows end inside a warp.
+      residual_layernorm("generator_1000x64", 1000, 64, dropout_site_offset(3), 0.1f, kGpu),
+      residual_layernorm("37x40", 37, 40, dropout_site_offset(2) + 1, 0.1f, kGpu),
+      residual_layernorm("generator_16384x64", 128 * 128, 64, dropout_site_offset(2), 0.1f, kBench),
       // With the linear's bias gradient (3 parts a partial row: 8, 5 and 3 warps a block at H =
       // 256, 768 and 1000; 10 row blocks and the scalar path at 300x100).
       residual_layernorm("15x7", 15, 7, dropout_site_offset(6), 0.3f, all, 0, true),
@@ -240,6 +248,9 @@ std::vector<OpCase> op_cases() {
                          true),
       residual_layernorm("21x1000", 21, 1000, dropout_site_offset(7) + 1, 0.1f, kGpu, 0, true),
       residual_layernorm("300x100", 300, 100, dropout_site_offset(3), 0.1f, kGpu, 0, true),
+      residual_layernorm("generator_1000x64", 1000, 64, dropout_site_offset(3), 0.1f, kGpu, 0,
+                         true),
+      residual_layernorm("37x120", 37, 120, dropout_site_offset(4), 0.1f, kGpu, 0, true),
   };
 }
 
