@@ -58,6 +58,27 @@ __global__ void gather_backward_kernel(const T* dout, const int32_t* positions, 
   store_vec<V>(row, acc);
 }
 
+// accumulate = false: thread i = (b * T + t) * groups + group writes row t of sequence b: the
+// slots whose position is t added in slot order from 0, each sum rounded to T as the += kernel
+// rounds it (so the bits of zeroing dx and accumulating), 0 where no slot points at t.
+template <class T, int V>
+__global__ void gather_backward_assign_kernel(const T* dout, const int32_t* positions, T* dx,
+                                              int64_t len, int64_t h, int64_t slots,
+                                              int64_t total) {
+  const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (i >= total) return;
+  const int64_t groups = h / V, token = i / groups, col = (i % groups) * V;
+  const int64_t b = token / len, t = token % len;
+  const int32_t* seq = positions + b * slots;
+  float acc[V] = {}, d[V];
+  for (int64_t j = 0; j < slots; ++j) {
+    if (seq[j] != t) continue;
+    load_vec<V>(dout + (b * slots + j) * h + col, d);
+    for (int u = 0; u < V; ++u) acc[u] = to_float(from_float<T>(acc[u] + d[u]));
+  }
+  store_vec<V>(dx + token * h + col, acc);
+}
+
 int threads_for(int64_t groups) {
   return static_cast<int>(std::min<int64_t>(kMaxThreads, ceil_div(groups, kWarpSize) * kWarpSize));
 }
@@ -80,13 +101,28 @@ void forward(Context& ctx, const Tensor& x, const Tensor& positions, const Tenso
 }
 
 template <class T>
-void backward(Context& ctx, const Tensor& dout, const Tensor& positions, const Tensor& dx) {
+void backward(Context& ctx, const Tensor& dout, const Tensor& positions, const Tensor& dx,
+              bool accumulate) {
   const int64_t batch = dx.dim(0), len = dx.dim(1), h = dx.dim(2), slots = positions.dim(1);
-  if (batch * slots == 0 || h == 0) return;
   const T* d = static_cast<const T*>(dout.data);
   T* out = static_cast<T*>(dx.data);
   const int32_t* pos = positions.ptr<int32_t>();
   const int v = vectorizable(h, {d, out}) ? 8 : 1;
+  if (!accumulate) {
+    const int64_t total = batch * len * (h / v);
+    if (total == 0) return;
+    const auto blocks = static_cast<unsigned>(ceil_div(total, kMaxThreads));
+    if (v == 8) {
+      gather_backward_assign_kernel<T, 8>
+          <<<blocks, kMaxThreads, 0, ctx.stream()>>>(d, pos, out, len, h, slots, total);
+    } else {
+      gather_backward_assign_kernel<T, 1>
+          <<<blocks, kMaxThreads, 0, ctx.stream()>>>(d, pos, out, len, h, slots, total);
+    }
+    ELECTRA_CUDA_CHECK_LAUNCH();
+    return;
+  }
+  if (batch * slots == 0 || h == 0) return;
   const int64_t total = batch * slots * (h / v);
   const auto blocks = static_cast<unsigned>(ceil_div(total, kMaxThreads));
   if (v == 8) {
@@ -111,8 +147,9 @@ void GatherForward::cuda(Context& ctx) const {
 }
 
 void GatherBackward::cuda(Context& ctx) const {
-  cuda::dispatch_activation(
-      dx, kName, [&](auto tag) { cuda::backward<decltype(tag)>(ctx, dout, positions, dx); });
+  cuda::dispatch_activation(dx, kName, [&](auto tag) {
+    cuda::backward<decltype(tag)>(ctx, dout, positions, dx, accumulate);
+  });
 }
 
 }  // namespace electra

@@ -1,5 +1,7 @@
 #include "kernels/gather.h"
 
+#include <algorithm>
+
 namespace electra::cpu {
 namespace {
 
@@ -42,6 +44,7 @@ void GatherBackward::cpu(Context& ctx) const {
     const T* dy = dout.ptr<T>();
     T* out = dx.ptr<T>();
     ctx.parallel_for(batch, [&](int64_t b) {
+      if (!accumulate) std::fill(out + b * len * h, out + (b + 1) * len * h, T{0});
       for (int64_t k = 0; k < slots; ++k) {
         T* row = out + (b * len + cpu::position_of(pos, b, k, slots, len)) * h;
         for (int64_t j = 0; j < h; ++j) row[j] += dy[(b * slots + k) * h + j];

@@ -59,10 +59,11 @@ void ElectraDiscriminator::backward(Context& ctx, const DropoutPass& pass,
                                  .workspace = Out(reduce_)});
     dense_.backward_no_bias(ctx, as_rows(encoder_.output(), config_.hidden), grad_pre_,
                             as_rows(encoder_.grad_output(), config_.hidden));
-  } else {
+  } else if (!mlm_) {
     zero_tensor(ctx.stream(), encoder_.grad_output());
   }
-  if (mlm_) mlm_->backward(ctx, dlogits.mlm, encoder_.grad_output());
+  // Without the binary head the MLM head writes the whole output gradient.
+  if (mlm_) mlm_->backward(ctx, dlogits.mlm, encoder_.grad_output(), heads_.binary);
   if (ready) ready(ctx, head_span_);
   encoder_.backward(ctx, pass, ready);
 }

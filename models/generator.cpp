@@ -21,8 +21,8 @@ void ElectraGenerator::forward(Context& ctx, const DropoutPass& pass, const Tens
 void ElectraGenerator::backward(Context& ctx, const DropoutPass& pass, const Tensor& dlogits,
                                 const GradientsReady& ready) {
   const ModelPart part("generator");  // engine/op_observer.h
-  zero_tensor(ctx.stream(), encoder_.grad_output());
-  head_.backward(ctx, dlogits, encoder_.grad_output());
+  // The head writes the whole output gradient (0 at the unmasked positions): no memset.
+  head_.backward(ctx, dlogits, encoder_.grad_output(), /*accumulate=*/false);
   if (ready) ready(ctx, head_.span());
   encoder_.backward(ctx, pass, tied_ ? GradientsReady{} : ready);
 }

@@ -44,7 +44,8 @@ void MlmHead::forward(Context& ctx, const Tensor& hidden, const Tensor& position
   linear_forward(ctx, normed_, tables_->word_padded.compute, output_bias_.compute, logits_);
 }
 
-void MlmHead::backward(Context& ctx, const Tensor& dlogits, const Tensor& grad_hidden) {
+void MlmHead::backward(Context& ctx, const Tensor& dlogits, const Tensor& grad_hidden,
+                       bool accumulate) {
   check_loss_gradient(dlogits, logits_, "MLM head");
   const Tensor dz = dlogits.reshape({logits_.dim(0), logits_.dim(1)});
   // The GEMMs over the vocabulary read only dz's V real columns (the padding columns are zero):
@@ -65,8 +66,10 @@ void MlmHead::backward(Context& ctx, const Tensor& dlogits, const Tensor& grad_h
                                .db = Out(dense_.bias().grad),
                                .workspace = Out(reduce_)});
   dense_.backward_no_bias(ctx, gathered_, grad_pre_, grad_gathered_);
-  run_op(ctx,
-         GatherBackward{.dout = grad_gathered_, .positions = positions_, .dx = Out(grad_hidden)});
+  run_op(ctx, GatherBackward{.dout = grad_gathered_,
+                             .positions = positions_,
+                             .dx = Out(grad_hidden),
+                             .accumulate = accumulate});
 }
 
 }  // namespace electra

@@ -39,7 +39,9 @@ class MlmHead {
   const Tensor& gathered() const { return gathered_; }
   // From dz = d loss / d logits [B * N, Vp], adds the gradient of the hidden states to
   // grad_hidden [B, T, H] (+=); the parameter gradients are final afterwards. Refuses an unset dz.
-  void backward(Context& ctx, const Tensor& dlogits, const Tensor& grad_hidden);
+  // grad_hidden [B, T, H] gets the gathered rows' gradients: added (accumulate), or written over
+  // (every row, 0 where no position points: no zeroing before).
+  void backward(Context& ctx, const Tensor& dlogits, const Tensor& grad_hidden, bool accumulate);
   // The head's parameters (declared contiguously by the constructor).
   const ParamSpan& span() const { return span_; }
 

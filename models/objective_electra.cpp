@@ -21,10 +21,10 @@ void ElectraObjective::loss(Context& ctx, const Corruption& c, ForwardContext& s
   const Tensor logits = model().logits().reshape({bt});
   Tensor weights = in_.token_weights;
   if (masked_only_) {
-    zero_tensor(ctx.stream(), masked_weights_);
     run_op(ctx, GatherBackward{.dout = c.weights.reshape({in_.masked(), 1}),
                                .positions = c.positions,
-                               .dx = Out(masked_weights_)});
+                               .dx = Out(masked_weights_),
+                               .accumulate = false});
     weights = masked_weights_.reshape({bt});
   }
   // The loss writes dz over the logits: that buffer is the binary head's gradient.

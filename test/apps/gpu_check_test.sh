@@ -13,7 +13,8 @@
 #      at least one test (a renamed case would otherwise leave racecheck with nothing to run);
 #   7. `interrupted` (scripts/gpu_check_steps.sh) delivers its SIGINT to the binary itself, on a
 #      stand-in electra that reports the signal (the first version signalled a subshell that
-#      ignored it, and the user and resume phases failed on the 2026-11-27 H100 run).
+#      ignored it, and the user and resume phases failed on the 2026-11-27 H100 run), and again
+#      when the first came before the binary's handler.
 # Usage: gpu_check_test.sh SOURCE_DIR GPU_TEST_EXECUTABLE...
 set -uo pipefail
 src=$1
@@ -183,8 +184,10 @@ done < <(sed -n '/^hazard_cases=(/,/^)/s/^  "\(.*\)"$/\1/p' "$src/scripts/gpu_ch
 mkdir -p "$work/fake/bin"
 cat >"$work/fake/bin/electra" <<'PY'
 #!/usr/bin/env python3
-import signal, sys, time
+import os, signal, sys, time
 stop = []
+# The handler after FAKE_HANDLER_DELAY seconds (a real run sets it up after its start-up work).
+time.sleep(float(os.environ.get("FAKE_HANDLER_DELAY", "0")))
 signal.signal(signal.SIGINT, lambda *_: stop.append(1))
 for update in range(1, 201):
     if stop:
@@ -208,6 +211,12 @@ chmod +x "$work/fake/bin/electra"
   [[ $rc -eq 0 ]] && grep -q "SIGINT received" "$logs/user/by_time.log" &&
     pass "interrupted: SIGINT after 1 s reaches the binary" ||
     fail "interrupted after 1 s: exit $rc: $(tail -1 "$logs/user/by_time.log")"
+  # Signalled at once, before the handler exists (the signal is ignored then): sent again.
+  FAKE_HANDLER_DELAY=1.5 interrupted user early $(($(date +%s) + 60)) 0 --config x
+  rc=$?
+  [[ $rc -eq 0 ]] && grep -q "SIGINT received" "$logs/user/early.log" &&
+    pass "interrupted: a SIGINT sent before the handler exists is sent again" ||
+    fail "interrupted before the handler: exit $rc: $(tail -1 "$logs/user/early.log")"
   exit "$failures"
 )
 failures=$((failures + $?))

@@ -1,5 +1,6 @@
 // gather of masked positions on the CPU: rows picked, repeated positions accumulated in the
-// backward (+=), out-of-range positions refused (bad shapes: gather_contract_test).
+// backward (+=, or from 0 over every row with accumulate = false), out-of-range positions refused
+// (bad shapes: gather_contract_test).
 #include <catch2/catch.hpp>
 
 #include "kernels/gather.h"
@@ -37,6 +38,19 @@ TEST_CASE("gather picks the rows of the positions and its backward scatter-adds"
     CHECK(dx[(1 * len + 3) * h + j] == (1.0f + dout[3 * h + j]) + dout[5 * h + j]);
     CHECK(dx[(1 * len + 1) * h + j] == 1.0f + dout[4 * h + j]);
     CHECK(dx[(1 * len + 0) * h + j] == 1.0f);
+  }
+  // accumulate = false: the same sums from 0, and 0 where no slot points.
+  run_op(ctx, GatherBackward{.dout = Tensor::view_of(dout.data(), Device::CPU, {batch * slots, h}),
+                             .positions = pos_t,
+                             .dx = Out(Tensor::view_of(dx.data(), Device::CPU, {batch, len, h})),
+                             .accumulate = false});
+  for (int64_t j = 0; j < h; ++j) {
+    CHECK(dx[(0 * len + 2) * h + j] == dout[0 * h + j]);
+    CHECK(dx[(0 * len + 0) * h + j] == dout[1 * h + j] + dout[2 * h + j]);
+    CHECK(dx[(0 * len + 1) * h + j] == 0.0f);
+    CHECK(dx[(0 * len + 3) * h + j] == 0.0f);
+    CHECK(dx[(1 * len + 3) * h + j] == dout[3 * h + j] + dout[5 * h + j]);
+    CHECK(dx[(1 * len + 0) * h + j] == 0.0f);
   }
 }
 
