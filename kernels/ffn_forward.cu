@@ -17,16 +17,14 @@
 // sums are 3 adds in registers and 2 shuffles. Two-pass variance, as kernels/layernorm.cu.
 // Roundings are those of the unfused GPU path; sums differ in order only. Deterministic: no
 // atomics, every output element written by one thread.
-#include "kernels/attention_flash_mma.cuh"
-#include "kernels/cuda_common.cuh"
-#include "kernels/dropout_mask.h"
 #include "kernels/ffn_forward.h"
+#include "kernels/layernorm_quad.cuh"
 
 namespace electra::cuda {
 namespace {
 
-using bf16 = __nv_bfloat16;
 namespace fm = flash_mma;
+using namespace layernorm_quad;
 
 constexpr int kH = 64, kF = 4 * kH;
 constexpr int kWarps = 4;
@@ -50,26 +48,6 @@ __device__ __forceinline__ float gelu(float u) {
   return u * (0.5f * erfcf(-u * kInvSqrt2));
 }
 
-// rows x cols bf16 from global (row-major, dense) into shared memory rows of `ld`, 16 bytes per
-// cp.async; rows >= valid are zero-filled.
-__device__ __forceinline__ void stage_rows(bf16* dst, int ld, const bf16* src, int rows, int cols,
-                                           int64_t valid) {
-  const int per_row = cols / 8;
-  for (int i = threadIdx.x; i < rows * per_row; i += blockDim.x) {
-    const int r = i / per_row, c = i % per_row * 8;
-    const bool ok = r < valid;
-    fm::cp_async16(dst + r * ld + c, ok ? src + static_cast<int64_t>(r) * cols + c : src, ok);
-  }
-}
-
-__device__ __forceinline__ void store2(bf16* p, float a, float b) {
-  *reinterpret_cast<__nv_bfloat162*>(p) = __floats2bfloat162_rn(a, b);
-}
-
-__device__ __forceinline__ float round_bf16(float v) {
-  return __bfloat162float(__float2bfloat16_rn(v));
-}
-
 // acc [16 x 8 kN] += A B^T, A the 16 x 16 kK operand made from the C fragments `c` (f32, rounded
 // to bf16 by a_from_c), B stored [8 kN][16 kK] row-major (ld) in shared memory: act W2^T.
 template <int kK, int kN>
@@ -91,13 +69,10 @@ __device__ __forceinline__ void mma_cbt_smem(float (&acc)[kN / 8][4], const floa
 }
 
 struct Params {
-  const bf16 *x, *w1, *w2, *b2;
-  const float *b1, *gamma, *beta;
-  bf16 *pre, *act, *sum, *y;
-  float *mean, *rstd;
-  int64_t n;
-  DropoutSite site;
-  float scale, eps;
+  const bf16 *x, *w1, *w2;
+  const float* b1;
+  bf16 *pre, *act;
+  Epilogue out;  // b2 and the residual LayerNorm's tensors
 };
 
 __global__ void __launch_bounds__(kWarps* kWarpSize) ffn_forward_kernel(Params p) {
@@ -108,12 +83,10 @@ __global__ void __launch_bounds__(kWarps* kWarpSize) ffn_forward_kernel(Params p
   bf16* const xs = smem + kSmemX;
   const int64_t row0 = static_cast<int64_t>(blockIdx.x) * kRows;
   stage_rows(w1, kLdW1, p.w1, kF, kH, kF);
-  stage_rows(xs, kLdX, p.x + row0 * kH, kRows, kH, p.n - row0);
+  stage_rows(xs, kLdX, p.x + row0 * kH, kRows, kH, p.out.n - row0);
   fm::cp_async_commit();
   stage_rows(w2, kLdW2, p.w2, kH, kF, kH);
   fm::cp_async_commit();
-  DropoutSite site = p.site;
-  site.stream = site.stream.resolved();  // the step may live in device memory (engine/philox.h)
 
   const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
   const bf16* const x_tile = xs + warp * 16 * kLdX;
@@ -137,10 +110,10 @@ __global__ void __launch_bounds__(kWarps* kWarpSize) ffn_forward_kernel(Params p
         float* const v = c1[t] + 2 * half;
         v[0] = round_bf16(v[0]);
         v[1] = round_bf16(v[1]);
-        if (rows[half] < p.n) store2(p.pre + rows[half] * kF + f, v[0], v[1]);
+        if (rows[half] < p.out.n) store2(p.pre + rows[half] * kF + f, v[0], v[1]);
         v[0] = gelu(v[0] + b0);
         v[1] = gelu(v[1] + b1);
-        if (rows[half] < p.n) store2(p.act + rows[half] * kF + f, v[0], v[1]);
+        if (rows[half] < p.out.n) store2(p.act + rows[half] * kF + f, v[0], v[1]);
       }
     }
     if (chunk == 0) {
@@ -150,66 +123,7 @@ __global__ void __launch_bounds__(kWarps* kWarpSize) ffn_forward_kernel(Params p
     mma_cbt_smem<kChunk, kH>(acc, c1, w2 + chunk * kChunk, kLdW2, lane);
   }
 
-  // o, the dropout, the residual and the stored sum; the row sums of this lane's 16 columns.
-  float row_sum[2] = {0, 0};
-#pragma unroll
-  for (int t = 0; t < kHTiles; ++t) {
-    const int c = 8 * t + col;
-    const float bias0 = __bfloat162float(p.b2[c]), bias1 = __bfloat162float(p.b2[c + 1]);
-#pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      float* const v = acc[t] + 2 * half;
-      // Elements c, c + 1 (c even, the models' site offsets multiples of 4: one Philox block;
-      // the words of dropout_keep4 past them are unused, dead code).
-      const uint32_t keep =
-          site.p > 0 ? dropout_keep4(site.stream, site.offset + rows[half] * kH + c, site.p) : 3u;
-      const bool k0 = keep & 1u, k1 = (keep >> 1) & 1u;
-      const bf16* const res = x_tile + (r_lo + 8 * half) * kLdX + c;
-      // No FMA: the scaled survivor is rounded before the add, as in the unfused kernel.
-      v[0] = round_bf16((k0 ? mul_rn(round_bf16(v[0] + bias0), p.scale) : 0.0f) +
-                        __bfloat162float(res[0]));
-      v[1] = round_bf16((k1 ? mul_rn(round_bf16(v[1] + bias1), p.scale) : 0.0f) +
-                        __bfloat162float(res[1]));
-      if (rows[half] < p.n) store2(p.sum + rows[half] * kH + c, v[0], v[1]);
-      row_sum[half] += v[0] + v[1];
-    }
-  }
-  // The quad's lanes hold a row's H columns: 2 shuffles complete each row's sums.
-  auto quad_sum = [](float v) {
-    v += __shfl_xor_sync(0xffffffffu, v, 1);
-    return v + __shfl_xor_sync(0xffffffffu, v, 2);
-  };
-  float mu[2], rs[2];
-#pragma unroll
-  for (int half = 0; half < 2; ++half) {
-    mu[half] = quad_sum(row_sum[half]) / static_cast<float>(kH);
-    float sq = 0;
-#pragma unroll
-    for (int t = 0; t < kHTiles; ++t) {
-      for (int e = 0; e < 2; ++e) {
-        const float d = acc[t][2 * half + e] - mu[half];
-        sq += d * d;
-      }
-    }
-    rs[half] = 1.0f / sqrtf(quad_sum(sq) / static_cast<float>(kH) + p.eps);
-    if (lane % 4 == 0 && rows[half] < p.n) {
-      p.mean[rows[half]] = mu[half];
-      p.rstd[rows[half]] = rs[half];
-    }
-  }
-#pragma unroll
-  for (int t = 0; t < kHTiles; ++t) {
-    const int c = 8 * t + col;
-    const float g0 = p.gamma[c], g1 = p.gamma[c + 1], be0 = p.beta[c], be1 = p.beta[c + 1];
-#pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      const float* const v = acc[t] + 2 * half;
-      if (rows[half] < p.n) {
-        store2(p.y + rows[half] * kH + c, (v[0] - mu[half]) * rs[half] * g0 + be0,
-               (v[1] - mu[half]) * rs[half] * g1 + be1);
-      }
-    }
-  }
+  bias_dropout_residual_layernorm<kH>(acc, p.out, x_tile, kLdX, rows, lane);
 }
 
 }  // namespace
@@ -217,46 +131,31 @@ __global__ void __launch_bounds__(kWarps* kWarpSize) ffn_forward_kernel(Params p
 
 namespace electra {
 
-namespace {
-cuda::bf16* bf16_ptr(const Tensor& t) {
-  return static_cast<cuda::bf16*>(t.data);
-}
-}  // namespace
-
 void FfnForward::cuda(Context& ctx) const {
-  for (const Tensor* t :
-       std::initializer_list<const Tensor*>{&x, &w1, &w2, &b2, &pre, &act, &sum, &y}) {
+  using cuda::layernorm_quad::bf16_ptr;
+  for (const Tensor* t : std::initializer_list<const Tensor*>{&x, &w1, &w2, &pre, &act}) {
     check_dtype(*t, DType::BF16, "ffn_forward (cuda, bf16 only)");
   }
-  for (const Tensor* t : std::initializer_list<const Tensor*>{&b1, &gamma, &beta, &mean, &rstd})
-    check_dtype(*t, DType::F32, kName);
+  check_dtype(b1, DType::F32, kName);
   for (const Tensor* t : std::initializer_list<const Tensor*>{&x, &w1, &w2}) {
     ELECTRA_CHECK(cuda::is_aligned16(t->data), kName, " (cuda): ", t->str(),
                   " must be 16-byte aligned (cp.async)");
   }
-  for (const Tensor* t : std::initializer_list<const Tensor*>{&pre, &act, &sum, &y}) {
+  for (const Tensor* t : std::initializer_list<const Tensor*>{&pre, &act}) {
     ELECTRA_CHECK(reinterpret_cast<uintptr_t>(t->data) % 4 == 0, kName, " (cuda): ", t->str(),
                   " must be 4-byte aligned (bf16 pairs)");
   }
+  const cuda::Params params{
+      .x = bf16_ptr(x),
+      .w1 = bf16_ptr(w1),
+      .w2 = bf16_ptr(w2),
+      .b1 = b1.ptr<float>(),
+      .pre = bf16_ptr(pre),
+      .act = bf16_ptr(act),
+      .out = cuda::layernorm_quad::epilogue_args("ffn_forward (cuda, bf16 only)", b2, gamma, beta,
+                                                 sum, y, mean, rstd, site, eps)};
   const int64_t n = x.dim(0);
   if (n == 0) return;
-  const cuda::Params params{.x = bf16_ptr(x),
-                            .w1 = bf16_ptr(w1),
-                            .w2 = bf16_ptr(w2),
-                            .b2 = bf16_ptr(b2),
-                            .b1 = b1.ptr<float>(),
-                            .gamma = gamma.ptr<float>(),
-                            .beta = beta.ptr<float>(),
-                            .pre = bf16_ptr(pre),
-                            .act = bf16_ptr(act),
-                            .sum = bf16_ptr(sum),
-                            .y = bf16_ptr(y),
-                            .mean = mean.ptr<float>(),
-                            .rstd = rstd.ptr<float>(),
-                            .n = n,
-                            .site = site,
-                            .scale = 1.0f / (1.0f - site.p),
-                            .eps = eps};
   // Above the 48 KB a kernel gets without opting in (a host-side attribute, not a launch).
   ELECTRA_CUDA_CHECK(cudaFuncSetAttribute(cuda::ffn_forward_kernel,
                                           cudaFuncAttributeMaxDynamicSharedMemorySize,

@@ -1,5 +1,7 @@
 #include "models/self_attention.h"
 
+#include "kernels/output_layernorm.h"
+
 namespace electra {
 
 SelfAttention::SelfAttention(ModelBuilder& builder, const std::string& prefix,
@@ -42,8 +44,20 @@ void SelfAttention::forward(Context& ctx, const DropoutPass& pass, const Tensor&
                                .saved = Out(probs_),
                                .scratch = Out(scratch_->attention),
                                .out = Out(context_)});
+  const int64_t h = config_.hidden;
+  const DropoutSite site = pass.site(output_site_, config_.hidden_dropout);
+  if (context_.dtype == DType::BF16 && output_layernorm_supported(h, h)) {
+    // A narrow bf16 encoder (the generator): the output projection and the residual LayerNorm in
+    // one launch, saving what the unfused path saves. (A CPU context sees bf16 only in the launch
+    // counter's dry run.)
+    run_op(ctx, OutputLayerNormForward{.x = as_rows(context_, h),
+                                       .w = output_.weight().compute,
+                                       .b = output_.bias().compute,
+                                       .norm = norm_.forward_op(site, scratch_->sublayer, x, y)});
+    return;
+  }
   output_.forward(ctx, context_, scratch_->sublayer);
-  norm_.forward(ctx, pass.site(output_site_, config_.hidden_dropout), scratch_->sublayer, x, y);
+  norm_.forward(ctx, site, scratch_->sublayer, x, y);
 }
 
 void SelfAttention::backward(Context& ctx, const DropoutPass& pass, const Tensor& dy,

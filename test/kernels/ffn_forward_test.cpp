@@ -5,13 +5,9 @@
 // not hold is found without a GPU), and name an output moved by a few bf16 roundings.
 #include <catch2/catch.hpp>
 #include <cmath>
-#include <cstring>
 
-#include "engine/bf16.h"
-#include "kernels/dropout_mask.h"
 #include "kernels/ffn_forward.h"
-#include "test/common/op_case.h"
-#include "test/common/test_util.h"
+#include "test/kernels/residual_layernorm_emulation.h"
 
 using namespace electra;
 using namespace electra::test;
@@ -49,21 +45,14 @@ FfnForward op(Tensors& t, const DropoutSite& site) {
                     .rstd = Out(view(t.rstd))};
 }
 
-float round_bf16(float v) {
-  return bf16_to_float(float_to_bf16(v));
-}
-
 // kernels/ffn_forward.cu's arithmetic on f32 tensors holding bf16 values: the GEMMs' f32 sums
 // (in k order here, in the tensor cores' order there), each stored tensor rounded to bf16 where
 // the kernel rounds it, erfcf, the dropout bits, the LayerNorm's f32 statistics.
 void emulate_kernel(const Args& a, const DropoutSite& site) {
   const int64_t n = a["x"].dim(0);
   const float *x = a["x"].ptr<float>(), *w1 = a["w1"].ptr<float>(), *b1 = a["b1"].ptr<float>();
-  const float *w2 = a["w2"].ptr<float>(), *b2 = a["b2"].ptr<float>();
-  const float *gamma = a["gamma"].ptr<float>(), *beta = a["beta"].ptr<float>();
-  float *pre = a["pre"].ptr<float>(), *act = a["act"].ptr<float>(), *sum = a["sum"].ptr<float>();
-  float *y = a["y"].ptr<float>(), *mean = a["mean"].ptr<float>(), *rstd = a["rstd"].ptr<float>();
-  const float scale = 1.0f / (1.0f - site.p);
+  const float* w2 = a["w2"].ptr<float>();
+  float *pre = a["pre"].ptr<float>(), *act = a["act"].ptr<float>();
   for (int64_t r = 0; r < n; ++r) {
     for (int64_t f = 0; f < kF; ++f) {
       float acc = 0;
@@ -72,43 +61,12 @@ void emulate_kernel(const Args& a, const DropoutSite& site) {
       const float u = pre[r * kF + f] + b1[f];
       act[r * kF + f] = round_bf16(u * (0.5f * std::erfc(-u * 0.70710678118654752f)));
     }
-    float total = 0;
-    for (int64_t c = 0; c < kH; ++c) {
+    emulate_epilogue(a, "b2", "x", site, r, [&](int64_t c) {
       float acc = 0;
       for (int64_t k = 0; k < kF; ++k) acc += act[r * kF + k] * w2[c * kF + k];
-      const float o = round_bf16(acc + b2[c]);
-      const bool keep = dropout_keep(site.stream, site.offset + r * kH + c, site.p);
-      sum[r * kH + c] = round_bf16((keep ? o * scale : 0.0f) + x[r * kH + c]);
-      total += sum[r * kH + c];
-    }
-    const float mu = total / kH;
-    float sq = 0;
-    for (int64_t c = 0; c < kH; ++c) sq += (sum[r * kH + c] - mu) * (sum[r * kH + c] - mu);
-    const float rs = 1.0f / std::sqrt(sq / kH + 1e-12f);
-    for (int64_t c = 0; c < kH; ++c) {
-      y[r * kH + c] = round_bf16((sum[r * kH + c] - mu) * rs * gamma[c] + beta[c]);
-    }
-    mean[r] = mu;
-    rstd[r] = rs;
+      return acc;
+    });
   }
-}
-
-// `c` with the inputs the GPU reads in bf16 made exact in bf16, so that an f32 run (the CPU
-// standing in for the GPU) and its reference read the values a bf16 run would.
-OpCase with_bf16_inputs(OpCase c) {
-  for (TensorSpec& t : c.tensors) {
-    if (t.role != Role::kInput || t.kind != Kind::kAct) continue;
-    t.fill.make = [fill = t.fill](size_t n, uint64_t seed) {
-      std::vector<double> v = random_vector<double>(n, seed, fill.lo, fill.hi);
-      for (double& e : v) e = round_bf16(static_cast<float>(e));
-      return v;
-    };
-  }
-  return c;
-}
-
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
 }  // namespace
@@ -161,39 +119,16 @@ TEST_CASE("ffn_forward's parity checks pass a correct result and name a moved ou
   const OpCase& c = cases.at(3);  // ffn_forward/300, p = 0
   REQUIRE(c.op == "ffn_forward");
   REQUIRE(c.shape.rfind("300x", 0) == 0);
-  Context device = Context::cpu(c.seed);
-  // The CPU in f32 is within the bf16 bounds (its errors are those of f32 alone).
-  CHECK(parity(c, DType::F32, device).empty());
-  // Each output moved by 4 bf16 roundings at one element fails the check of that output, the
-  // first failure (the checks run in spec order; the outputs after it, judged against what was
-  // written, may fail too: the unmoved act is not gelu of the moved pre).
-  for (const char* name : {"pre", "act", "sum", "y"}) {
-    OpCase moved = c;
-    moved.forward = [c, name](Context& ctx, const Args& a) {
-      c.forward(ctx, a);
-      float* v = a[name].ptr<float>();
-      v[7] += 4 * std::abs(v[7]) / 256 + 1e-3f;
-    };
-    const std::vector<std::string> failures = parity(moved, DType::F32, device);
-    REQUIRE_FALSE(failures.empty());
-    CHECK_THAT(failures[0], Catch::StartsWith(std::string(name) + ":"));
-  }
+  // The unmoved act is not gelu of a moved pre: a later output may fail too.
+  check_parity_names_moved(c, {"pre", "act", "sum", "y"});
 }
 
 TEST_CASE("ffn_forward's parity bounds hold for an emulation of the kernel's roundings",
           "[ffn_forward]") {
   const std::vector<OpCase> cases = op_cases();
   for (const size_t index : {size_t{3}, size_t{8}}) {  // ffn_forward/300 with p = 0 and 0.1
-    OpCase c = with_bf16_inputs(cases.at(index));
-    REQUIRE(c.op == "ffn_forward");
-    REQUIRE(c.shape.rfind("300x", 0) == 0);
-    const float p = index == 3 ? 0.0f : 0.1f;
-    c.forward = [p](Context& ctx, const Args& a) {
-      emulate_kernel(a, DropoutSite{ctx.rng(RngPurpose::kDropout, 8), dropout_site_offset(3), p});
-    };
-    Context device = Context::cpu(c.seed);
-    const std::vector<std::string> failures = parity(c, DType::F32, device);
-    for (const std::string& f : failures) UNSCOPED_INFO(f);
-    CHECK(failures.empty());
+    REQUIRE(cases.at(index).op == "ffn_forward");
+    REQUIRE(cases.at(index).shape.rfind("300x", 0) == 0);
+    check_emulation_within_bounds(cases.at(index), index == 3 ? 0.0f : 0.1f, emulate_kernel);
   }
 }
