@@ -108,29 +108,18 @@ void backward(Context& ctx, const Tensor& dout, const Tensor& positions, const T
   T* out = static_cast<T*>(dx.data);
   const int32_t* pos = positions.ptr<int32_t>();
   const int v = vectorizable(h, {d, out}) ? 8 : 1;
-  if (!accumulate) {
-    const int64_t total = batch * len * (h / v);
-    if (total == 0) return;
-    const auto blocks = static_cast<unsigned>(ceil_div(total, kMaxThreads));
-    if (v == 8) {
-      gather_backward_assign_kernel<T, 8>
-          <<<blocks, kMaxThreads, 0, ctx.stream()>>>(d, pos, out, len, h, slots, total);
-    } else {
-      gather_backward_assign_kernel<T, 1>
-          <<<blocks, kMaxThreads, 0, ctx.stream()>>>(d, pos, out, len, h, slots, total);
-    }
-    ELECTRA_CUDA_CHECK_LAUNCH();
-    return;
-  }
-  if (batch * slots == 0 || h == 0) return;
-  const int64_t total = batch * slots * (h / v);
+  // A thread per (slot, column group) adding into dx, or per (row, column group) writing it.
+  const int64_t total = (accumulate ? batch * slots : batch * len) * (h / v);
+  if (total == 0) return;
   const auto blocks = static_cast<unsigned>(ceil_div(total, kMaxThreads));
-  if (v == 8) {
-    gather_backward_kernel<T, 8>
-        <<<blocks, kMaxThreads, 0, ctx.stream()>>>(d, pos, out, len, h, slots, total);
+  auto launch = [&](auto kernel) {
+    kernel<<<blocks, kMaxThreads, 0, ctx.stream()>>>(d, pos, out, len, h, slots, total);
+  };
+  if (accumulate) {
+    v == 8 ? launch(gather_backward_kernel<T, 8>) : launch(gather_backward_kernel<T, 1>);
   } else {
-    gather_backward_kernel<T, 1>
-        <<<blocks, kMaxThreads, 0, ctx.stream()>>>(d, pos, out, len, h, slots, total);
+    v == 8 ? launch(gather_backward_assign_kernel<T, 8>)
+           : launch(gather_backward_assign_kernel<T, 1>);
   }
   ELECTRA_CUDA_CHECK_LAUNCH();
 }

@@ -153,15 +153,16 @@ void backward(Context& ctx, const Tensor& dy, const Tensor& x, const float* bias
       column_tickets(ctx, workspace.ptr<float>(), ceil_div(n, rows), h, h, grid.x);
   const int64_t warps = int64_t{grid.x} * grid.y * ceil_div(threads, kWarpSize);
   const bool four_rows = warps <= int64_t{kBackwardWarpsPerSmAt4Rows} * sm_count();
+  auto launch = [&](auto kernel) {
+    kernel<<<grid, threads, 0, ctx.stream()>>>(g, in, bias, out, tickets, db.ptr<float>(), n, h,
+                                               rows);
+  };
   if (v == 8 && four_rows) {
-    bias_gelu_backward_kernel<T, 8, kRowsInFlight><<<grid, threads, 0, ctx.stream()>>>(
-        g, in, bias, out, tickets, db.ptr<float>(), n, h, rows);
+    launch(bias_gelu_backward_kernel<T, 8, kRowsInFlight>);
   } else if (v == 8) {
-    bias_gelu_backward_kernel<T, 8, 1><<<grid, threads, 0, ctx.stream()>>>(
-        g, in, bias, out, tickets, db.ptr<float>(), n, h, rows);
+    launch(bias_gelu_backward_kernel<T, 8, 1>);
   } else {
-    bias_gelu_backward_kernel<T, 1, 1><<<grid, threads, 0, ctx.stream()>>>(
-        g, in, bias, out, tickets, db.ptr<float>(), n, h, rows);
+    launch(bias_gelu_backward_kernel<T, 1, 1>);
   }
   ELECTRA_CUDA_CHECK_LAUNCH();
 }

@@ -27,6 +27,16 @@ inline bool same_bits(const std::vector<float>& a, const std::vector<float>& b) 
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
+// The dropout site is used: with p = 0.1 about 10% of sum is the residual alone (0 + residual,
+// exact), checked between 5% and 20%.
+inline void check_dropout_used(const std::vector<float>& sum, const std::vector<float>& residual) {
+  const auto n = static_cast<int64_t>(sum.size());
+  int64_t dropped = 0;
+  for (int64_t i = 0; i < n; ++i) dropped += sum[i] == residual[i];
+  CHECK(dropped > n / 20);
+  CHECK(dropped < n / 5);
+}
+
 // The epilogue's arithmetic for row r of an op's f32 tensors holding bf16 values: o = bf16(acc(c)
 // + bias[c]) for the row's f32 GEMM sums acc, sum = bf16(dropout(o) + residual) stored in
 // a["sum"], the LayerNorm's f32 statistics (two-pass variance) in a["mean"], a["rstd"] and y in
