@@ -5,6 +5,9 @@
 // C++20 has no reflection: the fields are counted by brace-initialising the op from N values of a
 // type that converts to anything (the largest N that compiles is the field count, since aggregate
 // initialisation refuses one value more), then named by a structured binding of that many names.
+// An op with more than kMaxOpFields fields, some without a default, compiles from no count at all;
+// that is a compile error here, never a count of 0 (which would let run_op check none of its
+// tensors).
 // A structured binding cannot be a pack before C++26, hence one case per count. A miscount does
 // not compile (the binding must name every field exactly), nor does an op that is not an
 // aggregate.
@@ -30,12 +33,17 @@ constexpr bool brace_initialisable_from(std::index_sequence<I...>) {
   };
 }
 
-inline constexpr size_t kMaxOpFields = 12;
+inline constexpr size_t kMaxOpFields = 16;
+
+// What field_count returns when no count from 0 to kMaxOpFields + 1 initialises Op.
+inline constexpr size_t kUncountedFields = static_cast<size_t>(-1);
 
 template <class Op, size_t N = kMaxOpFields + 1>
 constexpr size_t field_count() {
-  if constexpr (N == 0 || brace_initialisable_from<Op>(std::make_index_sequence<N>{})) {
+  if constexpr (brace_initialisable_from<Op>(std::make_index_sequence<N>{})) {
     return N;
+  } else if constexpr (N == 0) {
+    return kUncountedFields;
   } else {
     return field_count<Op, N - 1>();
   }
@@ -45,6 +53,9 @@ template <class Op>
 auto fields_of(const Op& op) {
   static_assert(std::is_aggregate_v<Op>, "an op is an aggregate of its named fields");
   constexpr size_t n = field_count<Op>();
+  static_assert(
+      n != kUncountedFields,
+      "fields_of: the op has more fields than kMaxOpFields; raise it and add a case below");
   static_assert(n <= kMaxOpFields, "fields_of: raise kMaxOpFields and add a case below");
   if constexpr (n == 0) {
     return std::tuple<>();
@@ -81,9 +92,21 @@ auto fields_of(const Op& op) {
   } else if constexpr (n == 11) {
     const auto& [f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11] = op;
     return std::tie(f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11);
-  } else {
+  } else if constexpr (n == 12) {
     const auto& [f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11, f12] = op;
     return std::tie(f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11, f12);
+  } else if constexpr (n == 13) {
+    const auto& [f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11, f12, f13] = op;
+    return std::tie(f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11, f12, f13);
+  } else if constexpr (n == 14) {
+    const auto& [f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11, f12, f13, f14] = op;
+    return std::tie(f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11, f12, f13, f14);
+  } else if constexpr (n == 15) {
+    const auto& [f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11, f12, f13, f14, f15] = op;
+    return std::tie(f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11, f12, f13, f14, f15);
+  } else {
+    const auto& [f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11, f12, f13, f14, f15, f16] = op;
+    return std::tie(f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11, f12, f13, f14, f15, f16);
   }
 }
 

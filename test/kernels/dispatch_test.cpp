@@ -7,8 +7,10 @@
 #include "kernels/attention.h"
 #include "kernels/dispatch.h"
 #include "kernels/dropout.h"
+#include "kernels/ffn_forward.h"
 #include "kernels/layernorm.h"
 #include "kernels/matmul.h"
+#include "kernels/output_layernorm.h"
 #include "test/common/test_util.h"
 
 using namespace electra;
@@ -48,12 +50,29 @@ struct ProbeWithContext {
   void cuda(Context& /*ctx*/) const {}
 };
 
+// As many fields as fields_of binds, the last ones without a default (Out has none): counted
+// from kMaxOpFields + 1 down, this op compiles from no smaller count, so a limit one lower would
+// not compile (it once counted such an op as 0 fields, and run_op checked none of its tensors).
+struct WideProbe {
+  static constexpr const char* kName = "wide_probe";
+  In a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14;
+  int* runs = nullptr;
+  Out y;
+
+  void check() const {}
+  void cpu(Context& /*ctx*/) const { ++*runs; }
+  void cuda(Context& /*ctx*/) const { ++*runs; }
+};
+
+static_assert(detail::field_count<WideProbe>() == detail::kMaxOpFields);
 static_assert(detail::field_count<Probe>() == 7);
 static_assert(detail::field_count<ProbeWithContext>() == 3);
 static_assert(detail::field_count<Dropout>() == 3);
 static_assert(detail::field_count<AttentionBackward>() == 8);  // the last one has a default
 static_assert(detail::field_count<ResidualLayerNormBackward>() == 12);  // dbias is optional
 static_assert(detail::field_count<Gemm>() == 9);
+static_assert(detail::field_count<FfnForward>() == 16);
+static_assert(detail::field_count<OutputLayerNormForward>() == 4);  // the last is an op
 
 }  // namespace
 
@@ -101,6 +120,21 @@ TEST_CASE("run_op refuses any In or Out that is not on the context's device", "[
   }
   CHECK_THROWS_WITH(run_op(ctx, op), Catch::Contains("probe: tensor f32[4]@cuda is not on cpu"));
   CHECK(runs == 1);  // neither check() nor cpu() ran
+}
+
+TEST_CASE("run_op checks the last field of an op with kMaxOpFields fields", "[dispatch]") {
+  Context ctx = Context::cpu();
+  std::vector<float> values(4);
+  const In here = test::view(values);
+  int runs = 0;
+  WideProbe op{here, here, here, here, here, here, here,  here,
+               here, here, here, here, here, here, &runs, Out(here)};
+  run_op(ctx, op);
+  CHECK(runs == 1);
+  op.y = Out(Tensor::view_of(values.data(), Device::CUDA, {4}));
+  CHECK_THROWS_WITH(run_op(ctx, op),
+                    Catch::Contains("wide_probe: tensor f32[4]@cuda is not on cpu"));
+  CHECK(runs == 1);
 }
 
 TEST_CASE("run_op passes over an unset tensor and calls check(ctx) where an op takes it",
