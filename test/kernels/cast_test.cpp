@@ -1,3 +1,4 @@
+// cast on the CPU: bf16 rounding to nearest even, f32 <-> f64, and the pairs it refuses.
 #include <catch2/catch.hpp>
 
 #include "kernels/cast.h"
@@ -21,7 +22,8 @@ TEST_CASE("cast f32 -> bf16 -> f32 rounds each value to nearest even", "[cast]")
   }
 }
 
-TEST_CASE("cast f32 <-> f64 and refuses other pairs and mismatched sizes", "[cast]") {
+// A wrong size: cast_contract_test; its other dtype is always f32 or f64, so f32 -> i32 is here.
+TEST_CASE("cast f32 <-> f64 and refuses other pairs", "[cast]") {
   Context ctx = Context::cpu();
   std::vector<float> x = {1.5f, -2.25f};
   std::vector<double> y(2);
@@ -32,7 +34,4 @@ TEST_CASE("cast f32 <-> f64 and refuses other pairs and mismatched sizes", "[cas
   CHECK_THROWS_WITH(run_op(ctx, Cast{.in = Tensor::view_of(x.data(), Device::CPU, {2}),
                                      .out = Out(Tensor::view_of(ints.data(), Device::CPU, {2}))}),
                     Catch::Contains("unsupported pair"));
-  CHECK_THROWS_AS(run_op(ctx, Cast{.in = Tensor::view_of(x.data(), Device::CPU, {2}),
-                                   .out = Out(Tensor::view_of(y.data(), Device::CPU, {1}))}),
-                  Error);
 }

@@ -64,9 +64,11 @@ TEST_CASE("dropout backward regenerates the forward mask; sites and steps differ
   }
 }
 
-TEST_CASE("dropout refuses p outside 0 <= p < 1 and mismatched or integer tensors", "[dropout]") {
+// One tensor in a wrong shape or dtype: dropout_contract_test; integer x and y together (the
+// f32-or-f64 rule, which no single retyped tensor reaches) stay here.
+TEST_CASE("dropout refuses p outside 0 <= p < 1 and integer tensors", "[dropout]") {
   Context ctx = Context::cpu();
-  std::vector<float> x(8, 1.0f), y(8), short_y(7);
+  std::vector<float> x(8, 1.0f), y(8);
   const RngStream stream = ctx.rng(RngPurpose::kDropout, 0);
   CHECK_THROWS_WITH(run_op(ctx, Dropout{.x = test::view(x),
                                         .site = DropoutSite{stream, 0, 1.0f},
@@ -75,10 +77,6 @@ TEST_CASE("dropout refuses p outside 0 <= p < 1 and mismatched or integer tensor
   CHECK_THROWS_AS(run_op(ctx, Dropout{.x = test::view(x),
                                       .site = DropoutSite{stream, 0, -0.1f},
                                       .y = Out(test::view(y))}),
-                  Error);
-  CHECK_THROWS_AS(run_op(ctx, Dropout{.x = test::view(x),
-                                      .site = DropoutSite{stream, 0, 0.1f},
-                                      .y = Out(test::view(short_y))}),
                   Error);
   std::vector<int32_t> ints(8);
   const Tensor t = test::view(ints, {8});

@@ -1,3 +1,6 @@
+// matmul on the CPU against the triple loop and by the bits it promises (k-order FMA chains at
+// any thread count, batched and grouped calls equal to their single calls), its epilogues and
+// batch layouts, and the arguments it refuses (wrong shapes and dtypes: matmul_contract_test).
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstring>
@@ -251,27 +254,15 @@ TEMPLATE_TEST_CASE("bias_grad in groups gives each group the bits of its own cal
       Catch::Contains("in 3 groups"));
 }
 
-TEST_CASE("matmul rejects mismatched shapes, dtypes and layouts with a message", "[matmul]") {
+// Wrong shapes and dtypes of A, B, C and the bias: matmul_contract_test.
+TEST_CASE("matmul refuses a pre-GELU output with beta != 0 and a batch past its storage",
+          "[matmul]") {
   Context ctx = Context::cpu();
-  std::vector<float> a(5 * 3, 1.0f), b(4 * 7, 1.0f), c(5 * 7, 0.0f), bias(6, 0.0f);
-  CHECK_THROWS_WITH(matmul(ctx, test::view(a, {5, 3}), false, test::view(b, {4, 7}), false,
-                           test::view(c, {5, 7})),
-                    Catch::Contains("op(A) is 5x3") && Catch::Contains("op(B) is 4x7"));
-  CHECK_THROWS_WITH(matmul(ctx, test::view(a, {5, 3}), false, test::view(b, {3, 7}), false,
-                           test::view(c, {7, 5})),
-                    Catch::Contains("C is 7x5"));
-  Tensor bias_t = test::view(bias, {6});
-  CHECK_THROWS_WITH(matmul(ctx, test::view(a, {5, 3}), false, test::view(b, {3, 7}), false,
-                           test::view(c, {5, 7}), 1, 0, MatmulEpilogue{&bias_t, nullptr}),
-                    Catch::Contains("bias f32[6]") && Catch::Contains("N = 7"));
+  std::vector<float> a(5 * 3, 1.0f), b(4 * 7, 1.0f), c(5 * 7, 0.0f);
   Tensor pre_t = test::view(c, {5, 7});
   CHECK_THROWS_WITH(matmul(ctx, test::view(a, {5, 3}), false, test::view(b, {3, 7}), false,
                            test::view(c, {5, 7}), 1, 1, MatmulEpilogue{nullptr, &pre_t}),
                     Catch::Contains("beta == 0"));
-  std::vector<double> b64(3 * 7, 1.0);
-  CHECK_THROWS_WITH(matmul(ctx, test::view(a, {5, 3}), false, test::view(b64, {3, 7}), false,
-                           test::view(c, {5, 7})),
-                    Catch::Contains("A is f32[5,3]") && Catch::Contains("B is f64[3,7]"));
   const MatrixBatch ma{test::view(a, {15}), 0, 5, 3, 3, 15};
   const MatrixBatch mb{test::view(b, {28}), 0, 3, 7, 7, 21};
   const MatrixBatch mc{test::view(c, {35}), 0, 5, 7, 7, 35};

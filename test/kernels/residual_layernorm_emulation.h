@@ -113,4 +113,20 @@ inline void check_emulation_within_bounds(
   CHECK(failures.empty());
 }
 
+// The parity checks of a fused op's 300-row cases, op_cases()[3] (p = 0) and [8] (p = 0.1): the
+// first names each output of `moved` moved by a few bf16 roundings, and both pass `emulate`.
+inline void check_parity_cases(
+    const std::string& op, std::initializer_list<const char*> moved,
+    const std::function<void(const Args&, const DropoutSite&)>& emulate) {
+  const std::vector<OpCase> cases = op_cases();
+  for (const size_t index : {size_t{3}, size_t{8}}) {
+    const OpCase& c = cases.at(index);
+    INFO(c.name());
+    REQUIRE(c.op == op);
+    REQUIRE(c.shape.rfind("300x", 0) == 0);
+    if (index == 3) check_parity_names_moved(c, moved);
+    check_emulation_within_bounds(c, index == 3 ? 0.0f : 0.1f, emulate);
+  }
+}
+
 }  // namespace electra::test
