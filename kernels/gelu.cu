@@ -1,12 +1,18 @@
-// bias + GELU kernels. Launch shape (forward and backward): a 2-D grid, x over column groups of V
-// elements (V = 8 with 16-byte accesses when H % 8 == 0 and the pointers are aligned, else 1), y
-// over blocks of R = bias_gelu_rows_per_block(N) rows; a thread walks its R rows, so the bias is
-// loaded once per thread. The backward thread also sums its column's dx over its rows into
-// workspace[blockIdx.y, :] (at most 512 row blocks, kernels/param_grad_rows.h); the blocks that
-// arrive last add those partials into db in a fixed order in the same launch
-// (kernels/column_sum.cuh; deterministic, no float atomics).
+// bias + GELU kernels. Launch shape (forward and backward): a 2-D grid, x over column tiles,
+// y over blocks of R = bias_gelu_rows_per_block(N) rows; a block is blockDim.x column threads of
+// V elements each (V = 8 with 16-byte accesses when H % 8 == 0 and the pointers are aligned, else
+// 1) times blockDim.y row groups, so that a narrow layer (the generator's H = 256: 32 column
+// threads) still has several warps a block. Row group y of a block walks its contiguous share of
+// the block's rows, c rows at a time (the rows a thread has in flight, below); a thread loads the
+// bias once. The backward thread sums its column's dx over its rows, the row
+// groups' sums are added in group order into workspace[blockIdx.y, :] (at most 512 row blocks,
+// kernels/param_grad_rows.h), and the blocks that arrive last add those partials into db in a
+// fixed order in the same launch (kernels/column_sum.cuh; deterministic, no float atomics: the
+// order depends on N and H only).
 // Memory-bound: forward 2, backward 3 activation reads/writes per element (plus N / R * H f32
-// partials, written once and read once); a thread has up to kRowsInFlight rows' loads in flight.
+// partials, written once and read once).
+#include <limits>
+
 #include "kernels/column_sum.cuh"
 #include "kernels/cuda_common.cuh"
 #include "kernels/gelu.h"
@@ -17,15 +23,18 @@ namespace {
 
 // Rows a thread loads before it computes and stores the first of them. The stores to dx / y may
 // alias the next rows' inputs as far as the compiler knows, so with one row it issues a row's
-// loads only after the previous row's store: one memory latency per row, and the generator's
-// FFN (H = 256: 32 threads a block, 4 warps an SM) moved 242 GB/s in the backward on the
-// 2026-11-27 H100 profile. The forward always takes 4 rows (57 registers; H100, same run:
-// 0.0540 -> 0.0482 ms at 16384 x 1024, 0.1401 -> 0.1241 at x 3072, 0.1415 -> 0.1447 at x 4096).
-// The backward's 4 rows take 128 registers, so an SM holds at most 16 of its warps; where the
-// launch has more warps than that (Base and Large: 0.2993 -> 0.3221 and 0.3152 -> 0.3523 ms) it
-// takes 1 row, where it has fewer (Small's 1024: 0.1428 -> 0.1341 ms; the generator's 256) 4.
+// loads only after the previous row's store: one memory latency per row. The forward always takes
+// 4 rows (57 registers; H100, 2026-11-27: 0.0540 -> 0.0482 ms at 16384 x 1024, 0.1401 -> 0.1241
+// at x 3072, 0.1415 -> 0.1447 at x 4096). The backward's 4 rows take 128 registers, so an SM
+// holds at most 16 of its warps; where the launch has more warps than that at one row group a
+// block (Base and Large: 0.2993 -> 0.3221 and 0.3152 -> 0.3523 ms) it takes 1 row, where it has
+// fewer (Small's 1024: 0.1428 -> 0.1341 ms; the generator's 256) 4, with as many row groups as
+// keep the launch within those 16 warps an SM.
+// Row groups: the generator's FFN (H = 256) has 32 column threads, so one row group a block made
+// one-warp blocks, 4 warps an SM, and its backward moved 242 GB/s on the same profile.
 constexpr int kRowsInFlight = 4;
 constexpr int kBackwardWarpsPerSmAt4Rows = 65536 / (kWarpSize * 128);  // the register file
+constexpr int kMaxThreads = 256;
 
 constexpr float kInvSqrt2 = 0.70710678118654752f;
 constexpr float kInvSqrt2Pi = 0.39894228040143268f;
@@ -43,25 +52,38 @@ __device__ __forceinline__ float gelu_grad(float u) {
   return normal_cdf(u) + u * expf(-0.5f * u * u) * kInvSqrt2Pi;
 }
 
-// V consecutive elements of T as floats (16-byte packs when V > 1).
+// The rows of row group threadIdx.y in block row blockIdx.y: the contiguous share [first, end) of
+// the block row's `rows` rows, `share` rows a group (a multiple of the rows a step takes). Row
+// indices are 32-bit (the launchers check N) and the host divides: with 64-bit row arithmetic
+// the backward at 4 rows took 139 registers on sm_90 instead of 128.
+struct GroupRows {
+  int first, end;
+};
+
+__device__ __forceinline__ GroupRows group_rows(int n, int rows, int share) {
+  const int begin = blockIdx.y * rows;
+  const int first = begin + threadIdx.y * share;
+  return {first, min(min(n, begin + rows), first + share)};
+}
+
 template <class T, int V>
-__global__ void bias_gelu_forward_kernel(const T* x, const float* b, T* y, int64_t n, int64_t h,
-                                         int64_t rows) {
+__global__ void bias_gelu_forward_kernel(const T* x, const float* b, T* y, int n, int64_t h,
+                                         int rows, int share) {
   const int64_t col = (blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x) * V;
   if (col >= h) return;
   float bias[V], v[kRowsInFlight][V];
   load_vec<V>(b + col, bias);
-  const int64_t end = std::min<int64_t>(n, (blockIdx.y + 1) * rows);
-  for (int64_t r0 = blockIdx.y * rows; r0 < end; r0 += kRowsInFlight) {
+  const GroupRows g = group_rows(n, rows, share);
+  for (int r0 = g.first; r0 < g.end; r0 += kRowsInFlight) {
 #pragma unroll
     for (int k = 0; k < kRowsInFlight; ++k) {
-      if (r0 + k < end) load_vec<V>(x + (r0 + k) * h + col, v[k]);
+      if (r0 + k < g.end) load_vec<V>(x + int64_t{r0 + k} * h + col, v[k]);
     }
 #pragma unroll
     for (int k = 0; k < kRowsInFlight; ++k) {
-      if (r0 + k >= end) continue;
+      if (r0 + k >= g.end) continue;
       for (int j = 0; j < V; ++j) v[k][j] = gelu(v[k][j] + bias[j]);
-      store_vec<V>(y + (r0 + k) * h + col, v[k]);
+      store_vec<V>(y + int64_t{r0 + k} * h + col, v[k]);
     }
   }
 }
@@ -71,31 +93,50 @@ __global__ void bias_gelu_forward_kernel(const T* x, const float* b, T* y, int64
 // into db (kernels/column_sum.cuh).
 template <class T, int V, int kRows>
 __global__ void bias_gelu_backward_kernel(const T* dy, const T* x, const float* b, T* dx,
-                                          ColumnTickets tickets, float* db, int64_t n, int64_t h,
-                                          int64_t rows) {
+                                          ColumnTickets tickets, float* db, int n, int64_t h,
+                                          int rows, int share) {
+  // Row group y > 0's sums, [y][j][column thread]: added into group 0's in group order.
+  __shared__ float group_sums[kMaxThreads * V];
   const int64_t c0 = blockIdx.x * static_cast<int64_t>(blockDim.x) * V;
   const int64_t col = c0 + threadIdx.x * int64_t{V};
-  if (col < h) {  // no return: every thread takes part in the tickets below
-    float bias[V] = {}, sum[V] = {}, u[kRows][V], g[kRows][V];
+  const bool in_range = col < h;  // no return: every thread takes part in the tickets below
+  float sum[V] = {};
+  if (in_range) {
+    float bias[V] = {};
     if (b != nullptr) load_vec<V>(b + col, bias);
-    const int64_t end = std::min<int64_t>(n, (blockIdx.y + 1) * rows);
-    for (int64_t r0 = blockIdx.y * rows; r0 < end; r0 += kRows) {
+    const GroupRows r = group_rows(n, rows, share);
+    for (int r0 = r.first; r0 < r.end; r0 += kRows) {
+      float u[kRows][V], g[kRows][V];
 #pragma unroll
       for (int k = 0; k < kRows; ++k) {
-        if (r0 + k >= end) continue;
-        load_vec<V>(x + (r0 + k) * h + col, u[k]);
-        load_vec<V>(dy + (r0 + k) * h + col, g[k]);
+        if (r0 + k >= r.end) continue;
+        load_vec<V>(x + int64_t{r0 + k} * h + col, u[k]);
+        load_vec<V>(dy + int64_t{r0 + k} * h + col, g[k]);
       }
 #pragma unroll
-      for (int k = 0; k < kRows; ++k) {  // rows in order: the sums' order is the same at any kRows
-        if (r0 + k >= end) continue;
+      for (int k = 0; k < kRows; ++k) {  // a group's rows in order
+        if (r0 + k >= r.end) continue;
         for (int j = 0; j < V; ++j) {
           g[k][j] *= gelu_grad(u[k][j] + bias[j]);
           sum[j] += g[k][j];
         }
-        store_vec<V>(dx + (r0 + k) * h + col, g[k]);
+        store_vec<V>(dx + int64_t{r0 + k} * h + col, g[k]);
       }
     }
+  }
+  if (blockDim.y > 1) {
+    const int cols = blockDim.x;
+    if (threadIdx.y > 0) {
+      for (int j = 0; j < V; ++j) group_sums[(threadIdx.y * V + j) * cols + threadIdx.x] = sum[j];
+    }
+    __syncthreads();
+    if (threadIdx.y == 0) {
+      for (int y = 1; y < static_cast<int>(blockDim.y); ++y) {
+        for (int j = 0; j < V; ++j) sum[j] += group_sums[(y * V + j) * cols + threadIdx.x];
+      }
+    }
+  }
+  if (in_range && threadIdx.y == 0) {
     for (int j = 0; j < V; ++j) tickets.partial[blockIdx.y * h + col + j] = sum[j];
   }
   finish_column_tile(tickets, blockIdx.y, blockIdx.x, c0,
@@ -103,15 +144,29 @@ __global__ void bias_gelu_backward_kernel(const T* dy, const T* x, const float* 
                      [&](int64_t c, float total) { db[c] += total; });
 }
 
-constexpr int kMaxThreads = 256;
+// The launch: column tiles of at most kMaxThreads threads, balanced (H = 3072 in bf16 is two
+// tiles of 192, not 256 and 128), times row groups: as many as fill the block to kMaxThreads
+// threads, have `chunk` rows each in a block row, and keep the launch within `max_warps` warps.
+struct Launch {
+  dim3 grid, block;
+  int rows, share;  // of a block row, of a row group
+  int64_t warps() const { return int64_t{grid.x} * grid.y * block.y * (block.x / kWarpSize); }
+};
 
-// Threads per block: enough column groups for one row, rounded up to a warp, at most 256.
-dim3 grid_for(int64_t n, int64_t h, int v, int& threads) {
+Launch launch_for(int64_t n, int64_t h, int v, int chunk, int64_t max_warps) {
+  ELECTRA_CHECK(n <= std::numeric_limits<int>::max(), "bias_gelu: ", n, " rows (at most 2^31 - 1)");
   const int64_t groups = ceil_div(h, v);
-  threads =
-      static_cast<int>(std::min<int64_t>(kMaxThreads, ceil_div(groups, kWarpSize) * kWarpSize));
-  return dim3(static_cast<unsigned>(ceil_div(groups, threads)),
-              static_cast<unsigned>(ceil_div(n, bias_gelu_rows_per_block(n))));
+  const int64_t tiles = ceil_div(groups, kMaxThreads);
+  const int64_t cols = ceil_div(ceil_div(groups, tiles), kWarpSize) * kWarpSize;
+  const int64_t rows = bias_gelu_rows_per_block(n);
+  const int64_t blocks = tiles * ceil_div(n, rows);
+  const int64_t row_groups =
+      std::max<int64_t>(1, std::min({kMaxThreads / cols, ceil_div(std::min(rows, n), chunk),
+                                     max_warps / (blocks * (cols / kWarpSize))}));
+  return {dim3(static_cast<unsigned>(tiles), static_cast<unsigned>(ceil_div(n, rows))),
+          dim3(static_cast<unsigned>(cols), static_cast<unsigned>(row_groups)),
+          static_cast<int>(rows),
+          static_cast<int>(ceil_div(ceil_div(rows, row_groups), chunk) * chunk)};
 }
 
 template <class T>
@@ -122,13 +177,16 @@ void forward(Context& ctx, const Tensor& x, const Tensor& b, const Tensor& y) {
   T* out = static_cast<T*>(y.data);
   const float* bias = b.ptr<float>();
   const int64_t rows = bias_gelu_rows_per_block(n);
-  int threads = 0;
-  if (vectorizable(h, {in, out, bias})) {
-    const dim3 grid = grid_for(n, h, 8, threads);
-    bias_gelu_forward_kernel<T, 8><<<grid, threads, 0, ctx.stream()>>>(in, bias, out, n, h, rows);
+  const bool v8 = vectorizable(h, {in, out, bias});
+  const Launch l = launch_for(n, h, v8 ? 8 : 1, kRowsInFlight, std::numeric_limits<int64_t>::max());
+  auto launch = [&](auto kernel) {
+    kernel<<<l.grid, l.block, 0, ctx.stream()>>>(in, bias, out, static_cast<int>(n), h, l.rows,
+                                                 l.share);
+  };
+  if (v8) {
+    launch(bias_gelu_forward_kernel<T, 8>);
   } else {
-    const dim3 grid = grid_for(n, h, 1, threads);
-    bias_gelu_forward_kernel<T, 1><<<grid, threads, 0, ctx.stream()>>>(in, bias, out, n, h, rows);
+    launch(bias_gelu_forward_kernel<T, 1>);
   }
   ELECTRA_CUDA_CHECK_LAUNCH();
 }
@@ -147,17 +205,18 @@ void backward(Context& ctx, const Tensor& dy, const Tensor& x, const float* bias
   T* out = static_cast<T*>(dx.data);
   const int64_t rows = bias_gelu_rows_per_block(n);
   const int v = vectorizable(h, {g, in, out, bias}) ? 8 : 1;
-  int threads = 0;
-  const dim3 grid = grid_for(n, h, v, threads);
+  // 4 rows where one row group a block fits the warps an SM holds of that kernel (see above).
+  const int64_t budget = int64_t{kBackwardWarpsPerSmAt4Rows} * sm_count();
+  const bool four_rows = v == 8 && launch_for(n, h, v, kRowsInFlight, 0).warps() <= budget;
+  const Launch l = four_rows ? launch_for(n, h, v, kRowsInFlight, budget)
+                             : launch_for(n, h, v, 1, std::numeric_limits<int64_t>::max());
   const ColumnTickets tickets =
-      column_tickets(ctx, workspace.ptr<float>(), ceil_div(n, rows), h, h, grid.x);
-  const int64_t warps = int64_t{grid.x} * grid.y * ceil_div(threads, kWarpSize);
-  const bool four_rows = warps <= int64_t{kBackwardWarpsPerSmAt4Rows} * sm_count();
+      column_tickets(ctx, workspace.ptr<float>(), ceil_div(n, rows), h, h, l.grid.x);
   auto launch = [&](auto kernel) {
-    kernel<<<grid, threads, 0, ctx.stream()>>>(g, in, bias, out, tickets, db.ptr<float>(), n, h,
-                                               rows);
+    kernel<<<l.grid, l.block, 0, ctx.stream()>>>(g, in, bias, out, tickets, db.ptr<float>(),
+                                                 static_cast<int>(n), h, l.rows, l.share);
   };
-  if (v == 8 && four_rows) {
+  if (four_rows) {
     launch(bias_gelu_backward_kernel<T, 8, kRowsInFlight>);
   } else if (v == 8) {
     launch(bias_gelu_backward_kernel<T, 8, 1>);

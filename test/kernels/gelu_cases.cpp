@@ -1,7 +1,8 @@
 // bias + GELU (kernels/gelu.h), both backward entry points, for the op harness
 // (test/common/op_case.h): gradient checks at a small odd shape and ELECTRA-Small's FFN shape,
-// GPU parity at ELECTRA-Small and Base FFN shapes and awkward widths, benchmarks at the FFN
-// intermediates of Small, Base and Large. Hand values and the left tail: gelu_test.cpp.
+// GPU parity at the generator's, ELECTRA-Small's and Base's FFN shapes and awkward widths,
+// benchmarks at the FFN intermediates of the generator, Small, Base and Large. Hand values and the
+// left tail: gelu_test.cpp.
 #include "kernels/gelu.h"
 #include "test/common/op_case.h"
 
@@ -77,7 +78,8 @@ std::vector<OpCase> op_cases() {
   };
   // The benchmarks validate 1024 of their rows (the CPU reference of 67M elements takes long).
   for (const auto& [name, h] :
-       {std::pair{"small_16384x1024", int64_t{1024}}, std::pair{"base_16384x3072", int64_t{3072}},
+       {std::pair{"generator_16384x256", int64_t{256}},
+        std::pair{"small_16384x1024", int64_t{1024}}, std::pair{"base_16384x3072", int64_t{3072}},
         std::pair{"large_16384x4096", int64_t{4096}}}) {
     OpCase c = bias_gelu(name, 128 * 128, h, kBench);
     c.bench_validation = [h] { return bias_gelu("1024_rows", 1024, h, kBench); };
@@ -99,7 +101,11 @@ std::vector<OpCase> op_cases() {
         Shape{"300x1001", 300, 1001},
         // 512 row blocks of 5 warps, 2560 warps: more than 16 an SM on up to 160 SMs, so the
         // backward takes its one-row loop (kernels/gelu.cu); the cases above take four rows.
-        Shape{"many_warps_16384x1280", 16384, 1280}}) {
+        Shape{"many_warps_16384x1280", 16384, 1280},
+        // The generator's FFN: one warp of columns, so row groups share a block row (8 in the
+        // forward, 4 in the backward on 132 SMs) and the backward adds their sums in the block;
+        // 40000x64 above has row groups of 20 rows and a shorter last one.
+        Shape{"generator_16384x256", 16384, 256}}) {
     cases.push_back(bias_gelu(s.name, s.n, s.h, kGpu));
     cases.push_back(bias_gelu_preact(s.name, s.n, s.h, kGpu));
   }
