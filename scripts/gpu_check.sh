@@ -33,9 +33,15 @@
 #   table1    570  not in the default list: bench/table1_window.sh on the bundle's data (build it
 #                  with gpu_bundle.sh --data both), a Table 1 row of ELECTRA-Small in one command;
 #                  run again with the same bundle to resume a run cut at its budget (docs/QUALITY.md)
-# After every phase $OUT holds at most five files, rewritten: summary.md (one table of everything
-# run on this machine so far), steps.tsv, logs.tar.gz (every log), after `step` profile.txt and
-# after `table1` row.md (the Table 1 row, also appended to the device's docs/QUALITY.md).
+#   kernels    90  not in the default list: Nsight Compute (ncu, where the machine has it) on the
+#                  first update of train_step's Small update, our kernels only (names ending in
+#                  _kernel; cuBLASLt's do not): per launch the speed of light (DRAM and SM
+#                  throughput), occupancy and warp stall reasons, for the kernels that reach a
+#                  fraction of the copy bandwidth without a reason the timings alone can give
+# After every phase $OUT holds at most six files, rewritten: summary.md (one table of everything
+# run on this machine so far), steps.tsv, logs.tar.gz (every log), after `step` profile.txt,
+# after `table1` row.md (the Table 1 row, also appended to the device's docs/QUALITY.md) and
+# after `kernels` kernels.csv (ncu's details page, one block of rows per launch).
 # The exit status is 0 when everything that ran passed, 1 otherwise, 3 when no GPU was found.
 set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -53,11 +59,11 @@ while (($#)); do
   esac
 done
 declare -A budget=([tests]=100 [sanitize]=150 [bench]=180 [step]=170 [user]=170 [resume]=75
-  [table1]=570)
+  [table1]=570 [kernels]=90)
 IFS=, read -r -a phases <<<"$phases_arg"
 for phase in "${phases[@]}"; do
   [[ -n ${budget[$phase]:-} ]] || {
-    echo "gpu_check.sh: unknown phase '$phase' (tests, sanitize, bench, step, user, resume, table1)" >&2
+    echo "gpu_check.sh: unknown phase '$phase' (tests, sanitize, bench, step, user, resume, table1, kernels)" >&2
     exit 2
   }
   override=GPU_CHECK_BUDGET_${phase^^}
@@ -81,6 +87,7 @@ publish() {
   cp "$work/summary.md" "$steps" "$out/" 2>/dev/null
   [[ -f $work/profile.txt ]] && cp "$work/profile.txt" "$out/"
   [[ -f $work/table1/row.md ]] && cp "$work/table1/row.md" "$out/"
+  [[ -f $work/kernels.csv ]] && cp "$work/kernels.csv" "$out/"
   tar -C "$work" -czf "$out/logs.tar.gz" logs 2>/dev/null
 }
 
@@ -313,6 +320,24 @@ phase_table1() {
   LD_LIBRARY_PATH="$GPU_CHECK_LIBS" ELECTRA_BIN="$bundle/bin/electra" step table1 window \
     "$deadline" "$((budget_s + 10))" bash bench/table1_window.sh --budget-s "$budget_s" \
     --data "$bundle/data" --out "$work/table1"
+}
+
+phase_kernels() {
+  local deadline=$1 ncu
+  ncu=$(command -v ncu || ls /usr/local/cuda*/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null |
+    head -1)
+  [[ -n $ncu ]] || {
+    record kernels all "not run: no ncu (Nsight Compute) on this machine" 0
+    return 1
+  }
+  # 250 launches: the first update's 210 kernels (docs/KERNELS.md, "Profile and launch count")
+  # and the start of the second; each is replayed once per metric pass (about 0.1 s a launch).
+  rm -f "$work/kernels.csv"
+  step kernels ncu_small "$deadline" 85 env LD_LIBRARY_PATH="$GPU_CHECK_LIBS" "$ncu" \
+    --target-processes all --kernel-name-base function --kernel-name regex:_kernel \
+    --launch-count 250 --section SpeedOfLight --section Occupancy --section WarpStateStats \
+    --csv --page details --log-file "$work/kernels.csv" "$bundle/bin/train_step" --model small \
+    --device cuda --precision bf16 --seq-len 128 --batch 128 --warmup 1 --repeats 1
 }
 
 # ---- Run -------------------------------------------------------------------------------------

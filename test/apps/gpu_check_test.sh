@@ -3,7 +3,8 @@
 # scripts/checkpoint_diff.py:
 #   1. a dry run from a bundle folder of GPU test executables: each test runs and reports its skip,
 #      every other phase says it did not run for want of a GPU, exit 3, at most 8 files in $OUT;
-#   2. without a bundle every phase says where the bundle should be; a bad phase is exit 2;
+#   2. without a bundle every phase says where the bundle should be (the default six; table1 and
+#      kernels, outside the default list, too); a bad phase is exit 2;
 #   3. gpu_summary.py on logs in the first GPU run's formats (../shared/gpu-runs/2026-11-26-h100):
 #      a failing test with its largest error, benchmark ratios, the update against HF, the user's
 #      path, a sanitizer line;
@@ -65,6 +66,12 @@ bash "$src/scripts/gpu_check.sh" --phases tests,nope >"$work/bad.log" 2>&1
 rc=$?
 [[ $rc -eq 2 ]] && grep -q "unknown phase 'nope'" "$work/bad.log" && pass "a bad phase: exit 2" ||
   fail "a bad phase: exit $rc, $(cat "$work/bad.log")"
+# The phases outside the default list are accepted and say why they did not run.
+GPU_CHECK_WORK="$work/w2b" bash "$src/scripts/gpu_check.sh" --bundle "$work/none.tar.xz" \
+  --phases table1,kernels --out "$work/out2b" >/dev/null 2>&1
+n=$(grep -cE "^- (table1|kernels) all: no bundle at" "$work/out2b/summary.md")
+[[ $n -eq 2 ]] && pass "table1 and kernels: accepted, each says why it did not run" ||
+  fail "table1 and kernels: $n of 2 phases say why"
 
 # 3. The summary parser on recorded logs.
 w=$work/rec
