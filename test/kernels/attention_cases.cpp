@@ -173,9 +173,12 @@ const char* impl_prefix(AttentionImpl impl) {
       return "flash_";
     case AttentionImpl::kFlashDsGemm:
       return "flash_ds_";
-    default:
-      return "v1_";
+    case AttentionImpl::kAuto:
+      return "auto_";
+    case AttentionImpl::kUnfused:
+      break;
   }
+  return "v1_";
 }
 
 // One case of `impl` at `shape`. The saved state and the scratch on each side (attention.h):
@@ -290,8 +293,8 @@ OpCase bench(const std::string& model, int64_t h, int64_t heads, int64_t t, floa
   c.bench_validation = [at, impl] { return at(2, impl); };
   c.baseline_impl = "baseline_" + baseline_name;
   c.baseline_case = [at, baseline] { return at(2, baseline); };
-  // The useful math of every version (flash recomputes S and dPd on top of it, its dQ blocks
-  // twice).
+  // The useful math of every version, 4 products in the backward (flash's backward computes 7,
+  // S and dPd in both roles; kFlashDsGemm's 5, S recomputed).
   c.bench_flops = [](const Args& a, bool backward) {
     return detail::attention_flops(a["qkv"], backward);
   };
