@@ -1,6 +1,7 @@
 // attention on the GPU: the dispatch between the flash kernels (version 2, attention_flash.cu) and
 // version 1, written here: strided-batched cuBLASLt GEMMs (through matmul_batched) around one fused
-// scale-mask-softmax-dropout kernel (forward) and its backward.
+// scale-mask-softmax-dropout kernel (forward) and its backward; and kFlashDsGemm's dQ GEMMs on the
+// dS its flash dK, dV blocks write.
 //
 // GEMM batching: matrix (b, h) of every operand sits at base + b * per_batch + h * per_head of its
 // tensor (a head of Q is a [T, d] matrix with leading dimension 3H), so for a fixed head the
@@ -282,13 +283,27 @@ void backward_typed(Context& ctx, const Tensor& qkv, const AttentionArgs& args, 
   }
 }
 
+// kFlashDsGemm: dQ = dS K / sqrt(d) into dqkv's Q columns, from dS [B, heads, T, T] (qkv's
+// dtype, unscaled) that the flash dK, dV blocks wrote into the scratch.
+void dq_from_ds(Context& ctx, const Tensor& qkv, const AttentionArgs& args, const Tensor& ds,
+                const Tensor& dqkv) {
+  const Plan pl = plan_of(qkv, args);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(pl.d));
+  const HeadMatrices k = pl.qkv_part(qkv, 1), dq = pl.qkv_part(dqkv, 0), s = pl.scores(ds);
+  for (int64_t step = 0; step < pl.steps(); ++step) {
+    matmul_batched(ctx, pl.at(s, step), false, pl.at(k, step), false, pl.at(dq, step), pl.batch(),
+                   scale, 0);
+  }
+}
+
 }  // namespace
 
 }  // namespace electra::cuda
 
 namespace electra {
 
-// Version 2 (kernels/attention_flash.h): saved = L [B, heads, T] f32; the scratch is not used.
+// Version 2 (kernels/attention_flash.h): saved = L [B, heads, T] f32; the forward does not use the
+// scratch (kFlashDsGemm's forward is version 2's).
 void AttentionForward::cuda(Context& ctx) const {
   if (qkv.numel() == 0) return;  // B = 0 or T = 0: nothing to launch
   if (attention_uses_flash(Device::CUDA, args, qkv.dim(1), qkv.dim(2) / 3)) {
@@ -303,8 +318,12 @@ void AttentionForward::cuda(Context& ctx) const {
 
 void AttentionBackward::cuda(Context& ctx) const {
   if (qkv.numel() == 0) return;
-  if (attention_uses_flash(Device::CUDA, args, qkv.dim(1), qkv.dim(2) / 3)) {
-    cuda::flash_attention_backward(ctx, qkv, mask, args, saved, out, dout, dqkv);
+  const int64_t t = qkv.dim(1), h = qkv.dim(2) / 3;
+  if (attention_uses_ds_gemm(Device::CUDA, args, t, h)) {
+    cuda::flash_attention_backward(ctx, qkv, mask, args, saved, out, dout, dqkv, &scratch);
+    cuda::dq_from_ds(ctx, qkv, args, scratch, dqkv);
+  } else if (attention_uses_flash(Device::CUDA, args, t, h)) {
+    cuda::flash_attention_backward(ctx, qkv, mask, args, saved, out, dout, dqkv, nullptr);
   } else if (qkv.dtype == DType::F32) {
     cuda::backward_typed<float>(ctx, qkv, args, saved, dout, scratch, dqkv);
   } else {

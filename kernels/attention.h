@@ -18,7 +18,7 @@
 //   dS_ij = P_ij (dP_ij - sum_k P_ik dP_ik)
 //   dQ_i = sum_j dS_ij K_j / sqrt(d),   dK_j = sum_i dS_ij Q_i / sqrt(d)
 //
-// Two GPU implementations, chosen by AttentionArgs::impl (the CPU reference ignores it):
+// Three GPU implementations, chosen by AttentionArgs::impl (the CPU reference ignores it):
 // - v1 (kUnfused): cuBLASLt strided-batched GEMMs through matmul_batched around one fused
 //   scale-mask-softmax-dropout kernel and its backward (kernels/attention.cu).
 //   Saved by the forward: probs [B, heads, T, T] = P (before dropout), in qkv's dtype.
@@ -37,12 +37,19 @@
 //   `out` for D_i = <dout_i, out_i> = sum_k P_ik dP_ik, which its blocks compute for the rows they
 //   read. The scratch, [B, heads, T] f32, is used by neither direction (it held D while the
 //   backward was two launches; the callers still plan it with the saved state's shape).
+// - v2 with a dS GEMM (kFlashDsGemm; not yet measured, so kAuto never picks it): v2's forward
+//   and saved L, the same shapes supported; its backward runs only v2's dK, dV blocks, which also
+//   write dS (before the 1 / sqrt(d) scale, in qkv's dtype: the bf16 values the dK product uses)
+//   into the scratch, then dQ = dS K / sqrt(d) is min(B, heads) strided-batched cuBLASLt GEMMs as
+//   in v1, instead of v2's dQ blocks recomputing S, P and dPd. Scratch (the backward's; the
+//   forward leaves it alone): dS [B, heads, T, T] in qkv's dtype (bf16 or f32), every element
+//   written (0 for padded keys), undefined afterwards.
 // The CPU reference is always "v1" (probs and scratch [B, heads, T, T], both in qkv's dtype).
 // attention_state() says which one a call gets and the shape and dtypes of its `saved` and
 // `scratch`, so a caller plans them once (kernels/attention_flash.h declares version 2's entry
 // points).
 // Dtypes: CPU, all floating tensors f32 or all f64; CUDA, all f32 or all bf16 (softmax in f32)
-// except the scratch, always f32 (and the flash L).
+// except the flash L (f32) and the scratch: f32, but in qkv's dtype for kFlashDsGemm.
 #pragma once
 
 #include <algorithm>
@@ -54,9 +61,11 @@
 namespace electra {
 
 enum class AttentionImpl {
-  kAuto,     // flash where attention_uses_flash allows it, else v1
-  kUnfused,  // v1
-  kFlash,    // v2; a shape it does not support throws instead of falling back
+  kAuto,         // flash where attention_uses_flash allows it, else v1
+  kUnfused,      // v1
+  kFlash,        // v2; a shape it does not support throws instead of falling back
+  kFlashDsGemm,  // v2's forward; backward: v2's dK, dV blocks writing dS, then dQ by GEMMs;
+                 // a shape flash does not support throws
 };
 
 struct AttentionArgs {
@@ -72,9 +81,9 @@ struct AttentionArgs {
 constexpr int64_t kFlashMaxSeqLen = 512;
 constexpr int64_t kFlashMaxHeadDim = 128;
 
-// Whether a call on `device` with qkv [B, t, 3h] runs the flash kernels: on CUDA, impl kAuto or
-// kFlash, t <= 512 and d = h / heads <= 128. The CPU reference never does. Throws for kFlash
-// on a shape flash does not support.
+// Whether a call on `device` with qkv [B, t, 3h] runs the flash kernels: on CUDA, impl kAuto,
+// kFlash or kFlashDsGemm, t <= 512 and d = h / heads <= 128. The CPU reference never does. Throws
+// for kFlash and kFlashDsGemm on a shape flash does not support.
 inline bool attention_uses_flash(Device device, const AttentionArgs& args, int64_t t, int64_t h) {
   if (device != Device::CUDA || args.impl == AttentionImpl::kUnfused) return false;
   const bool supported = args.heads >= 1 && h % args.heads == 0 && t <= kFlashMaxSeqLen &&
@@ -86,35 +95,50 @@ inline bool attention_uses_flash(Device device, const AttentionArgs& args, int64
   return supported;
 }
 
+// Whether that call's backward is kFlashDsGemm's: flash dK, dV blocks writing dS, dQ by GEMMs.
+inline bool attention_uses_ds_gemm(Device device, const AttentionArgs& args, int64_t t, int64_t h) {
+  return attention_uses_flash(device, args, t, h) && args.impl == AttentionImpl::kFlashDsGemm;
+}
+
 // The state one call keeps besides its inputs and outputs: `saved` (written by the forward, read
-// by the backward) and `scratch` (the workspace of both directions), both of numel() elements
-// with the state's dims: [B, heads, T, T] for version 1 and the CPU (P; Pd / dPd / dS), [B, heads,
-// T] for flash (L; the scratch unused). saved is in `dtype` (qkv's; f32 for flash), scratch in
-// `scratch_dtype` (f32 on CUDA, qkv's on the CPU).
+// by the backward; numel() elements) and `scratch` (the workspace of both directions;
+// scratch_numel() elements). saved is [B, heads, T, T] in `dtype` = qkv's for version 1 and the
+// CPU (P), [B, heads, T] f32 for flash (L). scratch is [B, heads, T, T] for version 1 and the CPU
+// (Pd / dPd / dS) and for kFlashDsGemm (dS), [B, heads, T] for the other flash calls (unused); in
+// `scratch_dtype`: qkv's on the CPU and for kFlashDsGemm, else f32. Except for kFlashDsGemm,
+// numel() == scratch_numel().
 struct AttentionState {
-  bool flash = false;
+  bool flash = false;                // saved = L [B, heads, T] (else P [B, heads, T, T])
+  bool ds_scratch = false;           // kFlashDsGemm: scratch = dS [B, heads, T, T] although flash
   DType dtype = DType::F32;          // saved's
   DType scratch_dtype = DType::F32;  // scratch's
   int64_t batch = 0, heads = 0, seq_len = 0;
 
-  int64_t numel() const { return batch * heads * seq_len * (flash ? 1 : seq_len); }
+  int64_t numel() const { return elements(flash); }
+  int64_t scratch_numel() const { return elements(scratch_rows()); }
   // `flat` (numel() elements of `dtype`) as the saved tensor, with the state's dims.
-  Tensor view(const Tensor& flat) const { return shaped(flat, dtype, "attention state"); }
-  // `flat` (numel() elements of `scratch_dtype`) as the scratch, with the state's dims.
+  Tensor view(const Tensor& flat) const { return shaped(flat, flash, dtype, "attention state"); }
+  // `flat` (scratch_numel() elements of `scratch_dtype`) as the scratch, with the state's dims.
   Tensor scratch_view(const Tensor& flat) const {
-    return shaped(flat, scratch_dtype, "attention scratch");
+    return shaped(flat, scratch_rows(), scratch_dtype, "attention scratch");
   }
-  void check(const Tensor& t, const char* what) const { check_as(t, dtype, what); }
-  void check_scratch(const Tensor& t, const char* what) const { check_as(t, scratch_dtype, what); }
+  void check(const Tensor& t, const char* what) const { check_as(t, flash, dtype, what); }
+  void check_scratch(const Tensor& t, const char* what) const {
+    check_as(t, scratch_rows(), scratch_dtype, what);
+  }
 
  private:
-  Tensor shaped(const Tensor& flat, DType want, const char* what) const {
+  // Whether the scratch is [B, heads, T] (one element per row) rather than [B, heads, T, T].
+  bool scratch_rows() const { return flash && !ds_scratch; }
+  int64_t elements(bool rows) const { return batch * heads * seq_len * (rows ? 1 : seq_len); }
+  // `rows`: [B, heads, T], else [B, heads, T, T].
+  Tensor shaped(const Tensor& flat, bool rows, DType want, const char* what) const {
     check_dtype(flat, want, what);
-    return flash ? flat.reshape({batch, heads, seq_len})
-                 : flat.reshape({batch, heads, seq_len, seq_len});
+    return rows ? flat.reshape({batch, heads, seq_len})
+                : flat.reshape({batch, heads, seq_len, seq_len});
   }
-  void check_as(const Tensor& t, DType want, const char* what) const {
-    if (flash) {
+  void check_as(const Tensor& t, bool rows, DType want, const char* what) const {
+    if (rows) {
       check_tensor(t, {batch, heads, seq_len}, want, what);
     } else {
       check_tensor(t, {batch, heads, seq_len, seq_len}, want, what);
@@ -126,8 +150,15 @@ struct AttentionState {
 inline AttentionState attention_state(Device device, const AttentionArgs& args, int64_t batch,
                                       int64_t seq_len, int64_t hidden, DType qkv_dtype) {
   const bool flash = attention_uses_flash(device, args, seq_len, hidden);
-  const DType scratch = device == Device::CUDA ? DType::F32 : qkv_dtype;
-  return AttentionState{flash, flash ? DType::F32 : qkv_dtype, scratch, batch, args.heads, seq_len};
+  const bool ds = attention_uses_ds_gemm(device, args, seq_len, hidden);
+  const DType scratch = device == Device::CUDA && !ds ? DType::F32 : qkv_dtype;
+  return AttentionState{.flash = flash,
+                        .ds_scratch = ds,
+                        .dtype = flash ? DType::F32 : qkv_dtype,
+                        .scratch_dtype = scratch,
+                        .batch = batch,
+                        .heads = args.heads,
+                        .seq_len = seq_len};
 }
 
 namespace detail {
@@ -147,21 +178,26 @@ inline bool check_attention(const Context& ctx, const Tensor& qkv, const Tensor&
   check_tensor(mask, {b, t}, DType::I32, "attention: mask");
   const AttentionState state = attention_state(ctx.device(), args, b, t, h, qkv.dtype);
   state.check(saved, state.flash ? "attention (flash): saved logsumexp" : "attention: probs");
-  state.check_scratch(scratch, state.flash ? "attention (flash): scratch" : "attention: scratch");
+  state.check_scratch(scratch, state.ds_scratch ? "attention (flash, dS GEMM): scratch dS"
+                               : state.flash    ? "attention (flash): scratch"
+                                                : "attention: scratch");
   check_tensor(out, {b, t, h}, qkv.dtype, "attention: out / dout");
   return state.flash;
 }
 
 // What one call launches (attention.cu, attention_flash.cu, attention_flash_bf16.cu). Flash: one
-// kernel each way (the backward's grid holds its dK, dV blocks and its dQ blocks).
+// kernel each way (the backward's grid holds its dK, dV blocks and its dQ blocks); kFlashDsGemm's
+// backward: one kernel (dK, dV blocks only) and the dQ GEMM per step of min(heads, B).
 // Version 1 loops min(heads, B) times over strided-batched
 // cuBLASLt GEMMs: the forward QK^T and PV per step around the softmax kernel; the backward dV,
 // dPd, dQ and dK per step, the softmax backward and, with dropout, the kernel re-applying it to P.
 inline Launches attention_launches(const Tensor& qkv, const AttentionArgs& args, bool backward) {
   if (qkv.numel() == 0) return {};
   const int64_t b = qkv.dim(0), t = qkv.dim(1), h = qkv.dim(2) / 3;
-  if (attention_uses_flash(Device::CUDA, args, t, h)) return {.kernels = 1};
   const int64_t steps = std::min(args.heads, b);
+  if (backward && attention_uses_ds_gemm(Device::CUDA, args, t, h))
+    return {.kernels = 1, .library_calls = steps};
+  if (attention_uses_flash(Device::CUDA, args, t, h)) return {.kernels = 1};
   if (!backward) return {.kernels = 1, .library_calls = 2 * steps};
   return {.kernels = args.dropout_p > 0 ? 2 : 1, .library_calls = 4 * steps};
 }

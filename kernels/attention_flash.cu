@@ -20,6 +20,9 @@
 //   dQ role: one block per (query tile, b * heads + h): D of its rows (the same sum, so the same
 //     bits), then over the key tiles dQ += dS K / sqrt(d) (it recomputes S and dPd rather than
 //     share dS through atomics).
+// kFlashDsGemm launches the same kernel with kStoreDs and the dK, dV blocks only: each also
+// copies its f32 dS tiles (the ones its dK product reads, before the 1 / sqrt(d) scale) into
+// dS [B, heads, T, T], and dQ = dS K / sqrt(d) is left to cuBLASLt (kernels/attention.cu).
 //
 // Dropout: keep_ij = dropout_keep(rng, site + ((b * heads + h) * T + i) * T + j, p), the Philox
 // mask of version 1 and the CPU reference, regenerated wherever P is recomputed: one Philox block
@@ -282,13 +285,14 @@ __device__ void row_stats(float* row_lse, float* row_d, const float* lse, const 
 }
 
 // The dK, dV role: dK, dV of key tile `kv_tile` of head bh, looping over every query tile (with
-// D of each). `smem` holds F32Backward<kD, 2>.
-template <int kD>
+// D of each). `smem` holds F32Backward<kD, 2>. With kStoreDs (kFlashDsGemm) it also writes dS of
+// its (query, key) pairs inside T into `ds` [B, heads, T, T].
+template <int kD, bool kStoreDs>
 __device__ __forceinline__ void backward_dkdv_block(unsigned char* smem, const float* qkv,
                                                     const int32_t* mask, const float* out,
                                                     const float* dout, const float* lse,
-                                                    float* dqkv, const FlashParams& fp, int bh,
-                                                    int kv_tile) {
+                                                    float* dqkv, float* ds_rows,
+                                                    const FlashParams& fp, int bh, int kv_tile) {
   using L = flash_layout::F32Backward<kD, 2>;
   constexpr int kBr = L::kBr, kBc = L::kBc;
   float* q = reinterpret_cast<float*>(smem + L::kQ);
@@ -326,6 +330,15 @@ __device__ __forceinline__ void backward_dkdv_block(unsigned char* smem, const f
     __syncthreads();
     probs_and_grad_tile<kBr, kBc, true>(s, dp, row_lse, row_d, real, bh, i0, j0, fp);
     __syncthreads();
+    // kFlashDsGemm: dS rows of kBc keys, coalesced (the dS tile is not rewritten before the next
+    // query tile's barriers).
+    if constexpr (kStoreDs) {
+      float* head = ds_rows + static_cast<int64_t>(bh) * fp.t * fp.t;
+      for (int idx = threadIdx.x; idx < kBr * kBc; idx += blockDim.x) {
+        const int r = idx / kBc, c = idx % kBc;
+        if (i0 + r < fp.t && j0 + c < fp.t) head[(i0 + r) * fp.t + j0 + c] = ds[r * L::kLdP + c];
+      }
+    }
     block_mma<kBc, kD, kBr, true, false>(pd, L::kLdP, g, L::kLdT, dv, L::kLdA, true);
     block_mma<kBc, kD, kBr, true, false>(ds, L::kLdP, q, L::kLdT, dk, L::kLdA, true);
   }
@@ -395,17 +408,22 @@ __device__ __forceinline__ void backward_dq_block(unsigned char* smem, const flo
 }
 
 // The backward, one launch (flash_backward_grid): each block runs one role. No block reads what
-// another writes, so the roles run in any order.
-template <int kD>
+// another writes, so the roles run in any order. kStoreDs (kFlashDsGemm): the grid holds dK, dV
+// blocks only, which also write dS into `ds` (null otherwise).
+template <int kD, bool kStoreDs>
 __global__ void __launch_bounds__(kThreads)
     flash_backward_kernel(const float* qkv, const int32_t* mask, const float* out,
-                          const float* dout, const float* lse, float* dqkv, FlashParams fp,
-                          int kv_tiles) {
+                          const float* dout, const float* lse, float* dqkv, float* ds,
+                          FlashParams fp, int kv_tiles) {
   fp.rng = fp.rng.resolved();  // the step may live in device memory (engine/philox.h)
   extern __shared__ __align__(128) unsigned char smem[];
   const FlashBackwardBlock block = flash_backward_block(kv_tiles);
-  if (block.dkdv) {
-    backward_dkdv_block<kD>(smem, qkv, mask, out, dout, lse, dqkv, fp, block.bh, block.tile);
+  if constexpr (kStoreDs) {
+    backward_dkdv_block<kD, true>(smem, qkv, mask, out, dout, lse, dqkv, ds, fp, block.bh,
+                                  block.tile);
+  } else if (block.dkdv) {
+    backward_dkdv_block<kD, false>(smem, qkv, mask, out, dout, lse, dqkv, ds, fp, block.bh,
+                                   block.tile);
   } else {
     backward_dq_block<kD>(smem, qkv, mask, out, dout, lse, dqkv, fp, block.bh, block.tile);
   }
@@ -443,28 +461,36 @@ void flash_attention_forward(Context& ctx, const Tensor& qkv, const Tensor& mask
     constexpr int kD = decltype(width)::value;
     flash_launch(ctx, flash_forward_kernel<kD>, kThreads,
                  flash_forward_grid(fp, qkv.dim(0) * args.heads, DType::F32),
-                 flash_launch_bytes(false, DType::F32, fp.d), qkv.ptr<float>(), mask.ptr<int32_t>(),
-                 out.ptr<float>(), lse.ptr<float>(), fp);
+                 flash_launch_bytes(FlashLaunch::kForward, DType::F32, fp.d), qkv.ptr<float>(),
+                 mask.ptr<int32_t>(), out.ptr<float>(), lse.ptr<float>(), fp);
   });
 }
 
 void flash_attention_backward(Context& ctx, const Tensor& qkv, const Tensor& mask,
                               const AttentionArgs& args, const Tensor& lse, const Tensor& out,
-                              const Tensor& dout, const Tensor& dqkv) {
+                              const Tensor& dout, const Tensor& dqkv, const Tensor* ds) {
   const FlashParams fp = flash_params(qkv, args, {qkv.data, dout.data, out.data, dqkv.data});
+  if (ds != nullptr) check_dtype(*ds, qkv.dtype, "attention (flash): dS");
   if (qkv.dtype == DType::BF16) {
-    flash_backward_bf16(ctx, fp, qkv, mask, lse, out, dout, dqkv);
+    flash_backward_bf16(ctx, fp, qkv, mask, lse, out, dout, dqkv, ds);
     return;
   }
   check_dtype(qkv, DType::F32, "attention (flash): qkv");
-  const FlashBackwardGrid tiles = flash_backward_tiles(fp, DType::F32);
+  const FlashLaunch launch = ds != nullptr ? FlashLaunch::kBackwardDkDv : FlashLaunch::kBackward;
+  const FlashBackwardGrid tiles = flash_backward_tiles(fp, DType::F32, launch);
+  const auto run = [&](auto kernel) {
+    flash_launch(ctx, kernel, kThreads, flash_backward_grid(tiles, qkv.dim(0) * args.heads),
+                 flash_launch_bytes(launch, DType::F32, fp.d), qkv.ptr<float>(),
+                 mask.ptr<int32_t>(), out.ptr<float>(), dout.ptr<float>(), lse.ptr<float>(),
+                 dqkv.ptr<float>(), ds != nullptr ? ds->ptr<float>() : nullptr, fp, tiles.kv_tiles);
+  };
   with_tile_width(fp.d, [&](auto width) {
     constexpr int kD = decltype(width)::value;
-    flash_launch(ctx, flash_backward_kernel<kD>, kThreads,
-                 flash_backward_grid(tiles, qkv.dim(0) * args.heads),
-                 flash_launch_bytes(true, DType::F32, fp.d), qkv.ptr<float>(), mask.ptr<int32_t>(),
-                 out.ptr<float>(), dout.ptr<float>(), lse.ptr<float>(), dqkv.ptr<float>(), fp,
-                 tiles.kv_tiles);
+    if (ds != nullptr) {
+      run(flash_backward_kernel<kD, true>);
+    } else {
+      run(flash_backward_kernel<kD, false>);
+    }
   });
 }
 

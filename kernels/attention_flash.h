@@ -7,7 +7,10 @@
 //   lse [B, heads, T] f32: L_i = max_k S_ik + log sum_k exp(S_ik - max_k S_ik) over real keys
 //                          (+inf for a row with no real key), written by the forward.
 // The backward needs no workspace: each of its blocks computes the D_i = <dout_i, out_i> it
-// reads.
+// reads. With `ds` (kFlashDsGemm) it runs only its dK, dV blocks, which also write
+//   ds [B, heads, T, T] in qkv's dtype: dS_ij = P_ij (dP_ij - D_i) at [b, head, i, j], before the
+//   1 / sqrt(d) scale (0 for padded keys), the values their dK product multiplies,
+// and leaves dQ (dqkv's first H columns) to the caller: dQ = ds K / sqrt(d).
 // Only for the shapes attention_uses_flash() accepts (T <= 512, head dim <= 128); the callers
 // are attention_forward / attention_backward (kernels/attention.cu), which check every shape.
 #pragma once
@@ -20,6 +23,6 @@ void flash_attention_forward(Context& ctx, const Tensor& qkv, const Tensor& mask
                              const AttentionArgs& args, const Tensor& lse, const Tensor& out);
 void flash_attention_backward(Context& ctx, const Tensor& qkv, const Tensor& mask,
                               const AttentionArgs& args, const Tensor& lse, const Tensor& out,
-                              const Tensor& dout, const Tensor& dqkv);
+                              const Tensor& dout, const Tensor& dqkv, const Tensor* ds);
 
 }  // namespace electra::cuda

@@ -25,6 +25,10 @@
 //     dQ += dS K; dQ / sqrt(d) written.
 // S and dPd are computed twice (once per role), and D once per key tile of each query row: the
 // price of a deterministic dQ without atomics in one launch.
+// kFlashDsGemm's backward launches the same kernel with kStoreDs and a grid of dK, dV blocks
+// only: each also stores its dS^T registers as bf16 dS [b, head, query, key] (the values its dK
+// product multiplies, before the 1 / sqrt(d) scale), and dQ = dS K / sqrt(d) is left to cuBLASLt
+// (kernels/attention.cu).
 //
 // Dropout: keep_ij = dropout_keep(rng, site + ((b heads + h) T + i) T + j, p), the bits of the
 // CPU reference; one Philox block per 4 consecutive keys of a query (dropout_keep4), each drawn by
@@ -353,14 +357,33 @@ __device__ void tile_row_d(float* row_d, const bf16* out_tile, const bf16* dout_
   }
 }
 
+// kFlashDsGemm: a warp's dS^T tile (its 16 keys of the block's 64 from j0, kBr queries from i0)
+// into `ds_head` (dS [T][T] of the head, [query][key]) where query and key are inside T
+// (flash_layout::ds_store_t), rounded to bf16 as pack_bf16 rounds the dK product's operand.
+template <int kBr>
+__device__ __forceinline__ void store_ds_t(bf16* ds_head, const float (&ds_t)[kBr / 8][4], int i0,
+                                           int j0, int warp, int lane, const FlashParams& fp) {
+#pragma unroll
+  for (int n = 0; n < kBr / 8; ++n) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const Coord at = fl::ds_store_t(warp, lane, n, e);
+      const int i = i0 + at.row, j = j0 + at.col;
+      if (i < fp.t && j < fp.t) ds_head[i * fp.t + j] = __float2bfloat16_rn(ds_t[n][e]);
+    }
+  }
+}
+
 // The dK, dV role: dK, dV of key tile `kv_tile` of head bh, looping over every query tile; D of
 // each query tile is computed here from its out and dout tiles (in the dQ role's order, so the same
-// bits), between the tile's arrival and its use. `smem` holds fl::MmaDkDv<kD>.
-template <int kD>
+// bits), between the tile's arrival and its use. `smem` holds fl::MmaDkDv<kD>. With kStoreDs
+// (kFlashDsGemm) it also writes dS of its (query, key) pairs into `ds` [B, heads, T, T].
+template <int kD, bool kStoreDs>
 __device__ __forceinline__ void backward_dkdv_block(unsigned char* smem, const bf16* qkv,
                                                     const int32_t* mask, const bf16* out,
                                                     const bf16* dout, const float* lse, bf16* dqkv,
-                                                    const FlashParams& fp, int bh, int kv_tile) {
+                                                    bf16* ds, const FlashParams& fp, int bh,
+                                                    int kv_tile) {
   using L = fl::MmaDkDv<kD>;
   constexpr int kBr = L::kBr, kBc = L::kBc, kLd = L::kLd;
   const auto tile_at = [&](size_t offset) { return reinterpret_cast<bf16*>(smem + offset); };
@@ -429,6 +452,9 @@ __device__ __forceinline__ void backward_dkdv_block(unsigned char* smem, const b
         dpt[n][e] = prob * ((kept ? dpt[n][e] * fp.keep_scale : 0.0f) - row_d[c]);  // dS^T
       }
     }
+    if constexpr (kStoreDs) {
+      store_ds_t<kBr>(ds + static_cast<int64_t>(bh) * fp.t * fp.t, dpt, i0, j0, warp, lane, fp);
+    }
     flash_mma::mma_cb_smem<kBr, kD>(dv, st, g, kLd, lane);
     flash_mma::mma_cb_smem<kBr, kD>(dk, dpt, q, kLd, lane);
     if (tile + 1 < tiles) {
@@ -443,16 +469,21 @@ __device__ __forceinline__ void backward_dkdv_block(unsigned char* smem, const b
 }
 
 // The backward, one launch (flash_backward_grid): each block runs one role. No block reads what
-// another writes, so the roles run in any order.
-template <int kD>
+// another writes, so the roles run in any order. kStoreDs (kFlashDsGemm): the grid holds dK, dV
+// blocks only, which also write dS into `ds` (null otherwise).
+template <int kD, bool kStoreDs>
 __global__ void __launch_bounds__(kThreads)
     flash_backward_kernel(const bf16* qkv, const int32_t* mask, const bf16* out, const bf16* dout,
-                          const float* lse, bf16* dqkv, FlashParams fp, int kv_tiles) {
+                          const float* lse, bf16* dqkv, bf16* ds, FlashParams fp, int kv_tiles) {
   fp.rng = fp.rng.resolved();  // the step may live in device memory (engine/philox.h)
   extern __shared__ __align__(128) unsigned char smem[];
   const FlashBackwardBlock block = flash_backward_block(kv_tiles);
-  if (block.dkdv) {
-    backward_dkdv_block<kD>(smem, qkv, mask, out, dout, lse, dqkv, fp, block.bh, block.tile);
+  if constexpr (kStoreDs) {
+    backward_dkdv_block<kD, true>(smem, qkv, mask, out, dout, lse, dqkv, ds, fp, block.bh,
+                                  block.tile);
+  } else if (block.dkdv) {
+    backward_dkdv_block<kD, false>(smem, qkv, mask, out, dout, lse, dqkv, ds, fp, block.bh,
+                                   block.tile);
   } else {
     backward_dq_block<kD>(smem, qkv, mask, out, dout, lse, dqkv, fp, block.bh, block.tile);
   }
@@ -471,21 +502,29 @@ void flash_forward_bf16(Context& ctx, const FlashParams& fp, const Tensor& qkv, 
     constexpr int kD = decltype(width)::value;
     flash_launch(ctx, flash_forward_kernel<kD>, kThreads,
                  flash_forward_grid(fp, heads_total, DType::BF16),
-                 flash_launch_bytes(false, DType::BF16, fp.d), bf16_of(qkv), mask.ptr<int32_t>(),
-                 bf16_of(out), lse.ptr<float>(), fp);
+                 flash_launch_bytes(FlashLaunch::kForward, DType::BF16, fp.d), bf16_of(qkv),
+                 mask.ptr<int32_t>(), bf16_of(out), lse.ptr<float>(), fp);
   });
 }
 
 void flash_backward_bf16(Context& ctx, const FlashParams& fp, const Tensor& qkv, const Tensor& mask,
                          const Tensor& lse, const Tensor& out, const Tensor& dout,
-                         const Tensor& dqkv) {
-  const FlashBackwardGrid tiles = flash_backward_tiles(fp, DType::BF16);
+                         const Tensor& dqkv, const Tensor* ds) {
+  const FlashLaunch launch = ds != nullptr ? FlashLaunch::kBackwardDkDv : FlashLaunch::kBackward;
+  const FlashBackwardGrid tiles = flash_backward_tiles(fp, DType::BF16, launch);
+  const auto run = [&](auto kernel) {
+    flash_launch(ctx, kernel, kThreads, flash_backward_grid(tiles, qkv.dim(0) * fp.heads),
+                 flash_launch_bytes(launch, DType::BF16, fp.d), bf16_of(qkv), mask.ptr<int32_t>(),
+                 bf16_of(out), bf16_of(dout), lse.ptr<float>(), bf16_of(dqkv),
+                 ds != nullptr ? bf16_of(*ds) : nullptr, fp, tiles.kv_tiles);
+  };
   with_tile_width(fp.d, [&](auto width) {
     constexpr int kD = decltype(width)::value;
-    flash_launch(ctx, flash_backward_kernel<kD>, kThreads,
-                 flash_backward_grid(tiles, qkv.dim(0) * fp.heads),
-                 flash_launch_bytes(true, DType::BF16, fp.d), bf16_of(qkv), mask.ptr<int32_t>(),
-                 bf16_of(out), bf16_of(dout), lse.ptr<float>(), bf16_of(dqkv), fp, tiles.kv_tiles);
+    if (ds != nullptr) {
+      run(flash_backward_kernel<kD, true>);
+    } else {
+      run(flash_backward_kernel<kD, false>);
+    }
   });
 }
 

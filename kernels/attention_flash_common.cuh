@@ -74,14 +74,20 @@ inline dim3 flash_forward_grid(const FlashParams& fp, int64_t heads_total, DType
 // dispatch blocks in the order of x + y * gridDim.x in practice (CUDA does not promise it, and only
 // the speed depends on it), so the dK, dV blocks (the heavier role: four products per pair of
 // tiles against three) start before the dQ blocks, and the lighter ones fill the grid's tail.
+// kFlashDsGemm's backward (FlashLaunch::kBackwardDkDv) has no query tiles: dK, dV blocks only.
 struct FlashBackwardGrid {
   int kv_tiles, q_tiles;
 };
-inline FlashBackwardGrid flash_backward_tiles(const FlashParams& fp, DType dtype) {
+inline FlashBackwardGrid flash_backward_tiles(const FlashParams& fp, DType dtype,
+                                              FlashLaunch launch) {
+  const int q_tiles =
+      launch == FlashLaunch::kBackwardDkDv
+          ? 0
+          : static_cast<int>(
+                ceil_div(fp.t, flash_tiles(FlashBlock::kBackwardDq, dtype, fp.d).block_rows));
   return {static_cast<int>(
               ceil_div(fp.t, flash_tiles(FlashBlock::kBackwardDkDv, dtype, fp.d).block_rows)),
-          static_cast<int>(
-              ceil_div(fp.t, flash_tiles(FlashBlock::kBackwardDq, dtype, fp.d).block_rows))};
+          q_tiles};
 }
 inline dim3 flash_backward_grid(const FlashBackwardGrid& tiles, int64_t heads_total) {
   return dim3(static_cast<unsigned>(heads_total),
@@ -98,11 +104,11 @@ __device__ __forceinline__ FlashBackwardBlock flash_backward_block(int kv_tiles)
 }
 
 // The bf16 kernels (kernels/attention_flash_bf16.cu), same tensors as flash_attention_forward
-// and flash_attention_backward.
+// and flash_attention_backward (ds null, or kFlashDsGemm's dS).
 void flash_forward_bf16(Context& ctx, const FlashParams& fp, const Tensor& qkv, const Tensor& mask,
                         const Tensor& lse, const Tensor& out);
 void flash_backward_bf16(Context& ctx, const FlashParams& fp, const Tensor& qkv, const Tensor& mask,
                          const Tensor& lse, const Tensor& out, const Tensor& dout,
-                         const Tensor& dqkv);
+                         const Tensor& dqkv, const Tensor* ds);
 
 }  // namespace electra::cuda

@@ -221,6 +221,15 @@ ELECTRA_HD constexpr KeySource keep_source_t(int lane, int e) {
   return {8 * (c.row / 4) + c.col, c.row % 4};
 }
 
+// kFlashDsGemm's dS store from the dK, dV role's registers: warp w holds dS^T of keys
+// 16 w .. 16 w + 15 (rows) by the kBr queries of the query tile (columns), as kBr / 8 C tiles;
+// element e of C tile n of a lane is dS at {row = query, col = key} of the block's kBr x 64 tile
+// below, which each lane stores where query and key are inside T.
+ELECTRA_HD constexpr Coord ds_store_t(int warp, int lane, int n, int e) {
+  const Coord c = mma_c(lane, e);
+  return {8 * n + c.col, kMmaRowsPerWarp * warp + c.row};
+}
+
 }  // namespace flash_layout
 
 // What one block of a flash kernel computes. The forward is one kind of block; the backward is one
@@ -300,12 +309,23 @@ inline size_t flash_shared_bytes(FlashBlock block, DType dtype, int64_t d) {
   return with_tile_width(d, pick);
 }
 
-// What a flash launch requests: the forward its block's bytes; the backward, whose one grid holds
-// both kinds of block, the larger of the two layouts (each block uses its own from offset 0).
-inline size_t flash_launch_bytes(bool backward, DType dtype, int64_t d) {
-  if (!backward) return flash_shared_bytes(FlashBlock::kForward, dtype, d);
-  return std::max(flash_shared_bytes(FlashBlock::kBackwardDkDv, dtype, d),
-                  flash_shared_bytes(FlashBlock::kBackwardDq, dtype, d));
+// The launches of the flash kernels: the forward, the backward (dK, dV blocks and dQ blocks in
+// one grid) and kFlashDsGemm's backward (dK, dV blocks only, writing dS; dQ is a GEMM).
+enum class FlashLaunch { kForward, kBackward, kBackwardDkDv };
+
+// What a flash launch requests: the largest layout among the kinds of block its grid holds (each
+// block lays its tiles out from offset 0).
+inline size_t flash_launch_bytes(FlashLaunch launch, DType dtype, int64_t d) {
+  switch (launch) {
+    case FlashLaunch::kForward:
+      return flash_shared_bytes(FlashBlock::kForward, dtype, d);
+    case FlashLaunch::kBackward:
+      return std::max(flash_shared_bytes(FlashBlock::kBackwardDkDv, dtype, d),
+                      flash_shared_bytes(FlashBlock::kBackwardDq, dtype, d));
+    case FlashLaunch::kBackwardDkDv:
+      return flash_shared_bytes(FlashBlock::kBackwardDkDv, dtype, d);
+  }
+  return 0;
 }
 
 }  // namespace electra

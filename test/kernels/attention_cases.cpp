@@ -1,16 +1,19 @@
-// attention (kernels/attention.h) for the op harness (test/common/op_case.h). GPU parity of both
-// implementations, version 1 (cuBLASLt GEMMs around the fused softmax kernels) and flash (the f32
-// parity kernels and the bf16 mma.sync kernels), in f32 and bf16 against the CPU reference run in
-// f64 on the same (bf16-rounded where the GPU reads bf16) inputs, with padding, dropout 0.1
-// (outputs agree only if the dropout masks are identical) and 0: ELECTRA-Small, Base at T = 512,
+// attention (kernels/attention.h) for the op harness (test/common/op_case.h). GPU parity of the
+// three implementations, version 1 (cuBLASLt GEMMs around the fused softmax kernels), flash (the
+// f32 parity kernels and the bf16 mma.sync kernels) and flash with the dS GEMM (kFlashDsGemm:
+// flash's dK, dV blocks write dS, cuBLASLt computes dQ; "flash_ds_" cases), in f32 and bf16
+// against the CPU reference run in f64 on the same (bf16-rounded where the GPU reads bf16) inputs,
+// with padding, dropout 0.1 (outputs agree only if the dropout masks are identical) and 0:
+// ELECTRA-Small, Base at T = 512,
 // T = 37 with d = 32, partial tiles (T = 77, 129; d = 128 at T = 129), head dims 128, 24 (16-byte
 // tile loads), 20 (element-wise tile loads) and 16, and a sequence of padding only; each run twice
 // gives the same bits, every output and workspace poisoned before each run (flash has no atomics).
 // Gradient checks in f64 at a small odd shape and at ELECTRA-Small (47 sampled coordinates).
 // Benchmarks in bf16 (bench/attention_bench.cu): flash, version 1 its baseline, at the head counts
 // of Small (4), Base (12) and Large (16), T = 128 and 512, 16384 tokens per call, under the
-// RESULT names bench/attention_sdpa_baseline.py pairs with. Hand values, masks, all-padding rows
-// on the CPU, flash's shape limits and refusals: attention_test.cpp.
+// RESULT names bench/attention_sdpa_baseline.py pairs with; and at the same shapes kFlashDsGemm
+// with flash as its baseline (RESULT op attention_flash_ds_fwd / _bwd). Hand values, masks,
+// all-padding rows on the CPU, flash's shape limits and refusals: attention_test.cpp.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -163,14 +166,30 @@ struct Setup {
   bool empty_last = false;  // the mask's last sequence is padding only
 };
 
+// The name of an implementation's cases: <prefix><label>_p<p>.
+const char* impl_prefix(AttentionImpl impl) {
+  switch (impl) {
+    case AttentionImpl::kFlash:
+      return "flash_";
+    case AttentionImpl::kFlashDsGemm:
+      return "flash_ds_";
+    case AttentionImpl::kAuto:
+      return "auto_";
+    case AttentionImpl::kUnfused:
+      break;
+  }
+  return "v1_";
+}
+
 // One case of `impl` at `shape`. The saved state and the scratch on each side (attention.h):
-// "probs" [B, heads, T, T] (version 1's and the CPU's P: compared for version 1, a workspace of
-// flash cases where only the benchmark's version-1 baseline uses it on the GPU), "scratch"
-// [B, heads, T, T] (f32 on the GPU, the CPU's in qkv's dtype; flash's [B, heads, T], which flash
-// leaves untouched, is its prefix) and, for flash, its L "lse" [B, heads, T].
+// "probs" [B, heads, T, T] in qkv's dtype (version 1's and the CPU's P: compared for version 1;
+// in flash cases a workspace, on the GPU kFlashDsGemm's dS scratch and the benchmark's version-1
+// baseline's P), "scratch" [B, heads, T, T] (f32 on the GPU, the CPU's in qkv's dtype; flash's
+// [B, heads, T], which flash leaves untouched, is its prefix) and, for flash and kFlashDsGemm,
+// their L "lse" [B, heads, T].
 OpCase attention(const Shape& shape, Setup s, unsigned modes) {
   const int64_t b = shape.b, t = shape.t, h = shape.h, heads = shape.heads;
-  const bool flash = s.impl == AttentionImpl::kFlash;
+  const bool flash = s.impl != AttentionImpl::kUnfused;
   std::vector<TensorSpec> tensors = {
       input("qkv", {b, t, 3 * h}, s.qkv),
       input("mask", {b, t}, s.mask, Kind::kI32),
@@ -186,9 +205,10 @@ OpCase attention(const Shape& shape, Setup s, unsigned modes) {
     tensors.push_back(output("probs", {b, heads, t, t}).relative(kTol));
   }
   // The forward's saved state and the scratch on ctx's device.
-  const auto state = [flash](const Context& ctx, const Args& a) {
+  const auto state = [flash, impl = s.impl](const Context& ctx, const Args& a) {
     if (ctx.device() == Device::CPU || !flash) return std::pair{a["probs"], a["scratch"]};
     const Tensor& lse = a["lse"];
+    if (impl == AttentionImpl::kFlashDsGemm) return std::pair{lse, a["probs"]};
     const Tensor scratch = a["scratch"].reshape({a["scratch"].numel()}).rows(0, lse.numel());
     return std::pair{lse, scratch.reshape({lse.dim(0), lse.dim(1), lse.dim(2)})};
   };
@@ -217,7 +237,7 @@ OpCase attention(const Shape& shape, Setup s, unsigned modes) {
   };
   OpCase c{
       .op = "attention",
-      .shape = std::string(flash ? "flash_" : "v1_") + shape.label + p_suffix(s.p),
+      .shape = impl_prefix(s.impl) + shape.label + p_suffix(s.p),
       .tensors = std::move(tensors),
       .forward = forward,
       .backward = backward,
@@ -251,9 +271,12 @@ OpCase gradcheck(const Shape& shape, Fill mask, float p, size_t max_checks) {
   return c;
 }
 
-// The benchmark at a model's width and heads, T = t, 16384 tokens, bf16: flash timed, version 1
-// its baseline, both validated at batch 2 first.
-OpCase bench(const std::string& model, int64_t h, int64_t heads, int64_t t, float p) {
+// The benchmark at a model's width and heads, T = t, 16384 tokens, bf16: `impl` timed, `baseline`
+// beside it as "baseline_<baseline_name>", both validated at batch 2 first. Flash's case has the
+// RESULT names bench/attention_sdpa_baseline.py pairs with (op attention_fwd / _bwd);
+// kFlashDsGemm's has op attention_flash_ds_fwd / _bwd at the same shape names.
+OpCase bench(const std::string& model, int64_t h, int64_t heads, int64_t t, float p,
+             AttentionImpl impl, AttentionImpl baseline, const std::string& baseline_name) {
   const int64_t b = 16384 / t;
   auto at = [=](int64_t batch, AttentionImpl impl) {
     const Shape shape{
@@ -262,20 +285,23 @@ OpCase bench(const std::string& model, int64_t h, int64_t heads, int64_t t, floa
     return attention(shape, {impl, p, positive_v(h), {.lo = 0.1, .hi = 1}, odd_padded(batch, t)},
                      kBench);
   };
-  OpCase c = at(b, AttentionImpl::kFlash);
+  OpCase c = at(b, impl);
   // The names bench/attention_sdpa_baseline.py gives its rows.
   c.shape = model + "_B" + std::to_string(b) + "_T" + std::to_string(t) + "_H" + std::to_string(h) +
             p_suffix(p);
-  c.bench_op = "attention";
-  c.bench_validation = [at] { return at(2, AttentionImpl::kFlash); };
-  c.baseline_impl = "baseline_v1_unfused";
-  c.baseline_case = [at] { return at(2, AttentionImpl::kUnfused); };
-  // The useful math of both versions (flash recomputes S and dPd on top of it).
+  c.bench_op = impl == AttentionImpl::kFlashDsGemm ? "attention_flash_ds" : "attention";
+  c.bench_validation = [at, impl] { return at(2, impl); };
+  c.baseline_impl = "baseline_" + baseline_name;
+  c.baseline_case = [at, baseline] { return at(2, baseline); };
+  // The useful math of every version, 4 products in the backward (flash's backward computes 7,
+  // S and dPd in both roles; kFlashDsGemm's 5, S recomputed).
   c.bench_flops = [](const Args& a, bool backward) {
     return detail::attention_flops(a["qkv"], backward);
   };
   // Flash's traffic: qkv and out forward, qkv, dout, out and dqkv backward, plus the rows' L in
   // f32 (D never leaves the backward's blocks); bench/attention_sdpa_baseline.py counts the same.
+  // kFlashDsGemm's rows count the same ideal bytes (its dS, 2 B h T^2 bytes written and read
+  // again, is its own overhead, as version 1's T^2 tensors are).
   c.bench_bytes = [=](DType dtype, bool backward) {
     const double qkv = 3.0 * b * t * h * dtype_size(dtype), out = qkv / 3,
                  rows = 4.0 * b * heads * t;
@@ -317,8 +343,12 @@ std::vector<OpCase> op_cases() {
       {{"3x33x64_h4", 3, 33, 64, 4}, false},      // d = 16
       {{"empty_3x70x128_h2", 3, 70, 128, 2}, true},
   };
+  // kFlashDsGemm at the same tolerance as flash: its dQ multiplies the same bf16-rounded dS (the
+  // dK product's operand; f32 in an f32 run) by K with f32 accumulation and rounds the result
+  // once, as flash's dQ blocks do, only in cuBLASLt's order of the T products.
   for (const auto& [shape, empty] : shapes) {
-    for (AttentionImpl impl : {AttentionImpl::kUnfused, AttentionImpl::kFlash}) {
+    for (AttentionImpl impl :
+         {AttentionImpl::kUnfused, AttentionImpl::kFlash, AttentionImpl::kFlashDsGemm}) {
       for (float p : {0.1f, 0.0f}) {
         cases.push_back(attention(shape,
                                   {impl,
@@ -334,7 +364,12 @@ std::vector<OpCase> op_cases() {
   for (const auto& [model, h, heads] :
        {std::tuple{"small", 256, 4}, std::tuple{"base", 768, 12}, std::tuple{"large", 1024, 16}}) {
     for (int64_t t : {128, 512}) {
-      for (float p : {0.1f, 0.0f}) cases.push_back(bench(model, h, heads, t, p));
+      for (float p : {0.1f, 0.0f}) {
+        cases.push_back(bench(model, h, heads, t, p, AttentionImpl::kFlash, AttentionImpl::kUnfused,
+                              "v1_unfused"));
+        cases.push_back(bench(model, h, heads, t, p, AttentionImpl::kFlashDsGemm,
+                              AttentionImpl::kFlash, "flash_recompute"));
+      }
     }
   }
   return cases;

@@ -56,15 +56,18 @@ TEST_CASE("a flash launch requests what its largest kind of block uses", "[atten
   for (DType dtype : {DType::F32, DType::BF16}) {
     for (int64_t d = 1; d <= 128; ++d) {
       INFO(dtype_name(dtype) << ", d = " << d);
-      CHECK(flash_launch_bytes(false, dtype, d) ==
+      CHECK(flash_launch_bytes(FlashLaunch::kForward, dtype, d) ==
             flash_shared_bytes(FlashBlock::kForward, dtype, d));
       // The backward's one grid holds both roles; each lays its tiles out from offset 0.
-      const size_t backward = flash_launch_bytes(true, dtype, d);
+      const size_t backward = flash_launch_bytes(FlashLaunch::kBackward, dtype, d);
       const size_t dkdv = flash_shared_bytes(FlashBlock::kBackwardDkDv, dtype, d);
       const size_t dq = flash_shared_bytes(FlashBlock::kBackwardDq, dtype, d);
       CHECK(backward >= dkdv);
       CHECK(backward >= dq);
       CHECK((backward == dkdv || backward == dq));
+      // kFlashDsGemm's backward holds only dK, dV blocks: their layout, storing dS from registers
+      // (bf16) or from the dS tile already in shared memory (f32), nothing more.
+      CHECK(flash_launch_bytes(FlashLaunch::kBackwardDkDv, dtype, d) == dkdv);
       for (const SmLimits& sm : {kSm80, kSm90}) {
         INFO(sm.name);
         CHECK(backward <= sm.per_block);
@@ -82,7 +85,7 @@ TEST_CASE("bf16 flash shared memory at d = 64: operand tiles only, 3 or more blo
   const size_t fwd = flash_shared_bytes(FlashBlock::kForward, DType::BF16, 64);
   const size_t dq = flash_shared_bytes(FlashBlock::kBackwardDq, DType::BF16, 64);
   const size_t dkdv = flash_shared_bytes(FlashBlock::kBackwardDkDv, DType::BF16, 64);
-  const size_t backward = flash_launch_bytes(true, DType::BF16, 64);
+  const size_t backward = flash_launch_bytes(FlashLaunch::kBackward, DType::BF16, 64);
   CHECK(fwd == 5 * 9216);
   CHECK(dq == 6 * 9216);
   CHECK(dkdv == 2 * 9216 + 5 * 4608 + 2 * 128 + 128);
@@ -290,6 +293,32 @@ TEST_CASE("dropout bits: each group of 4 keys drawn once, each element gets its 
       CHECK(g.row + src.bit == want.row);
       CHECK(g.col == want.col);
     }
+  }
+}
+
+TEST_CASE("kFlashDsGemm's dS store: each (query, key) of a dK, dV block's tile once",
+          "[attention][flash]") {
+  // The block's tile is kBr queries (the query tile) by 64 keys (4 warps of 16); each lane stores
+  // its kBr / 8 C tiles of dS^T, element e of tile n at ds_store_t, which is that element's
+  // transposed place in the warp's rows (mma_c: row = key, column = query).
+  for (int width : {32, 64, 128}) {
+    const int br = flash_tiles(FlashBlock::kBackwardDkDv, DType::BF16, width).loop_rows;
+    INFO("tile width " << width << ", " << br << " queries");
+    std::vector<Coord> stored;
+    for (int warp = 0; warp < flash_layout::kMmaWarps; ++warp) {
+      for (int lane = 0; lane < kLanes; ++lane) {
+        for (int n = 0; n < br / 8; ++n) {
+          for (int e = 0; e < 4; ++e) {
+            const Coord at = flash_layout::ds_store_t(warp, lane, n, e);
+            const Coord c = flash_layout::mma_c(lane, e);
+            CHECK(at.row == 8 * n + c.col);
+            CHECK(at.col == flash_layout::kMmaRowsPerWarp * warp + c.row);
+            stored.push_back(at);
+          }
+        }
+      }
+    }
+    check_covers_once(stored, br, flash_layout::kMmaRows);
   }
 }
 

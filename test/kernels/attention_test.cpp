@@ -1,6 +1,7 @@
 // attention on the CPU: the forward against the per-head formula (padding, dropout), padded keys
-// and all-padding sequences, the refused arguments, the flash choice, and the parity checks of
-// attention_cases.cpp (wrong shapes and dtypes: attention_contract_test).
+// and all-padding sequences, the refused arguments, the flash choice, kFlashDsGemm's state and
+// launches, and the parity checks of attention_cases.cpp (wrong shapes and dtypes:
+// attention_contract_test).
 #include <catch2/catch.hpp>
 #include <cmath>
 
@@ -155,6 +156,64 @@ TEST_CASE("attention: flash takes T <= 512 and d <= 128, kAuto falls back, kFlas
   args.impl = AttentionImpl::kUnfused;
   args.heads = 12;
   CHECK_FALSE(attention_uses_flash(Device::CUDA, args, 128, 768));
+}
+
+// kFlashDsGemm's state and launches are host logic too: flash's L saved, dS [B, heads, T, T] in
+// qkv's dtype as the scratch, one kernel and min(heads, B) dQ GEMMs backward; the other choices'
+// states unchanged, and the CPU ignores impl.
+TEST_CASE("attention: kFlashDsGemm saves L, plans dS as its scratch and counts its dQ GEMMs",
+          "[attention]") {
+  const int64_t b = 3, t = 70, h = 128, heads = 4;
+  AttentionArgs args{heads, 0.1f, RngStream{}, 0, AttentionImpl::kFlashDsGemm};
+  for (DType dtype : {DType::BF16, DType::F32}) {
+    INFO(dtype_name(dtype));
+    const AttentionState s = attention_state(Device::CUDA, args, b, t, h, dtype);
+    CHECK(s.flash);
+    CHECK(s.ds_scratch);
+    CHECK(s.dtype == DType::F32);
+    CHECK(s.scratch_dtype == dtype);
+    CHECK(s.numel() == b * heads * t);
+    CHECK(s.scratch_numel() == b * heads * t * t);
+    std::vector<double> storage(s.scratch_numel());  // as wide as either dtype needs
+    const Tensor flat = Tensor::view_of(storage.data(), dtype, Device::CPU, {s.scratch_numel()});
+    const Tensor scratch = s.scratch_view(flat);
+    CHECK(scratch.rank == 4);
+    CHECK(scratch.dim(3) == t);
+    CHECK_NOTHROW(s.check_scratch(scratch, "scratch"));
+    CHECK_THROWS(s.check_scratch(flat.rows(0, b * heads * t).reshape({b, heads, t}), "scratch"));
+    const AttentionState cpu = attention_state(Device::CPU, args, b, t, h, dtype);
+    CHECK_FALSE(cpu.flash);
+    CHECK_FALSE(cpu.ds_scratch);
+    CHECK(cpu.scratch_dtype == dtype);
+    CHECK(cpu.numel() == cpu.scratch_numel());
+  }
+  for (AttentionImpl impl : {AttentionImpl::kAuto, AttentionImpl::kFlash}) {
+    args.impl = impl;
+    const AttentionState s = attention_state(Device::CUDA, args, b, t, h, DType::BF16);
+    CHECK(s.flash);
+    CHECK_FALSE(s.ds_scratch);
+    CHECK(s.scratch_dtype == DType::F32);
+    CHECK(s.scratch_numel() == b * heads * t);
+  }
+
+  std::vector<float> x(b * t * 3 * h);
+  const Tensor qkv = Tensor::view_of(x.data(), Device::CPU, {b, t, 3 * h});
+  args.impl = AttentionImpl::kFlashDsGemm;
+  const Launches fwd = detail::attention_launches(qkv, args, false);
+  const Launches bwd = detail::attention_launches(qkv, args, true);
+  CHECK(fwd.kernels == 1);
+  CHECK(fwd.library_calls == 0);
+  CHECK(bwd.kernels == 1);
+  CHECK(bwd.library_calls == 3);  // min(heads 4, B 3) batched GEMMs
+  args.heads = 2;                 // d = 64: min(2, 3)
+  CHECK(detail::attention_launches(qkv, args, true).library_calls == 2);
+  args.impl = AttentionImpl::kFlash;
+  CHECK(detail::attention_launches(qkv, args, true).library_calls == 0);
+
+  args.impl = AttentionImpl::kFlashDsGemm;  // d = 384 at 768 / 2: no fallback
+  CHECK_THROWS_WITH(attention_uses_flash(Device::CUDA, args, 128, 768),
+                    Catch::Contains("flash needs T <= 512"));
+  CHECK_FALSE(attention_uses_ds_gemm(Device::CPU, args, 128, 128));
 }
 
 namespace {
