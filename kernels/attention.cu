@@ -283,15 +283,15 @@ void backward_typed(Context& ctx, const Tensor& qkv, const AttentionArgs& args, 
   }
 }
 
-// kFlashDsGemm: dQ = dS K / sqrt(d) into dqkv's Q columns, from dS [B, heads, T, T] (qkv's
-// dtype, unscaled) that the flash dK, dV blocks wrote into the scratch.
+// kFlashDsGemm: dQ = dS K / sqrt(d) into dqkv's Q columns, from dS^T [B, heads, T, T] (qkv's
+// dtype, unscaled, key-major) that the flash dK, dV blocks wrote into the scratch.
 void dq_from_ds(Context& ctx, const Tensor& qkv, const AttentionArgs& args, const Tensor& ds,
                 const Tensor& dqkv) {
   const Plan pl = plan_of(qkv, args);
   const float scale = 1.0f / std::sqrt(static_cast<float>(pl.d));
   const HeadMatrices k = pl.qkv_part(qkv, 1), dq = pl.qkv_part(dqkv, 0), s = pl.scores(ds);
   for (int64_t step = 0; step < pl.steps(); ++step) {
-    matmul_batched(ctx, pl.at(s, step), false, pl.at(k, step), false, pl.at(dq, step), pl.batch(),
+    matmul_batched(ctx, pl.at(s, step), true, pl.at(k, step), false, pl.at(dq, step), pl.batch(),
                    scale, 0);
   }
 }

@@ -42,8 +42,10 @@
 //   write dS (before the 1 / sqrt(d) scale, in qkv's dtype: the bf16 values the dK product uses)
 //   into the scratch, then dQ = dS K / sqrt(d) is min(B, heads) strided-batched cuBLASLt GEMMs as
 //   in v1, instead of v2's dQ blocks recomputing S, P and dPd. Scratch (the backward's; the
-//   forward leaves it alone): dS [B, heads, T, T] in qkv's dtype (bf16 or f32), every element
-//   written (0 for padded keys), undefined afterwards.
+//   forward leaves it alone): dS^T [B, heads, T (key), T (query)] in qkv's dtype (bf16 or f32),
+//   every element written (0 for padded keys), undefined afterwards. Key-major because the dK,
+//   dV blocks hold dS^T: a lane's two consecutive queries of one key are one 4-byte store, and
+//   cuBLASLt reads the transpose at no cost.
 // The CPU reference is always "v1" (probs and scratch [B, heads, T, T], both in qkv's dtype).
 // attention_state() says which one a call gets and the shape and dtypes of its `saved` and
 // `scratch`, so a caller plans them once (kernels/attention_flash.h declares version 2's entry

@@ -22,7 +22,8 @@
 //     share dS through atomics).
 // kFlashDsGemm launches the same kernel with kStoreDs and the dK, dV blocks only: each also
 // copies its f32 dS tiles (the ones its dK product reads, before the 1 / sqrt(d) scale) into
-// dS [B, heads, T, T], and dQ = dS K / sqrt(d) is left to cuBLASLt (kernels/attention.cu).
+// dS^T [B, heads, T (key), T (query)], and dQ = dS K / sqrt(d) is left to cuBLASLt
+// (kernels/attention.cu).
 //
 // Dropout: keep_ij = dropout_keep(rng, site + ((b * heads + h) * T + i) * T + j, p), the Philox
 // mask of version 1 and the CPU reference, regenerated wherever P is recomputed: one Philox block
@@ -330,13 +331,15 @@ __device__ __forceinline__ void backward_dkdv_block(unsigned char* smem, const f
     __syncthreads();
     probs_and_grad_tile<kBr, kBc, true>(s, dp, row_lse, row_d, real, bh, i0, j0, fp);
     __syncthreads();
-    // kFlashDsGemm: dS rows of kBc keys, coalesced (the dS tile is not rewritten before the next
-    // query tile's barriers).
+    // kFlashDsGemm: dS^T rows of kBr queries a key, coalesced (the dS tile is not rewritten
+    // before the next query tile's barriers).
     if constexpr (kStoreDs) {
       float* head = ds_rows + static_cast<int64_t>(bh) * fp.t * fp.t;
       for (int idx = threadIdx.x; idx < kBr * kBc; idx += blockDim.x) {
-        const int r = idx / kBc, c = idx % kBc;
-        if (i0 + r < fp.t && j0 + c < fp.t) head[(i0 + r) * fp.t + j0 + c] = ds[r * L::kLdP + c];
+        const int c = idx / kBr, r = idx % kBr;
+        if (i0 + r < fp.t && j0 + c < fp.t) {
+          head[static_cast<int64_t>(j0 + c) * fp.t + i0 + r] = ds[r * L::kLdP + c];
+        }
       }
     }
     block_mma<kBc, kD, kBr, true, false>(pd, L::kLdP, g, L::kLdT, dv, L::kLdA, true);

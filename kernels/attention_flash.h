@@ -8,9 +8,10 @@
 //                          (+inf for a row with no real key), written by the forward.
 // The backward needs no workspace: each of its blocks computes the D_i = <dout_i, out_i> it
 // reads. With `ds` (kFlashDsGemm) it runs only its dK, dV blocks, which also write
-//   ds [B, heads, T, T] in qkv's dtype: dS_ij = P_ij (dP_ij - D_i) at [b, head, i, j], before the
-//   1 / sqrt(d) scale (0 for padded keys), the values their dK product multiplies,
-// and leaves dQ (dqkv's first H columns) to the caller: dQ = ds K / sqrt(d).
+//   ds [B, heads, T, T] in qkv's dtype: dS_ij = P_ij (dP_ij - D_i) at [b, head, j, i] (dS^T,
+//   key-major), before the 1 / sqrt(d) scale (0 for padded keys), the values their dK product
+//   multiplies,
+// and leaves dQ (dqkv's first H columns) to the caller: dQ = ds^T K / sqrt(d).
 // Only for the shapes attention_uses_flash() accepts (T <= 512, head dim <= 128); the callers
 // are attention_forward / attention_backward (kernels/attention.cu), which check every shape.
 #pragma once

@@ -26,7 +26,7 @@
 // S and dPd are computed twice (once per role), and D once per key tile of each query row: the
 // price of a deterministic dQ without atomics in one launch.
 // kFlashDsGemm's backward launches the same kernel with kStoreDs and a grid of dK, dV blocks
-// only: each also stores its dS^T registers as bf16 dS [b, head, query, key] (the values its dK
+// only: each also stores its dS^T registers as bf16 dS^T [b, head, key, query] (the values its dK
 // product multiplies, before the 1 / sqrt(d) scale), and dQ = dS K / sqrt(d) is left to cuBLASLt
 // (kernels/attention.cu).
 //
@@ -358,18 +358,27 @@ __device__ void tile_row_d(float* row_d, const bf16* out_tile, const bf16* dout_
 }
 
 // kFlashDsGemm: a warp's dS^T tile (its 16 keys of the block's 64 from j0, kBr queries from i0)
-// into `ds_head` (dS [T][T] of the head, [query][key]) where query and key are inside T
+// into `ds_head` (dS^T [T][T] of the head, [key][query]) where key and query are inside T
 // (flash_layout::ds_store_t), rounded to bf16 as pack_bf16 rounds the dK product's operand.
+// Elements 0, 1 (and 2, 3) are queries i, i + 1 of one key, i even: one 4-byte store when both
+// are inside T and T is even (so the pair is 4-byte aligned); else one element at a time.
 template <int kBr>
 __device__ __forceinline__ void store_ds_t(bf16* ds_head, const float (&ds_t)[kBr / 8][4], int i0,
                                            int j0, int warp, int lane, const FlashParams& fp) {
 #pragma unroll
   for (int n = 0; n < kBr / 8; ++n) {
 #pragma unroll
-    for (int e = 0; e < 4; ++e) {
+    for (int e = 0; e < 4; e += 2) {
       const Coord at = fl::ds_store_t(warp, lane, n, e);
-      const int i = i0 + at.row, j = j0 + at.col;
-      if (i < fp.t && j < fp.t) ds_head[i * fp.t + j] = __float2bfloat16_rn(ds_t[n][e]);
+      const int j = j0 + at.row, i = i0 + at.col;
+      if (j >= fp.t || i >= fp.t) continue;
+      bf16* dst = ds_head + static_cast<int64_t>(j) * fp.t + i;
+      if (i + 1 < fp.t && fp.t % 2 == 0) {
+        *reinterpret_cast<__nv_bfloat162*>(dst) = __floats2bfloat162_rn(ds_t[n][e], ds_t[n][e + 1]);
+      } else {
+        dst[0] = __float2bfloat16_rn(ds_t[n][e]);
+        if (i + 1 < fp.t) dst[1] = __float2bfloat16_rn(ds_t[n][e + 1]);
+      }
     }
   }
 }

@@ -221,13 +221,14 @@ ELECTRA_HD constexpr KeySource keep_source_t(int lane, int e) {
   return {8 * (c.row / 4) + c.col, c.row % 4};
 }
 
-// kFlashDsGemm's dS store from the dK, dV role's registers: warp w holds dS^T of keys
+// kFlashDsGemm's dS^T store from the dK, dV role's registers: warp w holds dS^T of keys
 // 16 w .. 16 w + 15 (rows) by the kBr queries of the query tile (columns), as kBr / 8 C tiles;
-// element e of C tile n of a lane is dS at {row = query, col = key} of the block's kBr x 64 tile
-// below, which each lane stores where query and key are inside T.
+// element e of C tile n of a lane is dS^T at {row = key, col = query} of the block's 64 x kBr
+// tile, which each lane stores where key and query are inside T (dS^T is key-major, so elements
+// 0, 1 and 2, 3 are consecutive queries of one key: one 4-byte store each).
 ELECTRA_HD constexpr Coord ds_store_t(int warp, int lane, int n, int e) {
   const Coord c = mma_c(lane, e);
-  return {8 * n + c.col, kMmaRowsPerWarp * warp + c.row};
+  return {kMmaRowsPerWarp * warp + c.row, 8 * n + c.col};
 }
 
 }  // namespace flash_layout

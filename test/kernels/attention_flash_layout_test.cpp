@@ -298,9 +298,10 @@ TEST_CASE("dropout bits: each group of 4 keys drawn once, each element gets its 
 
 TEST_CASE("kFlashDsGemm's dS store: each (query, key) of a dK, dV block's tile once",
           "[attention][flash]") {
-  // The block's tile is kBr queries (the query tile) by 64 keys (4 warps of 16); each lane stores
-  // its kBr / 8 C tiles of dS^T, element e of tile n at ds_store_t, which is that element's
-  // transposed place in the warp's rows (mma_c: row = key, column = query).
+  // The block's tile is 64 keys (4 warps of 16) by kBr queries (the query tile), key-major as dS^T
+  // is stored; each lane stores its kBr / 8 C tiles of dS^T, element e of tile n at ds_store_t,
+  // that element's place in the warp's rows (mma_c: row = key, column = query), elements 0, 1
+  // (and 2, 3) side by side in one row: the kernel's paired stores.
   for (int width : {32, 64, 128}) {
     const int br = flash_tiles(FlashBlock::kBackwardDkDv, DType::BF16, width).loop_rows;
     INFO("tile width " << width << ", " << br << " queries");
@@ -311,14 +312,20 @@ TEST_CASE("kFlashDsGemm's dS store: each (query, key) of a dK, dV block's tile o
           for (int e = 0; e < 4; ++e) {
             const Coord at = flash_layout::ds_store_t(warp, lane, n, e);
             const Coord c = flash_layout::mma_c(lane, e);
-            CHECK(at.row == 8 * n + c.col);
-            CHECK(at.col == flash_layout::kMmaRowsPerWarp * warp + c.row);
+            CHECK(at.row == flash_layout::kMmaRowsPerWarp * warp + c.row);
+            CHECK(at.col == 8 * n + c.col);
+            if (e % 2 == 1) {
+              const Coord first = flash_layout::ds_store_t(warp, lane, n, e - 1);
+              CHECK(first.row == at.row);
+              CHECK(first.col % 2 == 0);
+              CHECK(first.col + 1 == at.col);
+            }
             stored.push_back(at);
           }
         }
       }
     }
-    check_covers_once(stored, br, flash_layout::kMmaRows);
+    check_covers_once(stored, flash_layout::kMmaRows, br);
   }
 }
 
