@@ -41,6 +41,13 @@ __device__ __forceinline__ float round_bf16(float v) {
   return __bfloat162float(__float2bfloat16_rn(v));
 }
 
+// The sum of v over the 4 lanes of this lane's quad (the lanes that hold one row of an mma.sync C
+// tile): 2 shuffles, the same order in every lane.
+__device__ __forceinline__ float quad_sum(float v) {
+  v += __shfl_xor_sync(0xffffffffu, v, 1);
+  return v + __shfl_xor_sync(0xffffffffu, v, 2);
+}
+
 // What the epilogue reads and writes: b [H] (the bf16 compute copy: cuBLASLt's bias epilogue
 // reads a bias of the output's type), gamma, beta [H] f32; sum, y [n, H] bf16; mean, rstd [n].
 struct Epilogue {
@@ -119,10 +126,6 @@ __device__ __forceinline__ void bias_dropout_residual_layernorm(float (&acc)[kH 
     }
   }
   // The quad's lanes hold a row's H columns: 2 shuffles complete each row's sums.
-  auto quad_sum = [](float v) {
-    v += __shfl_xor_sync(0xffffffffu, v, 1);
-    return v + __shfl_xor_sync(0xffffffffu, v, 2);
-  };
   float mu[2], rs[2];
 #pragma unroll
   for (int half = 0; half < 2; ++half) {
