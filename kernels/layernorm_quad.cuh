@@ -1,8 +1,9 @@
 // The pieces shared by the fused narrow-row kernels that end in a residual LayerNorm
-// (kernels/ffn_forward.cu, kernels/output_layernorm.cu): cp.async staging of row-major bf16 rows
-// into padded shared-memory rows, and the epilogue that turns a warp's 16 x H f32 GEMM result
-// (mma.sync C fragments) into o = bf16(acc + b), sum = bf16(dropout(o) + residual) and
-// y = LayerNorm(sum) with a row's H values in the 4 lanes of a quad.
+// (kernels/ffn_forward.cu, kernels/output_layernorm.cu) or start with its backward
+// (kernels/ffn_backward.cu): cp.async staging of row-major bf16 rows into padded shared-memory
+// rows, a row's sum over its quad of lanes, and the epilogue that turns a warp's 16 x H f32 GEMM
+// result (mma.sync C fragments) into o = bf16(acc + b), sum = bf16(dropout(o) + residual) and y =
+// LayerNorm(sum) with a row's H values in the 4 lanes of a quad.
 //
 // The roundings are those of the unfused GPU path (cuBLASLt's bias epilogue rounding o once, then
 // kernels/layernorm.cu's residual_layernorm_forward): o and sum in bf16, the statistics in f32 by

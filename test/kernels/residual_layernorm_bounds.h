@@ -1,5 +1,6 @@
 // The parity checks shared by the fused ops that end in kernels/layernorm_quad.cuh's epilogue
-// (ffn_forward_cases.cpp, output_layernorm_cases.cpp): o = GEMM + b in bf16, sum =
+// (ffn_forward_cases.cpp, output_layernorm_cases.cpp; ffn_backward_cases.cpp shares the list of
+// cases and the benchmark's baseline): o = GEMM + b in bf16, sum =
 // bf16(dropout(o) + residual), mean, rstd, y = LayerNorm(sum). Each output is judged element by
 // element within a bound derived from the roundings the kernel does (bf16_bounds.h), against the
 // exact function of what the GPU itself wrote before it: the checks run in spec order and record
