@@ -18,6 +18,7 @@
 // Roundings are those of the unfused GPU path; sums differ in order only. Deterministic: no
 // atomics, every output element written by one thread.
 #include "kernels/ffn_forward.h"
+#include "kernels/gelu_erfc.cuh"
 #include "kernels/layernorm_quad.cuh"
 
 namespace electra::cuda {
@@ -25,6 +26,7 @@ namespace {
 
 namespace fm = flash_mma;
 using namespace layernorm_quad;
+using gelu_erfc::gelu;
 
 constexpr int kH = 64, kF = 4 * kH;
 constexpr int kWarps = 4;
@@ -39,14 +41,6 @@ constexpr int kSmemW1 = 0;
 constexpr int kSmemW2 = kSmemW1 + kF * kLdW1;
 constexpr int kSmemX = kSmemW2 + kH * kLdW2;
 constexpr size_t kSmemBytes = sizeof(bf16) * (kSmemX + kRows * kLdX);
-
-constexpr float kInvSqrt2 = 0.70710678118654752f;
-
-// The GELU of kernels/gelu.cu, u Phi(u) with Phi(u) = 0.5 erfc(-u / sqrt 2), written the same way
-// so that the same u gives the same bits.
-__device__ __forceinline__ float gelu(float u) {
-  return u * (0.5f * erfcf(-u * kInvSqrt2));
-}
 
 // acc [16 x 8 kN] += A B^T, A the 16 x 16 kK operand made from the C fragments `c` (f32, rounded
 // to bf16 by a_from_c), B stored [8 kN][16 kK] row-major (ld) in shared memory: act W2^T.

@@ -1,8 +1,9 @@
 // The pieces shared by the fused narrow-row kernels that end in a residual LayerNorm
-// (kernels/ffn_forward.cu, kernels/output_layernorm.cu): cp.async staging of row-major bf16 rows
-// into padded shared-memory rows, and the epilogue that turns a warp's 16 x H f32 GEMM result
-// (mma.sync C fragments) into o = bf16(acc + b), sum = bf16(dropout(o) + residual) and
-// y = LayerNorm(sum) with a row's H values in the 4 lanes of a quad.
+// (kernels/ffn_forward.cu, kernels/output_layernorm.cu) or start with its backward
+// (kernels/ffn_backward.cu): cp.async staging of row-major bf16 rows into padded shared-memory
+// rows, a row's sum over its quad of lanes, and the epilogue that turns a warp's 16 x H f32 GEMM
+// result (mma.sync C fragments) into o = bf16(acc + b), sum = bf16(dropout(o) + residual) and y =
+// LayerNorm(sum) with a row's H values in the 4 lanes of a quad.
 //
 // The roundings are those of the unfused GPU path (cuBLASLt's bias epilogue rounding o once, then
 // kernels/layernorm.cu's residual_layernorm_forward): o and sum in bf16, the statistics in f32 by
@@ -39,6 +40,13 @@ __device__ __forceinline__ void store2(bf16* p, float a, float b) {
 
 __device__ __forceinline__ float round_bf16(float v) {
   return __bfloat162float(__float2bfloat16_rn(v));
+}
+
+// The sum of v over the 4 lanes of this lane's quad (the lanes that hold one row of an mma.sync C
+// tile): 2 shuffles, the same order in every lane.
+__device__ __forceinline__ float quad_sum(float v) {
+  v += __shfl_xor_sync(0xffffffffu, v, 1);
+  return v + __shfl_xor_sync(0xffffffffu, v, 2);
 }
 
 // What the epilogue reads and writes: b [H] (the bf16 compute copy: cuBLASLt's bias epilogue
@@ -119,10 +127,6 @@ __device__ __forceinline__ void bias_dropout_residual_layernorm(float (&acc)[kH 
     }
   }
   // The quad's lanes hold a row's H columns: 2 shuffles complete each row's sums.
-  auto quad_sum = [](float v) {
-    v += __shfl_xor_sync(0xffffffffu, v, 1);
-    return v + __shfl_xor_sync(0xffffffffu, v, 2);
-  };
   float mu[2], rs[2];
 #pragma unroll
   for (int half = 0; half < 2; ++half) {

@@ -10,6 +10,7 @@
 #pragma once
 
 #include "kernels/attention.h"
+#include "kernels/ffn_backward.h"
 #include "kernels/gelu.h"
 #include "kernels/layernorm.h"
 #include "models/electra_config.h"
@@ -39,9 +40,12 @@ struct EncoderScratch {
                  int64_t seq_len) {
     const int64_t rows = batch * seq_len, h = config.hidden, f = config.ffn;
     const int64_t e = config.embedding_size;
+    // The fused FFN backward's partial rows only where a layer takes it (FeedForward).
+    const int64_t ffn_floats =
+        ffn_forward_supported(h, f) ? ffn_backward_workspace_floats(rows, h, f) : 0;
     const int64_t reduce_floats = std::max(
         {layernorm_backward_workspace_floats(rows, h), layernorm_backward_workspace_floats(rows, e),
-         bias_gelu_backward_workspace_floats(rows, f), int64_t{1}});
+         bias_gelu_backward_workspace_floats(rows, f), ffn_floats, int64_t{1}});
     reduce = builder.activation(DType::F32, {reduce_floats});
     const AttentionState state = encoder_attention_state(builder, config, batch, seq_len);
     attention = state.scratch_view(builder.activation(state.scratch_dtype, {state.numel()}));

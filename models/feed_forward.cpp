@@ -1,5 +1,6 @@
 #include "models/feed_forward.h"
 
+#include "kernels/ffn_backward.h"
 #include "kernels/ffn_forward.h"
 
 namespace electra {
@@ -22,12 +23,15 @@ FeedForward::FeedForward(ModelBuilder& builder, const std::string& layer_prefix,
   pre_ = builder.activation({rows, f});
 }
 
+bool FeedForward::fused() const {
+  return pre_.dtype == DType::BF16 && ffn_forward_supported(config_.hidden, config_.ffn);
+}
+
 void FeedForward::forward(Context& ctx, const DropoutPass& pass, const Tensor& x, const Tensor& y) {
   const int64_t h = config_.hidden;
   const DropoutSite site = pass.site(output_site_, config_.hidden_dropout);
-  if (pre_.dtype == DType::BF16 && ffn_forward_supported(h, config_.ffn)) {
-    // A narrow bf16 encoder (the generator): the whole block in one launch, saving what the
-    // unfused path saves. (A CPU context sees bf16 only in the launch counter's dry run.)
+  if (fused()) {
+    // The whole block in one launch, saving what the unfused path saves.
     const ResidualLayerNormForward norm = norm_.forward_op(site, scratch_->sublayer, x, y);
     run_op(ctx, FfnForward{.x = norm.residual,
                            .w1 = intermediate_.weight().compute,
@@ -58,8 +62,21 @@ void FeedForward::backward(Context& ctx, const DropoutPass& pass, const Tensor& 
   const int64_t h = config_.hidden;
   EncoderScratch& s = *scratch_;
   // The LayerNorm adds the output linear's bias gradient (the column sums of grad_output_).
-  norm_.backward(ctx, pass.site(output_site_, config_.hidden_dropout), dy, grad_output_, dx,
-                 output_.bias().grad);
+  const ResidualLayerNormBackward norm = norm_.backward_op(
+      pass.site(output_site_, config_.hidden_dropout), dy, grad_output_, dx, output_.bias().grad);
+  if (fused()) {
+    // The whole block in one launch, leaving grad_output_ and grad_pre_ as the unfused path does.
+    run_op(ctx, FfnBackward{.norm = norm,
+                            .pre = pre_,
+                            .w1 = intermediate_.weight().compute,
+                            .b1 = intermediate_.bias().value,
+                            .w2 = output_.weight().compute,
+                            .grad_act = Out(s.grad_act),
+                            .grad_pre = Out(grad_pre_),
+                            .db1 = Out(intermediate_.bias().grad)});
+    return;
+  }
+  run_op(ctx, norm);
   output_.backward_dx(ctx, as_rows(grad_output_, h), s.grad_act);
   run_op(ctx, BiasGeluBackward{.dy = s.grad_act,
                                .x = pre_,

@@ -36,6 +36,11 @@ class FeedForward {
   const Linear& output() const { return output_; }
 
  private:
+  // A narrow bf16 encoder (the generator) runs the block as one op each way
+  // (kernels/ffn_forward.h, kernels/ffn_backward.h). (A CPU context sees bf16 only in the launch
+  // counter's dry run.)
+  bool fused() const;
+
   EncoderConfig config_;
   uint32_t output_site_ = 0;
   EncoderScratch* scratch_ = nullptr;

@@ -77,18 +77,24 @@ ResidualLayerNormForward ResidualLayerNorm::forward_op(const DropoutSite& site, 
 void ResidualLayerNorm::backward(Context& ctx, const DropoutSite& site, const Tensor& dy,
                                  const Tensor& dx, const Tensor& dresidual,
                                  const Tensor& dbias) const {
-  run_op(ctx, ResidualLayerNormBackward{.dy = as_rows(dy, width_),
-                                        .sum = sum_,
-                                        .gamma = gamma_.value,
-                                        .mean = mean_,
-                                        .rstd = rstd_,
-                                        .site = site,
-                                        .dx = Out(as_rows(dx, width_)),
-                                        .dresidual = Out(as_rows(dresidual, width_)),
-                                        .dgamma = Out(gamma_.grad),
-                                        .dbeta = Out(beta_.grad),
-                                        .dbias = Out(dbias),
-                                        .workspace = Out(workspace_)});
+  run_op(ctx, backward_op(site, dy, dx, dresidual, dbias));
+}
+
+ResidualLayerNormBackward ResidualLayerNorm::backward_op(const DropoutSite& site, const Tensor& dy,
+                                                         const Tensor& dx, const Tensor& dresidual,
+                                                         const Tensor& dbias) const {
+  return ResidualLayerNormBackward{.dy = as_rows(dy, width_),
+                                   .sum = sum_,
+                                   .gamma = gamma_.value,
+                                   .mean = mean_,
+                                   .rstd = rstd_,
+                                   .site = site,
+                                   .dx = Out(as_rows(dx, width_)),
+                                   .dresidual = Out(as_rows(dresidual, width_)),
+                                   .dgamma = Out(gamma_.grad),
+                                   .dbeta = Out(beta_.grad),
+                                   .dbias = Out(dbias),
+                                   .workspace = Out(workspace_)};
 }
 
 }  // namespace electra

@@ -59,6 +59,11 @@ class ResidualLayerNorm {
   // in the same launch (so that linear's backward skips its BiasGrad: Linear::backward_no_bias).
   void backward(Context& ctx, const DropoutSite& site, const Tensor& dy, const Tensor& dx,
                 const Tensor& dresidual, const Tensor& dbias = Tensor{}) const;
+  // The op backward() runs: for a caller that fuses it into a larger op (FeedForward:
+  // kernels/ffn_backward.h).
+  ResidualLayerNormBackward backward_op(const DropoutSite& site, const Tensor& dy, const Tensor& dx,
+                                        const Tensor& dresidual,
+                                        const Tensor& dbias = Tensor{}) const;
 
  private:
   Param gamma_, beta_;

@@ -7,6 +7,7 @@
 #include "kernels/attention.h"
 #include "kernels/dispatch.h"
 #include "kernels/dropout.h"
+#include "kernels/ffn_backward.h"
 #include "kernels/ffn_forward.h"
 #include "kernels/layernorm.h"
 #include "kernels/matmul.h"
@@ -72,6 +73,7 @@ static_assert(detail::field_count<AttentionBackward>() == 8);  // the last one h
 static_assert(detail::field_count<ResidualLayerNormBackward>() == 12);  // dbias is optional
 static_assert(detail::field_count<Gemm>() == 9);
 static_assert(detail::field_count<FfnForward>() == 16);
+static_assert(detail::field_count<FfnBackward>() == 8);             // the first is an op
 static_assert(detail::field_count<OutputLayerNormForward>() == 4);  // the last is an op
 
 }  // namespace

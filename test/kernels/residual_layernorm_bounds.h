@@ -1,5 +1,6 @@
 // The parity checks shared by the fused ops that end in kernels/layernorm_quad.cuh's epilogue
-// (ffn_forward_cases.cpp, output_layernorm_cases.cpp): o = GEMM + b in bf16, sum =
+// (ffn_forward_cases.cpp, output_layernorm_cases.cpp; ffn_backward_cases.cpp shares the list of
+// cases and the benchmark's baseline): o = GEMM + b in bf16, sum =
 // bf16(dropout(o) + residual), mean, rstd, y = LayerNorm(sum). Each output is judged element by
 // element within a bound derived from the roundings the kernel does (bf16_bounds.h), against the
 // exact function of what the GPU itself wrote before it: the checks run in spec order and record
@@ -183,12 +184,26 @@ inline LayerNormChecks layernorm_checks(std::shared_ptr<LayerNormSeen> seen) {
 using FusedCaseMaker = std::function<OpCase(const std::string& shape, int64_t n, float p,
                                             unsigned modes, bool fused, uint64_t shift)>;
 
+// With kBench among c's modes: the benchmark of a fused op's case (dropout p) validated at 300
+// rows (5 tiles, the last partial: the CPU reference at 16384 rows would take long), and so is
+// the unfused baseline `baseline` timed on the benchmark's tensors; `flops` per row of the
+// [rows, .] tensor `rows_of`.
+inline void with_bench_baseline(OpCase& c, float p, const FusedCaseMaker& make,
+                                const std::string& baseline, double flops, std::string rows_of) {
+  if ((c.modes & kBench) == 0) return;
+  c.bench_validation = [p, make] { return make("300", 300, p, kGpu, true, 0); };
+  c.baseline_impl = baseline;
+  c.baseline_case = [p, make] { return make("300", 300, p, kGpu, false, 0); };
+  c.bench_flops = [flops, rows_of](const Args& a, bool) {
+    return flops * static_cast<double>(a[rows_of].dim(0));
+  };
+}
+
 // Completes `c` (op, shape, forward and reference set, its tensors up to the LayerNorm's: the
 // inputs, gamma and beta among them; n rows, dropout p) as every such case is: the sublayer
 // scratch and the checked outputs sum (by `sum`), mean, rstd and y (by layernorm_checks(seen)),
-// appended in that order; bf16 only, against the f64 reference; with kBench, validated at 300
-// rows (5 tiles, the last partial: the CPU reference at 16384 rows would take long), and so is
-// the unfused baseline `baseline` timed on the benchmark's tensors; `flops` per row.
+// appended in that order; bf16 only, against the f64 reference; with kBench, with_bench_baseline
+// (`flops` per row of x).
 inline OpCase fused_layernorm_case(OpCase c, int64_t n, float p,
                                    const std::shared_ptr<LayerNormSeen>& seen,
                                    const TensorSpec::Check& sum, const FusedCaseMaker& make,
@@ -207,14 +222,7 @@ inline OpCase fused_layernorm_case(OpCase c, int64_t n, float p,
       "per-element bounds of bf16_bounds.h, each output against the exact function of the GPU's "
       "own earlier outputs";
   c.reference_f64 = true;
-  if ((c.modes & kBench) != 0) {
-    c.bench_validation = [p, make] { return make("300", 300, p, kGpu, true, 0); };
-    c.baseline_impl = baseline;
-    c.baseline_case = [p, make] { return make("300", 300, p, kGpu, false, 0); };
-    c.bench_flops = [flops](const Args& a, bool) {
-      return flops * static_cast<double>(a["x"].dim(0));
-    };
-  }
+  with_bench_baseline(c, p, make, baseline, flops, "x");
   return c;
 }
 
