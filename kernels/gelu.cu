@@ -16,6 +16,7 @@
 #include "kernels/column_sum.cuh"
 #include "kernels/cuda_common.cuh"
 #include "kernels/gelu.h"
+#include "kernels/gelu_erfc.cuh"
 #include "kernels/sm_count.h"
 
 namespace electra::cuda {
@@ -36,21 +37,8 @@ constexpr int kRowsInFlight = 4;
 constexpr int kBackwardWarpsPerSmAt4Rows = 65536 / (kWarpSize * 128);  // the register file
 constexpr int kMaxThreads = 256;
 
-constexpr float kInvSqrt2 = 0.70710678118654752f;
-constexpr float kInvSqrt2Pi = 0.39894228040143268f;
-
-// Phi(u) = 0.5 erfc(-u / sqrt 2), accurate in the left tail (1 + erf would cancel there).
-__device__ __forceinline__ float normal_cdf(float u) {
-  return 0.5f * erfcf(-u * kInvSqrt2);
-}
-
-__device__ __forceinline__ float gelu(float u) {
-  return u * normal_cdf(u);
-}
-
-__device__ __forceinline__ float gelu_grad(float u) {
-  return normal_cdf(u) + u * expf(-0.5f * u * u) * kInvSqrt2Pi;
-}
+using gelu_erfc::gelu;
+using gelu_erfc::gelu_grad;
 
 // The rows of row group threadIdx.y in block row blockIdx.y: the contiguous share [first, end) of
 // the block row's `rows` rows, `share` rows a group (a multiple of the rows a step takes). Row

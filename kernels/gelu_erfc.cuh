@@ -1,6 +1,6 @@
-// The exact GELU and its derivative as kernels/gelu.cu evaluates them (erfc form, f32), for the
-// fused kernels that apply them inside another pass (kernels/ffn_forward.cu, ffn_backward.cu):
-// written the same way, so that the same u gives the same bits as the bias-GELU kernels.
+// The exact GELU and its derivative (erfc form, f32), written once for every kernel that applies
+// them: the bias-GELU kernels (kernels/gelu.cu) and the fused ones (kernels/ffn_forward.cu,
+// ffn_backward.cu), so that the same u gives the same bits in each.
 //   Phi(u)   = 0.5 erfc(-u / sqrt 2)    (accurate in the left tail, where 1 + erf would cancel)
 //   gelu(u)  = u Phi(u)
 //   gelu'(u) = Phi(u) + u phi(u),  phi(u) = exp(-u^2 / 2) / sqrt(2 pi)
