@@ -132,6 +132,29 @@ TensorSpec::Check column_sum_check(std::shared_ptr<Seen> seen, std::vector<doubl
   };
 }
 
+// The op on a case's tensors (names as the cases list them), dropout at `site`.
+FfnBackward backward_op(const Args& a, const DropoutSite& site) {
+  return FfnBackward{.norm = {.dy = a["dy"],
+                              .sum = a["sum"],
+                              .gamma = a["gamma"],
+                              .mean = a["mean"],
+                              .rstd = a["rstd"],
+                              .site = site,
+                              .dx = Out(a["grad_output"]),
+                              .dresidual = Out(a["dx"]),
+                              .dgamma = Out(a["dgamma"]),
+                              .dbeta = Out(a["dbeta"]),
+                              .dbias = Out(a["db2"]),
+                              .workspace = Out(a["workspace"])},
+                     .pre = a["pre"],
+                     .w1 = a["w1"],
+                     .b1 = a["b1"],
+                     .w2 = a["w2"],
+                     .grad_act = Out(a["grad_act"]),
+                     .grad_pre = Out(a["grad_pre"]),
+                     .db1 = Out(a["db1"])};
+}
+
 // `fused`: the op; otherwise the unfused ops of models/feed_forward.cpp's wide path (the
 // benchmark's baseline), on the same tensors and judged by the same bounds.
 OpCase ffn_backward_case(const std::string& shape, int64_t n, float p, unsigned modes, bool fused,
@@ -139,25 +162,7 @@ OpCase ffn_backward_case(const std::string& shape, int64_t n, float p, unsigned 
   auto seen = std::make_shared<Seen>();
   auto site = [p, shift](const Context& ctx) { return case_site(ctx, p, shift); };
   const Run forward = [site, fused](Context& ctx, const Args& a) {
-    const FfnBackward op{.norm = {.dy = a["dy"],
-                                  .sum = a["sum"],
-                                  .gamma = a["gamma"],
-                                  .mean = a["mean"],
-                                  .rstd = a["rstd"],
-                                  .site = site(ctx),
-                                  .dx = Out(a["grad_output"]),
-                                  .dresidual = Out(a["dx"]),
-                                  .dgamma = Out(a["dgamma"]),
-                                  .dbeta = Out(a["dbeta"]),
-                                  .dbias = Out(a["db2"]),
-                                  .workspace = Out(a["workspace"])},
-                         .pre = a["pre"],
-                         .w1 = a["w1"],
-                         .b1 = a["b1"],
-                         .w2 = a["w2"],
-                         .grad_act = Out(a["grad_act"]),
-                         .grad_pre = Out(a["grad_pre"]),
-                         .db1 = Out(a["db1"])};
+    const FfnBackward op = backward_op(a, site(ctx));
     if (fused) {
       run_op(ctx, op);
     } else {
@@ -360,28 +365,7 @@ OpCase gradcheck_case() {
                                    .mean = Out(a["mean"]),
                                    .rstd = Out(a["rstd"])});
           },
-      .backward =
-          [site](Context& ctx, const Args& a) {
-            run_op(ctx, FfnBackward{.norm = {.dy = a["dy"],
-                                             .sum = a["sum"],
-                                             .gamma = a["gamma"],
-                                             .mean = a["mean"],
-                                             .rstd = a["rstd"],
-                                             .site = site(ctx),
-                                             .dx = Out(a["grad_output"]),
-                                             .dresidual = Out(a["dx"]),
-                                             .dgamma = Out(a["dgamma"]),
-                                             .dbeta = Out(a["dbeta"]),
-                                             .dbias = Out(a["db2"]),
-                                             .workspace = Out(a["workspace"])},
-                                    .pre = a["pre"],
-                                    .w1 = a["w1"],
-                                    .b1 = a["b1"],
-                                    .w2 = a["w2"],
-                                    .grad_act = Out(a["grad_act"]),
-                                    .grad_pre = Out(a["grad_pre"]),
-                                    .db1 = Out(a["db1"])});
-          },
+      .backward = [site](Context& ctx, const Args& a) { run_op(ctx, backward_op(a, site(ctx))); },
       .modes = kGradcheck,
   };
 }
