@@ -152,12 +152,18 @@ phase_tests() {
 # shapes attention's racecheck did not end in 90 s): BINARY|CATCH2 TEST-CASE FILTER (one entry
 # per binary: the step is named after it). Attention: both versions at T = 37 (d = 32), flash's
 # partial tiles at T = 77 (d = 64) and T = 129 (d = 128), f32 and bf16, dropout 0.1 and 0
-# (test/kernels/attention_cases.cpp; Catch2 wildcards go only at a pattern's ends).
+# (test/kernels/attention_cases.cpp; Catch2 wildcards go only at a pattern's ends). The kernels
+# that share memory between warps besides: bias-GELU's row groups (uneven shares at 40000 x 64),
+# and the fused generator kernels (cp.async weights, warp sums, tickets) at 300 rows, p 0 and 0.1.
 hazard_cases=(
   "attention_gpu_test|*_3x37x64_h2_*,*flash_3x77x128_h2_*,*flash_2x129x256_h2_*"
   "layernorm_gpu_test|layernorm/33x100/*"
   "softmax_xent_gpu_test|softmax_xent/5x97_stride100/*"
   "embedding_gpu_test|embedding/4x128x64_V1/*"
+  "gelu_gpu_test|bias_gelu/40000x64/*"
+  "ffn_forward_gpu_test|ffn_forward/300x*"
+  "ffn_backward_gpu_test|ffn_backward/300x*"
+  "output_layernorm_gpu_test|output_layernorm/300x*"
 )
 phase_sanitize() {
   local deadline=$1
