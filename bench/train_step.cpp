@@ -5,8 +5,10 @@
 // Usage: train_step --model tiny|small|base [--device cpu|cuda] [--precision f32|bf16]
 //                   [--batch 8] [--seq-len 128] [--warmup 2] [--repeats 7]
 //                   [--threads N (CPU threads; 0: all cores this process may use; default 1)]
+//                   [--attention auto|unfused|flash|flash_ds (the GPU's kernels, model.attention)]
 //                   [--profile]
-// Prints: RESULT impl=electra model=<m> device=<d> batch=<b> seq=<t> median_ms=<x> min_ms=<y>
+// Prints: RESULT impl=electra model=<m> device=<d> attention=<a> batch=<b> seq=<t> median_ms=<x>
+//         min_ms=<y>
 //         seq_per_s=<s> tflops=<official-convention FLOP rate>
 // With --profile, then one more update under the op profiler (engine/op_profiler.h): a PROFILE
 // line (the update's time, its ops' time and its launches) and a table of every op, per model
@@ -62,7 +64,7 @@ void print_profile(Context& ctx, const Update& update) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string model = "tiny", device = "cpu", precision = "f32";
+  std::string model = "tiny", device = "cpu", precision = "f32", attention = "auto";
   int64_t batch = 8, seq_len = 128;
   int warmup = 2, repeats = 7, threads = 1;
   bool profile = false;
@@ -93,13 +95,16 @@ int main(int argc, char** argv) {
       precision = value;
     else if (flag == "--threads")
       threads = std::atoi(value.c_str());
+    else if (flag == "--attention")
+      attention = value;
     else {
       std::fprintf(stderr, "train_step: unknown option %s\n", flag.c_str());
       return 2;
     }
   }
   try {
-    const ElectraConfig config = electra_preset(model);
+    ElectraConfig config = electra_preset(model);
+    config.discriminator.attention = attention_impl_named(attention, "--attention");
     const Precision p = precision == "bf16" ? Precision::BF16 : Precision::F32;
     Context ctx =
         device == "cuda" ? Context::cuda(0, 1, p) : Context::cpu(1, Precision::F32, threads);
@@ -149,11 +154,11 @@ int main(int argc, char** argv) {
     const double flops =
         step_flops(config, batch, seq_len, static_cast<double>(pretrainer.slots())).total();
     std::printf(
-        "RESULT impl=electra model=%s device=%s precision=%s batch=%lld seq=%lld threads=%d "
-        "median_ms=%.2f min_ms=%.2f seq_per_s=%.1f tflops=%.2f loss=%.4f\n",
-        model.c_str(), device.c_str(), precision.c_str(), static_cast<long long>(batch),
-        static_cast<long long>(seq_len), ctx.threads(), median, ms.front(),
-        static_cast<double>(batch) / (median * 1e-3), flops / (median * 1e-3) / 1e12,
+        "RESULT impl=electra model=%s device=%s attention=%s precision=%s batch=%lld seq=%lld "
+        "threads=%d median_ms=%.2f min_ms=%.2f seq_per_s=%.1f tflops=%.2f loss=%.4f\n",
+        model.c_str(), device.c_str(), attention.c_str(), precision.c_str(),
+        static_cast<long long>(batch), static_cast<long long>(seq_len), ctx.threads(), median,
+        ms.front(), static_cast<double>(batch) / (median * 1e-3), flops / (median * 1e-3) / 1e12,
         pretrainer.metrics(ctx).total_loss);
     if (profile) print_profile(ctx, [&] { update(warmup + repeats); });
   } catch (const std::exception& e) {

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
+#include <vector>
 
 namespace electra {
 
@@ -75,6 +77,17 @@ ElectraConfig electra_preset(const std::string& name) {
   return c;
 }
 
+AttentionImpl attention_impl_named(const std::string& name, const std::string& key) {
+  static constexpr AttentionImpl kImpls[] = {AttentionImpl::kAuto, AttentionImpl::kUnfused,
+                                             AttentionImpl::kFlash, AttentionImpl::kFlashDsGemm};
+  static_assert(std::size(kImpls) == std::size(kAttentionNames));
+  for (size_t i = 0; i < std::size(kImpls); ++i) {
+    if (name == kAttentionNames[i]) return kImpls[i];
+  }
+  throw UserError(
+      str_cat(key, ": unknown attention '", name, "' (use auto, unfused, flash or flash_ds)"));
+}
+
 ElectraConfig read_electra_config(ConfigNode model) {
   ElectraConfig c =
       electra_preset(model.choice("preset", "small", {"tiny", "small", "base", "large"}));
@@ -91,6 +104,11 @@ ElectraConfig read_electra_config(ConfigNode model) {
   d.weight_grad_group = model.get<int>("weight_grad_group", d.weight_grad_group);
   ELECTRA_USER_CHECK(d.weight_grad_group >= 0, "model.weight_grad_group must be >= 0 (0: all ",
                      "layers; got ", d.weight_grad_group, ")");
+  d.attention = attention_impl_named(
+      model.choice(
+          "attention", "auto",
+          std::vector<std::string>(std::begin(kAttentionNames), std::end(kAttentionNames))),
+      "model.attention");
   c.generator_multiplier = model.get<double>("generator_multiplier", c.generator_multiplier);
   ELECTRA_USER_CHECK(c.generator_multiplier > 0 && c.generator_multiplier <= 1,
                      "model.generator_multiplier must be in (0, 1] (got ", c.generator_multiplier,

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "engine/yaml_config.h"
+#include "kernels/attention.h"
 
 namespace electra {
 
@@ -37,6 +38,11 @@ struct EncoderConfig {
   // 0 (the default) is all layers. Memory against launches and all-reduce overlap: the same bits
   // on the CPU at any value. model.weight_grad_group in a config.
   int weight_grad_group = 0;
+  // Not a size either: which GPU attention kernels the layers run (kernels/attention.h: auto,
+  // unfused, flash, flash_ds); the CPU ignores it. model.attention in a config. A GPU run's bits
+  // depend on it (a --resume keeps it for bit-exactness), the CPU's do not, so, like
+  // weight_grad_group, it is not part of the config's hash.
+  AttentionImpl attention = AttentionImpl::kAuto;
 
   int head_dim() const { return hidden / heads; }
   bool has_projection() const { return embedding_size != hidden; }
@@ -60,7 +66,12 @@ ElectraConfig electra_preset(const std::string& name);
 
 // Reads a `model:` section: `preset` then any field overrides (hidden, layers, heads, ffn,
 // embedding_size, vocab_size, max_positions, hidden_dropout, attention_dropout,
-// generator_multiplier, weight_grad_group). Validates the result.
+// generator_multiplier, weight_grad_group, attention). Validates the result.
 ElectraConfig read_electra_config(ConfigNode model);
+
+// The GPU attention of a name of model.attention (kAttentionNames); UserError naming `key`
+// otherwise.
+inline constexpr const char* kAttentionNames[] = {"auto", "unfused", "flash", "flash_ds"};
+AttentionImpl attention_impl_named(const std::string& name, const std::string& key);
 
 }  // namespace electra

@@ -25,6 +25,7 @@ inline AttentionState encoder_attention_state(const ModelBuilder& builder,
                                               int64_t seq_len) {
   AttentionArgs args;
   args.heads = config.heads;
+  args.impl = config.attention;
   return attention_state(builder.device(), args, batch, seq_len, config.hidden,
                          builder.dtypes().activation);
 }
@@ -48,7 +49,8 @@ struct EncoderScratch {
          bias_gelu_backward_workspace_floats(rows, f), ffn_floats, int64_t{1}});
     reduce = builder.activation(DType::F32, {reduce_floats});
     const AttentionState state = encoder_attention_state(builder, config, batch, seq_len);
-    attention = state.scratch_view(builder.activation(state.scratch_dtype, {state.numel()}));
+    attention =
+        state.scratch_view(builder.activation(state.scratch_dtype, {state.scratch_numel()}));
     residual = builder.activation({batch, seq_len, h});
     residual_mid = builder.activation({batch, seq_len, h});
     sublayer = builder.activation({batch, seq_len, h});

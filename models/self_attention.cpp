@@ -31,7 +31,8 @@ SelfAttention::SelfAttention(ModelBuilder& builder, const std::string& prefix,
 }
 
 AttentionArgs SelfAttention::args(const DropoutPass& pass) const {
-  return AttentionArgs{config_.heads, pass.p(config_.attention_dropout), pass.dropout, probs_site_};
+  return AttentionArgs{config_.heads, pass.p(config_.attention_dropout), pass.dropout, probs_site_,
+                       config_.attention};
 }
 
 void SelfAttention::forward(Context& ctx, const DropoutPass& pass, const Tensor& x,

@@ -22,8 +22,9 @@
 #   bench     180  every *_bench (they validate what they time), bench/attention_sdpa_baseline.py
 #                  right after attention_bench (the 2026-11-27 H100 run took 145 s for the rest)
 #   step      170  the bf16 update: ours (train_step) on Small seq 128 batch 128, Base seq 128
-#                  and 512, then train_step --profile of the Small update, then HF eager and
-#                  torch.compile (bench/step_pytorch.py) on the same shapes
+#                  and 512, Small again with --attention flash_ds, then train_step --profile of
+#                  the Small update, then HF eager and torch.compile (bench/step_pytorch.py) on
+#                  the same shapes
 #   user      170  the user's path: electra build-data on the bundle's corpus, pretrain
 #                  ELECTRA-Small for a fixed time, SIGINT, --resume for a fixed time, SIGINT, then
 #                  finetune the checkpoint on the bundle's five GLUE tasks
@@ -227,6 +228,10 @@ phase_step() {
     step step "${model}${seq}_ours" "$deadline" 90 bin train_step --model "$model" --device cuda \
       --precision bf16 --seq-len "$seq" --batch "$batch" --warmup 5 --repeats 50 || rc=1
   done
+  # The same Small update with the flash backward that takes dQ from a GEMM on its stored dS
+  # (model.attention: flash_ds; kAuto does not pick it until it is measured faster).
+  step step small128_attention_flash_ds "$deadline" 90 bin train_step --model small --device cuda \
+    --precision bf16 --seq-len 128 --batch 128 --warmup 5 --repeats 50 --attention flash_ds || rc=1
   if step step profile_small "$deadline" 60 bin train_step --model small --device cuda \
     --precision bf16 --seq-len 128 --batch 128 --profile; then
     cp "$logs/step/profile_small.log" "$work/profile.txt"

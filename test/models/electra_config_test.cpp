@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include "engine/str.h"
 #include "models/electra_config.h"
 
 using namespace electra;
@@ -60,6 +61,25 @@ TEST_CASE("model.weight_grad_group is read for both encoders, 0 (all layers) by 
   ConfigNode bad = ConfigNode::parse("model:\n  weight_grad_group: -1\n", "w.yaml");
   CHECK_THROWS_WITH(read_electra_config(bad.section("model")),
                     Catch::Contains("model.weight_grad_group must be >= 0"));
+}
+
+TEST_CASE("model.attention picks the GPU's attention for both encoders, auto by default",
+          "[config]") {
+  CHECK(electra_preset("small").discriminator.attention == AttentionImpl::kAuto);
+  const std::pair<const char*, AttentionImpl> names[] = {{"auto", AttentionImpl::kAuto},
+                                                         {"unfused", AttentionImpl::kUnfused},
+                                                         {"flash", AttentionImpl::kFlash},
+                                                         {"flash_ds", AttentionImpl::kFlashDsGemm}};
+  for (const auto& [name, impl] : names) {
+    ConfigNode root =
+        ConfigNode::parse(str_cat("model:\n  preset: tiny\n  attention: ", name, "\n"), "a.yaml");
+    const ElectraConfig c = read_electra_config(root.section("model"));
+    CHECK(c.discriminator.attention == impl);
+    CHECK(c.generator().attention == impl);
+  }
+  ConfigNode bad = ConfigNode::parse("model:\n  attention: fast\n", "a.yaml");
+  CHECK_THROWS_WITH(read_electra_config(bad.section("model")),
+                    Catch::Contains("model.attention") && Catch::Contains("'fast'"));
 }
 
 TEST_CASE("model sizes are bounded before anything is computed from them", "[config]") {

@@ -106,6 +106,22 @@ TEST_CASE("an ELECTRA-Small update (seq 128, batch 128) launches 357 times", "[l
   CHECK(counter.total().total() == 357);
 }
 
+TEST_CASE("with model.attention flash_ds each layer's backward adds its dQ GEMMs", "[launches]") {
+  test::SmallRun run("launch_count_flash_ds");
+  run.config.model.discriminator.attention = AttentionImpl::kFlashDsGemm;
+  Context ctx = Context::cpu(1, Precision::BF16);
+  std::unique_ptr<Communicator> comm = make_single_communicator();
+  const data::ShardSet shards({run.shard}, test::SmallRun::kVocabHash,
+                              static_cast<uint32_t>(run.config.train.seq_len));
+  Trainer trainer(ctx, *comm, run.config, SpecialTokens{}, shards);
+  LaunchCounter counter(/*dry_run=*/true);
+  observed_update(trainer, &counter);
+  // The flash backward stays one kernel, and dQ = dS K is min(heads, B) strided-batched GEMMs
+  // (kernels/attention.h): 4 a layer in the discriminator (4 heads), 1 in the generator (1 head),
+  // over 12 layers each: 357 + 12 (4 + 1).
+  CHECK(counter.total() == Launches{.kernels = 198, .library_calls = 158 + 12 * 5, .memsets = 1});
+}
+
 TEST_CASE("a dry run counts what a run launches", "[launches]") {
   const test::TinyRun run("launch_count_dry");
   std::unique_ptr<Communicator> comm = make_single_communicator();
