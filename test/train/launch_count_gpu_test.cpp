@@ -6,7 +6,8 @@
 // must number the declared kernels exactly; the other nodes (cuBLASLt's kernels, any memset of
 // its own) must be at least the declared library calls, and none where none is declared. The test
 // prints how many kernels the library calls really ran. Last, the declared launches of the GPU
-// update, per part, equal a dry run's on a CPU context of the same precision.
+// update, per part, equal a dry run's on a CPU context of the same precision. With the default
+// attention and with model.attention: flash_ds.
 #include <catch2/catch.hpp>
 
 #if ELECTRA_WITH_CUDA
@@ -135,9 +136,14 @@ class CaptureChecker final : public OpObserver {
 }  // namespace
 
 TEST_CASE("every op of an ELECTRA-Small update launches what it declares", "[launches]") {
+  // The default attention, and the flash backward with dQ by GEMMs (model.attention: flash_ds),
+  // whose declared library calls only a GPU run can check.
+  const AttentionImpl attention = GENERATE(AttentionImpl::kAuto, AttentionImpl::kFlashDsGemm);
+  INFO("attention " << static_cast<int>(attention));
   const test::SmallRun run("launch_count_gpu");
   PretrainConfig config = run.config;
   config.train.cuda_graph = false;  // every op call observed, eagerly
+  config.model.discriminator.attention = attention;
   std::unique_ptr<Communicator> comm = make_single_communicator();
   const data::ShardSet shards({run.shard}, test::SmallRun::kVocabHash,
                               static_cast<uint32_t>(config.train.seq_len));
