@@ -230,7 +230,7 @@ phase_step() {
   done
   # The same Small update with the flash backward that takes dQ from a GEMM on its stored dS
   # (model.attention: flash_ds; kAuto does not pick it until it is measured faster).
-  step step small128_attention_flash_ds "$deadline" 90 bin train_step --model small --device cuda \
+  step step small128_ours_flash_ds "$deadline" 90 bin train_step --model small --device cuda \
     --precision bf16 --seq-len 128 --batch 128 --warmup 5 --repeats 50 --attention flash_ds || rc=1
   if step step profile_small "$deadline" 60 bin train_step --model small --device cuda \
     --precision bf16 --seq-len 128 --batch 128 --profile; then
