@@ -106,12 +106,12 @@ inline bool attention_uses_ds_gemm(Device device, const AttentionArgs& args, int
 // by the backward; numel() elements) and `scratch` (the workspace of both directions;
 // scratch_numel() elements). saved is [B, heads, T, T] in `dtype` = qkv's for version 1 and the
 // CPU (P), [B, heads, T] f32 for flash (L). scratch is [B, heads, T, T] for version 1 and the CPU
-// (Pd / dPd / dS) and for kFlashDsGemm (dS), [B, heads, T] for the other flash calls (unused); in
+// (Pd / dPd / dS) and for kFlashDsGemm (dS^T), [B, heads, T] for the other flash calls (unused); in
 // `scratch_dtype`: qkv's on the CPU and for kFlashDsGemm, else f32. Except for kFlashDsGemm,
 // numel() == scratch_numel().
 struct AttentionState {
   bool flash = false;                // saved = L [B, heads, T] (else P [B, heads, T, T])
-  bool ds_scratch = false;           // kFlashDsGemm: scratch = dS [B, heads, T, T] although flash
+  bool ds_scratch = false;           // kFlashDsGemm: scratch = dS^T [B, heads, T, T], though flash
   DType dtype = DType::F32;          // saved's
   DType scratch_dtype = DType::F32;  // scratch's
   int64_t batch = 0, heads = 0, seq_len = 0;

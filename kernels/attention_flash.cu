@@ -487,13 +487,8 @@ void flash_attention_backward(Context& ctx, const Tensor& qkv, const Tensor& mas
                  mask.ptr<int32_t>(), out.ptr<float>(), dout.ptr<float>(), lse.ptr<float>(),
                  dqkv.ptr<float>(), ds != nullptr ? ds->ptr<float>() : nullptr, fp, tiles.kv_tiles);
   };
-  with_tile_width(fp.d, [&](auto width) {
-    constexpr int kD = decltype(width)::value;
-    if (ds != nullptr) {
-      run(flash_backward_kernel<kD, true>);
-    } else {
-      run(flash_backward_kernel<kD, false>);
-    }
+  with_backward_kernel(fp.d, ds != nullptr, [&](auto width, auto store_ds) {
+    run(flash_backward_kernel<decltype(width)::value, decltype(store_ds)::value>);
   });
 }
 

@@ -527,13 +527,8 @@ void flash_backward_bf16(Context& ctx, const FlashParams& fp, const Tensor& qkv,
                  bf16_of(out), bf16_of(dout), lse.ptr<float>(), bf16_of(dqkv),
                  ds != nullptr ? bf16_of(*ds) : nullptr, fp, tiles.kv_tiles);
   };
-  with_tile_width(fp.d, [&](auto width) {
-    constexpr int kD = decltype(width)::value;
-    if (ds != nullptr) {
-      run(flash_backward_kernel<kD, true>);
-    } else {
-      run(flash_backward_kernel<kD, false>);
-    }
+  with_backward_kernel(fp.d, ds != nullptr, [&](auto width, auto store_ds) {
+    run(flash_backward_kernel<decltype(width)::value, decltype(store_ds)::value>);
   });
 }
 

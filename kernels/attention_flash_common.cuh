@@ -89,6 +89,18 @@ inline FlashBackwardGrid flash_backward_tiles(const FlashParams& fp, DType dtype
               ceil_div(fp.t, flash_tiles(FlashBlock::kBackwardDkDv, dtype, fp.d).block_rows)),
           q_tiles};
 }
+// Calls f(width, store_ds) with the backward kernel's template arguments as integral constants:
+// the tile width of head dim d (with_tile_width) and whether the launch stores dS (kFlashDsGemm).
+template <class F>
+void with_backward_kernel(int64_t d, bool store_ds, F&& f) {
+  with_tile_width(d, [&](auto width) {
+    if (store_ds) {
+      f(width, std::true_type{});
+    } else {
+      f(width, std::false_type{});
+    }
+  });
+}
 inline dim3 flash_backward_grid(const FlashBackwardGrid& tiles, int64_t heads_total) {
   return dim3(static_cast<unsigned>(heads_total),
               static_cast<unsigned>(tiles.kv_tiles + tiles.q_tiles));

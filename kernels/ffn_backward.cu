@@ -276,24 +276,12 @@ namespace electra {
 
 void FfnBackward::cuda(Context& ctx) const {
   using cuda::layernorm_quad::bf16_ptr;
-  const char* const what = "ffn_backward (cuda, bf16 only)";
-  for (const Tensor* t : std::initializer_list<const Tensor*>{
-           &norm.dy, &norm.sum, &norm.dx, &norm.dresidual, &pre, &w1, &w2, &grad_pre}) {
-    check_dtype(*t, DType::BF16, what);
-  }
+  cuda::layernorm_quad::check_bf16_access(
+      kName, {&w1, &w2}, {&norm.dy, &norm.sum, &norm.dx, &norm.dresidual, &pre, &grad_pre});
   for (const Tensor* t :
        std::initializer_list<const Tensor*>{&norm.gamma, &norm.mean, &norm.rstd, &norm.dgamma,
                                             &norm.dbeta, &norm.dbias, &b1, &db1, &norm.workspace}) {
-    check_dtype(*t, DType::F32, what);
-  }
-  for (const Tensor* t : std::initializer_list<const Tensor*>{&w1, &w2}) {
-    ELECTRA_CHECK(cuda::is_aligned16(t->data), kName, " (cuda): ", t->str(),
-                  " must be 16-byte aligned (cp.async)");
-  }
-  for (const Tensor* t : std::initializer_list<const Tensor*>{&norm.dy, &norm.sum, &norm.dx,
-                                                              &norm.dresidual, &pre, &grad_pre}) {
-    ELECTRA_CHECK(reinterpret_cast<uintptr_t>(t->data) % 4 == 0, kName, " (cuda): ", t->str(),
-                  " must be 4-byte aligned (bf16 pairs)");
+    check_dtype(*t, DType::F32, "ffn_backward (cuda, bf16 only)");
   }
   const int64_t n = norm.sum.dim(0);
   if (n == 0) return;

@@ -127,27 +127,16 @@ namespace electra {
 
 void FfnForward::cuda(Context& ctx) const {
   using cuda::layernorm_quad::bf16_ptr;
-  for (const Tensor* t : std::initializer_list<const Tensor*>{&x, &w1, &w2, &pre, &act}) {
-    check_dtype(*t, DType::BF16, "ffn_forward (cuda, bf16 only)");
-  }
+  cuda::layernorm_quad::check_bf16_access(kName, {&x, &w1, &w2}, {&pre, &act});
   check_dtype(b1, DType::F32, kName);
-  for (const Tensor* t : std::initializer_list<const Tensor*>{&x, &w1, &w2}) {
-    ELECTRA_CHECK(cuda::is_aligned16(t->data), kName, " (cuda): ", t->str(),
-                  " must be 16-byte aligned (cp.async)");
-  }
-  for (const Tensor* t : std::initializer_list<const Tensor*>{&pre, &act}) {
-    ELECTRA_CHECK(reinterpret_cast<uintptr_t>(t->data) % 4 == 0, kName, " (cuda): ", t->str(),
-                  " must be 4-byte aligned (bf16 pairs)");
-  }
-  const cuda::Params params{
-      .x = bf16_ptr(x),
-      .w1 = bf16_ptr(w1),
-      .w2 = bf16_ptr(w2),
-      .b1 = b1.ptr<float>(),
-      .pre = bf16_ptr(pre),
-      .act = bf16_ptr(act),
-      .out = cuda::layernorm_quad::epilogue_args("ffn_forward (cuda, bf16 only)", b2, gamma, beta,
-                                                 sum, y, mean, rstd, site, eps)};
+  const cuda::Params params{.x = bf16_ptr(x),
+                            .w1 = bf16_ptr(w1),
+                            .w2 = bf16_ptr(w2),
+                            .b1 = b1.ptr<float>(),
+                            .pre = bf16_ptr(pre),
+                            .act = bf16_ptr(act),
+                            .out = cuda::layernorm_quad::epilogue_args(kName, b2, gamma, beta, sum,
+                                                                       y, mean, rstd, site, eps)};
   const int64_t n = x.dim(0);
   if (n == 0) return;
   // Above the 48 KB a kernel gets without opting in (a host-side attribute, not a launch).

@@ -11,6 +11,9 @@
 // H / 4 values in registers and 2 shuffles complete the row.
 #pragma once
 
+#include <string>
+
+#include "engine/str.h"
 #include "kernels/attention_flash_mma.cuh"
 #include "kernels/cuda_common.cuh"
 #include "kernels/dispatch.h"
@@ -65,18 +68,33 @@ inline bf16* bf16_ptr(const Tensor& t) {
   return static_cast<bf16*>(t.data);
 }
 
+// Throws naming op `name` (host side) unless the tensors a fused kernel stages by cp.async
+// (`staged`) are bf16 and 16-byte aligned and those it reads or writes as bf16 pairs (`pairs`)
+// are bf16 and 4-byte aligned.
+inline void check_bf16_access(const char* name, std::initializer_list<const Tensor*> staged,
+                              std::initializer_list<const Tensor*> pairs) {
+  const std::string bf16_only = str_cat(name, " (cuda, bf16 only)");
+  for (const Tensor* t : staged) {
+    check_dtype(*t, DType::BF16, bf16_only.c_str());
+    ELECTRA_CHECK(is_aligned16(t->data), name, " (cuda): ", t->str(),
+                  " must be 16-byte aligned (cp.async)");
+  }
+  for (const Tensor* t : pairs) {
+    check_dtype(*t, DType::BF16, bf16_only.c_str());
+    ELECTRA_CHECK(reinterpret_cast<uintptr_t>(t->data) % 4 == 0, name, " (cuda): ", t->str(),
+                  " must be 4-byte aligned (bf16 pairs)");
+  }
+}
+
 // The epilogue's arguments for op `name` (host side), checking what the kernel assumes of them:
 // bias, sum and y bf16, the others f32; sum and y 4-byte aligned (bf16 pairs).
 inline Epilogue epilogue_args(const char* name, const Tensor& bias, const Tensor& gamma,
                               const Tensor& beta, const Tensor& sum, const Tensor& y,
                               const Tensor& mean, const Tensor& rstd, const DropoutSite& site,
                               float eps) {
-  for (const Tensor* t : {&bias, &sum, &y}) check_dtype(*t, DType::BF16, name);
+  check_bf16_access(name, {}, {&sum, &y});
+  check_dtype(bias, DType::BF16, str_cat(name, " (cuda, bf16 only)").c_str());
   for (const Tensor* t : {&gamma, &beta, &mean, &rstd}) check_dtype(*t, DType::F32, name);
-  for (const Tensor* t : {&sum, &y}) {
-    ELECTRA_CHECK(reinterpret_cast<uintptr_t>(t->data) % 4 == 0, name, " (cuda): ", t->str(),
-                  " must be 4-byte aligned (bf16 pairs)");
-  }
   return Epilogue{.bias = bf16_ptr(bias),
                   .gamma = gamma.ptr<float>(),
                   .beta = beta.ptr<float>(),

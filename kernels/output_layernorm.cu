@@ -66,17 +66,13 @@ namespace electra {
 
 void OutputLayerNormForward::cuda(Context& ctx) const {
   using cuda::layernorm_quad::bf16_ptr;
-  for (const Tensor* t : std::initializer_list<const Tensor*>{&x, &w, &norm.residual}) {
-    check_dtype(*t, DType::BF16, "output_layernorm (cuda, bf16 only)");
-    ELECTRA_CHECK(cuda::is_aligned16(t->data), kName, " (cuda): ", t->str(),
-                  " must be 16-byte aligned (cp.async)");
-  }
-  const cuda::Params params{.x = bf16_ptr(x),
-                            .w = bf16_ptr(w),
-                            .residual = bf16_ptr(norm.residual),
-                            .out = cuda::layernorm_quad::epilogue_args(
-                                "output_layernorm (cuda, bf16 only)", b, norm.gamma, norm.beta,
-                                norm.sum, norm.y, norm.mean, norm.rstd, norm.site, norm.eps)};
+  cuda::layernorm_quad::check_bf16_access(kName, {&x, &w, &norm.residual}, {});
+  const cuda::Params params{
+      .x = bf16_ptr(x),
+      .w = bf16_ptr(w),
+      .residual = bf16_ptr(norm.residual),
+      .out = cuda::layernorm_quad::epilogue_args(kName, b, norm.gamma, norm.beta, norm.sum, norm.y,
+                                                 norm.mean, norm.rstd, norm.site, norm.eps)};
   const int64_t n = x.dim(0);
   if (n == 0) return;
   cuda::output_layernorm_kernel<<<static_cast<unsigned>(cuda::ceil_div(n, cuda::kRows)),
