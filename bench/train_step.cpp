@@ -6,9 +6,11 @@
 //                   [--batch 8] [--seq-len 128] [--warmup 2] [--repeats 7]
 //                   [--threads N (CPU threads; 0: all cores this process may use; default 1)]
 //                   [--attention auto|unfused|flash|flash_ds (the GPU's kernels, model.attention)]
+//                   [--overlap-generator (the generator's backward on a second CUDA stream,
+//                    train.overlap_generator; not with --profile, which times ops on one stream)]
 //                   [--profile]
-// Prints: RESULT impl=electra model=<m> device=<d> attention=<a> batch=<b> seq=<t> median_ms=<x>
-//         min_ms=<y>
+// Prints: RESULT impl=electra model=<m> device=<d> attention=<a> overlap_generator=<0|1> batch=<b>
+//         seq=<t> median_ms=<x> min_ms=<y>
 //         seq_per_s=<s> tflops=<official-convention FLOP rate>
 // With --profile, then one more update under the op profiler (engine/op_profiler.h): a PROFILE
 // line (the update's time, its ops' time and its launches) and a table of every op, per model
@@ -67,11 +69,11 @@ int main(int argc, char** argv) {
   std::string model = "tiny", device = "cpu", precision = "f32", attention = "auto";
   int64_t batch = 8, seq_len = 128;
   int warmup = 2, repeats = 7, threads = 1;
-  bool profile = false;
+  bool profile = false, overlap_generator = false;
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
-    if (flag == "--profile") {
-      profile = true;
+    if (flag == "--profile" || flag == "--overlap-generator") {
+      (flag == "--profile" ? profile : overlap_generator) = true;
       continue;
     }
     if (i + 1 == argc) {
@@ -102,6 +104,12 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  if (profile && overlap_generator) {
+    std::fprintf(stderr,
+                 "train_step: --profile times each op between events on one stream; it cannot "
+                 "time the generator's backward on a second one (drop --overlap-generator)\n");
+    return 2;
+  }
   try {
     ElectraConfig config = electra_preset(model);
     config.discriminator.attention = attention_impl_named(attention, "--attention");
@@ -111,6 +119,7 @@ int main(int argc, char** argv) {
     PretrainOptions options;
     options.batch = batch;
     options.seq_len = seq_len;
+    options.overlap_generator = overlap_generator;
     ElectraPretrainer pretrainer(ctx, config, options);
     pretrainer.init_weights(ctx, 1);
     Arena state("optimizer", ctx.device(),
@@ -154,12 +163,13 @@ int main(int argc, char** argv) {
     const double flops =
         step_flops(config, batch, seq_len, static_cast<double>(pretrainer.slots())).total();
     std::printf(
-        "RESULT impl=electra model=%s device=%s attention=%s precision=%s batch=%lld seq=%lld "
-        "threads=%d median_ms=%.2f min_ms=%.2f seq_per_s=%.1f tflops=%.2f loss=%.4f\n",
-        model.c_str(), device.c_str(), attention.c_str(), precision.c_str(),
-        static_cast<long long>(batch), static_cast<long long>(seq_len), ctx.threads(), median,
-        ms.front(), static_cast<double>(batch) / (median * 1e-3), flops / (median * 1e-3) / 1e12,
-        pretrainer.metrics(ctx).total_loss);
+        "RESULT impl=electra model=%s device=%s attention=%s overlap_generator=%d precision=%s "
+        "batch=%lld seq=%lld threads=%d median_ms=%.2f min_ms=%.2f seq_per_s=%.1f tflops=%.2f "
+        "loss=%.4f\n",
+        model.c_str(), device.c_str(), attention.c_str(), overlap_generator ? 1 : 0,
+        precision.c_str(), static_cast<long long>(batch), static_cast<long long>(seq_len),
+        ctx.threads(), median, ms.front(), static_cast<double>(batch) / (median * 1e-3),
+        flops / (median * 1e-3) / 1e12, pretrainer.metrics(ctx).total_loss);
     if (profile) print_profile(ctx, [&] { update(warmup + repeats); });
   } catch (const std::exception& e) {
     std::fprintf(stderr, "train_step: %s\n", e.what());

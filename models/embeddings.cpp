@@ -115,14 +115,17 @@ void Embeddings::forward(Context& ctx, const DropoutPass& pass, const Tensor& id
   if (config_.has_projection()) project_.forward(ctx, dropped_, out);
 }
 
-void Embeddings::backward(Context& ctx, const DropoutPass& pass, const Tensor& dout) {
+void Embeddings::backward_projection(Context& ctx, const Tensor& dout) {
   const ModelPart part("embeddings");  // engine/op_observer.h
   ELECTRA_CHECK(sorted_, "embeddings: a backward after an inference forward (no sorted ids)");
-  Tensor dropped_grad = dout;
-  if (config_.has_projection()) {
-    project_.backward(ctx, dropped_, dout, grad_dropped_);
-    dropped_grad = grad_dropped_;
-  }
+  if (config_.has_projection()) project_.backward(ctx, dropped_, dout, grad_dropped_);
+}
+
+void Embeddings::backward_tables(Context& ctx, const DropoutPass& pass, const Tensor& dout) {
+  const ModelPart part("embeddings");  // engine/op_observer.h
+  ELECTRA_CHECK(sorted_, "embeddings: a backward after an inference forward (no sorted ids)");
+  // With the projection, its input's gradient (backward_projection) is the dropout's output's.
+  const Tensor& dropped_grad = config_.has_projection() ? grad_dropped_ : dout;
   const int64_t e = config_.embedding_size;
   run_op(ctx, LayerNormBackward{.dy = as_rows(dropped_grad, e),
                                 .x = as_rows(sum_, e),

@@ -83,8 +83,12 @@ class Embeddings {
                const Tensor& out);
   // A training forward (pass.training) also sorts the ids for the backward (kernels/embedding.h);
   // an inference forward does not, and no backward may follow it.
-  // dout [B, T, H]: parameter gradients only (the ids need none). dout may be overwritten.
-  void backward(Context& ctx, const DropoutPass& pass, const Tensor& dout);
+  // The backward from dout [B, T, H] computes parameter gradients only (the ids need none), in two
+  // calls with the same dout, which may be overwritten: backward_projection() (the projection's
+  // gradients when E != H, and its input's), then backward_tables() (the LayerNorm's and the
+  // lookup's: the tables' gradients, shared with the other model).
+  void backward_projection(Context& ctx, const Tensor& dout);
+  void backward_tables(Context& ctx, const DropoutPass& pass, const Tensor& dout);
 
  private:
   const EmbeddingTables* tables_ = nullptr;

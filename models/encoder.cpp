@@ -64,6 +64,11 @@ void Encoder::forward(Context& ctx, const DropoutPass& pass, const Tensor& ids,
 }
 
 void Encoder::backward(Context& ctx, const DropoutPass& pass, const GradientsReady& ready) {
+  backward_layers(ctx, pass, ready);
+  backward_tables(ctx, pass);
+}
+
+void Encoder::backward_layers(Context& ctx, const DropoutPass& pass, const GradientsReady& ready) {
   const int64_t layers = static_cast<int64_t>(layers_.size()), group = stacks_.group;
   for (int64_t l = layers; l-- > 0;) {
     Layer& layer = layers_[static_cast<size_t>(l)];
@@ -77,8 +82,12 @@ void Encoder::backward(Context& ctx, const DropoutPass& pass, const GradientsRea
     if (!ready) continue;
     for (int64_t k = l + count; k-- > l;) ready(ctx, layer_spans_[static_cast<size_t>(k)]);
   }
-  embeddings_.backward(ctx, pass, scratch_.residual);
+  embeddings_.backward_projection(ctx, scratch_.residual);
   if (ready) ready(ctx, embeddings_span_);
+}
+
+void Encoder::backward_tables(Context& ctx, const DropoutPass& pass) {
+  embeddings_.backward_tables(ctx, pass, scratch_.residual);
 }
 
 }  // namespace electra

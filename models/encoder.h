@@ -53,7 +53,12 @@ class Encoder {
   // hidden(0): the embeddings' output, hidden(l): layer l's (HF's hidden_states[l]), l <= L.
   const Tensor& hidden(int l) const { return hidden_.at(static_cast<size_t>(l)); }
   const Tensor& grad_output() const { return scratch_.residual; }
+  // backward_layers() then backward_tables().
   void backward(Context& ctx, const DropoutPass& pass, const GradientsReady& ready = {});
+  // The layers and the embedding projection, reporting their spans: this encoder's own gradients.
+  void backward_layers(Context& ctx, const DropoutPass& pass, const GradientsReady& ready = {});
+  // The embedding LayerNorm and lookup, into the (shared) tables' gradients.
+  void backward_tables(Context& ctx, const DropoutPass& pass);
 
   const EncoderConfig& config() const { return config_; }
 

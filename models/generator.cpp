@@ -18,13 +18,20 @@ void ElectraGenerator::forward(Context& ctx, const DropoutPass& pass, const Tens
   head_.forward(ctx, encoder_.output(), positions);
 }
 
-void ElectraGenerator::backward(Context& ctx, const DropoutPass& pass, const Tensor& dlogits,
-                                const GradientsReady& ready) {
+void ElectraGenerator::backward_own(Context& ctx, const DropoutPass& pass, const Tensor& dlogits,
+                                    const GradientsReady& ready) {
   const ModelPart part("generator");  // engine/op_observer.h
   // The head writes the whole output gradient (0 at the unmasked positions): no memset.
-  head_.backward(ctx, dlogits, encoder_.grad_output(), /*accumulate=*/false);
+  head_.backward_own(ctx, dlogits, encoder_.grad_output(), /*accumulate=*/false);
   if (ready) ready(ctx, head_.span());
-  encoder_.backward(ctx, pass, tied_ ? GradientsReady{} : ready);
+  encoder_.backward_layers(ctx, pass, tied_ ? GradientsReady{} : ready);
+}
+
+void ElectraGenerator::backward_tables(Context& ctx, const DropoutPass& pass,
+                                       const Tensor& dlogits) {
+  const ModelPart part("generator");  // engine/op_observer.h
+  head_.backward_tied(ctx, dlogits);
+  encoder_.backward_tables(ctx, pass);
 }
 
 }  // namespace electra

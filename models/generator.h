@@ -32,12 +32,17 @@ class ElectraGenerator {
   const Tensor& logits() const { return head_.logits(); }  // [B * N, Vp]
   // h_G at the masked positions [B * N, H] (from the last forward).
   const Tensor& masked_hidden() const { return head_.gathered(); }
-  // From dlogits = d loss / d logits [B * N, Vp] (refused when unset: no loss ran). `ready`
-  // (optional) receives the head's parameter span when its gradients are final, then the
-  // encoder's spans (models/encoder.h); not those of a tied encoder, whose gradients the other
-  // model's backward completes (and reports).
-  void backward(Context& ctx, const DropoutPass& pass, const Tensor& dlogits,
-                const GradientsReady& ready = {});
+  // The backward from dlogits = d loss / d logits [B * N, Vp] (refused when unset: no loss ran),
+  // in two calls. backward_own(): the gradients of this model's own parameters (with a tied
+  // encoder, also that encoder's) and buffers: the head but its word-table GEMM, the layers, the
+  // embedding projection; `ready` (optional) receives the head's parameter span when its
+  // gradients are final, then the encoder's spans (models/encoder.h), not those of a tied
+  // encoder, whose gradients the other model's backward completes (and reports).
+  // backward_tables(): the embedding tables' gradients (shared with the discriminator unless
+  // sharing: none or gdes): the head's word-table GEMM, the embedding LayerNorm and the lookup.
+  void backward_own(Context& ctx, const DropoutPass& pass, const Tensor& dlogits,
+                    const GradientsReady& ready = {});
+  void backward_tables(Context& ctx, const DropoutPass& pass, const Tensor& dlogits);
 
   const Encoder& encoder() const { return encoder_; }
   Encoder& encoder() { return encoder_; }

@@ -50,8 +50,19 @@ void GeneratorStage::forward(Context& ctx, const Corruption& c, ForwardContext& 
 
 void GeneratorStage::backward(Context& ctx, const ForwardContext& saved,
                               const GradientsReady& ready) {
+  backward_own(ctx, saved, ready);
+  backward_shared(ctx, saved, ready);
+}
+
+void GeneratorStage::backward_own(Context& ctx, const ForwardContext& saved,
+                                  const GradientsReady& ready) {
   // Reports the head, then (not tied) the encoder's layers and projection.
-  model_->backward(ctx, saved.pass, saved.dlogits.generator, ready);
+  model_->backward_own(ctx, saved.pass, saved.dlogits.generator, ready);
+}
+
+void GeneratorStage::backward_shared(Context& ctx, const ForwardContext& saved,
+                                     const GradientsReady& /*ready*/) {
+  model_->backward_tables(ctx, saved.pass, saved.dlogits.generator);
 }
 
 void GeneratorStage::mean_inputs(const Corruption& c, MeanInputs& m) const {

@@ -36,6 +36,15 @@ class GeneratorStage : public UpdateStage {
 
   void forward(Context& ctx, const Corruption& c, ForwardContext& saved) override;
   void backward(Context& ctx, const ForwardContext& saved, const GradientsReady& ready) override;
+  // Split (UpdateStage::splits_backward) unless the encoder is tied (sharing: all: its own part
+  // would add into the discriminator's encoder): the own part is everything but the gradients of
+  // the embedding tables (ElectraGenerator::backward_own), which are the shared part. It reads
+  // dlogits.generator, final after the forward (the adversarial stage rewrites it there).
+  bool splits_backward() const override { return options_.tied_to == nullptr; }
+  void backward_own(Context& ctx, const ForwardContext& saved,
+                    const GradientsReady& ready) override;
+  void backward_shared(Context& ctx, const ForwardContext& saved,
+                       const GradientsReady& ready) override;
   void mean_inputs(const Corruption& c, MeanInputs& m) const override;
 
   const ElectraGenerator& model() const { return *model_; }

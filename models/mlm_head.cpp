@@ -44,20 +44,38 @@ void MlmHead::forward(Context& ctx, const Tensor& hidden, const Tensor& position
   linear_forward(ctx, normed_, tables_->word_padded.compute, output_bias_.compute, logits_);
 }
 
+namespace {
+
+// dz = dlogits as [B * N, Vp] (refused when unset), viewed as its V real columns. The GEMMs over
+// the vocabulary read only those (the padding columns are zero): their sums are exactly those of
+// an unpadded run, and the word table's padding rows never get a gradient. The bias gradient's
+// padding receives the padding columns' zeros.
+MatrixBatch real_columns(const Tensor& dlogits, const Tensor& logits, int64_t vocab) {
+  check_loss_gradient(dlogits, logits, "MLM head");
+  const Tensor dz = dlogits.reshape({logits.dim(0), logits.dim(1)});
+  const int64_t rows = dz.dim(0), padded = dz.dim(1);
+  return MatrixBatch{dz, 0, rows, vocab, padded, rows * padded};
+}
+
+}  // namespace
+
 void MlmHead::backward(Context& ctx, const Tensor& dlogits, const Tensor& grad_hidden,
                        bool accumulate) {
-  check_loss_gradient(dlogits, logits_, "MLM head");
-  const Tensor dz = dlogits.reshape({logits_.dim(0), logits_.dim(1)});
-  // The GEMMs over the vocabulary read only dz's V real columns (the padding columns are zero):
-  // their sums are exactly those of an unpadded run, and the word table's padding rows never get
-  // a gradient. The bias gradient's padding receives the padding columns' zeros.
-  const int64_t rows = dz.dim(0), padded = dz.dim(1);
-  const MatrixBatch dz_real{dz, 0, rows, vocab_, padded, rows * padded};
+  backward_own(ctx, dlogits, grad_hidden, accumulate);
+  backward_tied(ctx, dlogits);
+}
+
+void MlmHead::backward_tied(Context& ctx, const Tensor& dlogits) {
+  matmul_batched(ctx, real_columns(dlogits, logits_, vocab_), true, as_matrix(normed_), false,
+                 as_matrix(tables_->word.grad), 1, 1, 1);
+}
+
+void MlmHead::backward_own(Context& ctx, const Tensor& dlogits, const Tensor& grad_hidden,
+                           bool accumulate) {
+  const MatrixBatch dz_real = real_columns(dlogits, logits_, vocab_);
   matmul_batched(ctx, dz_real, false, as_matrix(tables_->word.compute), false,
                  as_matrix(grad_normed_), 1);
-  matmul_batched(ctx, dz_real, true, as_matrix(normed_), false, as_matrix(tables_->word.grad), 1, 1,
-                 1);
-  run_op(ctx, BiasGrad{.dy = dz, .db = Out(output_bias_.grad)});
+  run_op(ctx, BiasGrad{.dy = dz_real.storage, .db = Out(output_bias_.grad)});
   norm_.backward(ctx, grad_normed_, act_, grad_act_);
   run_op(ctx, BiasGeluBackward{.dy = grad_act_,
                                .x = pre_,

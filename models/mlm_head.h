@@ -41,7 +41,14 @@ class MlmHead {
   // grad_hidden [B, T, H] (+=); the parameter gradients are final afterwards. Refuses an unset dz.
   // grad_hidden [B, T, H] gets the gathered rows' gradients: added (accumulate), or written over
   // (every row, 0 where no position points: no zeroing before).
+  // backward_own() then backward_tied().
   void backward(Context& ctx, const Tensor& dlogits, const Tensor& grad_hidden, bool accumulate);
+  // All of backward() but the word table's gradient: the head's own parameters and grad_hidden.
+  void backward_own(Context& ctx, const Tensor& dlogits, const Tensor& grad_hidden,
+                    bool accumulate);
+  // The tied word table's gradient, dW += dz^T normed (the table is shared with the other model
+  // under sharing: embeddings, so its sums keep their order: models/stage_list.h).
+  void backward_tied(Context& ctx, const Tensor& dlogits);
   // The head's parameters (declared contiguously by the constructor).
   const ParamSpan& span() const { return span_; }
 

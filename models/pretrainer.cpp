@@ -70,6 +70,7 @@ ElectraPretrainer::ElectraPretrainer(Context& ctx, const ElectraConfig& config,
   zero_tensor(ctx.stream(), weights_.store.flat_grads());
   ModelBuilder builder(weights_, acts_, dtypes, device);
   network_ = std::make_unique<Network>(builder, weights_.store, config_, options_, slots_);
+  if (options_.overlap_generator) side_ = std::make_unique<SideStream>(ctx);
   input_ = network_->in.input;
   for (const StageList::Entry& e : network_->phase_list(TrainingPhase::kJoint).entries()) {
     e.stage->upload_constants(ctx);
@@ -203,7 +204,7 @@ void ElectraPretrainer::init_discriminator_from_generator(Context& ctx) {
 
 void ElectraPretrainer::backward(Context& ctx, const ForwardContext& saved,
                                  const GradientsReady& ready) {
-  network_->phase_list(phase_).backward(ctx, saved, ready);
+  network_->phase_list(phase_).backward(ctx, saved, ready, side_.get());
 }
 
 void ElectraPretrainer::accumulate_metrics(Context& ctx, const Corruption& c, const Tensor& acc) {

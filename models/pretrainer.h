@@ -44,6 +44,8 @@
 
 namespace electra {
 
+class SideStream;  // engine/side_stream.h
+
 // The variant (objective, generator, sharing, generator training, training: models/objective.h)
 // and the shapes and numbers of one pretrainer; a pretrain config gives them
 // (PretrainConfig::pretrainer_options, train/pretrain_config.h).
@@ -60,6 +62,10 @@ struct PretrainOptions : PretrainVariant {
   // padding rows in the word table and the output bias, masked out of the softmax); 1 turns the
   // padding off (tests compare both).
   int64_t vocab_multiple = 128;
+  // The generator's backward on a second CUDA stream, beside the discriminator's (the stage list's
+  // split backward, models/stage_list.h): the same bits; on the CPU its own part runs first, in
+  // program order. train.overlap_generator in a config.
+  bool overlap_generator = false;
 };
 
 // Why `sharing` cannot be built for this model and objective, or "" when it can (the pretrainer
@@ -241,7 +247,8 @@ class ElectraPretrainer {
   Arena grads_;
   Arena acts_;
   std::unique_ptr<Network> network_;
-  Tensor input_;  // i32 [4, B, T]
+  std::unique_ptr<SideStream> side_;  // options.overlap_generator
+  Tensor input_;                      // i32 [4, B, T]
   TrainingPhase phase_ = TrainingPhase::kJoint;
   std::vector<int32_t> step_planes_;  // step()'s host staging
   Corruption last_corruption_;

@@ -18,12 +18,32 @@ void StageList::forward(Context& ctx, const Corruption& c, ForwardContext& saved
   }
 }
 
-void StageList::backward(Context& ctx, const ForwardContext& saved,
-                         const GradientsReady& ready) const {
+void StageList::backward(Context& ctx, const ForwardContext& saved, const GradientsReady& ready,
+                         SideStream* side) const {
+  size_t beside = entries_.size();  // the stage whose own part runs on the side stream, if any
+  if (side != nullptr) {
+    for (size_t i = 0; i < entries_.size() && beside == entries_.size(); ++i) {
+      const Entry& e = entries_[i];
+      if (e.mode == StageMode::kTrain && e.stage->splits_backward()) beside = i;
+    }
+  }
+  std::vector<ParamSpan> held;
+  if (beside < entries_.size()) {
+    side->fork(ctx);
+    GradientsReady hold;
+    if (ready) hold = [&held](Context&, ParamSpan span) { held.push_back(span); };
+    entries_[beside].stage->backward_own(side->ctx(ctx), saved, hold);
+  }
   std::vector<bool> done(entries_.size(), false);
   auto run = [&](size_t i) {
     done[i] = true;
     const Entry& e = entries_[i];
+    if (i == beside) {
+      side->join(ctx);
+      for (const ParamSpan& span : held) ready(ctx, span);
+      e.stage->backward_shared(ctx, saved, ready);
+      return;
+    }
     if (e.mode == StageMode::kTrain) {
       e.stage->backward(ctx, saved, ready);
       return;

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "engine/parameter_store.h"
+#include "engine/side_stream.h"
 #include "models/update_stage.h"
 
 namespace electra {
@@ -30,7 +31,15 @@ class StageList {
   // stage's parameters (UpdateStage::adds_into) runs its backward just before that stage's, so
   // that the owner reports them complete. The spans thus arrive from the end of the parameter
   // buffer towards 0.
-  void backward(Context& ctx, const ForwardContext& saved, const GradientsReady& ready) const;
+  // With `side`, the first trained stage whose backward splits (UpdateStage::splits_backward) runs
+  // its own part on side's context from the start of the walk, beside the backward of the stages
+  // listed after it (the generator's beside the discriminator's); the walk joins the side stream
+  // when it reaches that stage and runs its shared part there, so every gradient that two stages
+  // add into gets its terms in the order of the serial walk: the same bits. The own part's
+  // reports are held until the join (`ready` enqueues work that reads the gradients on ctx's
+  // stream) and made there, in their order.
+  void backward(Context& ctx, const ForwardContext& saved, const GradientsReady& ready,
+                SideStream* side = nullptr) const;
   // The accumulate_means inputs of the stages whose forward ran, over `defaults`.
   MeanInputs mean_inputs(const Corruption& c, MeanInputs defaults) const;
   // Each such stage's own metric rows, in order.

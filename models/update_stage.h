@@ -123,6 +123,20 @@ class UpdateStage {
   // kFrozen: zero what later stages added into this stage's gradients (default: nothing does).
   virtual void drop_gradients(Context& /*ctx*/) {}
 
+  // A stage whose backward splits (default: not) has backward() = backward_own() then
+  // backward_shared(), and StageList::backward may run the first on a side stream from the start
+  // of the walk, beside the backward of the stages listed after it:
+  //   backward_own     writes only this stage's own parameters' gradients and buffers, and reads
+  //                    nothing a later stage's backward writes; reports its spans to `ready`;
+  //   backward_shared  the gradients it adds into parameters whose gradients other stages add
+  //                    into too (the shared embedding tables), run at the stage's place in the
+  //                    walk, so that those sums keep the order of a serial backward.
+  virtual bool splits_backward() const { return false; }
+  virtual void backward_own(Context& /*ctx*/, const ForwardContext& /*saved*/,
+                            const GradientsReady& /*ready*/) {}
+  virtual void backward_shared(Context& /*ctx*/, const ForwardContext& /*saved*/,
+                               const GradientsReady& /*ready*/) {}
+
   // Its part of the micro-batch's accumulate_means (after its forward ran).
   virtual void mean_inputs(const Corruption& /*c*/, MeanInputs& /*m*/) const {}
   // Its own metric rows, added after accumulate_means (after its forward ran).

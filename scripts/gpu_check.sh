@@ -22,7 +22,8 @@
 #   bench     180  every *_bench (they validate what they time), bench/attention_sdpa_baseline.py
 #                  right after attention_bench (the 2026-11-27 H100 run took 145 s for the rest)
 #   step      170  the bf16 update: ours (train_step) on Small seq 128 batch 128, Base seq 128
-#                  and 512, Small again with --attention flash_ds, then train_step --profile of
+#                  and 512, Small again with --attention flash_ds and with --overlap-generator,
+#                  then train_step --profile of
 #                  the Small update, then HF eager and torch.compile (bench/step_pytorch.py) on
 #                  the same shapes
 #   user      170  the user's path: electra build-data on the bundle's corpus, pretrain
@@ -232,6 +233,10 @@ phase_step() {
   # (model.attention: flash_ds; kAuto does not pick it until it is measured faster).
   step step small128_ours_flash_ds "$deadline" 90 bin train_step --model small --device cuda \
     --precision bf16 --seq-len 128 --batch 128 --warmup 5 --repeats 50 --attention flash_ds || rc=1
+  # And with the generator's backward on a second stream beside the discriminator's
+  # (train.overlap_generator; off by default until it is measured faster).
+  step step small128_ours_overlap "$deadline" 90 bin train_step --model small --device cuda \
+    --precision bf16 --seq-len 128 --batch 128 --warmup 5 --repeats 50 --overlap-generator || rc=1
   if step step profile_small "$deadline" 60 bin train_step --model small --device cuda \
     --precision bf16 --seq-len 128 --batch 128 --profile; then
     cp "$logs/step/profile_small.log" "$work/profile.txt"

@@ -88,6 +88,7 @@ PretrainOptions PretrainConfig::pretrainer_options(const SpecialTokens& tokens) 
   o.temperature = static_cast<float>(masking.temperature);
   o.disc_weight = static_cast<float>(train.disc_weight);
   o.tokens = tokens;
+  o.overlap_generator = train.overlap_generator;
   return o;
 }
 
@@ -258,6 +259,7 @@ PretrainConfig read_pretrain_config(const std::string& path,
   t.precision = train.choice("precision", "bf16", {"bf16", "f32"}) == "f32" ? Precision::F32
                                                                             : Precision::BF16;
   t.cuda_graph = train.get<bool>("cuda_graph", t.cuda_graph);
+  t.overlap_generator = train.get<bool>("overlap_generator", t.overlap_generator);
   const int64_t threads = train.get<int64_t>("threads", t.threads);
   t.threads = in_range(path, threads, threads >= 0 && threads <= kMaxCpuThreads, "train.threads",
                        "in [0, 1024] (0: all cores)");
@@ -442,6 +444,10 @@ std::string describe(const PretrainConfig& c, const std::string& device, Precisi
       << (!cuda          ? "eager (train.cuda_graph has no effect on the CPU)"
           : t.cuda_graph ? "replayed from CUDA graphs from the second one (train.cuda_graph)"
                          : "eager (train.cuda_graph: false)")
+      << (!t.overlap_generator ? ""
+          : !cuda              ? "; train.overlap_generator has no effect on the CPU"
+                  : "; the generator's backward on a second stream beside the discriminator's "
+                    "(train.overlap_generator)")
       << "\n"
       << "optimizer: " << optimizer_kind_name(o.kind) << " lr " << o.schedule.peak << " ("
       << schedule_name(o.schedule.kind) << ", warm-up " << o.schedule.warmup_steps << "), betas "

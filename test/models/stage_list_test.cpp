@@ -3,7 +3,9 @@
 // decreasing order, a stage that adds into a later stage's parameters run just before that
 // stage's backward (sharing: all), the modes of a two-stage phase (a skipped stage neither runs
 // nor adds metric inputs, a frozen one runs its forward and drops its gradients), which
-// parameters a list freezes, and a list whose declarations are out of order refused.
+// parameters a list freezes, and a list whose declarations are out of order refused. With a side
+// stream (on the CPU: inline), a trained stage whose backward splits runs its own part first and
+// its shared part at its place, its reports held until then.
 #include <catch2/catch.hpp>
 #include <string>
 #include <vector>
@@ -35,9 +37,27 @@ class Recorder : public UpdateStage {
     log_.push_back("mean inputs " + name_);
   }
 
- private:
+ protected:
   std::string name_;
   std::vector<std::string>& log_;
+};
+
+// A Recorder whose backward splits (UpdateStage::splits_backward): the own part reports the span.
+class SplitRecorder : public Recorder {
+ public:
+  using Recorder::Recorder;
+  bool splits_backward() const override { return true; }
+  void backward(Context& ctx, const ForwardContext& saved, const GradientsReady& ready) override {
+    backward_own(ctx, saved, ready);
+    backward_shared(ctx, saved, ready);
+  }
+  void backward_own(Context& ctx, const ForwardContext&, const GradientsReady& ready) override {
+    log_.push_back("own " + name_);
+    report(ctx, ready, span());
+  }
+  void backward_shared(Context&, const ForwardContext&, const GradientsReady&) override {
+    log_.push_back("shared " + name_);
+  }
 };
 
 struct Fixture {
@@ -53,12 +73,12 @@ struct Fixture {
     spans.push_back(std::to_string(s.first) + "-" + std::to_string(s.end));
   };
 
-  // The forward, then the backward with `ready`.
-  void walk(const StageList& list) {
+  // The forward, then the backward with `ready` (and `side`).
+  void walk(const StageList& list, SideStream* side = nullptr) {
     const Corruption c;
     ForwardContext saved;
     list.forward(ctx, c, saved);
-    list.backward(ctx, saved, ready);
+    list.backward(ctx, saved, ready, side);
   }
 };
 
@@ -140,4 +160,46 @@ TEST_CASE("without a ready callback the walk reports nothing and still runs", "[
   list.backward(f.ctx, saved, GradientsReady{});
   CHECK(f.log == std::vector<std::string>{"backward tables"});
   CHECK(f.spans.empty());
+}
+
+TEST_CASE("with a side stream a split backward's own part runs first, its shared part in place",
+          "[stage_list]") {
+  SECTION("trained: split, its report held until its place in the walk") {
+    Fixture g;
+    Recorder t(g.b, "tables", 1, g.log);
+    SplitRecorder gen(g.b, "generator", 2, g.log);
+    Recorder disc(g.b, "discriminator", 2, g.log), adv(g.b, "adversary", 1, g.log);
+    const StageList list({{&t}, {&gen}, {&disc}, {&adv}});
+    SideStream side(g.ctx);
+    g.walk(list, &side);
+    CHECK(g.log == std::vector<std::string>{
+                       "forward tables", "forward generator", "forward discriminator",
+                       "forward adversary", "own generator", "backward adversary",
+                       "backward discriminator", "shared generator", "backward tables"});
+    // The serial walk's order: adversary, discriminator, generator (held), tables.
+    CHECK(g.spans == std::vector<std::string>{"5-6", "3-5", "1-3", "0-1"});
+  }
+  SECTION("without a side stream: its backward, in turn") {
+    Fixture g;
+    Recorder t(g.b, "tables", 1, g.log);
+    SplitRecorder gen(g.b, "generator", 2, g.log);
+    Recorder disc(g.b, "discriminator", 2, g.log);
+    g.walk(StageList({{&t}, {&gen}, {&disc}}));
+    CHECK(g.log == std::vector<std::string>{"forward tables", "forward generator",
+                                            "forward discriminator", "backward discriminator",
+                                            "own generator", "shared generator",
+                                            "backward tables"});
+    CHECK(g.spans == std::vector<std::string>{"3-5", "1-3", "0-1"});
+  }
+  SECTION("frozen: not split (it has no backward)") {
+    Fixture g;
+    Recorder t(g.b, "tables", 1, g.log);
+    SplitRecorder gen(g.b, "generator", 2, g.log);
+    Recorder disc(g.b, "discriminator", 2, g.log);
+    SideStream side(g.ctx);
+    g.walk(StageList({{&t, StageMode::kFrozen}, {&gen, StageMode::kFrozen}, {&disc}}), &side);
+    CHECK(g.log == std::vector<std::string>{"forward tables", "forward generator",
+                                            "forward discriminator", "backward discriminator",
+                                            "drop generator", "drop tables"});
+  }
 }

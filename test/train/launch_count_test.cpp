@@ -39,6 +39,16 @@ void observed_update(Trainer& trainer, OpObserver* observer) {
   trainer.update();
 }
 
+// One dry-run update of `run`'s Trainer on a CPU context of the GPU's precision, counted.
+void count_update(const test::SmallRun& run, LaunchCounter& counter) {
+  Context ctx = Context::cpu(1, Precision::BF16);
+  std::unique_ptr<Communicator> comm = make_single_communicator();
+  const data::ShardSet shards({run.shard}, test::SmallRun::kVocabHash,
+                              static_cast<uint32_t>(run.config.train.seq_len));
+  Trainer trainer(ctx, *comm, run.config, SpecialTokens{}, shards);
+  observed_update(trainer, &counter);
+}
+
 }  // namespace
 
 TEST_CASE("an ELECTRA-Small update (seq 128, batch 128) launches 357 times", "[launches]") {
@@ -109,17 +119,23 @@ TEST_CASE("an ELECTRA-Small update (seq 128, batch 128) launches 357 times", "[l
 TEST_CASE("with model.attention flash_ds each layer's backward adds its dQ GEMMs", "[launches]") {
   test::SmallRun run("launch_count_flash_ds");
   run.config.model.discriminator.attention = AttentionImpl::kFlashDsGemm;
-  Context ctx = Context::cpu(1, Precision::BF16);
-  std::unique_ptr<Communicator> comm = make_single_communicator();
-  const data::ShardSet shards({run.shard}, test::SmallRun::kVocabHash,
-                              static_cast<uint32_t>(run.config.train.seq_len));
-  Trainer trainer(ctx, *comm, run.config, SpecialTokens{}, shards);
   LaunchCounter counter(/*dry_run=*/true);
-  observed_update(trainer, &counter);
+  count_update(run, counter);
   // The flash backward stays one kernel, and dQ = dS K is min(heads, B) strided-batched GEMMs
   // (kernels/attention.h): 4 a layer in the discriminator (4 heads), 1 in the generator (1 head),
   // over 12 layers each: 357 + 12 (4 + 1).
   CHECK(counter.total() == Launches{.kernels = 198, .library_calls = 158 + 12 * 5, .memsets = 1});
+}
+
+TEST_CASE("with train.overlap_generator the update launches the same kernels", "[launches]") {
+  test::SmallRun run("launch_count_overlap");
+  run.config.train.overlap_generator = true;
+  LaunchCounter counter(/*dry_run=*/true);
+  count_update(run, counter);
+  // The generator's backward moves to a second stream (on the GPU), split in two, no launch added:
+  // the fork and the join are events (edges of the captured graph), not launches.
+  CHECK(counter.part("generator") == Launches{.kernels = 73 + 7, .library_calls = 40 + 6});
+  CHECK(counter.total() == Launches{.kernels = 198, .library_calls = 158, .memsets = 1});
 }
 
 TEST_CASE("a dry run counts what a run launches", "[launches]") {

@@ -289,6 +289,27 @@ TEST_CASE("train.cuda_graph: default true, a bool, stated by describe, outside t
              Catch::Contains("updates: eager (train.cuda_graph: false)"));
 }
 
+TEST_CASE(
+    "train.overlap_generator: default false, a bool, reaches the pretrainer, outside the hash",
+    "[pretrain_config]") {
+  const std::string small = config_path("small");
+  const PretrainConfig off = read_pretrain_config(small, {});
+  CHECK_FALSE(off.train.overlap_generator);
+  CHECK_FALSE(off.pretrainer_options(SpecialTokens{}).overlap_generator);
+  const PretrainConfig on = read_pretrain_config(small, {"train.overlap_generator=true"});
+  CHECK(on.train.overlap_generator);
+  CHECK(on.pretrainer_options(SpecialTokens{}).overlap_generator);
+  CHECK(config_hash(on) == config_hash(off));  // the same bits either way
+  CHECK_THROWS_WITH(read_pretrain_config(small, {"train.overlap_generator=2"}),
+                    Catch::Contains("train.overlap_generator"));
+  CHECK_THAT(describe(on, "GPU", Precision::BF16, true),
+             Catch::Contains("the generator's backward on a second stream beside the "
+                             "discriminator's (train.overlap_generator)"));
+  CHECK_THAT(describe(on, "CPU", Precision::F32, false),
+             Catch::Contains("train.overlap_generator has no effect on the CPU"));
+  CHECK_THAT(describe(off, "GPU", Precision::BF16, true), !Catch::Contains("overlap_generator"));
+}
+
 TEST_CASE("set_ranks splits the global batch over the ranks", "[pretrain_config]") {
   // micro_batch_size 0: batch_size / ranks, no accumulation.
   PretrainConfig small = read_pretrain_config(config_path("small"), {});

@@ -2,6 +2,8 @@
 # bench/train_step --profile on the CPU (electra-tiny, a small batch): a PROFILE line whose launches
 # are the sum of the part rows', a row per model part, GEMM rows labelled with their shapes and a
 # FLOP rate, the ops' and the outside time adding up to the update; without --profile no profile.
+# --overlap-generator: stated in RESULT, the same loss as without it (the CPU runs the split
+# backward in program order), and refused beside --profile (which times ops on one stream).
 set -uo pipefail
 bin=$1
 fail() {
@@ -29,4 +31,14 @@ plain=$("$bin" --model tiny --batch 2 --seq-len 32 --warmup 0 --repeats 1 2>&1) 
   fail "train_step exited $?"
 grep -q '^PROFILE' <<<"$plain" && fail "a profile without --profile"
 grep -q '^RESULT ' <<<"$plain" || fail "no RESULT line without --profile"
+overlap=$("$bin" --model tiny --batch 2 --seq-len 32 --warmup 0 --repeats 1 --overlap-generator 2>&1) ||
+  fail "train_step --overlap-generator exited $?"
+grep -q ' overlap_generator=1 ' <<<"$overlap" || fail "no overlap_generator=1 in: $overlap"
+grep -q ' overlap_generator=0 ' <<<"$plain" || fail "no overlap_generator=0 in: $plain"
+loss_of() { sed -n 's/^RESULT .* loss=\([0-9.e+-]*\).*/\1/p' <<<"$1"; }
+[[ -n $(loss_of "$plain") && $(loss_of "$overlap") == $(loss_of "$plain") ]] ||
+  fail "loss $(loss_of "$overlap") with --overlap-generator, $(loss_of "$plain") without"
+refused=$("$bin" --model tiny --profile --overlap-generator 2>&1)
+[[ $? -eq 2 && $refused == *"drop --overlap-generator"* ]] ||
+  fail "--profile --overlap-generator not refused: $refused"
 echo "passed: $profile"

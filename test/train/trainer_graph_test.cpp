@@ -2,8 +2,10 @@
 // (trainer_graph_gpu_test, label gpu): 20 updates with graphs equal 20 eager updates bit for bit
 // in f32 and within bf16 tolerance in bf16, with dropout and 2 micro-batches per update, so the
 // replayed graph must draw fresh random numbers per micro-batch from the device micro-step
-// counter. On the CPU (trainer_graph_test, unit) the key has no effect, and the device
-// micro-step counter (kernels/step_scalars.h) follows the optimizer's update counter.
+// counter. With train.overlap_generator (the generator's backward on a second stream, joined
+// inside the captured graph) 20 replayed updates give the bits of 20 without, in f32 and bf16. On
+// the CPU (trainer_graph_test, unit) neither key changes a bit, and the device micro-step counter
+// (kernels/step_scalars.h) follows the optimizer's update counter.
 #include <catch2/catch.hpp>
 #include <cstring>
 #include <memory>
@@ -25,7 +27,8 @@ struct Result {
   UpdateReport report;
 };
 
-Result run_updates(Context& ctx, const test::TinyRun& run, bool cuda_graph, int64_t updates) {
+Result run_updates(Context& ctx, const test::TinyRun& run, bool cuda_graph, int64_t updates,
+                   bool overlap_generator = false) {
   std::unique_ptr<Communicator> comm = make_single_communicator();
   const data::ShardSet shards({run.shard}, 0x97, 16);
   PretrainConfig config = run.config();
@@ -33,6 +36,7 @@ Result run_updates(Context& ctx, const test::TinyRun& run, bool cuda_graph, int6
   config.optimizer.schedule.total_steps = updates;
   config.log_every = updates;
   config.train.cuda_graph = cuda_graph;
+  config.train.overlap_generator = overlap_generator;
   Trainer trainer(ctx, *comm, config, test::kTinyTokens, shards);
   CHECK(trainer.uses_cuda_graphs() == (cuda_graph && ctx.is_cuda()));
   trainer.init_weights();
@@ -68,7 +72,32 @@ TEST_CASE("20 updates replayed from CUDA graphs equal 20 eager updates", "[train
   }
 }
 
+TEST_CASE("replayed updates with the generator's backward on a second stream: the same bits",
+          "[trainer][graph]") {
+  const test::TinyRun run("overlap_gpu");
+  for (const Precision precision : {Precision::F32, Precision::BF16}) {
+    INFO("precision " << precision_name(precision));
+    Context ctx = Context::cuda(0, 3, precision);
+    const Result overlapped = run_updates(ctx, run, true, 20, true);
+    const Result serial = run_updates(ctx, run, true, 20, false);
+    REQUIRE(overlapped.params.size() == serial.params.size());
+    CHECK(std::memcmp(overlapped.params.data(), serial.params.data(),
+                      serial.params.size() * sizeof(float)) == 0);
+    CHECK(overlapped.report.metrics.total_loss == serial.report.metrics.total_loss);
+    CHECK(overlapped.report.grad_norm == serial.report.grad_norm);
+  }
+}
+
 #else
+
+TEST_CASE("train.overlap_generator changes no bit on the CPU", "[trainer][graph]") {
+  const test::TinyRun run("overlap_cpu");
+  Context ctx = Context::cpu(3, Precision::F32);
+  const Result overlapped = run_updates(ctx, run, false, 3, true);
+  const Result serial = run_updates(ctx, run, false, 3, false);
+  CHECK(overlapped.params == serial.params);
+  CHECK(overlapped.report.metrics.total_loss == serial.report.metrics.total_loss);
+}
 
 TEST_CASE("train.cuda_graph has no effect on the CPU: the same bits as eager updates",
           "[trainer][graph]") {
