@@ -23,12 +23,12 @@
 #                  right after attention_bench (the 2026-11-27 H100 run took 145 s for the rest)
 #   step      170  the bf16 update: ours (train_step) on Small seq 128 batch 128, Base seq 128
 #                  and 512, Small again with --attention flash_ds and with --overlap-generator,
-#                  then train_step --profile of
-#                  the Small update, then HF eager and torch.compile (bench/step_pytorch.py) on
-#                  the same shapes
-#   user      170  the user's path: electra build-data on the bundle's corpus, pretrain
-#                  ELECTRA-Small for a fixed time, SIGINT, --resume for a fixed time, SIGINT, then
-#                  finetune the checkpoint on the bundle's five GLUE tasks
+#                  then train_step --profile of the Small update, then HF eager and torch.compile
+#                  (bench/step_pytorch.py) on the same shapes
+#   user      195  the user's path: electra build-data on the bundle's corpus, pretrain
+#                  ELECTRA-Small for a fixed time, SIGINT, --resume for a fixed time, SIGINT, the
+#                  same pretrain with train.overlap_generator for 25 s (its seq/s beside the
+#                  first's), then finetune the first checkpoint on the bundle's five GLUE tasks
 #   resume     75  bit for bit on the GPU: N updates straight (N = 400) against a run stopped by
 #                  SIGINT after update N/4 and resumed to N (same checkpoint bytes, or the first
 #                  differing tensor named), and two identical runs give identical bytes
@@ -60,7 +60,7 @@ while (($#)); do
     *) echo "gpu_check.sh: unknown argument '$1' (see the header of $0)" >&2; exit 2 ;;
   esac
 done
-declare -A budget=([tests]=100 [sanitize]=150 [bench]=180 [step]=170 [user]=170 [resume]=75
+declare -A budget=([tests]=100 [sanitize]=150 [bench]=180 [step]=170 [user]=195 [resume]=75
   [table1]=570 [kernels]=90)
 IFS=, read -r -a phases <<<"$phases_arg"
 for phase in "${phases[@]}"; do
@@ -287,6 +287,12 @@ phase_user() {
     --set logging.every=100 || rc=1
   interrupted user resume "$deadline" "${GPU_CHECK_RESUME_S:-20}" "${small[@]}" \
     --set logging.every=100 --resume "$work/user" || rc=1
+  # The same run from the start with the generator's backward on a second stream: the throughput
+  # of the graph replay with train.overlap_generator, beside the pretrain step's.
+  small_run "$work/user_overlap"
+  interrupted user pretrain_overlap "$deadline" "${GPU_CHECK_OVERLAP_S:-25}" "${small[@]}" \
+    --set logging.every=100 --set train.overlap_generator=true || rc=1
+  small_run "$work/user"
   for task in CoLA SST-2 MRPC STS-B RTE; do
     step user "finetune_$task" "$deadline" 90 bin electra finetune --task "$task" \
       --data-dir "$bundle/data/glue/$task" --init "$work/user" --config configs/glue.yaml \

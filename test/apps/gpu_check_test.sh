@@ -84,6 +84,7 @@ printf '%s\n' tests$'\t'disc_head_gpu_test$'\t'1$'\t'1 tests$'\t'cast_gpu_test$'
   step$'\t'small128_ours_overlap$'\t'0$'\t'9 \
   step$'\t'small128_hf_eager$'\t'0$'\t'30 \
   step$'\t'small128_hf_compile$'\t'0$'\t'70 user$'\t'pretrain$'\t'0$'\t'50 \
+  user$'\t'pretrain_overlap$'\t'0$'\t'25 \
   user$'\t'finetune_MRPC$'\t'0$'\t'6 resume$'\t'all$'\t'"not run: the phase's budget was spent"$'\t'0 \
   >"$w/steps.tsv"
 cat >"$w/logs/tests/disc_head_gpu_test.log" <<'EOF'
@@ -121,6 +122,10 @@ step 100/200000 | gen loss 8.8933 acc 0.216 | disc loss 0.2494 acc 0.883 | repla
 step 200/200000 | gen loss 7.3774 acc 0.224 | disc loss 0.2589 acc 0.890 | replaced 0.148 | lr 9.940e-05 | grad norm 9.768 | 7490.1 seq/s 958730 tok/s | 75.58 TFLOP/s (MFU 7.6%) | ETA 56m54s
 pretrain: SIGINT received at update 212; saving a checkpoint
 EOF
+cat >"$w/logs/user/pretrain_overlap.log" <<'EOF'
+step 100/200000 | gen loss 8.8933 acc 0.216 | disc loss 0.2494 acc 0.883 | replaced 0.148 | lr 4.948e-05 | grad norm 8.013 | 6701.0 seq/s 857728 tok/s | 67.62 TFLOP/s (MFU 6.8%) | ETA 1h04m
+pretrain: SIGINT received at update 150; saving a checkpoint
+EOF
 echo "MRPC seed 1: best epoch 2: f1 0.8259, accuracy 0.7304 (6 s)" >"$w/logs/user/finetune_MRPC.log"
 python3 "$src/scripts/gpu_summary.py" "$w" >"$work/rec.md" 2>&1 || fail "gpu_summary.py: $(tail -2 "$work/rec.md")"
 expect_line() {  # expect_line WHAT FIXED-STRING
@@ -135,6 +140,7 @@ expect_line "benchmark ratio" "| cast_f32_bf16 | 110M | 0.2203 | 99.7 | baseline
 expect_line "benchmark failure" "| matmul_bench | FAILED (exit 1) | validate small_qkv: max rel err 0.587 FAILED |"
 expect_line "update vs HF" "| small seq 128 batch 128 | 19.02 | 6729.8 | 18.40 | 16.90 | 88.59 | 49.39 | 4.66x | 2.60x |"
 expect_line "pretrain" "| pretrain | ok | 50 s | step 200: 7490.1 seq/s, 75.58 TFLOP/s (MFU 7.6%); SIGINT saved a checkpoint |"
+expect_line "pretrain with overlap_generator" "| pretrain_overlap | ok | 25 s | step 100: 6701.0 seq/s, 67.62 TFLOP/s (MFU 6.8%); SIGINT saved a checkpoint |"
 expect_line "finetune" "| finetune_MRPC | ok | 6 s | best epoch 2: f1 0.8259, accuracy 0.7304 (6 s) |"
 expect_line "not run" "- resume all: the phase's budget was spent"
 
