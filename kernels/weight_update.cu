@@ -1,6 +1,7 @@
 // optimizer kernels. Every elementwise kernel runs one block per chunk of the segment table (at
-// most kOptimChunk elements of one segment, kThreads threads, coalesced scalar loads: segments
-// start at arbitrary offsets). Reductions are two-pass and deterministic:
+// most kOptimChunk elements of one segment, kThreads threads, coalesced loads: scalar ones, but
+// AdamW's 16 bytes wide over the chunk's aligned body, segments starting at arbitrary offsets).
+// Reductions are two-pass and deterministic:
 //   per-chunk partials (f32, fixed block tree) -> one block of W warps, warp w owning segments
 //   w, w + W, ...: lanes add the segment's partials in f64 with a fixed stride, a fixed butterfly
 //   combines the lanes, and warp totals are added in warp order by thread 0. grad_norm's second
@@ -114,21 +115,91 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// One AdamW element, p - step * adam_update(c, p, g, m, v, decay), advancing m and v, with its
+// roundings spelled out: nvcc contracts a multiply and an add into one FMA, and which product of
+// v = b2 v + (1 - b2) gc gc it fuses depends on the code around the expression (the 16-byte path
+// first got fma(gc, (1 - b2) gc, b2 v), the scalar loop fma(b2, v, gc (1 - b2) gc)). These are the
+// operations nvcc 13 made of adam_update in the scalar kernel this one replaced (its PTX; the step
+// p - step * update a multiply and a subtract there, which ptxas fused into one FFMA on sm_80 and
+// sm_90), so the update keeps its bits on both paths. adam_update (kernels/weight_update.h) stays
+// the definition: a change there must be made here too. sqrt and division round correctly (nvcc's
+// defaults, -prec-sqrt=true -prec-div=true), as sqrtf and / do.
+__device__ __forceinline__ float adamw_element(const AdamCoeffs& c, float step, bool decay, float p,
+                                               float g, float& m, float& v) {
+  const float gc = __fmul_rn(c.clip, g);
+  m = __fmaf_rn(c.beta1, m, __fmul_rn(1.0f - c.beta1, gc));
+  v = __fmaf_rn(c.beta2, v, __fmul_rn(__fmul_rn(1.0f - c.beta2, gc), gc));
+  float update =
+      __fdiv_rn(__fmul_rn(m, c.m_scale), __fadd_rn(__fsqrt_rn(__fmul_rn(v, c.v_scale)), c.eps));
+  if (decay) update = __fmaf_rn(c.weight_decay, p, update);
+  return __fmaf_rn(-step, update, p);
+}
+
+// 16-byte vectors of each buffer a thread loads before it computes and stores the first of them:
+// the stores may alias the next vectors' loads as far as the compiler knows, so each group costs
+// one memory latency (the scalar kernel: two per element, p's load sunk below the division).
+// 2: 8 loads of 16 bytes in flight a thread, 62-63 registers (4 blocks an SM); 1: 46, 4: 104.
+constexpr int kAdamVectorsInFlight = 2;
+
+// AdamW over one chunk. vector (the four flat buffers 16-byte aligned): the chunk's aligned body
+// (vector_body) in 16-byte vectors, thread t taking vectors t, t + kThreads, ... in groups of
+// kAdamVectorsInFlight, its head and tail (< 4 elements each) in scalars; otherwise the whole
+// chunk in scalars, thread t taking elements begin + t, begin + t + kThreads, .... Every element
+// gets adamw_element whatever its path.
 __global__ void __launch_bounds__(kThreads)
-    adamw_kernel(float* params, const float* grads, float* m, float* v, const int32_t* segments,
-                 const float* lr_mult, const int32_t* blocks, const float* hyper, const float* norm,
-                 bool bias_correction) {
+    adamw_kernel(float* __restrict__ params, const float* __restrict__ grads, float* __restrict__ m,
+                 float* __restrict__ v, const int32_t* segments, const float* lr_mult,
+                 const int32_t* blocks, const float* hyper, const float* norm, bool bias_correction,
+                 bool vector) {
   const Chunk c = chunk_of_block(segments, blocks);
+  // Read beside the segment's fields, not after the norm's test: one latency fewer before the data.
+  const float mult = lr_mult[c.segment];
   const AdamCoeffs k = adam_coeffs(hyper, norm[0], bias_correction);
-  if (k.skip || lr_mult[c.segment] == 0.0f) return;  // a skipped update or a frozen segment
-  const float step = k.lr * lr_mult[c.segment];
-  for (int64_t i = c.begin + threadIdx.x; i < c.end; i += kThreads) {
+  if (k.skip || mult == 0.0f) return;  // a skipped update or a frozen segment
+  const float step = k.lr * mult;
+  const VectorBody body = vector ? vector_body(c.begin, c.end) : VectorBody{c.end, c.end};
+  auto scalar = [&](int64_t i) {
     float mi = m[i], vi = v[i];
-    const float p = params[i];
-    const float update = adam_update(k, p, grads[i], mi, vi, c.decay);
+    params[i] = adamw_element(k, step, c.decay, params[i], grads[i], mi, vi);
     m[i] = mi;
     v[i] = vi;
-    params[i] = p - step * update;
+  };
+#pragma unroll 1
+  for (int64_t i = c.begin + threadIdx.x; i < body.begin; i += kThreads) scalar(i);
+#pragma unroll 1
+  for (int64_t i = body.end + threadIdx.x; i < c.end; i += kThreads) scalar(i);
+
+  float4* p4 = reinterpret_cast<float4*>(params + body.begin);
+  const float4* g4 = reinterpret_cast<const float4*>(grads + body.begin);
+  float4* m4 = reinterpret_cast<float4*>(m + body.begin);
+  float4* v4 = reinterpret_cast<float4*>(v + body.begin);
+  const int vectors = static_cast<int>((body.end - body.begin) / 4);  // <= kOptimChunk / 4
+  for (int first = threadIdx.x; first < vectors; first += kAdamVectorsInFlight * kThreads) {
+    float4 p[kAdamVectorsInFlight], g[kAdamVectorsInFlight], mv[kAdamVectorsInFlight],
+        vv[kAdamVectorsInFlight];
+#pragma unroll
+    for (int u = 0; u < kAdamVectorsInFlight; ++u) {
+      const int j = first + u * kThreads;
+      if (j < vectors) {
+        p[u] = p4[j];
+        g[u] = g4[j];
+        mv[u] = m4[j];
+        vv[u] = v4[j];
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < kAdamVectorsInFlight; ++u) {
+      const int j = first + u * kThreads;
+      if (j < vectors) {
+        p[u].x = adamw_element(k, step, c.decay, p[u].x, g[u].x, mv[u].x, vv[u].x);
+        p[u].y = adamw_element(k, step, c.decay, p[u].y, g[u].y, mv[u].y, vv[u].y);
+        p[u].z = adamw_element(k, step, c.decay, p[u].z, g[u].z, mv[u].z, vv[u].z);
+        p[u].w = adamw_element(k, step, c.decay, p[u].w, g[u].w, mv[u].w, vv[u].w);
+        m4[j] = mv[u];
+        v4[j] = vv[u];
+        p4[j] = p[u];
+      }
+    }
   }
 }
 
@@ -215,15 +286,19 @@ void GradNorm::cuda(Context& ctx) const {
   ELECTRA_CUDA_CHECK_LAUNCH();
 }
 
-// AdamW: one element-wise kernel. LAMB: moments and the per-block sums of p^2 and update^2, the
-// per-segment trust ratios in one block, then the update from the new moments.
+// AdamW: one element-wise kernel, 16-byte vectors where the four buffers allow them (arena
+// allocations always do; a view off a 16-byte boundary takes the scalar path). LAMB: moments and
+// the per-block sums of p^2 and update^2, the per-segment trust ratios in one block, then the
+// update from the new moments.
 void AdamStep::cuda(Context& ctx) const {
   if (table.num_blocks == 0) return;
   if (!lamb) {
     cuda::adamw_kernel<<<table.num_blocks, cuda::kThreads, 0, ctx.stream()>>>(
         params.ptr<float>(), grads.ptr<float>(), m.ptr<float>(), v.ptr<float>(),
         table.segments.ptr<int32_t>(), table.lr_mult.ptr<float>(), table.blocks.ptr<int32_t>(),
-        hyper.ptr<float>(), norm.ptr<float>(), bias_correction);
+        hyper.ptr<float>(), norm.ptr<float>(), bias_correction,
+        cuda::is_aligned16(params.data) && cuda::is_aligned16(grads.data) &&
+            cuda::is_aligned16(m.data) && cuda::is_aligned16(v.data));
     ELECTRA_CUDA_CHECK_LAUNCH();
     return;
   }

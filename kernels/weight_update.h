@@ -168,6 +168,21 @@ ELECTRA_HD float adam_update(const AdamCoeffs& c, float p, float g, float& m, fl
   return adam_direction(c, p, m, v, decay);
 }
 
+// The elements of a chunk [begin, end) that the CUDA AdamW kernel moves in 16-byte vectors when
+// element 0 of its flat buffers is 16-byte aligned: [body.begin, body.end), both multiples of 4,
+// the first multiple of 4 at or after begin to the last whole vector before end. The rest, the
+// head [begin, body.begin) and the tail [body.end, end), fewer than 4 elements each, takes scalar
+// accesses (segments start at any offset). A chunk too short for one aligned vector (at most 6
+// elements) is all head: body.begin == body.end == end.
+struct VectorBody {
+  int64_t begin, end;
+};
+ELECTRA_HD VectorBody vector_body(int64_t begin, int64_t end) {
+  const int64_t first = (begin + 3) / 4 * 4;  // the first multiple of 4 at or after begin
+  if (end - first < 4) return {end, end};
+  return {first, first + (end - first) / 4 * 4};
+}
+
 // Workspace floats: grad_norm needs num_blocks; adam_step with lamb needs 2 * num_blocks +
 // num_segments.
 inline int64_t grad_norm_workspace_size(const SegmentTable& table) {

@@ -7,17 +7,21 @@
 //     (grad_norm recording its norm into a metrics accumulator, then adam_step reading the norm
 //     from the device; clipping active), the gradients left as they were bit for bit;
 //   every segment frozen: parameters and moments keep their bits (weight decay on);
-//   a NaN or an Inf gradient: a non-finite norm, counted in the accumulator, and nothing moves.
+//   a NaN or an Inf gradient: a non-finite norm, counted in the accumulator, and nothing moves;
+//   adamw over segments at every offset modulo 4 (the CUDA kernel's 16-byte body and its scalar
+//     head and tail) and over buffers 4 bytes off their 16-byte alignment (its scalar path).
 // The GPU runs twice for the same bits. Benchmarks: grad_norm, AdamW (beside a plain
-// one-thread-per-element AdamW with host hyper-parameters and no segments) and LAMB over
-// ELECTRA-Small's (~14M) and Base's (~110M) parameter buffers laid out like BERT.
+// one-thread-per-element AdamW with host hyper-parameters and no segments, and the scalar AdamW
+// kernel the 16-byte one replaced) and LAMB over ELECTRA-Small's (~14M) and Base's (~110M)
+// parameter buffers laid out like BERT.
 // grad_norm_schedule: the schedule's advance in grad_norm's launch, over the mixed table and one
 // without blocks. Tables, hand values and the f64 reference: weight_update_test.cpp.
 //
 // Tolerance 1e-5 relative on norms, moments and parameters. The two sides do not round alike: the
 // CPU sums norms in f64 element by element while the GPU sums chunks in f32 first (relative error
 // ~1e-7 at these sizes), and nvcc contracts the moment updates into FMAs while the host does not
-// (-ffp-contract=off), a difference of an ulp or two per operation over two steps.
+// (-ffp-contract=off; the AdamW kernel spells its FMAs out: kernels/weight_update.cu), a difference
+// of an ulp or two per operation over two steps.
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -88,6 +92,25 @@ Table mixed_segments(bool all_frozen) {
     ++s;
   }
   return host_table(segs, offset + 3);
+}
+
+// Segments starting at every offset modulo 4, none frozen, for the CUDA AdamW kernel's split of a
+// chunk (vector_body: 16-byte vectors from the first multiple of 4, scalar head and tail): heads
+// and tails of 0 to 3 elements in every combination with a body, chunks too short for a vector (2
+// to 6 elements), whole chunks with a head and a tail (1023 vectors: one thread without a second
+// vector) and bodies of 1 to 600 vectors.
+Table unaligned_segments() {
+  const int64_t sizes[] = {
+      2 * kOptimChunk + 6, 3, 5, 2, kOptimChunk + 1, 6, 4, 515, 1027, 9, 1203, 2403, 2048, 7};
+  const int64_t gaps[] = {1, 0, 0, 1, 0, 0, 1, 0, 0, 1, 2, 0, 0, 3};  // before each segment
+  std::vector<ParamSegment> segs;
+  int64_t offset = 0;
+  for (int s = 0; s < 14; ++s) {
+    offset += gaps[s];
+    segs.push_back({offset, sizes[s], s % 2 == 0, 1.0f - 0.05f * s});
+    offset += sizes[s];
+  }
+  return host_table(segs, offset + 2);
 }
 
 // Embeddings (vocab x E, 512 x E, 2 x E, LayerNorm) then `layers` encoder layers of width h.
@@ -231,12 +254,24 @@ void adam_step(Context& ctx, const Args& a, const Table& t, Adam adam, const cha
                        .workspace = Out(a["workspace"])});
 }
 
+// x (a 1-D tensor) from its second element: a view 4 bytes past x's alignment (an unset x stays
+// unset, one element shorter).
+Tensor from_second(const Tensor& x) {
+  if (x.data != nullptr) return x.rows(1, x.shape[0]);
+  Tensor t = x;
+  t.shape[0] -= 1;
+  return t;
+}
+
 // `steps` optimizer steps as the trainer runs them: grad_norm, then adam_step on that norm, with
 // gradients grads<k> and hyper-parameters hyper<k> (lr 1e-2, t = k). `grads` fills the gradients;
-// `state` says how parameters and moments compare (bits: nothing may move).
+// `state` says how parameters and moments compare (bits: nothing may move). misaligned: the flat
+// buffers (parameters, moments, gradients) hold one element more than the table and the steps see
+// them from their second element, off the 16-byte alignment of the harness's allocations, so that
+// AdamStep::cuda takes its scalar path; element 0, outside every segment, keeps its value.
 OpCase optimizer_steps(const std::string& shape, const Table& t, Adam adam, int steps, Fill grads,
-                       Compare state, unsigned modes = kGpu) {
-  const int64_t p = t->num_params;
+                       Compare state, unsigned modes = kGpu, bool misaligned = false) {
+  const int64_t p = t->num_params + (misaligned ? 1 : 0);
   std::vector<TensorSpec> tensors = state_specs(p, state);
   for (int k = 1; k <= steps; ++k) {
     // Declared updated so that the harness compares them: the op leaves them as they were.
@@ -250,7 +285,13 @@ OpCase optimizer_steps(const std::string& shape, const Table& t, Adam adam, int 
   return optimizer_case(
       adam.lamb ? "lamb" : "adamw", shape + (adam.bias_correction ? "_bias_correction" : ""), t,
       std::move(tensors),
-      [t, adam, steps](Context& ctx, const Args& a) {
+      [t, adam, steps, misaligned](Context& ctx, const Args& args) {
+        Args a = args;
+        if (misaligned) {
+          std::vector<std::string> flat = {"params", "m", "v"};
+          for (int k = 1; k <= steps; ++k) flat.push_back("grads" + std::to_string(k));
+          for (const std::string& name : flat) a.replace(name, from_second(args[name]));
+        }
         for (int k = 1; k <= steps; ++k) {
           const std::string g = "grads" + std::to_string(k), h = "hyper" + std::to_string(k);
           run_op(ctx, GradNorm{.grads = a[g],
@@ -311,6 +352,12 @@ std::vector<OpCase> op_cases() {
       cases.push_back(optimizer_steps("all_frozen", frozen, adam, 2, grads, Compare::kBits));
     }
   }
+  // The CUDA AdamW kernel's 16-byte body with scalar heads and tails at every offset, and its
+  // all-scalar path for buffers off the 16-byte alignment.
+  cases.push_back(optimizer_steps("unaligned_segments_2_steps", unaligned_segments(),
+                                  {.lamb = false}, 2, grads, Compare::kRelative));
+  cases.push_back(optimizer_steps("misaligned_buffers_2_steps", mixed, {.lamb = false}, 2, grads,
+                                  Compare::kRelative, kGpu, /*misaligned=*/true));
   cases.push_back(optimizer_steps("nan_gradient", mixed, {.lamb = false}, 1, with_element(NAN),
                                   Compare::kBits));
   cases.push_back(optimizer_steps("inf_gradient", mixed, {.lamb = true}, 1, with_element(INFINITY),

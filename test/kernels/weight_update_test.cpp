@@ -111,6 +111,43 @@ TEST_CASE("segment table cuts segments into chunks and rejects overlaps", "[weig
   CHECK_THROWS_AS(make_segment_table(ctx, more, {{0, 30, true, 1.0f}}, 20), Error);
 }
 
+// The CUDA AdamW kernel's split of a chunk (vector_body) against a search over the aligned
+// 4-element vectors inside it: every chunk start modulo 4, lengths 0 to 40 and chunks of
+// kOptimChunk, near 0 and near the table's int32 limit.
+TEST_CASE("vector_body is the run of whole aligned vectors inside a chunk", "[weight_update]") {
+  int64_t chunks = 0;
+  for (const int64_t base : {int64_t{0}, int64_t{12288}, (int64_t{1} << 31) - 2 * kOptimChunk}) {
+    for (int64_t begin = base; begin < base + 8; ++begin) {
+      std::vector<int64_t> lengths;
+      for (int64_t n = 0; n <= 40; ++n) lengths.push_back(n);
+      lengths.insert(lengths.end(), {kOptimChunk - 1, kOptimChunk});
+      for (const int64_t n : lengths) {
+        const int64_t end = begin + n;
+        INFO("chunk [" << begin << ", " << end << ")");
+        int64_t first = -1, last = -1;  // the first and the last aligned vector inside the chunk
+        for (int64_t x = begin; x + 4 <= end; ++x) {
+          if (x % 4 != 0) continue;
+          if (first < 0) first = x;
+          last = x;
+        }
+        const VectorBody body = vector_body(begin, end);
+        if (first < 0) {
+          CHECK(body.begin == end);
+          CHECK(body.end == end);
+          CHECK(n <= 6);  // all head
+        } else {
+          CHECK(body.begin == first);
+          CHECK(body.end == last + 4);
+          CHECK(body.begin - begin < 4);  // the scalar head
+          CHECK(end - body.end < 4);      // the scalar tail
+        }
+        ++chunks;
+      }
+    }
+  }
+  CHECK(chunks == 3 * 8 * 43);
+}
+
 TEST_CASE("grad_norm equals the direct sum over the segments", "[weight_update]") {
   Context ctx = Context::cpu();
   Arena arena("table", Device::CPU, segment_table_bytes(kSegments));
