@@ -14,7 +14,8 @@
 // After writing its partial row of a tile, a block takes a ticket of its chain (counter
 // (tile, p % lanes)); the last block of the chain adds the chain and stores its sum over the
 // chain's first row (row y, which no other block reads); it then takes the tile's ticket, and the
-// last chain to finish halves the chains and adds into dst. The tail is spread over `lanes`
+// last chain to finish halves the chains and adds into dst (a thread a column, in registers, when
+// there are at most kRegisterChains chains: every column at once). The tail is spread over `lanes`
 // blocks (8 for n >= 32), not one: the FFN's db at ELECTRA-Small is 512 partial rows of 1024
 // columns (2 MB), all of which one block on one SM would read alone while the rest of the GPU
 // idles; a chain reads an eighth. Each ticket follows a __threadfence (the block's writes are
@@ -46,6 +47,10 @@ inline int column_sum_cols(int64_t n) {
 inline int column_sum_lanes(int64_t n) {
   return kColumnSumThreads / column_sum_cols(n);
 }
+
+// Up to this many chains a column (every sum over more than 16 columns) the finishing block
+// halves them in registers, a thread a column (finish_column_tile).
+constexpr int kRegisterChains = 8;
 
 // Sum over rows [r0, r1) of column `col` by this block's row lanes (blockDim = (columns, lanes)),
 // reduced in a fixed tree; the total is returned to the lanes with threadIdx.y == 0. `scratch`
@@ -149,9 +154,34 @@ __device__ __forceinline__ void finish_column_tile(const ColumnTickets& t, int64
   }
   if (!last_arrival(counters + lanes, static_cast<uint32_t>(std::min<int64_t>(lanes, t.count))))
     return;
-  // The halving, `cols` columns at a time in the former launch's layout: scratch[lane * cols + x]
-  // holds chain `lane` of column base + x (0.0f for a chain without rows).
   const int threads = blockDim.x * blockDim.y, tid = threadIdx.y * blockDim.x + threadIdx.x;
+  if (lanes <= kRegisterChains) {
+    // A thread a column, every column of the tile at once: its chains (0.0f for a chain without
+    // rows) loaded into registers, then halved pairwise, chain y += chain y + half for half =
+    // lanes / 2, ..., 1: the additions of the shared-memory halving below, in its order, hence
+    // its bits. That halving takes kColumnSumThreads / lanes = 32 columns a round, each round an
+    // L2 read, three barriers and a read-modify-write of dst, one after another: 24 rounds for a
+    // LayerNorm backward's 3 x 256 columns, the serial tail of the whole launch.
+    for (int64_t c = c0 + tid; c < c1; c += threads) {
+      float chain[kRegisterChains];
+#pragma unroll
+      for (int y = 0; y < kRegisterChains; ++y) {
+        chain[y] = y < lanes && y < t.count ? __ldcg(t.partial + y * t.width + c) : 0.0f;
+      }
+#pragma unroll
+      for (int half = kRegisterChains / 2; half > 0; half /= 2) {
+        if (half < lanes) {
+#pragma unroll
+          for (int y = 0; y < half; ++y) chain[y] += chain[y + half];
+        }
+      }
+      add(c, chain[0]);
+    }
+    return;
+  }
+  // Narrow sums (more than kRegisterChains chains, at most 16 columns): the halving, `cols`
+  // columns at a time in the former launch's layout: scratch[lane * cols + x] holds chain `lane`
+  // of column base + x (0.0f for a chain without rows).
   const int cols = kColumnSumThreads / lanes;
   for (int64_t base = c0; base < c1; base += cols) {
     for (int i = tid; i < kColumnSumThreads; i += threads) {
