@@ -117,7 +117,7 @@ __device__ __forceinline__ void add_chain(const ColumnTickets& t, int64_t y, int
   const int threads = blockDim.x * blockDim.y, tid = threadIdx.y * blockDim.x + threadIdx.x;
   for (int64_t c = c0 + W * int64_t{tid}; c < c1; c += W * int64_t{threads}) {
     float sum[W] = {};
-#pragma unroll 4
+#pragma unroll 8
     for (int64_t r = y; r < t.count; r += t.lanes) {
       const float* src = t.partial + r * t.width + c;
       if constexpr (W == 4) {
