@@ -39,7 +39,10 @@ constexpr int kRowThreads = 256;  // a forward block without a sort: 8 tokens
 constexpr int kColumnThreads = 256;
 constexpr int kSumUnroll = 8;        // dout rows a run sum has in flight
 constexpr int kAccumulateWarps = 8;  // warps per block of the accumulate kernel
-constexpr int kBatchUnroll = 4;      // dout rows a position sum has in flight
+// dout rows a position sum has in flight: Small's 16384 position sums (T 128 x E 128) are one
+// thread each over B = 128 rows, a latency-bound walk (4 in flight: 32 round trips).
+constexpr int kBatchUnroll = 16;
+constexpr int kTailUnroll = 16;  // dsegment's partial rows in flight in the launch's last block
 
 struct ForwardArgs {
   const int32_t* ids;
@@ -317,10 +320,20 @@ __global__ void accumulate_kernel(KeyLayout k, WordArgs w, const T* dout, int64_
     position_segment(dout, pos,
                      (blockIdx.x - word_blocks) * static_cast<int64_t>(blockDim.x) + threadIdx.x);
     if (!last_arrival(ticket, gridDim.x - static_cast<uint32_t>(word_blocks))) return;
+    // The partials over t in order, kTailUnroll positions' loads in flight (T of them one after
+    // another took T L2 round trips, the serial tail of the launch: 512 at Base's T).
     const int64_t width = pos.segments * w.e;
     for (int64_t i = threadIdx.x; i < width; i += blockDim.x) {  // i = s * E + column
       float total = 0;
-      for (int64_t t = 0; t < pos.len; ++t) total += __ldcg(pos.partial + t * width + i);
+      int64_t t = 0;
+      for (; t + kTailUnroll <= pos.len; t += kTailUnroll) {
+        float v[kTailUnroll];
+#pragma unroll
+        for (int u = 0; u < kTailUnroll; ++u) v[u] = __ldcg(pos.partial + (t + u) * width + i);
+#pragma unroll
+        for (int u = 0; u < kTailUnroll; ++u) total += v[u];
+      }
+      for (; t < pos.len; ++t) total += __ldcg(pos.partial + t * width + i);
       dsegment[i] += total;
     }
     return;
