@@ -45,24 +45,51 @@ __device__ __forceinline__ Chunk chunk_of_block(const int32_t* segments, const i
           f[kSegDecay] != 0};
 }
 
+// Segments a warp of reduce_segments has in flight: their table fields, then their first
+// partials, are loaded for all of them before the sums. One segment at a time cost two dependent
+// L2 round trips a segment, walked serially by the one block that finishes the launch (ELECTRA-
+// Small has hundreds of segments: 8 warps, dozens of round trips each).
+constexpr int kSegmentsInFlight = 4;
+
 // Writes sum_{b in blocks of segment s} partials[b] (f64) to out(s, value) for every segment and
 // returns the total over the segments (valid in thread 0). One block of Threads. The partials are
-// read from L2 (__ldcg): other blocks of the same launch may have written them.
+// read from L2 (__ldcg): other blocks of the same launch may have written them. Warp w takes
+// segments w, w + W, w + 2 W, ... in that order, kSegmentsInFlight at a time; a segment's lanes
+// add its partials lane, lane + 32, ... from 0.0, then a fixed butterfly: the order depends on the
+// table only.
 template <int Threads, class Out>
 __device__ double reduce_segments(const int32_t* segments, int num_segments, const float* partials,
                                   Out out) {
   __shared__ double warp_totals[Threads / kWarpSize];
   const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
   constexpr int kWarps = Threads / kWarpSize;
+  // A 1024-thread block (LAMB's ratios: 32 warps, fewer segments each) has 32 registers a thread.
+  constexpr int kU = Threads >= 1024 ? 2 : kSegmentsInFlight;
   double warp_total = 0.0;
-  for (int s = warp; s < num_segments; s += kWarps) {
-    const int32_t* f = segments + s * kSegFields;
-    const int first = f[kSegFirstBlock], count = f[kSegBlockCount];
-    double sum = 0.0;
-    for (int b = lane; b < count; b += kWarpSize) sum += __ldcg(partials + first + b);
-    sum = warp_sum_f64(sum);
-    if (lane == 0) out(s, sum);
-    warp_total += sum;
+  for (int s0 = warp; s0 < num_segments; s0 += kWarps * kU) {
+    int first[kU], count[kU];
+#pragma unroll
+    for (int u = 0; u < kU; ++u) {
+      const int s = s0 + u * kWarps;
+      first[u] = s < num_segments ? segments[s * kSegFields + kSegFirstBlock] : 0;
+      count[u] = s < num_segments ? segments[s * kSegFields + kSegBlockCount] : 0;
+    }
+    float head[kU];  // each segment's partial `lane` (most segments have at most 32)
+#pragma unroll
+    for (int u = 0; u < kU; ++u) head[u] = lane < count[u] ? __ldcg(partials + first[u] + lane) : 0;
+#pragma unroll
+    for (int u = 0; u < kU; ++u) {
+      const int s = s0 + u * kWarps;
+      if (s >= num_segments) break;  // the same in every lane
+      double sum = 0.0;
+      if (lane < count[u]) sum += head[u];
+      for (int b = lane + kWarpSize; b < count[u]; b += kWarpSize) {
+        sum += __ldcg(partials + first[u] + b);
+      }
+      sum = warp_sum_f64(sum);
+      if (lane == 0) out(s, sum);
+      warp_total += sum;
+    }
   }
   if (lane == 0) warp_totals[warp] = warp_total;
   __syncthreads();
