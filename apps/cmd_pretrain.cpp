@@ -379,7 +379,8 @@ int dry_run(PretrainConfig config, int ranks, double gpu_memory_gib) {
   // The moments m and v (f32, the gradients' layout) and the learning-rate table; the segment
   // table and the reduction workspace are a few kB.
   const size_t optimizer_bytes = m.gradients * 2 + Optimizer::schedule_bytes(config.optimizer);
-  const size_t workspace = cuda ? kCublasLtWorkspaceBytes : 0;
+  // A cuBLASLt workspace a CUDA stream: a second one with train.overlap_generator (SideStream).
+  const size_t workspace = cuda ? kCublasLtWorkspaceBytes * (train.overlap_generator ? 2 : 1) : 0;
   const size_t total = m.parameters + m.gradients + optimizer_bytes + m.activations + workspace;
   auto gib = [](double bytes) { return bytes / double(size_t{1} << 30); };
   std::printf(

@@ -44,6 +44,19 @@ else
   fail "activations: $small / $large"
 fi
 
+# train.overlap_generator gives the generator's backward a stream of its own, with a second
+# cuBLASLt workspace: the plan counts it.
+work_of() { grep "^  workspace" <<<"$1" | awk '{print $2}'; }
+one=$("$electra" pretrain --config "$src/configs/electra-small.yaml" --set train.device=cuda \
+  --dry-run --gpu-memory 80 2>&1)
+two=$("$electra" pretrain --config "$src/configs/electra-small.yaml" --set train.device=cuda \
+  --set train.overlap_generator=true --dry-run --gpu-memory 80 2>&1)
+if [[ -n "$(work_of "$one")" && $(work_of "$two") -eq $((2 * $(work_of "$one"))) ]]; then
+  pass "overlap_generator: a second cuBLASLt workspace in the plan"
+else
+  fail "workspace: $(work_of "$one") / $(work_of "$two")"
+fi
+
 # The CPU plans in f32 whatever train.precision says, against this machine's memory.
 out=$("$electra" pretrain --config "$src/configs/electra-tiny.yaml" --set train.device=cpu \
   --dry-run 2>&1)
