@@ -28,18 +28,17 @@ void StageList::backward(Context& ctx, const ForwardContext& saved, const Gradie
     }
   }
   std::vector<ParamSpan> held;
-  if (beside < entries_.size()) {
-    side->fork(ctx);
-    GradientsReady hold;
-    if (ready) hold = [&held](Context&, ParamSpan span) { held.push_back(span); };
-    entries_[beside].stage->backward_own(side->ctx(ctx), saved, hold);
-  }
+  bool forked = false;  // and not yet joined
+  auto join = [&] {
+    side->join(ctx);
+    forked = false;
+  };
   std::vector<bool> done(entries_.size(), false);
   auto run = [&](size_t i) {
     done[i] = true;
     const Entry& e = entries_[i];
     if (i == beside) {
-      side->join(ctx);
+      join();
       for (const ParamSpan& span : held) ready(ctx, span);
       e.stage->backward_shared(ctx, saved, ready);
       return;
@@ -51,12 +50,27 @@ void StageList::backward(Context& ctx, const ForwardContext& saved, const Gradie
     if (e.mode == StageMode::kFrozen) e.stage->drop_gradients(ctx);
     report(ctx, ready, e.stage->span());
   };
-  for (size_t i = entries_.size(); i-- > 0;) {
-    if (done[i]) continue;
-    for (size_t j = 0; j < i; ++j) {
-      if (!done[j] && entries_[j].stage->adds_into(*entries_[i].stage)) run(j);
+  try {
+    if (beside < entries_.size()) {
+      side->fork(ctx);
+      forked = true;
+      GradientsReady hold;
+      if (ready) hold = [&held](Context&, ParamSpan span) { held.push_back(span); };
+      entries_[beside].stage->backward_own(side->ctx(ctx), saved, hold);
     }
-    run(i);
+    for (size_t i = entries_.size(); i-- > 0;) {
+      if (done[i]) continue;
+      for (size_t j = 0; j < i; ++j) {
+        if (!done[j] && entries_[j].stage->adds_into(*entries_[i].stage)) run(j);
+      }
+      run(i);
+    }
+  } catch (...) {
+    // A refusal between the fork and the join (a loss that did not run, ...): the main stream
+    // still waits for the side work queued so far, so a caller that goes on does not reuse a
+    // buffer under it.
+    if (forked) join();
+    throw;
   }
 }
 

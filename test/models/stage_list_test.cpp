@@ -203,3 +203,26 @@ TEST_CASE("with a side stream a split backward's own part runs first, its shared
                                             "drop generator", "drop tables"});
   }
 }
+
+TEST_CASE("a refusal between the fork and the join propagates out of a split walk",
+          "[stage_list]") {
+  // The discriminator's backward throws (as a loss gradient that is unset does); the walk joins
+  // the side stream before the exception leaves it (on the CPU the join is a no-op: this checks
+  // the control flow; the GPU is where the join matters).
+  class Refusing : public Recorder {
+   public:
+    using Recorder::Recorder;
+    void backward(Context&, const ForwardContext&, const GradientsReady&) override {
+      throw Error("refused");
+    }
+  };
+  Fixture f;
+  Recorder t(f.b, "tables", 1, f.log);
+  SplitRecorder gen(f.b, "generator", 2, f.log);
+  Refusing disc(f.b, "discriminator", 2, f.log);
+  SideStream side(f.ctx);
+  CHECK_THROWS_WITH(f.walk(StageList({{&t}, {&gen}, {&disc}}), &side), Catch::Contains("refused"));
+  CHECK(f.log == std::vector<std::string>{"forward tables", "forward generator",
+                                          "forward discriminator", "own generator"});
+  CHECK(f.spans.empty());  // the own part's reports were held, never made
+}
