@@ -5,7 +5,8 @@
 // Usage: train_step --model tiny|small|base [--device cpu|cuda] [--precision f32|bf16]
 //                   [--batch 8] [--seq-len 128] [--warmup 2] [--repeats 7]
 //                   [--threads N (CPU threads; 0: all cores this process may use; default 1)]
-//                   [--attention auto|unfused|flash|flash_ds (the GPU's kernels, model.attention)]
+//                   [--attention auto|unfused|flash|flash_ds|flash_short (the GPU's kernels,
+//                    model.attention)]
 //                   [--overlap-generator (the generator's backward on a second CUDA stream,
 //                    train.overlap_generator; not with --profile, which times ops on one stream)]
 //                   [--profile]

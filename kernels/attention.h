@@ -18,7 +18,7 @@
 //   dS_ij = P_ij (dP_ij - sum_k P_ik dP_ik)
 //   dQ_i = sum_j dS_ij K_j / sqrt(d),   dK_j = sum_i dS_ij Q_i / sqrt(d)
 //
-// Three GPU implementations, chosen by AttentionArgs::impl (the CPU reference ignores it):
+// Four GPU implementations, chosen by AttentionArgs::impl (the CPU reference ignores it):
 // - v1 (kUnfused): cuBLASLt strided-batched GEMMs through matmul_batched around one fused
 //   scale-mask-softmax-dropout kernel and its backward (kernels/attention.cu).
 //   Saved by the forward: probs [B, heads, T, T] = P (before dropout), in qkv's dtype.
@@ -46,6 +46,15 @@
 //   every element written (0 for padded keys), undefined afterwards. Key-major because the dK,
 //   dV blocks hold dS^T: a lane's two consecutive queries of one key are one 4-byte store, and
 //   cuBLASLt reads the transpose at no cost.
+// - v2 with a one-pass backward at short T (kFlashShort; not yet measured, so kAuto never picks
+//   it): v2's forward and saved L, the same shapes supported; its backward, for bf16 at
+//   T <= 128 and d = 64 exactly (attention_uses_short_backward: every ELECTRA size at the
+//   paper's pre-training length), is one kernel of one block per (b, head) that holds the whole
+//   head in shared memory and computes S, dPd, dS and dQ per query row, then dK and dV per key
+//   row from Pd and dS left in shared memory (kernels/attention_flash_short.cu): S and dPd once
+//   each, no atomics, v2's D and keep bits, Pd and dS rounded to bf16 where v2 rounds them.
+//   Any other dtype or shape runs v2's backward exactly. Scratch: as v2's ([B, heads, T] f32,
+//   unused).
 // The CPU reference is always "v1" (probs and scratch [B, heads, T, T], both in qkv's dtype).
 // attention_state() says which one a call gets and the shape and dtypes of its `saved` and
 // `scratch`, so a caller plans them once (kernels/attention_flash.h declares version 2's entry
@@ -68,6 +77,8 @@ enum class AttentionImpl {
   kFlash,        // v2; a shape it does not support throws instead of falling back
   kFlashDsGemm,  // v2's forward; backward: v2's dK, dV blocks writing dS, then dQ by GEMMs;
                  // a shape flash does not support throws
+  kFlashShort,   // v2's forward; backward: one block per head at bf16, T <= 128, d = 64, else
+                 // v2's; a shape flash does not support throws
 };
 
 struct AttentionArgs {
@@ -83,9 +94,13 @@ struct AttentionArgs {
 constexpr int64_t kFlashMaxSeqLen = 512;
 constexpr int64_t kFlashMaxHeadDim = 128;
 
+// The shapes kFlashShort's one-pass backward is written for: the whole head in one block.
+constexpr int64_t kFlashShortMaxSeqLen = 128;
+constexpr int64_t kFlashShortHeadDim = 64;
+
 // Whether a call on `device` with qkv [B, t, 3h] runs the flash kernels: on CUDA, impl kAuto,
-// kFlash or kFlashDsGemm, t <= 512 and d = h / heads <= 128. The CPU reference never does. Throws
-// for kFlash and kFlashDsGemm on a shape flash does not support.
+// kFlash, kFlashDsGemm or kFlashShort, t <= 512 and d = h / heads <= 128. The CPU reference never
+// does. Throws for every impl but kAuto and kUnfused on a shape flash does not support.
 inline bool attention_uses_flash(Device device, const AttentionArgs& args, int64_t t, int64_t h) {
   if (device != Device::CUDA || args.impl == AttentionImpl::kUnfused) return false;
   const bool supported = args.heads >= 1 && h % args.heads == 0 && t <= kFlashMaxSeqLen &&
@@ -102,11 +117,20 @@ inline bool attention_uses_ds_gemm(Device device, const AttentionArgs& args, int
   return attention_uses_flash(device, args, t, h) && args.impl == AttentionImpl::kFlashDsGemm;
 }
 
+// Whether that call's backward, qkv in `dtype`, is kFlashShort's one-pass kernel: bf16, t <= 128
+// and d = h / heads = 64; kFlashShort's other calls run v2's backward.
+inline bool attention_uses_short_backward(Device device, const AttentionArgs& args, int64_t t,
+                                          int64_t h, DType dtype) {
+  return attention_uses_flash(device, args, t, h) && args.impl == AttentionImpl::kFlashShort &&
+         dtype == DType::BF16 && t <= kFlashShortMaxSeqLen && h / args.heads == kFlashShortHeadDim;
+}
+
 // The state one call keeps besides its inputs and outputs: `saved` (written by the forward, read
 // by the backward; numel() elements) and `scratch` (the workspace of both directions;
 // scratch_numel() elements). saved is [B, heads, T, T] in `dtype` = qkv's for version 1 and the
-// CPU (P), [B, heads, T] f32 for flash (L). scratch is [B, heads, T, T] for version 1 and the CPU
-// (Pd / dPd / dS) and for kFlashDsGemm (dS^T), [B, heads, T] for the other flash calls (unused); in
+// CPU (P), [B, heads, T] f32 for flash (L; kFlashShort's too). scratch is [B, heads, T, T] for
+// version 1 and the CPU (Pd / dPd / dS) and for kFlashDsGemm (dS^T), [B, heads, T] for the other
+// flash calls (unused; kFlashShort's one-pass backward needs none either); in
 // `scratch_dtype`: qkv's on the CPU and for kFlashDsGemm, else f32. Except for kFlashDsGemm,
 // numel() == scratch_numel().
 struct AttentionState {
@@ -187,8 +211,9 @@ inline bool check_attention(const Context& ctx, const Tensor& qkv, const Tensor&
   return state.flash;
 }
 
-// What one call launches (attention.cu, attention_flash.cu, attention_flash_bf16.cu). Flash: one
-// kernel each way (the backward's grid holds its dK, dV blocks and its dQ blocks); kFlashDsGemm's
+// What one call launches (attention.cu, attention_flash.cu, attention_flash_bf16.cu,
+// attention_flash_short.cu). Flash: one kernel each way (the backward's grid holds its dK, dV
+// blocks and its dQ blocks; kFlashShort's one-pass backward is one kernel too); kFlashDsGemm's
 // backward: one kernel (dK, dV blocks only) and the dQ GEMM per step of min(heads, B).
 // Version 1 loops min(heads, B) times over strided-batched
 // cuBLASLt GEMMs: the forward QK^T and PV per step around the softmax kernel; the backward dV,

@@ -29,6 +29,9 @@
 // only: each also stores its dS^T registers as bf16 dS^T [b, head, key, query] (the values its dK
 // product multiplies, before the 1 / sqrt(d) scale), and dQ = dS K / sqrt(d) is left to cuBLASLt
 // (kernels/attention.cu).
+// kFlashShort's backward at T <= 128, d = 64 is a kernel of its own (one block per head, no
+// recomputation): kernels/attention_flash_short.cu; the pieces both use are in
+// kernels/attention_flash_bf16.cuh.
 //
 // Dropout: keep_ij = dropout_keep(rng, site + ((b heads + h) T + i) T + j, p), the bits of the
 // CPU reference; one Philox block per 4 consecutive keys of a query (dropout_keep4), each drawn by
@@ -36,72 +39,20 @@
 // (flash_layout::keep_draw / keep_source, and the _t maps for the transposed tiles).
 #include <cmath>
 
-#include "kernels/attention_flash_common.cuh"
-#include "kernels/attention_flash_mma.cuh"
-#include "kernels/dropout_mask.h"
+#include "kernels/attention_flash_bf16.cuh"
 
 namespace electra::cuda {
 namespace {
 
-using bf16 = __nv_bfloat16;
+using namespace flash_bf16;  // the pieces the bf16 flash kernels share (attention_flash_bf16.cuh)
 namespace fl = flash_layout;
 using fl::Coord;
 
 constexpr int kThreads = fl::kMmaWarps * kWarpSize;
-constexpr float kLog2e = 1.44269504088896340736f;
 constexpr float kLn2 = 0.69314718055994530942f;
 
-// Rows [row0, row0 + kRows) of one head (d columns from `src`, row stride ld) into `tile`
-// [kRows][operand_ld(kD)], zero past T and past d: by 16-byte cp.async when fp.vec (part of the
-// caller's next commit group), else element by element (complete when the caller synchronises).
-template <int kRows, int kD>
-__device__ void load_tile(bf16* tile, const bf16* src, int64_t ld, int row0,
-                          const FlashParams& fp) {
-  constexpr int kLd = fl::operand_ld(kD);
-  if (fp.vec) {
-    constexpr int kChunks = kD / 8;
-    for (int idx = threadIdx.x; idx < kRows * kChunks; idx += kThreads) {
-      const int r = idx / kChunks, c = idx % kChunks * 8;
-      const bool valid = row0 + r < fp.t && c < fp.d;
-      flash_mma::cp_async16(tile + r * kLd + c, valid ? src + (row0 + r) * ld + c : src, valid);
-    }
-  } else {
-    for (int idx = threadIdx.x; idx < kRows * kD; idx += kThreads) {
-      const int r = idx / kD, c = idx % kD;
-      tile[r * kLd + c] =
-          row0 + r < fp.t && c < fp.d ? src[(row0 + r) * ld + c] : __float2bfloat16_rn(0.0f);
-    }
-  }
-}
-
-// Bit c: key j0 + c (c < 64) is real, i.e. inside T and not padding. One ballot per 32 keys.
-__device__ __forceinline__ uint64_t real_keys64(const int32_t* real, int j0, int t) {
-  const int lane = threadIdx.x % kWarpSize, ja = j0 + lane, jb = ja + kWarpSize;
-  const uint32_t lo = __ballot_sync(0xffffffffu, ja < t && real[ja] != 0);
-  const uint32_t hi = __ballot_sync(0xffffffffu, jb < t && real[jb] != 0);
-  return lo | static_cast<uint64_t>(hi) << 32;
-}
-
-// The keep bits of this lane's 4 elements (bit e = element e, flash_layout::mma_c) of the 16 x 8
-// tile whose element (0, 0) is (query i0, key j0) when rows are queries; draws only where the
-// group starts inside T (bits 0xF elsewhere: P is 0 or never written there).
-__device__ __forceinline__ uint32_t keep_bits_rows(const FlashParams& fp, int bh, int i0, int j0,
-                                                   int lane) {
-  const Coord at = fl::keep_draw(lane);
-  const int i = i0 + at.row, j = j0 + at.col;
-  const uint32_t mine =
-      i < fp.t && j < fp.t ? dropout_keep4(fp.rng, mask_row(fp, bh, i) + j, fp.p) : 0xFu;
-  // Elements 0, 1 come from one lane and 2, 3 from another (the layout test checks it).
-  const uint32_t lo = __shfl_sync(0xffffffffu, mine, fl::keep_source(lane, 0).lane);
-  const uint32_t hi = __shfl_sync(0xffffffffu, mine, fl::keep_source(lane, 2).lane);
-  uint32_t bits = 0;
-#pragma unroll
-  for (int e = 0; e < 4; ++e)
-    bits |= (((e < 2 ? lo : hi) >> fl::keep_source(lane, e).bit) & 1u) << e;
-  return bits;
-}
-
-// The same for a transposed tile (rows = keys from j0, columns = queries from i0).
+// The keep bits of this lane's 4 elements of a transposed 16 x 8 tile (rows = keys from j0,
+// columns = queries from i0), as flash_bf16::keep_bits_rows gives those of a query-major one.
 __device__ __forceinline__ uint32_t keep_bits_cols(const FlashParams& fp, int bh, int j0, int i0,
                                                    int lane) {
   const Coord at = fl::keep_draw_t(lane);
@@ -115,30 +66,6 @@ __device__ __forceinline__ uint32_t keep_bits_cols(const FlashParams& fp, int bh
     bits |= ((__shfl_sync(0xffffffffu, mine, src.lane) >> src.bit) & 1u) << e;
   }
   return bits;
-}
-
-// Writes the warp's 16 x kD accumulator times `scale` into rows row0 + r (r < 16, row0 + r < T),
-// columns 0 .. d - 1 of `dst` (row stride ld): bf16 pairs when fp.vec (d even, 4-byte aligned).
-template <int kD>
-__device__ void store_rows(bf16* dst, int64_t ld, const float (&acc)[kD / 8][4], float scale,
-                           int row0, int lane, const FlashParams& fp) {
-#pragma unroll
-  for (int half = 0; half < 2; ++half) {
-    const int i = row0 + fl::mma_c(lane, 2 * half).row;
-    if (i >= fp.t) continue;
-    bf16* row = dst + i * ld;
-#pragma unroll
-    for (int n = 0; n < kD / 8; ++n) {
-      const int c = 8 * n + fl::mma_c(lane, 2 * half).col;
-      const float x0 = acc[n][2 * half] * scale, x1 = acc[n][2 * half + 1] * scale;
-      if (fp.vec) {
-        if (c < fp.d) *reinterpret_cast<__nv_bfloat162*>(row + c) = __floats2bfloat162_rn(x0, x1);
-      } else {
-        if (c < fp.d) row[c] = __float2bfloat16_rn(x0);
-        if (c + 1 < fp.d) row[c + 1] = __float2bfloat16_rn(x1);
-      }
-    }
-  }
 }
 
 template <int kD>

@@ -148,6 +148,39 @@ struct MmaDkDv {
   static_assert(kBytes <= kMaxBlockBytes, "flash dK, dV tiles exceed shared memory");
 };
 
+// kFlashShort's one-pass backward (T <= 128, d = 64; kernels/attention_flash_short.cu): one block
+// of 8 warps per (b, head) holds the whole head. Q, K, V, dout and out, kRows rows each of
+// operand_ld(64) = 72 bf16 (rows past T zero), then Pd = P keep / (1 - p) and dS, both
+// [query][key] in kRows rows of operand_ld(128) = 136 bf16: the same 16 bytes of padding a row,
+// so the ldmatrix.trans reads of their transposes (ldsm_at) are free of bank conflicts too. L and
+// D stay in registers (each lane reads the L of its two rows from global memory; each warp sums
+// the D of its 16 rows from the out and dout tiles). 161792 bytes: under sm_80's 163 KiB per
+// block with its 1 KiB reserve inside the 164 KiB of an SM (1 block per SM; the registers, 8
+// warps of up to 255, allow no second one either).
+struct MmaShort {
+  static constexpr int kWarps = 8;
+  static constexpr int kRows = kWarps * kMmaRowsPerWarp;  // the longest T: 128 queries, 128 keys
+  static constexpr int kD = 64;
+  static constexpr int kLd = operand_ld(kD), kLdScores = operand_ld(kRows);
+  static constexpr size_t kTile = kBf16 * kRows * kLd;
+  static constexpr size_t kScoreTile = kBf16 * kRows * kLdScores;
+  static constexpr size_t kQ = 0;
+  static constexpr size_t kK = align128(kQ + kTile);
+  static constexpr size_t kV = align128(kK + kTile);
+  static constexpr size_t kDout = align128(kV + kTile);
+  static constexpr size_t kOut = align128(kDout + kTile);
+  static constexpr size_t kPd = align128(kOut + kTile);
+  static constexpr size_t kDs = align128(kPd + kScoreTile);
+  static constexpr size_t kBytes = align128(kDs + kScoreTile);
+};
+
+// The dynamic shared memory kFlashShort's backward requests (its only layout).
+constexpr size_t flash_short_shared_bytes() {
+  return MmaShort::kBytes;
+}
+static_assert(flash_short_shared_bytes() <= kMaxBlockBytes,
+              "kFlashShort's backward exceeds sm_80's shared memory per block");
+
 // ---- Register fragments of mma.sync.m16n8k16 (PTX ISA, "Matrix fragments for mma.m16n8k16
 // with floating point type"), lane = 4 g + t (g = lane / 4, t = lane % 4) ----
 
@@ -193,6 +226,14 @@ ELECTRA_HD constexpr Coord ldsm_b(int lane) {
 }
 ELECTRA_HD constexpr Coord ldsm_bt(int lane) {
   return {lane % 8 + 8 * (lane / 8 % 2), 8 * (lane / 16)};
+}
+
+// ldsm_at (with .trans): the A fragment of a 16 x 16 tile stored transposed, as [k][m] row-major
+// (m = A's row): kFlashShort's Pd^T and dS^T from Pd and dS stored [query][key], so {row, col} =
+// {k, m} = {query, key}. (The same lane map as ldsm_b's, whose [n][k] storage is the transposed
+// one of a B fragment; named apart for what it reads.)
+ELECTRA_HD constexpr Coord ldsm_at(int lane) {
+  return {lane % 8 + 8 * (lane / 16), 8 * (lane / 8 % 2)};
 }
 
 // Dropout bits in registers. One Philox block gives the keep bits of 4 consecutive keys of one

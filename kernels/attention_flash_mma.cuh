@@ -1,7 +1,8 @@
 // Tensor-core and asynchronous-copy primitives of the bf16 flash kernels
-// (kernels/attention_flash_bf16.cu), sm_80 and newer: mma.sync m16n8k16 (bf16 x bf16 + f32),
-// ldmatrix x4 (plain and transposed) and cp.async of 16 bytes with zero fill. Which register holds
-// which element: kernels/attention_flash_layout.h (mma_a, mma_b, mma_c, ldsm_*).
+// (kernels/attention_flash_bf16.cu, kernels/attention_flash_short.cu), sm_80 and newer: mma.sync
+// m16n8k16 (bf16 x bf16 + f32), ldmatrix x4 (plain and transposed) and cp.async of 16 bytes with
+// zero fill. Which register holds which element: kernels/attention_flash_layout.h (mma_a, mma_b,
+// mma_c, ldsm_*).
 #pragma once
 
 #include <cuda_bf16.h>
@@ -113,6 +114,26 @@ __device__ __forceinline__ void mma_cb_smem(float (&acc)[kN / 8][4], const float
       mma(acc[2 * np], a, b[0], b[1]);
       mma(acc[2 * np + 1], a, b[2], b[3]);
     }
+  }
+}
+
+// One k step of 16: acc[16 x 8 kN] += A B where A (16 x 16) is stored transposed in `at_tile`,
+// 16 rows of k by 16 columns of m (row stride lda), read as A fragments by ldmatrix.trans
+// (flash_layout::ldsm_at), and B (16 x 8 kN) is stored [k][8 kN] row-major (ldb) in `b_tile`:
+// kFlashShort's Pd^T dout and dS^T Q from Pd, dS stored [query][key].
+template <int kN>
+__device__ __forceinline__ void mma_atb_step(float (&acc)[kN / 8][4], const __nv_bfloat16* at_tile,
+                                             int lda, const __nv_bfloat16* b_tile, int ldb,
+                                             int lane) {
+  const Coord la = flash_layout::ldsm_at(lane), lb = flash_layout::ldsm_bt(lane);
+  uint32_t a[4];
+  ldmatrix_x4_trans(a, at_tile + la.row * lda + la.col);
+#pragma unroll
+  for (int np = 0; np < kN / 16; ++np) {
+    uint32_t b[4];
+    ldmatrix_x4_trans(b, b_tile + lb.row * ldb + 16 * np + lb.col);
+    mma(acc[2 * np], a, b[0], b[1]);
+    mma(acc[2 * np + 1], a, b[2], b[3]);
   }
 }
 

@@ -79,13 +79,14 @@ ElectraConfig electra_preset(const std::string& name) {
 
 AttentionImpl attention_impl_named(const std::string& name, const std::string& key) {
   static constexpr AttentionImpl kImpls[] = {AttentionImpl::kAuto, AttentionImpl::kUnfused,
-                                             AttentionImpl::kFlash, AttentionImpl::kFlashDsGemm};
+                                             AttentionImpl::kFlash, AttentionImpl::kFlashDsGemm,
+                                             AttentionImpl::kFlashShort};
   static_assert(std::size(kImpls) == std::size(kAttentionNames));
   for (size_t i = 0; i < std::size(kImpls); ++i) {
     if (name == kAttentionNames[i]) return kImpls[i];
   }
-  throw UserError(
-      str_cat(key, ": unknown attention '", name, "' (use auto, unfused, flash or flash_ds)"));
+  throw UserError(str_cat(key, ": unknown attention '", name,
+                          "' (use auto, unfused, flash, flash_ds or flash_short)"));
 }
 
 ElectraConfig read_electra_config(ConfigNode model) {

@@ -39,8 +39,8 @@ struct EncoderConfig {
   // on the CPU at any value. model.weight_grad_group in a config.
   int weight_grad_group = 0;
   // Not a size either: which GPU attention kernels the layers run (kernels/attention.h: auto,
-  // unfused, flash, flash_ds); the CPU ignores it. model.attention in a config. A GPU run's bits
-  // depend on it (a --resume keeps it for bit-exactness), the CPU's do not, so, like
+  // unfused, flash, flash_ds, flash_short); the CPU ignores it. model.attention in a config. A GPU
+  // run's bits depend on it (a --resume keeps it for bit-exactness), the CPU's do not, so, like
   // weight_grad_group, it is not part of the config's hash.
   AttentionImpl attention = AttentionImpl::kAuto;
 
@@ -71,7 +71,8 @@ ElectraConfig read_electra_config(ConfigNode model);
 
 // The GPU attention of a name of model.attention (kAttentionNames); UserError naming `key`
 // otherwise.
-inline constexpr const char* kAttentionNames[] = {"auto", "unfused", "flash", "flash_ds"};
+inline constexpr const char* kAttentionNames[] = {"auto", "unfused", "flash", "flash_ds",
+                                                  "flash_short"};
 AttentionImpl attention_impl_named(const std::string& name, const std::string& key);
 
 }  // namespace electra

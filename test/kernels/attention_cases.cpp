@@ -1,7 +1,10 @@
 // attention (kernels/attention.h) for the op harness (test/common/op_case.h). GPU parity of the
 // three implementations, version 1 (cuBLASLt GEMMs around the fused softmax kernels), flash (the
 // f32 parity kernels and the bf16 mma.sync kernels) and flash with the dS GEMM (kFlashDsGemm:
-// flash's dK, dV blocks write dS, cuBLASLt computes dQ; "flash_ds_" cases), in f32 and bf16
+// flash's dK, dV blocks write dS, cuBLASLt computes dQ; "flash_ds_" cases), in f32 and bf16,
+// and flash with the one-pass backward (kFlashShort: one block per head at bf16, T <= 128, d = 64;
+// "flash_short_" cases, bf16 at T = 128, 77, 16 and 1 with 1 and 4 heads, and one shape it hands
+// to v2's backward, in f32 and bf16)
 // against the CPU reference run in f64 on the same (bf16-rounded where the GPU reads bf16) inputs,
 // with padding, dropout 0.1 (outputs agree only if the dropout masks are identical) and 0:
 // ELECTRA-Small, Base at T = 512,
@@ -12,7 +15,8 @@
 // Benchmarks in bf16 (bench/attention_bench.cu): flash, version 1 its baseline, at the head counts
 // of Small (4), Base (12) and Large (16), T = 128 and 512, 16384 tokens per call, under the
 // RESULT names bench/attention_sdpa_baseline.py pairs with; and at the same shapes kFlashDsGemm
-// with flash as its baseline (RESULT op attention_flash_ds_fwd / _bwd). Hand values, masks,
+// with flash as its baseline (RESULT op attention_flash_ds_fwd / _bwd), at T = 128 kFlashShort
+// with flash as its baseline (RESULT op attention_flash_short_fwd / _bwd). Hand values, masks,
 // all-padding rows on the CPU, flash's shape limits and refusals: attention_test.cpp.
 #include <algorithm>
 #include <cmath>
@@ -55,13 +59,15 @@ Fill positive_v(int64_t h) {
   }};
 }
 
-// 1 = real key. Sequence 0 is full, sequence bi > 0 ends in 1 + (13 bi) % (T / 2) padded keys; the
-// last one is all padding when `empty` (rows without a real key).
+// 1 = real key. Sequence 0 is full, sequence bi > 0 ends in 1 + (13 bi) % max(T / 2, 1) padded
+// keys (all of its one key at T = 1); the last one is all padding when `empty` (rows without a
+// real key).
 Fill tail_padding(int64_t b, int64_t t, bool empty) {
   return {.make = [=](size_t, uint64_t) {
     std::vector<double> mask(b * t, 1.0);
+    const int64_t span = std::max<int64_t>(t / 2, 1);
     for (int64_t bi = 1; bi < b; ++bi) {
-      for (int64_t j = t - 1 - (bi * 13) % (t / 2); j < t; ++j) mask[bi * t + j] = 0;
+      for (int64_t j = t - 1 - (bi * 13) % span; j < t; ++j) mask[bi * t + j] = 0;
     }
     if (empty) std::fill(mask.end() - t, mask.end(), 0.0);
     return mask;
@@ -173,6 +179,8 @@ const char* impl_prefix(AttentionImpl impl) {
       return "flash_";
     case AttentionImpl::kFlashDsGemm:
       return "flash_ds_";
+    case AttentionImpl::kFlashShort:
+      return "flash_short_";
     case AttentionImpl::kAuto:
       return "auto_";
     case AttentionImpl::kUnfused:
@@ -274,7 +282,8 @@ OpCase gradcheck(const Shape& shape, Fill mask, float p, size_t max_checks) {
 // The benchmark at a model's width and heads, T = t, 16384 tokens, bf16: `impl` timed, `baseline`
 // beside it as "baseline_<baseline_name>", both validated at batch 2 first. Flash's case has the
 // RESULT names bench/attention_sdpa_baseline.py pairs with (op attention_fwd / _bwd);
-// kFlashDsGemm's has op attention_flash_ds_fwd / _bwd at the same shape names.
+// kFlashDsGemm's has op attention_flash_ds_fwd / _bwd, kFlashShort's attention_flash_short_fwd /
+// _bwd, at the same shape names.
 OpCase bench(const std::string& model, int64_t h, int64_t heads, int64_t t, float p,
              AttentionImpl impl, AttentionImpl baseline, const std::string& baseline_name) {
   const int64_t b = 16384 / t;
@@ -289,12 +298,14 @@ OpCase bench(const std::string& model, int64_t h, int64_t heads, int64_t t, floa
   // The names bench/attention_sdpa_baseline.py gives its rows.
   c.shape = model + "_B" + std::to_string(b) + "_T" + std::to_string(t) + "_H" + std::to_string(h) +
             p_suffix(p);
-  c.bench_op = impl == AttentionImpl::kFlashDsGemm ? "attention_flash_ds" : "attention";
+  c.bench_op = impl == AttentionImpl::kFlashDsGemm  ? "attention_flash_ds"
+               : impl == AttentionImpl::kFlashShort ? "attention_flash_short"
+                                                    : "attention";
   c.bench_validation = [at, impl] { return at(2, impl); };
   c.baseline_impl = "baseline_" + baseline_name;
   c.baseline_case = [at, baseline] { return at(2, baseline); };
   // The useful math of every version, 4 products in the backward (flash's backward computes 7,
-  // S and dPd in both roles; kFlashDsGemm's 5, S recomputed).
+  // S and dPd in both roles; kFlashDsGemm's 5, S recomputed; kFlashShort's 5, each once).
   c.bench_flops = [](const Args& a, bool backward) {
     return detail::attention_flops(a["qkv"], backward);
   };
@@ -361,6 +372,41 @@ std::vector<OpCase> op_cases() {
       }
     }
   }
+  // kFlashShort's one-pass backward: bf16 only (f32 runs v2's backward), d = 64, T = 128 (the
+  // longest it takes: 8 warps of 16 queries), 77 (a partial warp, warps past T idle), 16 (one
+  // warp) and 1, each with 1 and 4 heads, the last sequence padding only; the same tolerance and
+  // checks as flash (it rounds the same operands to bf16 at the same points: Pd, dS, the outputs).
+  // And one shape it hands to v2's backward (T = 129), in f32 and bf16.
+  const std::vector<Shape> short_shapes = {
+      {"4x128x256_h4", 4, 128, 256, 4}, {"3x128x64_h1", 3, 128, 64, 1},
+      {"3x77x256_h4", 3, 77, 256, 4},   {"3x77x64_h1", 3, 77, 64, 1},
+      {"3x16x256_h4", 3, 16, 256, 4},   {"2x16x64_h1", 2, 16, 64, 1},
+      {"3x1x256_h4", 3, 1, 256, 4},     {"2x1x64_h1", 2, 1, 64, 1},
+  };
+  for (const Shape& shape : short_shapes) {
+    for (float p : {0.1f, 0.0f}) {
+      OpCase c = attention(shape,
+                           {AttentionImpl::kFlashShort,
+                            p,
+                            positive_v(shape.h),
+                            {.lo = 0.1, .hi = 1},
+                            tail_padding(shape.b, shape.t, true),
+                            true},
+                           kGpu);
+      c.dtypes = {DType::BF16};
+      cases.push_back(std::move(c));
+    }
+  }
+  for (float p : {0.1f, 0.0f}) {
+    cases.push_back(attention({"fallback_2x129x64_h2", 2, 129, 64, 2},
+                              {AttentionImpl::kFlashShort,
+                               p,
+                               positive_v(64),
+                               {.lo = 0.1, .hi = 1},
+                               tail_padding(2, 129, true),
+                               true},
+                              kGpu));
+  }
   for (const auto& [model, h, heads] :
        {std::tuple{"small", 256, 4}, std::tuple{"base", 768, 12}, std::tuple{"large", 1024, 16}}) {
     for (int64_t t : {128, 512}) {
@@ -369,6 +415,11 @@ std::vector<OpCase> op_cases() {
                               "v1_unfused"));
         cases.push_back(bench(model, h, heads, t, p, AttentionImpl::kFlashDsGemm,
                               AttentionImpl::kFlash, "flash_recompute"));
+        // At T = 512 kFlashShort's backward is v2's: no row of its own.
+        if (t <= kFlashShortMaxSeqLen) {
+          cases.push_back(bench(model, h, heads, t, p, AttentionImpl::kFlashShort,
+                                AttentionImpl::kFlash, "flash_recompute"));
+        }
       }
     }
   }

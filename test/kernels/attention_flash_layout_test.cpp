@@ -2,7 +2,9 @@
 // against the limits of the GPUs the binary is built for (a layout that grows past them fails
 // here, not at the first launch on a GPU), their tile counts, and the thread -> element maps of the
 // bf16 kernels' register tiles: the mma.sync fragments, the ldmatrix addresses (simulated with
-// the PTX ISA's definition of ldmatrix) and the lanes that draw and pass on the dropout bits.
+// the PTX ISA's definition of ldmatrix) and the lanes that draw and pass on the dropout bits; and
+// kFlashShort's one-pass backward: its shared memory, and its Pd, dS tiles written by query rows
+// and read back transposed.
 #include <catch2/catch.hpp>
 #include <set>
 #include <utility>
@@ -221,6 +223,10 @@ TEST_CASE("ldmatrix addresses deliver the mma fragments", "[attention][flash]") 
         const Coord want_a = flash_layout::mma_a(lane, m, half);
         CHECK(a.row == want_a.row);
         CHECK(a.col == want_a.col);
+        // A from a tile stored transposed, [k][m] (kFlashShort's Pd for Pd^T), with .trans.
+        const Coord at = ldmatrix_element(flash_layout::ldsm_at, lane, m, half, true);
+        CHECK(at.row == want_a.col);
+        CHECK(at.col == want_a.row);
         // B of n-tile m / 2 from a tile stored [n][k] (K rows for Q K^T): row n, column k.
         const Coord want_b = flash_layout::mma_b(lane, m % 2, half);  // {k, n}
         const Coord b = ldmatrix_element(flash_layout::ldsm_b, lane, m, half, false);
@@ -326,6 +332,98 @@ TEST_CASE("kFlashDsGemm's dS store: each (query, key) of a dK, dV block's tile o
       }
     }
     check_covers_once(stored, flash_layout::kMmaRows, br);
+  }
+}
+
+TEST_CASE("kFlashShort's one-pass backward fits one block per SM on sm_80 and sm_90",
+          "[attention][flash]") {
+  using S = flash_layout::MmaShort;
+  // Five [128][72] bf16 operand tiles (Q, K, V, dout, out: 18432 bytes each) and the [128][136]
+  // bf16 Pd and dS (34816 bytes each), nothing else (L and D in registers).
+  constexpr size_t bytes = flash_layout::flash_short_shared_bytes();
+  static_assert(bytes == 5 * 128 * 72 * 2 + 2 * 128 * 136 * 2);
+  CHECK(bytes == 161792);
+  CHECK(S::kRows == S::kWarps * flash_layout::kMmaRowsPerWarp);
+  // Each tile starts 128-byte aligned and none overlaps the next.
+  const size_t starts[] = {S::kQ, S::kK, S::kV, S::kDout, S::kOut, S::kPd, S::kDs, S::kBytes};
+  const size_t sizes[] = {S::kTile, S::kTile,      S::kTile,     S::kTile,
+                          S::kTile, S::kScoreTile, S::kScoreTile};
+  for (size_t i = 0; i < 7; ++i) {
+    CHECK(starts[i] % 128 == 0);
+    CHECK(starts[i] + sizes[i] <= starts[i + 1]);
+  }
+  CHECK(bytes <= flash_layout::kMaxBlockBytes);
+  for (const SmLimits& sm : {kSm80, kSm90}) {
+    INFO(sm.name);
+    CHECK(bytes <= sm.per_block);
+    CHECK(blocks_per_sm(bytes, sm) == 1);
+  }
+}
+
+TEST_CASE("kFlashShort: Pd and dS stored by query rows are read back as Pd^T and dS^T fragments",
+          "[attention][flash]") {
+  using S = flash_layout::MmaShort;
+  const int ld = S::kLdScores;
+  // Phase 2: warp w stores element e of C tile n (its 16 queries x the 128 keys) at [query][key]
+  // = [16 w + row][8 n + col] of mma_c, the pairs e, e + 1 as one 4-byte store; every (query, key)
+  // once, and each store instruction (fixed n and pair) hits 32 different banks.
+  std::vector<Coord> stored;
+  for (int warp = 0; warp < S::kWarps; ++warp) {
+    for (int n = 0; n < S::kRows / 8; ++n) {
+      for (int e = 0; e < 4; e += 2) {
+        std::set<int> banks;
+        for (int lane = 0; lane < kLanes; ++lane) {
+          const Coord c = flash_layout::mma_c(lane, e), next = flash_layout::mma_c(lane, e + 1);
+          const Coord at{flash_layout::kMmaRowsPerWarp * warp + c.row, 8 * n + c.col};
+          CHECK(next.row == c.row);
+          CHECK(next.col == c.col + 1);
+          CHECK(at.col % 2 == 0);
+          stored.push_back(at);
+          stored.push_back({at.row, at.col + 1});
+          banks.insert((at.row * ld + at.col) * 2 / 4 % 32);
+        }
+        CHECK(banks.size() == 32);
+      }
+    }
+  }
+  check_covers_once(stored, S::kRows, S::kRows);
+  // Phase 3: warp w's A fragment of query step kk is Pd^T (and dS^T) at rows = keys 16 w .. + 15,
+  // columns = queries 16 kk .. + 15, each lane passing the address of [16 kk + at.row][16 w +
+  // at.col] (at = ldsm_at) to ldmatrix.trans: register m, half h must be A element mma_a.
+  for (int warp = 0; warp < S::kWarps; ++warp) {
+    for (int kk = 0; kk < S::kRows / 16; ++kk) {
+      const auto address = [=](int lane) {
+        const Coord at = flash_layout::ldsm_at(lane);
+        return Coord{16 * kk + at.row, 16 * warp + at.col};  // {query, key}
+      };
+      for (int lane = 0; lane < kLanes; ++lane) {
+        for (int m = 0; m < 4; ++m) {
+          for (int half = 0; half < 2; ++half) {
+            INFO("warp " << warp << " step " << kk << " lane " << lane << " register " << m
+                         << " half " << half);
+            const Coord got = ldmatrix_element(address, lane, m, half, true);
+            const Coord want = flash_layout::mma_a(lane, m, half);  // {key - 16 w, query - 16 kk}
+            CHECK(got.col == 16 * warp + want.row);
+            CHECK(got.row == 16 * kk + want.col);
+          }
+        }
+      }
+      check_ldmatrix_conflict_free(address, ld);
+    }
+  }
+  // The operand tiles' rows of 72 keep the S, dPd and dQ products' ldmatrix reads conflict-free
+  // across all 128 rows (the 64-row blocks of the other kernels' tests, twice).
+  for (int r0 = 0; r0 < S::kRows; r0 += 16) {
+    for (int c0 = 0; c0 < S::kD; c0 += 16) {
+      for (auto map : {flash_layout::ldsm_a, flash_layout::ldsm_b, flash_layout::ldsm_bt}) {
+        check_ldmatrix_conflict_free(
+            [=](int lane) {
+              const Coord c = map(lane);
+              return Coord{r0 + c.row, c0 + c.col};
+            },
+            S::kLd);
+      }
+    }
   }
 }
 

@@ -1,7 +1,7 @@
 // attention on the CPU: the forward against the per-head formula (padding, dropout), padded keys
-// and all-padding sequences, the refused arguments, the flash choice, kFlashDsGemm's state and
-// launches, and the parity checks of attention_cases.cpp (wrong shapes and dtypes:
-// attention_contract_test).
+// and all-padding sequences, the refused arguments, the flash choice, kFlashDsGemm's and
+// kFlashShort's state and launches, and the parity checks of attention_cases.cpp (wrong shapes and
+// dtypes: attention_contract_test).
 #include <catch2/catch.hpp>
 #include <cmath>
 
@@ -214,6 +214,66 @@ TEST_CASE("attention: kFlashDsGemm saves L, plans dS as its scratch and counts i
   CHECK_THROWS_WITH(attention_uses_flash(Device::CUDA, args, 128, 768),
                     Catch::Contains("flash needs T <= 512"));
   CHECK_FALSE(attention_uses_ds_gemm(Device::CPU, args, 128, 128));
+}
+
+// kFlashShort is host logic too: v2's state (L saved, the [B, heads, T] f32 scratch unused) and
+// launches (one kernel each way) whichever backward runs; its one-pass backward only for bf16 at
+// T <= 128 and d = 64, on CUDA; kAuto and the other choices never take it; a shape flash does not
+// support throws, as for kFlash.
+TEST_CASE(
+    "attention: kFlashShort keeps v2's state and launches, its one-pass backward only for bf16 "
+    "at T <= 128, d = 64",
+    "[attention]") {
+  const int64_t b = 3, t = 128, h = 256, heads = 4;  // ELECTRA-Small: d = 64
+  AttentionArgs args{heads, 0.1f, RngStream{}, 0, AttentionImpl::kFlashShort};
+  for (DType dtype : {DType::BF16, DType::F32}) {
+    INFO(dtype_name(dtype));
+    const AttentionState s = attention_state(Device::CUDA, args, b, t, h, dtype);
+    args.impl = AttentionImpl::kFlash;
+    const AttentionState flash = attention_state(Device::CUDA, args, b, t, h, dtype);
+    args.impl = AttentionImpl::kFlashShort;
+    CHECK(s.flash);
+    CHECK_FALSE(s.ds_scratch);
+    CHECK(s.dtype == flash.dtype);
+    CHECK(s.scratch_dtype == DType::F32);
+    CHECK(s.numel() == b * heads * t);
+    CHECK(s.scratch_numel() == flash.scratch_numel());
+    CHECK_FALSE(attention_state(Device::CPU, args, b, t, h, dtype).flash);
+  }
+  CHECK(attention_uses_short_backward(Device::CUDA, args, t, h, DType::BF16));
+  for (int64_t short_t : {1, 16, 77, 127}) {
+    CHECK(attention_uses_short_backward(Device::CUDA, args, short_t, h, DType::BF16));
+  }
+  CHECK(attention_uses_short_backward(
+      Device::CUDA, AttentionArgs{1, 0.0f, RngStream{}, 0, AttentionImpl::kFlashShort}, t, 64,
+      DType::BF16));
+  CHECK_FALSE(attention_uses_short_backward(Device::CUDA, args, t, h, DType::F32));
+  CHECK_FALSE(attention_uses_short_backward(Device::CUDA, args, 129, h, DType::BF16));
+  CHECK_FALSE(attention_uses_short_backward(Device::CUDA, args, t, 128, DType::BF16));  // d 32
+  CHECK_FALSE(attention_uses_short_backward(Device::CUDA, args, t, 512, DType::BF16));  // d 128
+  CHECK_FALSE(attention_uses_short_backward(Device::CPU, args, t, h, DType::BF16));
+  // Elsewhere its backward is v2's: still flash.
+  CHECK(attention_uses_flash(Device::CUDA, args, 512, h));
+  CHECK_FALSE(attention_uses_short_backward(Device::CUDA, args, 512, h, DType::BF16));
+  CHECK_FALSE(attention_uses_ds_gemm(Device::CUDA, args, t, h));
+  for (AttentionImpl impl : {AttentionImpl::kAuto, AttentionImpl::kFlash,
+                             AttentionImpl::kFlashDsGemm, AttentionImpl::kUnfused}) {
+    args.impl = impl;
+    CHECK_FALSE(attention_uses_short_backward(Device::CUDA, args, t, h, DType::BF16));
+  }
+
+  std::vector<float> x(b * t * 3 * h);
+  const Tensor qkv = Tensor::view_of(x.data(), Device::CPU, {b, t, 3 * h});
+  args.impl = AttentionImpl::kFlashShort;
+  for (bool backward : {false, true}) {
+    const Launches l = detail::attention_launches(qkv, args, backward);
+    CHECK(l.kernels == 1);
+    CHECK(l.library_calls == 0);
+  }
+  args.heads = 2;  // d = 384 at 768 / 2: no fallback
+  CHECK_THROWS_WITH(attention_uses_flash(Device::CUDA, args, 128, 768),
+                    Catch::Contains("flash needs T <= 512"));
+  CHECK_THROWS(attention_uses_short_backward(Device::CUDA, args, 128, 768, DType::BF16));
 }
 
 namespace {

@@ -66,10 +66,12 @@ TEST_CASE("model.weight_grad_group is read for both encoders, 0 (all layers) by 
 TEST_CASE("model.attention picks the GPU's attention for both encoders, auto by default",
           "[config]") {
   CHECK(electra_preset("small").discriminator.attention == AttentionImpl::kAuto);
-  const std::pair<const char*, AttentionImpl> names[] = {{"auto", AttentionImpl::kAuto},
-                                                         {"unfused", AttentionImpl::kUnfused},
-                                                         {"flash", AttentionImpl::kFlash},
-                                                         {"flash_ds", AttentionImpl::kFlashDsGemm}};
+  const std::pair<const char*, AttentionImpl> names[] = {
+      {"auto", AttentionImpl::kAuto},
+      {"unfused", AttentionImpl::kUnfused},
+      {"flash", AttentionImpl::kFlash},
+      {"flash_ds", AttentionImpl::kFlashDsGemm},
+      {"flash_short", AttentionImpl::kFlashShort}};
   for (const auto& [name, impl] : names) {
     ConfigNode root =
         ConfigNode::parse(str_cat("model:\n  preset: tiny\n  attention: ", name, "\n"), "a.yaml");

@@ -7,7 +7,7 @@
 // its own) must be at least the declared library calls, and none where none is declared. The test
 // prints how many kernels the library calls really ran. Last, the declared launches of the GPU
 // update, per part, equal a dry run's on a CPU context of the same precision. With the default
-// attention and with model.attention: flash_ds.
+// attention, with model.attention: flash_ds and with flash_short.
 #include <catch2/catch.hpp>
 
 #if ELECTRA_WITH_CUDA
@@ -136,9 +136,11 @@ class CaptureChecker final : public OpObserver {
 }  // namespace
 
 TEST_CASE("every op of an ELECTRA-Small update launches what it declares", "[launches]") {
-  // The default attention, and the flash backward with dQ by GEMMs (model.attention: flash_ds),
-  // whose declared library calls only a GPU run can check.
-  const AttentionImpl attention = GENERATE(AttentionImpl::kAuto, AttentionImpl::kFlashDsGemm);
+  // The default attention, the flash backward with dQ by GEMMs (model.attention: flash_ds), whose
+  // declared library calls only a GPU run can check, and the one-pass backward (flash_short: its
+  // kernel counted as the one flash backward kernel it replaces).
+  const AttentionImpl attention =
+      GENERATE(AttentionImpl::kAuto, AttentionImpl::kFlashDsGemm, AttentionImpl::kFlashShort);
   INFO("attention " << static_cast<int>(attention));
   const test::SmallRun run("launch_count_gpu");
   PretrainConfig config = run.config;

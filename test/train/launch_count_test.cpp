@@ -127,6 +127,17 @@ TEST_CASE("with model.attention flash_ds each layer's backward adds its dQ GEMMs
   CHECK(counter.total() == Launches{.kernels = 198, .library_calls = 158 + 12 * 5, .memsets = 1});
 }
 
+TEST_CASE("with model.attention flash_short each layer's backward stays one kernel", "[launches]") {
+  test::SmallRun run("launch_count_flash_short");
+  run.config.model.discriminator.attention = AttentionImpl::kFlashShort;
+  LaunchCounter counter(/*dry_run=*/true);
+  count_update(run, counter);
+  // The one-pass backward (bf16, T <= 128, d = 64: one block per head) or, elsewhere, v2's: one
+  // kernel either way, and the forward is v2's, so the update launches what the default does.
+  CHECK(counter.total() == Launches{.kernels = 198, .library_calls = 158, .memsets = 1});
+  CHECK(counter.total().total() == 357);
+}
+
 TEST_CASE("with train.overlap_generator the update launches the same kernels", "[launches]") {
   test::SmallRun run("launch_count_overlap");
   run.config.train.overlap_generator = true;

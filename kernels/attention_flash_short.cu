@@ -1,0 +1,176 @@
+// attention on the GPU: kFlashShort's backward for bf16 at T <= 128 and head dim d = 64 (every
+// ELECTRA size has d = 64, and the paper pre-trains at T = 128). Math and contract:
+// kernels/attention.h; the forward and every other shape are v2's (kernels/attention_flash.cu).
+//
+// One block of 8 warps per (b, head) holds the whole head in shared memory
+// (flash_layout::MmaShort) and computes dQ, dK and dV in one pass: S and dPd once each, no
+// recomputation, no atomics, no block reading what another writes (two runs give the same bits).
+//   1. cp.async loads Q, K (one commit group), then V, dout and out (a second one) of the head,
+//      [128][64] bf16 each with rows past T zero; each lane reads L of its two query rows from
+//      global memory and each warp the padding mask of the 128 keys (4 ballots) meanwhile.
+//   2. Warp w owns queries 16 w .. 16 w + 15 (warps with 16 w >= T skip the work, not the
+//      barriers): S = Q_w K^T (16 x 128, f32 in registers, mma.sync m16n8k16 from ldmatrix
+//      fragments) once Q and K are in, dPd = dout_w V^T once the rest is; D_i = <dout_i, out_i> of
+//      its rows from the out and dout tiles (flash_dot_row: the sum and order of v2's blocks, so
+//      the same bits); then per element P = exp2(S log2(e) / sqrt(d) - L log2(e)), 0 for padded
+//      keys and keys >= T, the keep bit of v2's dQ blocks (flash_bf16::keep_bits_rows: one Philox
+//      block per 4 keys of a query, site + ((b heads + h) T + i) T + j, the CPU reference's bits),
+//      Pd = P keep / (1 - p), dS = P (dPd keep / (1 - p) - D). Pd and dS go to shared memory as
+//      bf16 [query][key] (the values v2's dK, dV products multiply: the same rounding), and
+//      dQ_w = dS K / sqrt(d) (16 x 64, dS as A fragments from registers) is written.
+//   3. After a barrier warp w owns keys 16 w .. 16 w + 15: dV = Pd^T dout and dK = dS^T Q / sqrt(d)
+//      over the ceil(T / 16) query steps of 16 (the rows phase 2 wrote; rows past T of its last
+//      step are zeros), the A fragments Pd^T and dS^T read by ldmatrix.trans from the [query][key]
+//      tiles (flash_layout::ldsm_at), the B fragments from the dout and Q tiles; dK, dV written.
+// dV and dK add their 16-query mma steps in ascending order as v2's dK, dV blocks do, and dQ its
+// 16-key steps as v2's dQ blocks do.
+#include <cmath>
+
+#include "kernels/attention.h"
+#include "kernels/attention_flash_bf16.cuh"
+
+namespace electra::cuda {
+namespace {
+
+using namespace flash_bf16;  // the pieces the bf16 flash kernels share (attention_flash_bf16.cuh)
+namespace fl = flash_layout;
+using L = fl::MmaShort;
+
+constexpr int kThreads = L::kWarps * kWarpSize;
+constexpr int kRows = L::kRows, kD = L::kD, kLd = L::kLd, kLdScores = L::kLdScores;
+constexpr int kKeyTiles = kRows / 8;  // the 16 x 8 C tiles of a warp's 16 x 128 S
+static_assert(kRows == kFlashShortMaxSeqLen && kD == kFlashShortHeadDim,
+              "the layout is the shape attention_uses_short_backward accepts");
+static_assert(kRows == 128, "two real_keys64 masks cover the keys");
+
+// A lane's two elements e, e + 1 (e even) of C tile n of the warp whose rows start at row0, as a
+// bf16 pair at their place in the [query][key] tile `scores` (row stride kLdScores).
+__device__ __forceinline__ void store_score_pair(bf16* scores, int row0, int n, int e, int lane,
+                                                 float x0, float x1) {
+  const fl::Coord c = fl::mma_c(lane, e);
+  *reinterpret_cast<__nv_bfloat162*>(scores + (row0 + c.row) * kLdScores + 8 * n + c.col) =
+      __floats2bfloat162_rn(x0, x1);
+}
+
+__global__ void __launch_bounds__(kThreads, 1)
+    flash_short_backward_kernel(const bf16* qkv, const int32_t* mask, const bf16* out,
+                                const bf16* dout, const float* lse, bf16* dqkv, FlashParams fp) {
+  fp.rng = fp.rng.resolved();  // the step may live in device memory (engine/philox.h)
+  extern __shared__ __align__(128) unsigned char smem[];
+  const auto tile_at = [&](size_t offset) { return reinterpret_cast<bf16*>(smem + offset); };
+  bf16 *q = tile_at(L::kQ), *k = tile_at(L::kK), *v = tile_at(L::kV);
+  bf16 *g = tile_at(L::kDout), *o = tile_at(L::kOut), *pd = tile_at(L::kPd), *ds = tile_at(L::kDs);
+
+  const int bh = blockIdx.x, b = bh / fp.heads, head = bh % fp.heads;
+  const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
+  // The warp's 16 queries in phase 2, its 16 keys in phase 3; warp-uniform.
+  const int row0 = warp * fl::kMmaRowsPerWarp;
+  const bool active = row0 < fp.t;
+  const int64_t ld = 3 * static_cast<int64_t>(fp.h);
+  const bf16* q_src = qkv + static_cast<int64_t>(b) * fp.t * ld + head * fp.d;
+  const int64_t g_offset = static_cast<int64_t>(b) * fp.t * fp.h + head * fp.d;
+  const float scale_log2 = fp.scale * kLog2e;
+
+  load_tile<kRows, kD, kThreads>(q, q_src, ld, 0, fp);
+  load_tile<kRows, kD, kThreads>(k, q_src + fp.h, ld, 0, fp);
+  flash_mma::cp_async_commit();
+  load_tile<kRows, kD, kThreads>(v, q_src + 2 * fp.h, ld, 0, fp);
+  load_tile<kRows, kD, kThreads>(g, dout + g_offset, fp.h, 0, fp);
+  load_tile<kRows, kD, kThreads>(o, out + g_offset, fp.h, 0, fp);
+  flash_mma::cp_async_commit();
+
+  // While the tiles load: L log2(e) of rows g and g + 8 of the warp (+inf past T, so P = 0) and
+  // the real keys (bit c of keys[c / 64]: key c inside T and not padding).
+  float row_lse[2];
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int i = row0 + fl::mma_c(lane, 2 * r).row;
+    row_lse[r] = i < fp.t ? lse[static_cast<int64_t>(bh) * fp.t + i] * kLog2e : INFINITY;
+  }
+  uint64_t keys[2] = {0, 0};
+  if (active) {
+    const int32_t* real = mask + static_cast<int64_t>(b) * fp.t;
+    keys[0] = real_keys64(real, 0, fp.t);
+    keys[1] = real_keys64(real, 64, fp.t);
+  }
+
+  float s[kKeyTiles][4] = {};  // S, then dS
+  flash_mma::cp_async_wait<1>();
+  __syncthreads();  // Q and K are in shared memory
+  if (active) flash_mma::mma_abt_smem<kD, kRows>(s, q + row0 * kLd, k, kLd, lane);
+  flash_mma::cp_async_wait<0>();
+  __syncthreads();  // V, dout and out too
+
+  if (active) {
+    float dp[kKeyTiles][4] = {};
+    flash_mma::mma_abt_smem<kD, kRows>(dp, g + row0 * kLd, v, kLd, lane);
+    // D of rows g and g + 8, as v2's dQ blocks sum it (zero past T).
+    float row_d[2] = {0.0f, 0.0f};
+    for (int r = 0; r < fl::kMmaRowsPerWarp; ++r) {
+      if (row0 + r >= fp.t) break;  // warp-uniform: flash_dot_row reduces over the warp
+      const float d = flash_dot_row(o + (row0 + r) * kLd, g + (row0 + r) * kLd, fp.d);
+      if (r == fl::mma_c(lane, 0).row) row_d[0] = d;
+      if (r == fl::mma_c(lane, 2).row) row_d[1] = d;
+    }
+#pragma unroll
+    for (int n = 0; n < kKeyTiles; ++n) {
+      const uint32_t keep = fp.p > 0.0f ? keep_bits_rows(fp, bh, row0, 8 * n, lane) : 0xFu;
+      float pd_val[4];
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int c = 8 * n + fl::mma_c(lane, e).col;  // the key; c / 64 = n / 8
+        const float prob = ((keys[n / 8] >> (c % 64)) & 1u) != 0
+                               ? exp2f(s[n][e] * scale_log2 - row_lse[e / 2])
+                               : 0.0f;
+        const bool kept = ((keep >> e) & 1u) != 0;
+        pd_val[e] = kept ? prob * fp.keep_scale : 0.0f;
+        s[n][e] = prob * ((kept ? dp[n][e] * fp.keep_scale : 0.0f) - row_d[e / 2]);  // dS
+      }
+#pragma unroll
+      for (int e = 0; e < 4; e += 2) {
+        store_score_pair(pd, row0, n, e, lane, pd_val[e], pd_val[e + 1]);
+        store_score_pair(ds, row0, n, e, lane, s[n][e], s[n][e + 1]);
+      }
+    }
+    float dq[kD / 8][4] = {};
+    flash_mma::mma_cb_smem<kRows, kD>(dq, s, k, kLd, lane);
+    store_rows<kD>(dqkv + static_cast<int64_t>(b) * fp.t * ld + head * fp.d, ld, dq, fp.scale, row0,
+                   lane, fp);
+  }
+  __syncthreads();  // Pd and dS of every query row inside T are in shared memory
+
+  if (active) {
+    float dk[kD / 8][4] = {}, dv[kD / 8][4] = {};
+    const int steps = static_cast<int>(ceil_div(fp.t, fl::kMmaRowsPerWarp));
+    for (int kk = 0; kk < steps; ++kk) {
+      const int i0 = kk * fl::kMmaRowsPerWarp, at = i0 * kLdScores + row0;
+      flash_mma::mma_atb_step<kD>(dv, pd + at, kLdScores, g + i0 * kLd, kLd, lane);
+      flash_mma::mma_atb_step<kD>(dk, ds + at, kLdScores, q + i0 * kLd, kLd, lane);
+    }
+    bf16* grad_rows = dqkv + static_cast<int64_t>(b) * fp.t * ld + head * fp.d;
+    store_rows<kD>(grad_rows + fp.h, ld, dk, fp.scale, row0, lane, fp);
+    store_rows<kD>(grad_rows + 2 * fp.h, ld, dv, 1.0f, row0, lane, fp);
+  }
+}
+
+bf16* bf16_of(const Tensor& t) {
+  return static_cast<bf16*>(t.data);
+}
+
+}  // namespace
+
+void flash_attention_backward_short(Context& ctx, const Tensor& qkv, const Tensor& mask,
+                                    const AttentionArgs& args, const Tensor& lse, const Tensor& out,
+                                    const Tensor& dout, const Tensor& dqkv) {
+  check_dtype(qkv, DType::BF16, "attention (flash, one pass): qkv");
+  const FlashParams fp = flash_params(qkv, args, {qkv.data, dout.data, out.data, dqkv.data});
+  ELECTRA_CHECK(fp.t <= kRows && fp.d == kD,
+                "attention (flash, one pass): needs T <= 128 and head dim 64, got T = ", fp.t,
+                ", head dim ", fp.d);
+  flash_launch(ctx, flash_short_backward_kernel, kThreads,
+               dim3(static_cast<unsigned>(qkv.dim(0) * args.heads)), fl::flash_short_shared_bytes(),
+               bf16_of(qkv), mask.ptr<int32_t>(), bf16_of(out), bf16_of(dout), lse.ptr<float>(),
+               bf16_of(dqkv), fp);
+}
+
+}  // namespace electra::cuda
