@@ -22,7 +22,8 @@
 #   bench     180  every *_bench (they validate what they time), bench/attention_sdpa_baseline.py
 #                  right after attention_bench (the 2026-11-27 H100 run took 145 s for the rest)
 #   step      170  the bf16 update: ours (train_step) on Small seq 128 batch 128, Base seq 128
-#                  and 512, Small again with --attention flash_ds and with --overlap-generator,
+#                  and 512, Small again with --attention flash_ds, flash_short and with
+#                  --overlap-generator,
 #                  then train_step --profile of the Small update, then HF eager and torch.compile
 #                  (bench/step_pytorch.py) on the same shapes
 #   user      195  the user's path: electra build-data on the bundle's corpus, pretrain
@@ -153,12 +154,13 @@ phase_tests() {
 # The small-shape cases that racecheck and synccheck can finish in the budget (at the Small
 # shapes attention's racecheck did not end in 90 s): BINARY|CATCH2 TEST-CASE FILTER (one entry
 # per binary: the step is named after it). Attention: both versions at T = 37 (d = 32), flash's
-# partial tiles at T = 77 (d = 64) and T = 129 (d = 128), f32 and bf16, dropout 0.1 and 0
+# partial tiles at T = 77 (d = 64) and T = 129 (d = 128), f32 and bf16, dropout 0.1 and 0, and
+# kFlashShort's one-pass backward (161 KB of shared memory a block) at T = 77, one head
 # (test/kernels/attention_cases.cpp; Catch2 wildcards go only at a pattern's ends). The kernels
 # that share memory between warps besides: bias-GELU's row groups (uneven shares at 40000 x 64),
 # and the fused generator kernels (cp.async weights, warp sums, tickets) at 300 rows, p 0 and 0.1.
 hazard_cases=(
-  "attention_gpu_test|*_3x37x64_h2_*,*flash_3x77x128_h2_*,*flash_2x129x256_h2_*"
+  "attention_gpu_test|*_3x37x64_h2_*,*flash_3x77x128_h2_*,*flash_2x129x256_h2_*,*flash_short_3x77x64_h1_*"
   "layernorm_gpu_test|layernorm/33x100/*"
   "softmax_xent_gpu_test|softmax_xent/5x97_stride100/*"
   "embedding_gpu_test|embedding/4x128x64_V1/*"
@@ -233,6 +235,10 @@ phase_step() {
   # (model.attention: flash_ds; kAuto does not pick it until it is measured faster).
   step step small128_ours_flash_ds "$deadline" 90 bin train_step --model small --device cuda \
     --precision bf16 --seq-len 128 --batch 128 --warmup 5 --repeats 50 --attention flash_ds || rc=1
+  # And with kFlashShort's one-pass backward (model.attention: flash_short; T <= 128, d = 64).
+  step step small128_ours_flash_short "$deadline" 90 bin train_step --model small --device cuda \
+    --precision bf16 --seq-len 128 --batch 128 --warmup 5 --repeats 50 --attention flash_short ||
+    rc=1
   # And with the generator's backward on a second stream beside the discriminator's
   # (train.overlap_generator; off by default until it is measured faster).
   step step small128_ours_overlap "$deadline" 90 bin train_step --model small --device cuda \

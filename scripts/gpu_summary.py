@@ -173,7 +173,7 @@ def summarize(work):
 
     updates = collections.OrderedDict()
     for (phase, step), s in steps.items():
-        m = re.match(r"(\w+?)(\d+)_(ours|ours_flash_ds|ours_overlap|hf_eager|hf_compile)$", step)
+        m = re.match(r"(\w+?)(\d+)_(ours|ours_flash_ds|ours_flash_short|ours_overlap|hf_eager|hf_compile)$", step)
         if phase != "step" or not m:
             continue
         key = (m.group(1), m.group(2))
@@ -195,14 +195,14 @@ def summarize(work):
 
         rows.append((f"{model} seq {seq} batch {ours.get('batch', '-')}", cell(ours),
                      ours.get("seq_per_s", "-"), cell(impls.get("ours_flash_ds")),
-                     cell(impls.get("ours_overlap")),
+                     cell(impls.get("ours_flash_short")), cell(impls.get("ours_overlap")),
                      cell(impls.get("hf_eager")),
                      cell(impls.get("hf_compile")), ratio(impls.get("hf_eager", {})),
                      ratio(impls.get("hf_compile", {}))))
     if rows:
         text += ["## The bf16 update, ours against HF (same machine, same run)", ""]
         text += table(("update", "ours ms", "ours seq/s", "ours, attention flash_ds, ms",
-                       "ours, generator backward overlapped, ms",
+                       "ours, attention flash_short, ms", "ours, generator backward overlapped, ms",
                        "HF eager ms", "HF compile ms", "eager / ours", "compile / ours"), rows)
 
     for phase, title in (("user", "The user's path"), ("resume", "Resume on the GPU")):
