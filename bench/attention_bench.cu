@@ -8,9 +8,10 @@
 //     flash the baseline "baseline_flash_recompute" (its forward rows time the same flash forward
 //     twice);
 //   at T = 128 only, op attention_flash_short_fwd / attention_flash_short_bwd: ours is kFlashShort
-//     (flash's forward; backward one block per (b, head), S and dPd once, kernels/
-//     attention_flash_short.cu), the current flash the baseline "baseline_flash_recompute" (at
-//     T = 512 kFlashShort runs flash's backward, so it has no rows there);
+//     (one block per (b, head) each way, kernels/attention_flash_short.cu: a forward over all 128
+//     keys at once without online rescaling, a backward computing S and dPd once), the current
+//     flash the baseline "baseline_flash_recompute" (at T = 512 kFlashShort runs flash's kernels,
+//     so it has no rows there);
 // so each shape's backward has flash (timed two or three times), version 1, kFlashDsGemm and, at
 // T = 128, kFlashShort from one run. Every
 // implementation is validated against the CPU reference at batch 2 before anything is timed.

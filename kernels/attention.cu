@@ -1,7 +1,8 @@
 // attention on the GPU: the dispatch between the flash kernels (version 2, attention_flash.cu) and
 // version 1, written here: strided-batched cuBLASLt GEMMs (through matmul_batched) around one fused
 // scale-mask-softmax-dropout kernel (forward) and its backward; and kFlashDsGemm's dQ GEMMs on the
-// dS its flash dK, dV blocks write. kFlashShort's one-pass backward: attention_flash_short.cu.
+// dS its flash dK, dV blocks write. kFlashShort's forward and one-pass backward:
+// attention_flash_short.cu.
 //
 // GEMM batching: matrix (b, h) of every operand sits at base + b * per_batch + h * per_head of its
 // tensor (a head of Q is a [T, d] matrix with leading dimension 3H), so for a fixed head the
@@ -303,10 +304,14 @@ void dq_from_ds(Context& ctx, const Tensor& qkv, const AttentionArgs& args, cons
 namespace electra {
 
 // Version 2 (kernels/attention_flash.h): saved = L [B, heads, T] f32; the forward does not use the
-// scratch (kFlashDsGemm's and kFlashShort's forward is version 2's).
+// scratch (kFlashDsGemm's forward is version 2's; kFlashShort's is its own where
+// attention_uses_short, else version 2's).
 void AttentionForward::cuda(Context& ctx) const {
   if (qkv.numel() == 0) return;  // B = 0 or T = 0: nothing to launch
-  if (attention_uses_flash(Device::CUDA, args, qkv.dim(1), qkv.dim(2) / 3)) {
+  const int64_t t = qkv.dim(1), h = qkv.dim(2) / 3;
+  if (attention_uses_short(Device::CUDA, args, t, h, qkv.dtype)) {
+    cuda::flash_attention_forward_short(ctx, qkv, mask, args, saved, out);
+  } else if (attention_uses_flash(Device::CUDA, args, t, h)) {
     cuda::flash_attention_forward(ctx, qkv, mask, args, saved, out);
   } else if (qkv.dtype == DType::F32) {
     cuda::forward_typed<float>(ctx, qkv, mask, args, saved, scratch, out);
@@ -322,7 +327,7 @@ void AttentionBackward::cuda(Context& ctx) const {
   if (attention_uses_ds_gemm(Device::CUDA, args, t, h)) {
     cuda::flash_attention_backward(ctx, qkv, mask, args, saved, out, dout, dqkv, &scratch);
     cuda::dq_from_ds(ctx, qkv, args, scratch, dqkv);
-  } else if (attention_uses_short_backward(Device::CUDA, args, t, h, qkv.dtype)) {
+  } else if (attention_uses_short(Device::CUDA, args, t, h, qkv.dtype)) {
     cuda::flash_attention_backward_short(ctx, qkv, mask, args, saved, out, dout, dqkv);
   } else if (attention_uses_flash(Device::CUDA, args, t, h)) {
     cuda::flash_attention_backward(ctx, qkv, mask, args, saved, out, dout, dqkv, nullptr);

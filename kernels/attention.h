@@ -46,15 +46,21 @@
 //   every element written (0 for padded keys), undefined afterwards. Key-major because the dK,
 //   dV blocks hold dS^T: a lane's two consecutive queries of one key are one 4-byte store, and
 //   cuBLASLt reads the transpose at no cost.
-// - v2 with a one-pass backward at short T (kFlashShort; not yet measured, so kAuto never picks
-//   it): v2's forward and saved L, the same shapes supported; its backward, for bf16 at
-//   T <= 128 and d = 64 exactly (attention_uses_short_backward: every ELECTRA size at the
-//   paper's pre-training length), is one kernel of one block per (b, head) that holds the whole
-//   head in shared memory and computes S, dPd, dS and dQ per query row, then dK and dV per key
-//   row from Pd and dS left in shared memory (kernels/attention_flash_short.cu): S and dPd once
-//   each, no atomics, v2's D and keep bits, Pd and dS rounded to bf16 where v2 rounds them.
-//   Any other dtype or shape runs v2's backward exactly. Scratch: as v2's ([B, heads, T] f32,
-//   unused).
+// - kFlashShort, one block per head at short T (not yet measured, so kAuto never picks it): for
+//   bf16 at T <= 128 and d = 64 exactly (attention_uses_short: every ELECTRA size at the paper's
+//   pre-training length) each direction is one kernel of one block of 8 warps per (b, head) that
+//   holds the whole head in shared memory (kernels/attention_flash_short.cu), with v2's saved L
+//   and v2's keep bits. Forward: warp w takes queries 16 w .. 16 w + 15 (a warp with 16 w >= T
+//   only passes the barriers) against all keys at once: S in registers, the exact row max (no
+//   online rescaling), P, its row sum l, Pd (rounded to bf16 as v2 rounds it) and O = Pd V, then
+//   out = O / l and L = m + log l as v2's forward ends: a row with no real key gets out 0 and
+//   L = +inf, rows past T are never written. out and L equal v2's up to rounding, not bit for bit
+//   (v2 adds l and O per 64-key tile, rescaled by its running max, so its P and bf16 Pd can
+//   differ in the last bits). Backward:
+//   S, dPd, dS and dQ per query row, then dK and dV per key row from Pd and dS left in shared
+//   memory: S and dPd once each, no atomics, v2's D, Pd and dS rounded to bf16 where v2 rounds
+//   them. Any other dtype or shape runs v2's forward and backward exactly. Scratch: as v2's
+//   ([B, heads, T] f32, unused).
 // The CPU reference is always "v1" (probs and scratch [B, heads, T, T], both in qkv's dtype).
 // attention_state() says which one a call gets and the shape and dtypes of its `saved` and
 // `scratch`, so a caller plans them once (kernels/attention_flash.h declares version 2's entry
@@ -77,8 +83,8 @@ enum class AttentionImpl {
   kFlash,        // v2; a shape it does not support throws instead of falling back
   kFlashDsGemm,  // v2's forward; backward: v2's dK, dV blocks writing dS, then dQ by GEMMs;
                  // a shape flash does not support throws
-  kFlashShort,   // v2's forward; backward: one block per head at bf16, T <= 128, d = 64, else
-                 // v2's; a shape flash does not support throws
+  kFlashShort,   // one block per head each way at bf16, T <= 128, d = 64, else v2's; a shape
+                 // flash does not support throws
 };
 
 struct AttentionArgs {
@@ -94,7 +100,7 @@ struct AttentionArgs {
 constexpr int64_t kFlashMaxSeqLen = 512;
 constexpr int64_t kFlashMaxHeadDim = 128;
 
-// The shapes kFlashShort's one-pass backward is written for: the whole head in one block.
+// The shapes kFlashShort's kernels are written for: the whole head in one block.
 constexpr int64_t kFlashShortMaxSeqLen = 128;
 constexpr int64_t kFlashShortHeadDim = 64;
 
@@ -117,10 +123,11 @@ inline bool attention_uses_ds_gemm(Device device, const AttentionArgs& args, int
   return attention_uses_flash(device, args, t, h) && args.impl == AttentionImpl::kFlashDsGemm;
 }
 
-// Whether that call's backward, qkv in `dtype`, is kFlashShort's one-pass kernel: bf16, t <= 128
-// and d = h / heads = 64; kFlashShort's other calls run v2's backward.
-inline bool attention_uses_short_backward(Device device, const AttentionArgs& args, int64_t t,
-                                          int64_t h, DType dtype) {
+// Whether that call, qkv in `dtype`, runs kFlashShort's kernels (its forward and its one-pass
+// backward, both directions alike): bf16, t <= 128 and d = h / heads = 64; kFlashShort's other
+// calls run v2's forward and backward.
+inline bool attention_uses_short(Device device, const AttentionArgs& args, int64_t t, int64_t h,
+                                 DType dtype) {
   return attention_uses_flash(device, args, t, h) && args.impl == AttentionImpl::kFlashShort &&
          dtype == DType::BF16 && t <= kFlashShortMaxSeqLen && h / args.heads == kFlashShortHeadDim;
 }
@@ -130,7 +137,7 @@ inline bool attention_uses_short_backward(Device device, const AttentionArgs& ar
 // scratch_numel() elements). saved is [B, heads, T, T] in `dtype` = qkv's for version 1 and the
 // CPU (P), [B, heads, T] f32 for flash (L; kFlashShort's too). scratch is [B, heads, T, T] for
 // version 1 and the CPU (Pd / dPd / dS) and for kFlashDsGemm (dS^T), [B, heads, T] for the other
-// flash calls (unused; kFlashShort's one-pass backward needs none either); in
+// flash calls (unused; kFlashShort's kernels need none either); in
 // `scratch_dtype`: qkv's on the CPU and for kFlashDsGemm, else f32. Except for kFlashDsGemm,
 // numel() == scratch_numel().
 struct AttentionState {
@@ -213,11 +220,11 @@ inline bool check_attention(const Context& ctx, const Tensor& qkv, const Tensor&
 
 // What one call launches (attention.cu, attention_flash.cu, attention_flash_bf16.cu,
 // attention_flash_short.cu). Flash: one kernel each way (the backward's grid holds its dK, dV
-// blocks and its dQ blocks; kFlashShort's one-pass backward is one kernel too); kFlashDsGemm's
-// backward: one kernel (dK, dV blocks only) and the dQ GEMM per step of min(heads, B).
-// Version 1 loops min(heads, B) times over strided-batched
-// cuBLASLt GEMMs: the forward QK^T and PV per step around the softmax kernel; the backward dV,
-// dPd, dQ and dK per step, the softmax backward and, with dropout, the kernel re-applying it to P.
+// blocks and its dQ blocks; kFlashShort's forward and one-pass backward are one kernel each too);
+// kFlashDsGemm's backward: one kernel (dK, dV blocks only) and the dQ GEMM per step of
+// min(heads, B). Version 1 loops min(heads, B) times over strided-batched cuBLASLt GEMMs: the
+// forward QK^T and PV per step around the softmax kernel; the backward dV, dPd, dQ and dK per step,
+// the softmax backward and, with dropout, the kernel re-applying it to P.
 inline Launches attention_launches(const Tensor& qkv, const AttentionArgs& args, bool backward) {
   if (qkv.numel() == 0) return {};
   const int64_t b = qkv.dim(0), t = qkv.dim(1), h = qkv.dim(2) / 3;

@@ -12,9 +12,10 @@
 //   key-major), before the 1 / sqrt(d) scale (0 for padded keys), the values their dK product
 //   multiplies,
 // and leaves dQ (dqkv's first H columns) to the caller: dQ = ds^T K / sqrt(d).
-// flash_attention_backward_short (kFlashShort, kernels/attention_flash_short.cu) computes the same
-// dqkv with one block per (b, head), bf16 only, for T <= 128 and head dim 64 exactly
-// (attention_uses_short_backward); it needs no workspace either.
+// flash_attention_forward_short and flash_attention_backward_short (kFlashShort,
+// kernels/attention_flash_short.cu) compute the same out and lse, and the same dqkv, with one block
+// per (b, head), bf16 only, for T <= 128 and head dim 64 exactly (attention_uses_short); they need
+// no workspace either.
 // Only for the shapes attention_uses_flash() accepts (T <= 512, head dim <= 128); the callers
 // are attention_forward / attention_backward (kernels/attention.cu), which check every shape.
 #pragma once
@@ -28,6 +29,8 @@ void flash_attention_forward(Context& ctx, const Tensor& qkv, const Tensor& mask
 void flash_attention_backward(Context& ctx, const Tensor& qkv, const Tensor& mask,
                               const AttentionArgs& args, const Tensor& lse, const Tensor& out,
                               const Tensor& dout, const Tensor& dqkv, const Tensor* ds);
+void flash_attention_forward_short(Context& ctx, const Tensor& qkv, const Tensor& mask,
+                                   const AttentionArgs& args, const Tensor& lse, const Tensor& out);
 void flash_attention_backward_short(Context& ctx, const Tensor& qkv, const Tensor& mask,
                                     const AttentionArgs& args, const Tensor& lse, const Tensor& out,
                                     const Tensor& dout, const Tensor& dqkv);

@@ -29,8 +29,9 @@
 // only: each also stores its dS^T registers as bf16 dS^T [b, head, key, query] (the values its dK
 // product multiplies, before the 1 / sqrt(d) scale), and dQ = dS K / sqrt(d) is left to cuBLASLt
 // (kernels/attention.cu).
-// kFlashShort's backward at T <= 128, d = 64 is a kernel of its own (one block per head, no
-// recomputation): kernels/attention_flash_short.cu; the pieces both use are in
+// kFlashShort's forward and backward at T <= 128, d = 64 are kernels of their own (one block per
+// head: no online rescaling, no recomputation): kernels/attention_flash_short.cu; the pieces they
+// share with these (the forward's softmax steps among them) are in
 // kernels/attention_flash_bf16.cuh.
 //
 // Dropout: keep_ij = dropout_keep(rng, site + ((b heads + h) T + i) T + j, p), the bits of the
@@ -49,7 +50,6 @@ namespace fl = flash_layout;
 using fl::Coord;
 
 constexpr int kThreads = fl::kMmaWarps * kWarpSize;
-constexpr float kLn2 = 0.69314718055994530942f;
 
 // The keep bits of this lane's 4 elements of a transposed 16 x 8 tile (rows = keys from j0,
 // columns = queries from i0), as flash_bf16::keep_bits_rows gives those of a query-major one.
@@ -113,22 +113,12 @@ __global__ void __launch_bounds__(kThreads)
     flash_mma::mma_abt_smem<kD, kBc>(s, q + warp * fl::kMmaRowsPerWarp * kLd,
                                      tile_at(L::kK + u * L::kTileK), kLd, lane);
     // Padded and out-of-range keys get S = -inf, so P = 0.
-    const uint64_t keys = real_keys64(real, j0, fp.t);
-    float tile_max[2] = {-INFINITY, -INFINITY};
-#pragma unroll
-    for (int n = 0; n < kBc / 8; ++n) {
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int c = 8 * n + fl::mma_c(lane, e).col;
-        s[n][e] = ((keys >> c) & 1u) != 0 ? s[n][e] * scale_log2 : -INFINITY;
-        tile_max[e / 2] = fmaxf(tile_max[e / 2], s[n][e]);
-      }
-    }
+    const uint64_t keys[1] = {real_keys64(real, j0, fp.t)};
+    float tile_max[2];
+    mask_scale_rows<kBc / 8>(s, keys, scale_log2, lane, tile_max);
     float offset[2], factor[2];
 #pragma unroll
-    for (int r = 0; r < 2; ++r) {  // the 4 lanes of a row are lanes 4 g .. 4 g + 3
-      tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 1));
-      tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 2));
+    for (int r = 0; r < 2; ++r) {
       const float new_max = fmaxf(m[r], tile_max[r]);
       // new_max = -inf: no real key so far; every exp2 below is exp2(-inf) = 0 with offset 0.
       offset[r] = new_max == -INFINITY ? 0.0f : new_max;
@@ -136,16 +126,9 @@ __global__ void __launch_bounds__(kThreads)
       m[r] = new_max;
       l[r] *= factor[r];
     }
-#pragma unroll
-    for (int n = 0; n < kBc / 8; ++n) {
-      const uint32_t keep = fp.p > 0.0f ? keep_bits_rows(fp, bh, row0, j0 + 8 * n, lane) : 0xFu;
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const float prob = exp2f(s[n][e] - offset[e / 2]);
-        l[e / 2] += prob;
-        s[n][e] = ((keep >> e) & 1u) != 0 ? prob * fp.keep_scale : 0.0f;  // Pd
-      }
-    }
+    exp_dropout_rows<kBc / 8>(s, offset, l, fp, [&](int n) {
+      return fp.p > 0.0f ? keep_bits_rows(fp, bh, row0, j0 + 8 * n, lane) : 0xFu;
+    });
 #pragma unroll
     for (int n = 0; n < kD / 8; ++n) {
 #pragma unroll
@@ -154,31 +137,10 @@ __global__ void __launch_bounds__(kThreads)
     flash_mma::mma_cb_smem<kBc, kD>(o, s, tile_at(L::kV + u * L::kTileK), kLd, lane);
     __syncthreads();  // buffer u is no longer read: the next iteration's prefetch may fill it
   }
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
-    l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
-  }
-#pragma unroll
-  for (int n = 0; n < kD / 8; ++n) {
-#pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const float sum = l[e / 2];
-      o[n][e] = sum > 0.0f ? o[n][e] / sum : 0.0f;
-    }
-  }
-  store_rows<kD>(out + static_cast<int64_t>(b) * fp.t * fp.h + head * fp.d, fp.h, o, 1.0f, row0,
-                 lane, fp);
-  if (lane % 4 == 0) {
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      const int i = row0 + fl::mma_c(lane, 2 * r).row;
-      if (i < fp.t) {
-        lse[static_cast<int64_t>(bh) * fp.t + i] =
-            l[r] > 0.0f ? m[r] * kLn2 + logf(l[r]) : INFINITY;
-      }
-    }
-  }
+  add_row_shares(l);
+  store_out_rows<kD>(out + static_cast<int64_t>(b) * fp.t * fp.h + head * fp.d, o, l, row0, lane,
+                     fp);
+  store_row_lse(lse + static_cast<int64_t>(bh) * fp.t, m, l, row0, lane, fp);
 }
 
 // The dQ role: dQ of query tile `tile` of head bh (with D of its rows), looping over every key

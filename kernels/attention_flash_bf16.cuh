@@ -1,12 +1,15 @@
 // Device pieces of the bf16 flash kernels that more than one of them uses: the flash kernels of
-// kernels/attention_flash_bf16.cu and kFlashShort's one-pass backward
+// kernels/attention_flash_bf16.cu and kFlashShort's forward and one-pass backward
 // (kernels/attention_flash_short.cu). Tiles in shared memory, the padding mask of 64 keys, the
-// dropout keep bits of a query-major C tile and the store of a warp's accumulator rows. Which lane
-// holds which element: kernels/attention_flash_layout.h.
+// dropout keep bits of a query-major C tile, the store of a warp's accumulator rows, and the
+// forward's softmax steps on a warp's S rows (mask and scale with the row max, P and Pd with the
+// row sums, then L and out). Which lane holds which element:
+// kernels/attention_flash_layout.h.
 #pragma once
 
 #include <cuda_bf16.h>
 
+#include <cmath>
 #include <cstdint>
 
 #include "kernels/attention_flash_common.cuh"
@@ -18,6 +21,7 @@ namespace electra::cuda::flash_bf16 {
 using bf16 = __nv_bfloat16;
 
 constexpr float kLog2e = 1.44269504088896340736f;
+constexpr float kLn2 = 0.69314718055994530942f;
 
 // Rows [row0, row0 + kRows) of one head (d columns from `src`, row stride ld) into `tile`
 // [kRows][operand_ld(kD)], zero past T and past d, by a block of kThreads threads: by 16-byte
@@ -92,6 +96,95 @@ __device__ void store_rows(bf16* dst, int64_t ld, const float (&acc)[kD / 8][4],
         if (c < fp.d) row[c] = __float2bfloat16_rn(x0);
         if (c + 1 < fp.d) row[c + 1] = __float2bfloat16_rn(x1);
       }
+    }
+  }
+}
+
+// The forward's S of a warp's 16 query rows by the 8 kTiles keys of its C tiles (flash_layout::
+// mma_c) in log2 units: S log2(e) / sqrt(d) (scale_log2) where key c of the tiles is real (bit
+// c % 64 of keys[c / 64], real_keys64), -inf elsewhere. row_max: the max of rows g and g + 8 over
+// those keys, the same in the row's 4 lanes (shuffles xor 1, then xor 2); -inf where none is real.
+template <int kTiles>
+__device__ __forceinline__ void mask_scale_rows(float (&s)[kTiles][4],
+                                                const uint64_t (&keys)[kTiles / 8],
+                                                float scale_log2, int lane, float (&row_max)[2]) {
+  static_assert(kTiles % 8 == 0, "64 keys a mask word");
+  row_max[0] = row_max[1] = -INFINITY;
+#pragma unroll
+  for (int n = 0; n < kTiles; ++n) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int c = 8 * n + flash_layout::mma_c(lane, e).col;  // c / 64 = n / 8
+      s[n][e] = ((keys[n / 8] >> (c - 64 * (n / 8))) & 1u) != 0 ? s[n][e] * scale_log2 : -INFINITY;
+      row_max[e / 2] = fmaxf(row_max[e / 2], s[n][e]);
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {  // the 4 lanes of a row are lanes 4 g .. 4 g + 3
+    row_max[r] = fmaxf(row_max[r], __shfl_xor_sync(0xffffffffu, row_max[r], 1));
+    row_max[r] = fmaxf(row_max[r], __shfl_xor_sync(0xffffffffu, row_max[r], 2));
+  }
+}
+
+// P = exp2(S - offset) of each element of a warp's 16 x 8 kTiles S (log2 units, mask_scale_rows;
+// offset per row, 0 in a row without a real key so that its -inf gives 0), added in (n, e) order
+// into l, this lane's share of the row sums (its 2 keys of every 8), then Pd = P keep / (1 - p)
+// in place; keep_bits(n): the keep bits of C tile n (bit e: element e, as keep_bits_rows gives
+// them; 0xF at p = 0).
+template <int kTiles, class KeepBits>
+__device__ __forceinline__ void exp_dropout_rows(float (&s)[kTiles][4], const float (&offset)[2],
+                                                 float (&l)[2], const FlashParams& fp,
+                                                 KeepBits&& keep_bits) {
+#pragma unroll
+  for (int n = 0; n < kTiles; ++n) {
+    const uint32_t keep = keep_bits(n);
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const float prob = exp2f(s[n][e] - offset[e / 2]);
+      l[e / 2] += prob;
+      s[n][e] = ((keep >> e) & 1u) != 0 ? prob * fp.keep_scale : 0.0f;  // Pd
+    }
+  }
+}
+
+// The forward's row sums of a warp's 16 query rows, once l holds every key's share: the 4 lanes
+// of a row add their shares (xor 1, then xor 2), so that every lane holds its rows' sums.
+__device__ __forceinline__ void add_row_shares(float (&l)[2]) {
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
+    l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
+  }
+}
+
+// The forward's output rows: out = O / l (l: the row sums of add_row_shares; 0 in a row without a
+// real key, l = 0) into the head's rows row0 .. of `out_head` (row stride fp.h). Nothing past T.
+template <int kD>
+__device__ __forceinline__ void store_out_rows(bf16* out_head, float (&o)[kD / 8][4],
+                                               const float (&l)[2], int row0, int lane,
+                                               const FlashParams& fp) {
+#pragma unroll
+  for (int n = 0; n < kD / 8; ++n) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const float sum = l[e / 2];
+      o[n][e] = sum > 0.0f ? o[n][e] / sum : 0.0f;
+    }
+  }
+  store_rows<kD>(out_head, fp.h, o, 1.0f, row0, lane, fp);
+}
+
+// The forward's L of a warp's 16 query rows from row0: lanes 4 g write L = m ln 2 + log l (m: the
+// row max in log2 units, l: the row sum of add_row_shares; +inf where l = 0, a row without a real
+// key) into `lse_head` ([T] of the head). Nothing past T.
+__device__ __forceinline__ void store_row_lse(float* lse_head, const float (&m)[2],
+                                              const float (&l)[2], int row0, int lane,
+                                              const FlashParams& fp) {
+  if (lane % 4 == 0) {
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const int i = row0 + flash_layout::mma_c(lane, 2 * r).row;
+      if (i < fp.t) lse_head[i] = l[r] > 0.0f ? m[r] * kLn2 + logf(l[r]) : INFINITY;
     }
   }
 }

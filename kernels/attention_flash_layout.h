@@ -174,11 +174,32 @@ struct MmaShort {
   static constexpr size_t kBytes = align128(kDs + kScoreTile);
 };
 
-// The dynamic shared memory kFlashShort's backward requests (its only layout).
-constexpr size_t flash_short_shared_bytes() {
+// kFlashShort's forward (T <= 128, d = 64; kernels/attention_flash_short.cu): one block of the
+// same 8 warps per (b, head), warp w owning queries 16 w .. 16 w + 15 against all 128 keys. Q, K
+// and V only, the backward's first three tiles at the same offsets (kRows rows of operand_ld(64) =
+// 72 bf16, rows past T zero); S, P, O, the row max and sum stay in registers. 55296 bytes: 2
+// blocks per SM on sm_80 (164 KiB), 4 on sm_90 (228 KiB), each with its 1 KiB reserve. The
+// registers decide: the kernel is compiled for kMinBlocks blocks per SM (__launch_bounds__), at
+// most 65536 / (kMinBlocks x 256) = 128 registers a thread.
+struct MmaShortForward {
+  static constexpr int kWarps = MmaShort::kWarps, kRows = MmaShort::kRows, kD = MmaShort::kD;
+  static constexpr int kLd = MmaShort::kLd;
+  static constexpr int kMinBlocks = 2;
+  static constexpr size_t kTile = MmaShort::kTile;
+  static constexpr size_t kQ = MmaShort::kQ, kK = MmaShort::kK, kV = MmaShort::kV;
+  static constexpr size_t kBytes = align128(kV + kTile);
+};
+
+// The dynamic shared memory kFlashShort's kernels request (one layout each).
+constexpr size_t flash_short_forward_shared_bytes() {
+  return MmaShortForward::kBytes;
+}
+constexpr size_t flash_short_backward_shared_bytes() {
   return MmaShort::kBytes;
 }
-static_assert(flash_short_shared_bytes() <= kMaxBlockBytes,
+static_assert(flash_short_forward_shared_bytes() <= kMaxBlockBytes,
+              "kFlashShort's forward exceeds sm_80's shared memory per block");
+static_assert(flash_short_backward_shared_bytes() <= kMaxBlockBytes,
               "kFlashShort's backward exceeds sm_80's shared memory per block");
 
 // ---- Register fragments of mma.sync.m16n8k16 (PTX ISA, "Matrix fragments for mma.m16n8k16

@@ -96,6 +96,21 @@ __device__ __forceinline__ void mma_abt_smem(float (&acc)[kN / 8][4], const __nv
   }
 }
 
+// acc[16 x 8 kN] += A B for one k step of 16: A (16 x 16) the fragment `a`, B (16 x 8 kN) rows
+// k0 .. k0 + 15 of a tile stored [k][8 kN] row-major (ld) in `b_tile`, read by ldmatrix.trans
+// (lb = flash_layout::ldsm_bt(lane)).
+template <int kN>
+__device__ __forceinline__ void mma_ab_step(float (&acc)[kN / 8][4], const uint32_t (&a)[4],
+                                            const __nv_bfloat16* b_tile, int k0, int ld, Coord lb) {
+#pragma unroll
+  for (int np = 0; np < kN / 16; ++np) {
+    uint32_t b[4];
+    ldmatrix_x4_trans(b, b_tile + (k0 + lb.row) * ld + 16 * np + lb.col);
+    mma(acc[2 * np], a, b[0], b[1]);
+    mma(acc[2 * np + 1], a, b[2], b[3]);
+  }
+}
+
 // acc[16 x 8 kN] += P B where P (16 x kK) is a C tile set in registers (probabilities or dS,
 // converted to bf16 A fragments) and B is stored [kK][8 kN] row-major (ld) in `b_tile`: P V,
 // dS K, Pd^T dout, dS^T Q.
@@ -107,14 +122,19 @@ __device__ __forceinline__ void mma_cb_smem(float (&acc)[kN / 8][4], const float
   for (int kk = 0; kk < kK / 16; ++kk) {
     uint32_t a[4];
     a_from_c(a, p, kk);
-#pragma unroll
-    for (int np = 0; np < kN / 16; ++np) {
-      uint32_t b[4];
-      ldmatrix_x4_trans(b, b_tile + (16 * kk + lb.row) * ld + 16 * np + lb.col);
-      mma(acc[2 * np], a, b[0], b[1]);
-      mma(acc[2 * np + 1], a, b[2], b[3]);
-    }
+    mma_ab_step<kN>(acc, a, b_tile, 16 * kk, ld, lb);
   }
+}
+
+// The same product with P already converted (a[kk] = a_from_c(P, kk), the same bf16 values): 32
+// registers live instead of 64 where P must outlast a barrier (kFlashShort's forward).
+template <int kK, int kN>
+__device__ __forceinline__ void mma_ab_smem(float (&acc)[kN / 8][4],
+                                            const uint32_t (&a)[kK / 16][4],
+                                            const __nv_bfloat16* b_tile, int ld, int lane) {
+  const Coord lb = flash_layout::ldsm_bt(lane);
+#pragma unroll
+  for (int kk = 0; kk < kK / 16; ++kk) mma_ab_step<kN>(acc, a[kk], b_tile, 16 * kk, ld, lb);
 }
 
 // One k step of 16: acc[16 x 8 kN] += A B where A (16 x 16) is stored transposed in `at_tile`,
@@ -125,16 +145,10 @@ template <int kN>
 __device__ __forceinline__ void mma_atb_step(float (&acc)[kN / 8][4], const __nv_bfloat16* at_tile,
                                              int lda, const __nv_bfloat16* b_tile, int ldb,
                                              int lane) {
-  const Coord la = flash_layout::ldsm_at(lane), lb = flash_layout::ldsm_bt(lane);
+  const Coord la = flash_layout::ldsm_at(lane);
   uint32_t a[4];
   ldmatrix_x4_trans(a, at_tile + la.row * lda + la.col);
-#pragma unroll
-  for (int np = 0; np < kN / 16; ++np) {
-    uint32_t b[4];
-    ldmatrix_x4_trans(b, b_tile + lb.row * ldb + 16 * np + lb.col);
-    mma(acc[2 * np], a, b[0], b[1]);
-    mma(acc[2 * np + 1], a, b[2], b[3]);
-  }
+  mma_ab_step<kN>(acc, a, b_tile, 0, ldb, flash_layout::ldsm_bt(lane));
 }
 
 }  // namespace electra::cuda::flash_mma

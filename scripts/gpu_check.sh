@@ -155,7 +155,8 @@ phase_tests() {
 # shapes attention's racecheck did not end in 90 s): BINARY|CATCH2 TEST-CASE FILTER (one entry
 # per binary: the step is named after it). Attention: both versions at T = 37 (d = 32), flash's
 # partial tiles at T = 77 (d = 64) and T = 129 (d = 128), f32 and bf16, dropout 0.1 and 0, and
-# kFlashShort's one-pass backward (161 KB of shared memory a block) at T = 77, one head
+# kFlashShort's forward and one-pass backward (one block per head; the backward's 161 KB of shared
+# memory a block) at T = 77, one head
 # (test/kernels/attention_cases.cpp; Catch2 wildcards go only at a pattern's ends). The kernels
 # that share memory between warps besides: bias-GELU's row groups (uneven shares at 40000 x 64),
 # and the fused generator kernels (cp.async weights, warp sums, tickets) at 300 rows, p 0 and 0.1.
@@ -235,7 +236,8 @@ phase_step() {
   # (model.attention: flash_ds; kAuto does not pick it until it is measured faster).
   step step small128_ours_flash_ds "$deadline" 90 bin train_step --model small --device cuda \
     --precision bf16 --seq-len 128 --batch 128 --warmup 5 --repeats 50 --attention flash_ds || rc=1
-  # And with kFlashShort's one-pass backward (model.attention: flash_short; T <= 128, d = 64).
+  # And with kFlashShort's kernels (model.attention: flash_short; T <= 128, d = 64: one block per
+  # head, its forward and its one-pass backward).
   step step small128_ours_flash_short "$deadline" 90 bin train_step --model small --device cuda \
     --precision bf16 --seq-len 128 --batch 128 --warmup 5 --repeats 50 --attention flash_short ||
     rc=1

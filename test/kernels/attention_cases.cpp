@@ -2,9 +2,9 @@
 // three implementations, version 1 (cuBLASLt GEMMs around the fused softmax kernels), flash (the
 // f32 parity kernels and the bf16 mma.sync kernels) and flash with the dS GEMM (kFlashDsGemm:
 // flash's dK, dV blocks write dS, cuBLASLt computes dQ; "flash_ds_" cases), in f32 and bf16,
-// and flash with the one-pass backward (kFlashShort: one block per head at bf16, T <= 128, d = 64;
-// "flash_short_" cases, bf16 at T = 128, 77, 16 and 1 with 1 and 4 heads, and one shape it hands
-// to v2's backward, in f32 and bf16)
+// and kFlashShort (one block per head each way at bf16, T <= 128, d = 64: its forward and its
+// one-pass backward; "flash_short_" cases, bf16 at T = 128, 77, 16 and 1 with 1 and 4 heads, out,
+// L and dqkv checked, and one shape it hands to v2's kernels, in f32 and bf16)
 // against the CPU reference run in f64 on the same (bf16-rounded where the GPU reads bf16) inputs,
 // with padding, dropout 0.1 (outputs agree only if the dropout masks are identical) and 0:
 // ELECTRA-Small, Base at T = 512,
@@ -16,7 +16,8 @@
 // of Small (4), Base (12) and Large (16), T = 128 and 512, 16384 tokens per call, under the
 // RESULT names bench/attention_sdpa_baseline.py pairs with; and at the same shapes kFlashDsGemm
 // with flash as its baseline (RESULT op attention_flash_ds_fwd / _bwd), at T = 128 kFlashShort
-// with flash as its baseline (RESULT op attention_flash_short_fwd / _bwd). Hand values, masks,
+// (its own forward and backward) with flash as its baseline (RESULT op attention_flash_short_fwd /
+// _bwd). Hand values, masks,
 // all-padding rows on the CPU, flash's shape limits and refusals: attention_test.cpp.
 #include <algorithm>
 #include <cmath>
@@ -372,11 +373,13 @@ std::vector<OpCase> op_cases() {
       }
     }
   }
-  // kFlashShort's one-pass backward: bf16 only (f32 runs v2's backward), d = 64, T = 128 (the
-  // longest it takes: 8 warps of 16 queries), 77 (a partial warp, warps past T idle), 16 (one
-  // warp) and 1, each with 1 and 4 heads, the last sequence padding only; the same tolerance and
-  // checks as flash (it rounds the same operands to bf16 at the same points: Pd, dS, the outputs).
-  // And one shape it hands to v2's backward (T = 129), in f32 and bf16.
+  // kFlashShort's forward and one-pass backward: bf16 only (f32 runs v2's kernels), d = 64,
+  // T = 128 (the longest they take: 8 warps of 16 queries), 77 (a partial warp, warps past T
+  // idle), 16 (one warp) and 1, each with 1 and 4 heads, the last sequence padding only (its rows:
+  // out and dqkv exactly 0, L +inf); the same tolerance and checks as flash: out elementwise, L
+  // (lse_check; the backward's P is exp(S - L) with the forward's L, so dqkv checks it again) and
+  // dqkv (it rounds the same operands to bf16 at the same points: Pd, dS, the outputs). And one
+  // shape it hands to v2's kernels (T = 129), in f32 and bf16.
   const std::vector<Shape> short_shapes = {
       {"4x128x256_h4", 4, 128, 256, 4}, {"3x128x64_h1", 3, 128, 64, 1},
       {"3x77x256_h4", 3, 77, 256, 4},   {"3x77x64_h1", 3, 77, 64, 1},
@@ -415,7 +418,7 @@ std::vector<OpCase> op_cases() {
                               "v1_unfused"));
         cases.push_back(bench(model, h, heads, t, p, AttentionImpl::kFlashDsGemm,
                               AttentionImpl::kFlash, "flash_recompute"));
-        // At T = 512 kFlashShort's backward is v2's: no row of its own.
+        // At T = 512 kFlashShort's kernels are v2's: no row of its own.
         if (t <= kFlashShortMaxSeqLen) {
           cases.push_back(bench(model, h, heads, t, p, AttentionImpl::kFlashShort,
                                 AttentionImpl::kFlash, "flash_recompute"));

@@ -3,8 +3,9 @@
 // here, not at the first launch on a GPU), their tile counts, and the thread -> element maps of the
 // bf16 kernels' register tiles: the mma.sync fragments, the ldmatrix addresses (simulated with
 // the PTX ISA's definition of ldmatrix) and the lanes that draw and pass on the dropout bits; and
-// kFlashShort's one-pass backward: its shared memory, and its Pd, dS tiles written by query rows
-// and read back transposed.
+// kFlashShort's forward and one-pass backward: their shared memory against the blocks per SM
+// each is built for, and the backward's Pd, dS tiles written by query rows and read back
+// transposed.
 #include <catch2/catch.hpp>
 #include <set>
 #include <utility>
@@ -340,7 +341,7 @@ TEST_CASE("kFlashShort's one-pass backward fits one block per SM on sm_80 and sm
   using S = flash_layout::MmaShort;
   // Five [128][72] bf16 operand tiles (Q, K, V, dout, out: 18432 bytes each) and the [128][136]
   // bf16 Pd and dS (34816 bytes each), nothing else (L and D in registers).
-  constexpr size_t bytes = flash_layout::flash_short_shared_bytes();
+  constexpr size_t bytes = flash_layout::flash_short_backward_shared_bytes();
   static_assert(bytes == 5 * 128 * 72 * 2 + 2 * 128 * 136 * 2);
   CHECK(bytes == 161792);
   CHECK(S::kRows == S::kWarps * flash_layout::kMmaRowsPerWarp);
@@ -357,6 +358,40 @@ TEST_CASE("kFlashShort's one-pass backward fits one block per SM on sm_80 and sm
     INFO(sm.name);
     CHECK(bytes <= sm.per_block);
     CHECK(blocks_per_sm(bytes, sm) == 1);
+  }
+}
+
+TEST_CASE("kFlashShort's forward fits the blocks per SM its registers are bounded for",
+          "[attention][flash]") {
+  using F = flash_layout::MmaShortForward;
+  using S = flash_layout::MmaShort;
+  // Q, K and V, [128][72] bf16 each (18432 bytes), nothing else (S, P, O, the row max and sum in
+  // registers), at the backward's offsets: the same tiles, the same conflict-free ldmatrix reads.
+  constexpr size_t bytes = flash_layout::flash_short_forward_shared_bytes();
+  static_assert(bytes == 3 * 128 * 72 * 2);
+  CHECK(bytes == 55296);
+  CHECK(F::kTile == 18432);
+  CHECK(F::kQ == S::kQ);
+  CHECK(F::kK == S::kK);
+  CHECK(F::kV == S::kV);
+  CHECK(F::kLd == S::kLd);
+  CHECK(F::kRows == F::kWarps * flash_layout::kMmaRowsPerWarp);
+  const size_t starts[] = {F::kQ, F::kK, F::kV, F::kBytes};
+  for (size_t i = 0; i < 3; ++i) {
+    CHECK(starts[i] % 128 == 0);
+    CHECK(starts[i] + F::kTile <= starts[i + 1]);
+  }
+  CHECK(bytes <= flash_layout::kMaxBlockBytes);
+  // __launch_bounds__(256, kMinBlocks): shared memory must allow those blocks on both
+  // architectures, so that the registers (at most 65536 / (kMinBlocks x 256) = 128) decide.
+  constexpr int threads = F::kWarps * kLanes;
+  CHECK(65536 / (F::kMinBlocks * threads) == 128);
+  const std::pair<SmLimits, size_t> by_shared_memory[] = {{kSm80, 2}, {kSm90, 4}};
+  for (const auto& [sm, blocks] : by_shared_memory) {
+    INFO(sm.name);
+    CHECK(bytes <= sm.per_block);
+    CHECK(blocks_per_sm(bytes, sm) == blocks);
+    CHECK(blocks_per_sm(bytes, sm) >= static_cast<size_t>(F::kMinBlocks));
   }
 }
 

@@ -217,12 +217,13 @@ TEST_CASE("attention: kFlashDsGemm saves L, plans dS as its scratch and counts i
 }
 
 // kFlashShort is host logic too: v2's state (L saved, the [B, heads, T] f32 scratch unused) and
-// launches (one kernel each way) whichever backward runs; its one-pass backward only for bf16 at
-// T <= 128 and d = 64, on CUDA; kAuto and the other choices never take it; a shape flash does not
-// support throws, as for kFlash.
+// launches (one kernel each way) whichever kernels run; its own kernels, the forward and the
+// one-pass backward alike (attention_uses_short: AttentionForward::cuda and AttentionBackward::cuda
+// both branch on it), only for bf16 at T <= 128 and d = 64, on CUDA; kAuto and the other choices
+// never take them; a shape flash does not support throws, as for kFlash.
 TEST_CASE(
-    "attention: kFlashShort keeps v2's state and launches, its one-pass backward only for bf16 "
-    "at T <= 128, d = 64",
+    "attention: kFlashShort keeps v2's state and launches, its own forward and backward only for "
+    "bf16 at T <= 128, d = 64",
     "[attention]") {
   const int64_t b = 3, t = 128, h = 256, heads = 4;  // ELECTRA-Small: d = 64
   AttentionArgs args{heads, 0.1f, RngStream{}, 0, AttentionImpl::kFlashShort};
@@ -240,26 +241,40 @@ TEST_CASE(
     CHECK(s.scratch_numel() == flash.scratch_numel());
     CHECK_FALSE(attention_state(Device::CPU, args, b, t, h, dtype).flash);
   }
-  CHECK(attention_uses_short_backward(Device::CUDA, args, t, h, DType::BF16));
+  CHECK(attention_uses_short(Device::CUDA, args, t, h, DType::BF16));
   for (int64_t short_t : {1, 16, 77, 127}) {
-    CHECK(attention_uses_short_backward(Device::CUDA, args, short_t, h, DType::BF16));
+    CHECK(attention_uses_short(Device::CUDA, args, short_t, h, DType::BF16));
   }
-  CHECK(attention_uses_short_backward(
-      Device::CUDA, AttentionArgs{1, 0.0f, RngStream{}, 0, AttentionImpl::kFlashShort}, t, 64,
-      DType::BF16));
-  CHECK_FALSE(attention_uses_short_backward(Device::CUDA, args, t, h, DType::F32));
-  CHECK_FALSE(attention_uses_short_backward(Device::CUDA, args, 129, h, DType::BF16));
-  CHECK_FALSE(attention_uses_short_backward(Device::CUDA, args, t, 128, DType::BF16));  // d 32
-  CHECK_FALSE(attention_uses_short_backward(Device::CUDA, args, t, 512, DType::BF16));  // d 128
-  CHECK_FALSE(attention_uses_short_backward(Device::CPU, args, t, h, DType::BF16));
-  // Elsewhere its backward is v2's: still flash.
+  CHECK(attention_uses_short(Device::CUDA,
+                             AttentionArgs{1, 0.0f, RngStream{}, 0, AttentionImpl::kFlashShort}, t,
+                             64, DType::BF16));
+  CHECK_FALSE(attention_uses_short(Device::CUDA, args, t, h, DType::F32));
+  CHECK_FALSE(attention_uses_short(Device::CUDA, args, 129, h, DType::BF16));
+  CHECK_FALSE(attention_uses_short(Device::CUDA, args, t, 128, DType::BF16));  // d 32
+  CHECK_FALSE(attention_uses_short(Device::CUDA, args, t, 512, DType::BF16));  // d 128
+  CHECK_FALSE(attention_uses_short(Device::CPU, args, t, h, DType::BF16));
+  CHECK_FALSE(attention_uses_short(Device::CUDA, args, t, 192, DType::BF16));  // d 48
+  // Every T from 1 to 128 (partial warps, a single query) at the heads of every ELECTRA size
+  // (d = 64), in both directions (one predicate), and none past 128.
+  for (const auto& [hidden, n] :
+       {std::pair<int64_t, int64_t>{256, 4}, {768, 12}, {1024, 16}, {64, 1}}) {
+    const AttentionArgs size_args{n, 0.1f, RngStream{}, 0, AttentionImpl::kFlashShort};
+    int64_t taken = 0;
+    for (int64_t short_t = 1; short_t <= kFlashShortMaxSeqLen + 8; ++short_t) {
+      taken += attention_uses_short(Device::CUDA, size_args, short_t, hidden, DType::BF16) ? 1 : 0;
+    }
+    CHECK(taken == kFlashShortMaxSeqLen);
+    CHECK_FALSE(attention_uses_short(Device::CUDA, size_args, kFlashShortMaxSeqLen + 1, hidden,
+                                     DType::BF16));
+  }
+  // Elsewhere its forward and backward are v2's: still flash.
   CHECK(attention_uses_flash(Device::CUDA, args, 512, h));
-  CHECK_FALSE(attention_uses_short_backward(Device::CUDA, args, 512, h, DType::BF16));
+  CHECK_FALSE(attention_uses_short(Device::CUDA, args, 512, h, DType::BF16));
   CHECK_FALSE(attention_uses_ds_gemm(Device::CUDA, args, t, h));
   for (AttentionImpl impl : {AttentionImpl::kAuto, AttentionImpl::kFlash,
                              AttentionImpl::kFlashDsGemm, AttentionImpl::kUnfused}) {
     args.impl = impl;
-    CHECK_FALSE(attention_uses_short_backward(Device::CUDA, args, t, h, DType::BF16));
+    CHECK_FALSE(attention_uses_short(Device::CUDA, args, t, h, DType::BF16));
   }
 
   std::vector<float> x(b * t * 3 * h);
@@ -273,7 +288,7 @@ TEST_CASE(
   args.heads = 2;  // d = 384 at 768 / 2: no fallback
   CHECK_THROWS_WITH(attention_uses_flash(Device::CUDA, args, 128, 768),
                     Catch::Contains("flash needs T <= 512"));
-  CHECK_THROWS(attention_uses_short_backward(Device::CUDA, args, 128, 768, DType::BF16));
+  CHECK_THROWS(attention_uses_short(Device::CUDA, args, 128, 768, DType::BF16));
 }
 
 namespace {

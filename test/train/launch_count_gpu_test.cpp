@@ -137,8 +137,8 @@ class CaptureChecker final : public OpObserver {
 
 TEST_CASE("every op of an ELECTRA-Small update launches what it declares", "[launches]") {
   // The default attention, the flash backward with dQ by GEMMs (model.attention: flash_ds), whose
-  // declared library calls only a GPU run can check, and the one-pass backward (flash_short: its
-  // kernel counted as the one flash backward kernel it replaces).
+  // declared library calls only a GPU run can check, and kFlashShort's kernels (flash_short: its
+  // forward and one-pass backward counted as the one flash kernel each replaces).
   const AttentionImpl attention =
       GENERATE(AttentionImpl::kAuto, AttentionImpl::kFlashDsGemm, AttentionImpl::kFlashShort);
   INFO("attention " << static_cast<int>(attention));

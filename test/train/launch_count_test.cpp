@@ -127,13 +127,14 @@ TEST_CASE("with model.attention flash_ds each layer's backward adds its dQ GEMMs
   CHECK(counter.total() == Launches{.kernels = 198, .library_calls = 158 + 12 * 5, .memsets = 1});
 }
 
-TEST_CASE("with model.attention flash_short each layer's backward stays one kernel", "[launches]") {
+TEST_CASE("with model.attention flash_short each layer's attention stays one kernel each way",
+          "[launches]") {
   test::SmallRun run("launch_count_flash_short");
   run.config.model.discriminator.attention = AttentionImpl::kFlashShort;
   LaunchCounter counter(/*dry_run=*/true);
   count_update(run, counter);
-  // The one-pass backward (bf16, T <= 128, d = 64: one block per head) or, elsewhere, v2's: one
-  // kernel either way, and the forward is v2's, so the update launches what the default does.
+  // Its forward and one-pass backward (bf16, T <= 128, d = 64: one block per head) or, elsewhere,
+  // v2's: one kernel each way either way, so the update launches what the default does.
   CHECK(counter.total() == Launches{.kernels = 198, .library_calls = 158, .memsets = 1});
   CHECK(counter.total().total() == 357);
 }
