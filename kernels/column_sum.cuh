@@ -28,6 +28,7 @@
 
 #include "engine/context.h"
 #include "engine/ticket_counters.h"
+#include "kernels/column_sum_order.h"
 #include "kernels/cuda_common.cuh"
 
 namespace electra::cuda {
@@ -47,10 +48,6 @@ inline int column_sum_cols(int64_t n) {
 inline int column_sum_lanes(int64_t n) {
   return kColumnSumThreads / column_sum_cols(n);
 }
-
-// Up to this many chains a column (every sum over more than 16 columns) the finishing block
-// halves them in registers, a thread a column (finish_column_tile).
-constexpr int kRegisterChains = 8;
 
 // Sum over rows [r0, r1) of column `col` by this block's row lanes (blockDim = (columns, lanes)),
 // reduced in a fixed tree; the total is returned to the lanes with threadIdx.y == 0. `scratch`
@@ -168,14 +165,7 @@ __device__ __forceinline__ void finish_column_tile(const ColumnTickets& t, int64
       for (int y = 0; y < kRegisterChains; ++y) {
         chain[y] = y < lanes && y < t.count ? __ldcg(t.partial + y * t.width + c) : 0.0f;
       }
-#pragma unroll
-      for (int half = kRegisterChains / 2; half > 0; half /= 2) {
-        if (half < lanes) {
-#pragma unroll
-          for (int y = 0; y < half; ++y) chain[y] += chain[y + half];
-        }
-      }
-      add(c, chain[0]);
+      add(c, halve_chains(chain, lanes));
     }
     return;
   }
