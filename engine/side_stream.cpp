@@ -40,14 +40,14 @@ void SideStream::fork(Context& main) {
   if (!side_) return;
 #if ELECTRA_WITH_CUDA
   ELECTRA_CUDA_CHECK(cudaEventRecord(forked_, main.stream()));
-  ELECTRA_CUDA_CHECK(cudaStreamWaitEvent(ctx(main).stream(), forked_, 0));
+  ELECTRA_CUDA_CHECK(cudaStreamWaitEvent(side_->stream(), forked_, 0));
 #endif
 }
 
 void SideStream::join(Context& main) {
   if (!side_) return;
 #if ELECTRA_WITH_CUDA
-  ELECTRA_CUDA_CHECK(cudaEventRecord(joined_, ctx(main).stream()));
+  ELECTRA_CUDA_CHECK(cudaEventRecord(joined_, side_->stream()));
   ELECTRA_CUDA_CHECK(cudaStreamWaitEvent(main.stream(), joined_, 0));
 #endif
 }

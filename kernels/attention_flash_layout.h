@@ -152,8 +152,8 @@ struct MmaDkDv {
 // of 8 warps per (b, head) holds the whole head. Q, K, V, dout and out, kRows rows each of
 // operand_ld(64) = 72 bf16 (rows past T zero), then Pd = P keep / (1 - p) and dS, both
 // [query][key] in kRows rows of operand_ld(128) = 136 bf16: the same 16 bytes of padding a row,
-// so the ldmatrix.trans reads of their transposes (ldsm_at) are free of bank conflicts too. L and
-// D stay in registers (each lane reads the L of its two rows from global memory; each warp sums
+// so the ldmatrix.trans reads of their transposes (ldsm_b's map) are free of bank conflicts too. L
+// and D stay in registers (each lane reads the L of its two rows from global memory; each warp sums
 // the D of its 16 rows from the out and dout tiles). 161792 bytes: under sm_80's 163 KiB per
 // block with its 1 KiB reserve inside the 164 KiB of an SM (1 block per SM; the registers, 8
 // warps of up to 255, allow no second one either).
@@ -238,7 +238,10 @@ ELECTRA_HD constexpr CToA a_from_c(int reg) {
 //   ldsm_a: the A fragment of a 16 x 16 tile stored row-major (registers = mma_a's 0..3);
 //   ldsm_b: the B fragments of two 16 x 8 tiles (n 0-7 and 8-15) from a tile stored as [n][k]
 //           (K for Q K^T): registers 0, 1 = tile 0, registers 2, 3 = tile 1;
-//   ldsm_bt (with .trans): the same from a tile stored as [k][n] (V for P V).
+//   ldsm_bt (with .trans): the same from a tile stored as [k][n] (V for P V);
+//   ldsm_b with .trans also reads the A fragment of a 16 x 16 tile stored transposed, [k][m]
+//           ({row, col} = {k, m}): kFlashShort's Pd^T and dS^T from Pd and dS stored
+//           [query][key] (mma_atb_step).
 ELECTRA_HD constexpr Coord ldsm_a(int lane) {
   return {lane % 8 + 8 * (lane / 8 % 2), 8 * (lane / 16)};
 }
@@ -247,14 +250,6 @@ ELECTRA_HD constexpr Coord ldsm_b(int lane) {
 }
 ELECTRA_HD constexpr Coord ldsm_bt(int lane) {
   return {lane % 8 + 8 * (lane / 8 % 2), 8 * (lane / 16)};
-}
-
-// ldsm_at (with .trans): the A fragment of a 16 x 16 tile stored transposed, as [k][m] row-major
-// (m = A's row): kFlashShort's Pd^T and dS^T from Pd and dS stored [query][key], so {row, col} =
-// {k, m} = {query, key}. (The same lane map as ldsm_b's, whose [n][k] storage is the transposed
-// one of a B fragment; named apart for what it reads.)
-ELECTRA_HD constexpr Coord ldsm_at(int lane) {
-  return {lane % 8 + 8 * (lane / 16), 8 * (lane / 8 % 2)};
 }
 
 // Dropout bits in registers. One Philox block gives the keep bits of 4 consecutive keys of one

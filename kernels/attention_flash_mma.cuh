@@ -139,13 +139,13 @@ __device__ __forceinline__ void mma_ab_smem(float (&acc)[kN / 8][4],
 
 // One k step of 16: acc[16 x 8 kN] += A B where A (16 x 16) is stored transposed in `at_tile`,
 // 16 rows of k by 16 columns of m (row stride lda), read as A fragments by ldmatrix.trans
-// (flash_layout::ldsm_at), and B (16 x 8 kN) is stored [k][8 kN] row-major (ldb) in `b_tile`:
+// (flash_layout::ldsm_b's map), and B (16 x 8 kN) is stored [k][8 kN] row-major (ldb) in `b_tile`:
 // kFlashShort's Pd^T dout and dS^T Q from Pd, dS stored [query][key].
 template <int kN>
 __device__ __forceinline__ void mma_atb_step(float (&acc)[kN / 8][4], const __nv_bfloat16* at_tile,
                                              int lda, const __nv_bfloat16* b_tile, int ldb,
                                              int lane) {
-  const Coord la = flash_layout::ldsm_at(lane);
+  const Coord la = flash_layout::ldsm_b(lane);  // [k][m]: the transposed A's rows are k
   uint32_t a[4];
   ldmatrix_x4_trans(a, at_tile + la.row * lda + la.col);
   mma_ab_step<kN>(acc, a, b_tile, 0, ldb, flash_layout::ldsm_bt(lane));

@@ -42,7 +42,8 @@
 //   3. After a barrier warp w owns keys 16 w .. 16 w + 15: dV = Pd^T dout and dK = dS^T Q / sqrt(d)
 //      over the ceil(T / 16) query steps of 16 (the rows phase 2 wrote; rows past T of its last
 //      step are zeros), the A fragments Pd^T and dS^T read by ldmatrix.trans from the [query][key]
-//      tiles (flash_layout::ldsm_at), the B fragments from the dout and Q tiles; dK, dV written.
+//      tiles (flash_layout::ldsm_b's map), the B fragments from the dout and Q tiles; dK, dV
+//      written.
 // dV and dK add their 16-query mma steps in ascending order as v2's dK, dV blocks do, and dQ its
 // 16-key steps as v2's dQ blocks do.
 #include <cmath>

@@ -50,6 +50,7 @@ void GeneratorStage::forward(Context& ctx, const Corruption& c, ForwardContext& 
 
 void GeneratorStage::backward(Context& ctx, const ForwardContext& saved,
                               const GradientsReady& ready) {
+  // Both parts in turn, split or not: a tied generator (no split) still runs them here.
   backward_own(ctx, saved, ready);
   backward_shared(ctx, saved, ready);
 }

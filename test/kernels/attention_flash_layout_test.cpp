@@ -225,7 +225,7 @@ TEST_CASE("ldmatrix addresses deliver the mma fragments", "[attention][flash]") 
         CHECK(a.row == want_a.row);
         CHECK(a.col == want_a.col);
         // A from a tile stored transposed, [k][m] (kFlashShort's Pd for Pd^T), with .trans.
-        const Coord at = ldmatrix_element(flash_layout::ldsm_at, lane, m, half, true);
+        const Coord at = ldmatrix_element(flash_layout::ldsm_b, lane, m, half, true);
         CHECK(at.row == want_a.col);
         CHECK(at.col == want_a.row);
         // B of n-tile m / 2 from a tile stored [n][k] (K rows for Q K^T): row n, column k.
@@ -424,11 +424,11 @@ TEST_CASE("kFlashShort: Pd and dS stored by query rows are read back as Pd^T and
   check_covers_once(stored, S::kRows, S::kRows);
   // Phase 3: warp w's A fragment of query step kk is Pd^T (and dS^T) at rows = keys 16 w .. + 15,
   // columns = queries 16 kk .. + 15, each lane passing the address of [16 kk + at.row][16 w +
-  // at.col] (at = ldsm_at) to ldmatrix.trans: register m, half h must be A element mma_a.
+  // at.col] (at = ldsm_b) to ldmatrix.trans: register m, half h must be A element mma_a.
   for (int warp = 0; warp < S::kWarps; ++warp) {
     for (int kk = 0; kk < S::kRows / 16; ++kk) {
       const auto address = [=](int lane) {
-        const Coord at = flash_layout::ldsm_at(lane);
+        const Coord at = flash_layout::ldsm_b(lane);
         return Coord{16 * kk + at.row, 16 * warp + at.col};  // {query, key}
       };
       for (int lane = 0; lane < kLanes; ++lane) {
