@@ -22,10 +22,9 @@
 #   bench     180  every *_bench (they validate what they time), bench/attention_sdpa_baseline.py
 #                  right after attention_bench (the 2026-11-27 H100 run took 145 s for the rest)
 #   step      170  the bf16 update: ours (train_step) on Small seq 128 batch 128, Base seq 128
-#                  and 512, Small again with --attention flash_ds, flash_short and with
-#                  --overlap-generator,
-#                  then train_step --profile of the Small update, then HF eager and torch.compile
-#                  (bench/step_pytorch.py) on the same shapes
+#                  and 512, Small again with --attention flash_ds, --attention flash_short and
+#                  --overlap-generator, then train_step --profile of the Small update, then HF
+#                  eager and torch.compile (bench/step_pytorch.py) on the same shapes
 #   user      195  the user's path: electra build-data on the bundle's corpus, pretrain
 #                  ELECTRA-Small for a fixed time, SIGINT, --resume for a fixed time, SIGINT, the
 #                  same pretrain with train.overlap_generator for 25 s (its seq/s beside the
@@ -232,19 +231,18 @@ phase_step() {
     step step "${model}${seq}_ours" "$deadline" 90 bin train_step --model "$model" --device cuda \
       --precision bf16 --seq-len "$seq" --batch "$batch" --warmup 5 --repeats 50 || rc=1
   done
-  # The same Small update with the flash backward that takes dQ from a GEMM on its stored dS
-  # (model.attention: flash_ds; kAuto does not pick it until it is measured faster).
-  step step small128_ours_flash_ds "$deadline" 90 bin train_step --model small --device cuda \
-    --precision bf16 --seq-len 128 --batch 128 --warmup 5 --repeats 50 --attention flash_ds || rc=1
-  # And with kFlashShort's kernels (model.attention: flash_short; T <= 128, d = 64: one block per
-  # head, its forward and its one-pass backward).
-  step step small128_ours_flash_short "$deadline" 90 bin train_step --model small --device cuda \
-    --precision bf16 --seq-len 128 --batch 128 --warmup 5 --repeats 50 --attention flash_short ||
-    rc=1
-  # And with the generator's backward on a second stream beside the discriminator's
-  # (train.overlap_generator; off by default until it is measured faster).
-  step step small128_ours_overlap "$deadline" 90 bin train_step --model small --device cuda \
-    --precision bf16 --seq-len 128 --batch 128 --warmup 5 --repeats 50 --overlap-generator || rc=1
+  # The same Small update with each variant that is off by default until it is measured faster:
+  # model.attention flash_ds (the flash backward taking dQ from a GEMM on its stored dS),
+  # flash_short (one block per head at T <= 128, d = 64, both directions) and
+  # train.overlap_generator (the generator's backward on a second stream). NAME FLAGS...
+  local variant name flags
+  for variant in "flash_ds --attention flash_ds" "flash_short --attention flash_short" \
+    "overlap --overlap-generator"; do
+    read -r name flags <<<"$variant"
+    # shellcheck disable=SC2086  # FLAGS are words
+    step step "small128_ours_$name" "$deadline" 90 bin train_step --model small --device cuda \
+      --precision bf16 --seq-len 128 --batch 128 --warmup 5 --repeats 50 $flags || rc=1
+  done
   if step step profile_small "$deadline" 60 bin train_step --model small --device cuda \
     --precision bf16 --seq-len 128 --batch 128 --profile; then
     cp "$logs/step/profile_small.log" "$work/profile.txt"
