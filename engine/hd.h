@@ -7,3 +7,11 @@
 #else
 #define ELECTRA_HD inline
 #endif
+
+// `#pragma unroll` in an ELECTRA_HD function: the device compiler's, nothing for a host compiler
+// (which would warn about an unknown pragma).
+#if defined(__CUDA_ARCH__)
+#define ELECTRA_HD_UNROLL _Pragma("unroll")
+#else
+#define ELECTRA_HD_UNROLL
+#endif

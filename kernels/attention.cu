@@ -310,9 +310,9 @@ void AttentionForward::cuda(Context& ctx) const {
   if (qkv.numel() == 0) return;  // B = 0 or T = 0: nothing to launch
   const int64_t t = qkv.dim(1), h = qkv.dim(2) / 3;
   if (attention_uses_short(Device::CUDA, args, t, h, qkv.dtype)) {
-    cuda::flash_attention_forward_short(ctx, qkv, mask, args, saved, out);
+    cuda::flash_attention_forward_short(ctx, qkv, mask, args, saved, out, keep);
   } else if (attention_uses_flash(Device::CUDA, args, t, h)) {
-    cuda::flash_attention_forward(ctx, qkv, mask, args, saved, out);
+    cuda::flash_attention_forward(ctx, qkv, mask, args, saved, out, keep);
   } else if (qkv.dtype == DType::F32) {
     cuda::forward_typed<float>(ctx, qkv, mask, args, saved, scratch, out);
   } else {
@@ -325,12 +325,12 @@ void AttentionBackward::cuda(Context& ctx) const {
   if (qkv.numel() == 0) return;
   const int64_t t = qkv.dim(1), h = qkv.dim(2) / 3;
   if (attention_uses_ds_gemm(Device::CUDA, args, t, h)) {
-    cuda::flash_attention_backward(ctx, qkv, mask, args, saved, out, dout, dqkv, &scratch);
+    cuda::flash_attention_backward(ctx, qkv, mask, args, saved, out, dout, keep, dqkv, &scratch);
     cuda::dq_from_ds(ctx, qkv, args, scratch, dqkv);
   } else if (attention_uses_short(Device::CUDA, args, t, h, qkv.dtype)) {
-    cuda::flash_attention_backward_short(ctx, qkv, mask, args, saved, out, dout, dqkv);
+    cuda::flash_attention_backward_short(ctx, qkv, mask, args, saved, out, dout, keep, dqkv);
   } else if (attention_uses_flash(Device::CUDA, args, t, h)) {
-    cuda::flash_attention_backward(ctx, qkv, mask, args, saved, out, dout, dqkv, nullptr);
+    cuda::flash_attention_backward(ctx, qkv, mask, args, saved, out, dout, keep, dqkv, nullptr);
   } else if (qkv.dtype == DType::F32) {
     cuda::backward_typed<float>(ctx, qkv, args, saved, dout, scratch, dqkv);
   } else {

@@ -13,7 +13,8 @@
 //   out_i  = sum_j Pd_ij V_j
 // Padded queries are computed like real ones (their rows are ignored downstream).
 //
-// Backward (dqkv written, not accumulated), with the same keep mask regenerated from (rng, site):
+// Backward (dqkv written, not accumulated), with the same keep mask (regenerated from (rng, site),
+// or read back where the bf16 flash forward saved it: `keep` below):
 //   dV_j = sum_i Pd_ij dout_i,   dPd_ij = <dout_i, V_j>,   dP_ij = dPd_ij * keep_ij / (1 - p)
 //   dS_ij = P_ij (dP_ij - sum_k P_ik dP_ik)
 //   dQ_i = sum_j dS_ij K_j / sqrt(d),   dK_j = sum_i dS_ij Q_i / sqrt(d)
@@ -61,6 +62,14 @@
 //   memory: S and dPd once each, no atomics, v2's D, Pd and dS rounded to bf16 where v2 rounds
 //   them. Any other dtype or shape runs v2's forward and backward exactly. Scratch: as v2's
 //   ([B, heads, T] f32, unused).
+// The bf16 flash kernels (kFlash, kFlashDsGemm, kFlashShort; not the f32 ones) draw the keep bits
+// once: they take `keep` [B * heads, ceil(T / 16), ceil(T / 8), 4] i32, into which the forward at
+// p > 0 writes its keep bits (flash_layout::keep_tile_word / keep_bit: tiles of 16 queries x 8
+// keys, bit `lane` of word e the bit of element e of that lane's mma.sync C fragment; the bits of
+// the last tiles' elements outside T are unspecified; T^2 / 8 bytes a head when 16 divides T),
+// and from which the backward reads them instead of drawing them again
+// (v2's backward drew every bit twice, once in each role); at p = 0 neither touches it. Other
+// calls take no `keep` (an unset Tensor{}).
 // The CPU reference is always "v1" (probs and scratch [B, heads, T, T], both in qkv's dtype).
 // attention_state() says which one a call gets and the shape and dtypes of its `saved` and
 // `scratch`, so a caller plans them once (kernels/attention_flash.h declares version 2's entry
@@ -73,6 +82,7 @@
 #include <cstdint>
 
 #include "engine/philox.h"
+#include "kernels/attention_flash_layout.h"
 #include "kernels/dispatch.h"
 
 namespace electra {
@@ -143,6 +153,7 @@ inline bool attention_uses_short(Device device, const AttentionArgs& args, int64
 struct AttentionState {
   bool flash = false;                // saved = L [B, heads, T] (else P [B, heads, T, T])
   bool ds_scratch = false;           // kFlashDsGemm: scratch = dS^T [B, heads, T, T], though flash
+  bool keep_words = false;           // bf16 flash: the call takes `keep` (the saved keep bits)
   DType dtype = DType::F32;          // saved's
   DType scratch_dtype = DType::F32;  // scratch's
   int64_t batch = 0, heads = 0, seq_len = 0;
@@ -158,6 +169,16 @@ struct AttentionState {
   void check(const Tensor& t, const char* what) const { check_as(t, flash, dtype, what); }
   void check_scratch(const Tensor& t, const char* what) const {
     check_as(t, scratch_rows(), scratch_dtype, what);
+  }
+  // The saved keep bits (keep_words): keep_numel() i32 (0 without them), viewed by keep_view as
+  // [B * heads, ceil(T / 16), ceil(T / 8), 4].
+  int64_t keep_numel() const {
+    return keep_words ? batch * heads * flash_layout::keep_words_per_head(seq_len) : 0;
+  }
+  Tensor keep_view(const Tensor& flat) const {
+    check_dtype(flat, DType::I32, "attention keep bits");
+    return flat.reshape({batch * heads, flash_layout::keep_query_tiles(seq_len),
+                         flash_layout::keep_key_tiles(seq_len), 4});
   }
 
  private:
@@ -187,6 +208,7 @@ inline AttentionState attention_state(Device device, const AttentionArgs& args, 
   const DType scratch = device == Device::CUDA && !ds ? DType::F32 : qkv_dtype;
   return AttentionState{.flash = flash,
                         .ds_scratch = ds,
+                        .keep_words = flash && qkv_dtype == DType::BF16,
                         .dtype = flash ? DType::F32 : qkv_dtype,
                         .scratch_dtype = scratch,
                         .batch = batch,
@@ -197,10 +219,11 @@ inline AttentionState attention_state(Device device, const AttentionArgs& args, 
 namespace detail {
 
 // Checks every shape and dtype against qkv [B, T, 3H] and heads; `out` is out (forward)
-// or dout (backward). Returns whether the call runs the flash kernels.
+// or dout (backward), `keep` the saved keep bits (required where the state has them, else
+// unset). Returns whether the call runs the flash kernels.
 inline bool check_attention(const Context& ctx, const Tensor& qkv, const Tensor& mask,
                             const AttentionArgs& args, const Tensor& saved, const Tensor& scratch,
-                            const Tensor& out) {
+                            const Tensor& out, const Tensor& keep) {
   ELECTRA_CHECK(qkv.rank == 3 && qkv.dim(2) % 3 == 0, "attention: qkv must be [B, T, 3H], got ",
                 qkv.str());
   const int64_t b = qkv.dim(0), t = qkv.dim(1), h = qkv.dim(2) / 3;
@@ -215,6 +238,15 @@ inline bool check_attention(const Context& ctx, const Tensor& qkv, const Tensor&
                                : state.flash    ? "attention (flash): scratch"
                                                 : "attention: scratch");
   check_tensor(out, {b, t, h}, qkv.dtype, "attention: out / dout");
+  if (state.keep_words) {
+    check_tensor(
+        keep,
+        {b * args.heads, flash_layout::keep_query_tiles(t), flash_layout::keep_key_tiles(t), 4},
+        DType::I32, "attention (flash, bf16): keep bits");
+  } else {
+    ELECTRA_CHECK(keep.data == nullptr, "attention: keep bits ", keep.str(),
+                  " given to a call that saves none (only the bf16 flash kernels do)");
+  }
   return state.flash;
 }
 
@@ -251,9 +283,12 @@ struct AttentionForward {
   In qkv, mask;
   AttentionArgs args;
   Out saved, scratch, out;
+  // The keep bits where the state has them (AttentionState::keep_view; written at p > 0 only),
+  // else unset.
+  Out keep = Out(Tensor{});
 
   void check(const Context& ctx) const {
-    detail::check_attention(ctx, qkv, mask, args, saved, scratch, out);
+    detail::check_attention(ctx, qkv, mask, args, saved, scratch, out, keep);
   }
   Launches launches() const { return detail::attention_launches(qkv, args, false); }
   double flops() const { return detail::attention_flops(qkv, false); }
@@ -270,9 +305,11 @@ struct AttentionBackward {
   // The forward's output, unchanged since; only the flash backward reads it (for D), so callers
   // that never run flash (the CPU, impl kUnfused) may leave it out.
   In out = Tensor{};
+  // The keep bits the forward saved, where it saves them (AttentionForward::keep), else unset.
+  In keep = Tensor{};
 
   void check(const Context& ctx) const {
-    const bool flash = detail::check_attention(ctx, qkv, mask, args, saved, scratch, dout);
+    const bool flash = detail::check_attention(ctx, qkv, mask, args, saved, scratch, dout, keep);
     check_same_shape(dqkv, qkv, "attention: dqkv vs qkv");
     check_dtype(dqkv, qkv.dtype, "attention: dqkv");
     if (flash) {

@@ -434,12 +434,17 @@ __global__ void __launch_bounds__(kThreads)
 
 }  // namespace
 
-FlashParams flash_params(const Tensor& qkv, const AttentionArgs& args,
+FlashParams flash_params(const Tensor& qkv, const AttentionArgs& args, const Tensor& keep,
                          std::initializer_list<const void*> loaded) {
   const int64_t h = qkv.dim(2) / 3, d = h / args.heads;
   ELECTRA_CHECK(qkv.dim(0) * args.heads <= 65535,
                 "attention (flash): B * heads = ", qkv.dim(0) * args.heads,
                 " exceeds the grid's y dimension");
+  // AttentionForward / AttentionBackward checked the shape: the bf16 kernels get it, the f32 ones
+  // none.
+  const bool bf16 = qkv.dtype == DType::BF16;
+  ELECTRA_CHECK(bf16 == (keep.data != nullptr) || qkv.numel() == 0, "attention (flash): keep bits ",
+                keep.str(), " for ", dtype_name(qkv.dtype), " activations");
   return FlashParams{static_cast<int>(qkv.dim(1)),
                      static_cast<int>(h),
                      static_cast<int>(args.heads),
@@ -449,12 +454,14 @@ FlashParams flash_params(const Tensor& qkv, const AttentionArgs& args,
                      1.0f / (1.0f - args.dropout_p),
                      args.rng,
                      dropout_site_offset(args.site),
-                     vectorizable(d, loaded)};
+                     vectorizable(d, loaded),
+                     static_cast<uint32_t*>(keep.data)};
 }
 
 void flash_attention_forward(Context& ctx, const Tensor& qkv, const Tensor& mask,
-                             const AttentionArgs& args, const Tensor& lse, const Tensor& out) {
-  const FlashParams fp = flash_params(qkv, args, {qkv.data, out.data});
+                             const AttentionArgs& args, const Tensor& lse, const Tensor& out,
+                             const Tensor& keep) {
+  const FlashParams fp = flash_params(qkv, args, keep, {qkv.data, out.data});
   if (qkv.dtype == DType::BF16) {
     flash_forward_bf16(ctx, fp, qkv, mask, lse, out);
     return;
@@ -471,8 +478,9 @@ void flash_attention_forward(Context& ctx, const Tensor& qkv, const Tensor& mask
 
 void flash_attention_backward(Context& ctx, const Tensor& qkv, const Tensor& mask,
                               const AttentionArgs& args, const Tensor& lse, const Tensor& out,
-                              const Tensor& dout, const Tensor& dqkv, const Tensor* ds) {
-  const FlashParams fp = flash_params(qkv, args, {qkv.data, dout.data, out.data, dqkv.data});
+                              const Tensor& dout, const Tensor& keep, const Tensor& dqkv,
+                              const Tensor* ds) {
+  const FlashParams fp = flash_params(qkv, args, keep, {qkv.data, dout.data, out.data, dqkv.data});
   if (ds != nullptr) check_dtype(*ds, qkv.dtype, "attention (flash): dS");
   if (qkv.dtype == DType::BF16) {
     flash_backward_bf16(ctx, fp, qkv, mask, lse, out, dout, dqkv, ds);

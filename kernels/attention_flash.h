@@ -5,7 +5,9 @@
 //
 // qkv [B, T, 3H], mask [B, T] i32, out / dout [B, T, H], dqkv [B, T, 3H], all f32 or all bf16;
 //   lse [B, heads, T] f32: L_i = max_k S_ik + log sum_k exp(S_ik - max_k S_ik) over real keys
-//                          (+inf for a row with no real key), written by the forward.
+//                          (+inf for a row with no real key), written by the forward;
+//   keep: bf16, the keep bits the forward saves at p > 0 and the backward reads (attention.h);
+//         f32, unset (those kernels draw the bits both ways).
 // The backward needs no workspace: each of its blocks computes the D_i = <dout_i, out_i> it
 // reads. With `ds` (kFlashDsGemm) it runs only its dK, dV blocks, which also write
 //   ds [B, heads, T, T] in qkv's dtype: dS_ij = P_ij (dP_ij - D_i) at [b, head, j, i] (dS^T,
@@ -25,14 +27,17 @@
 namespace electra::cuda {
 
 void flash_attention_forward(Context& ctx, const Tensor& qkv, const Tensor& mask,
-                             const AttentionArgs& args, const Tensor& lse, const Tensor& out);
+                             const AttentionArgs& args, const Tensor& lse, const Tensor& out,
+                             const Tensor& keep);
 void flash_attention_backward(Context& ctx, const Tensor& qkv, const Tensor& mask,
                               const AttentionArgs& args, const Tensor& lse, const Tensor& out,
-                              const Tensor& dout, const Tensor& dqkv, const Tensor* ds);
+                              const Tensor& dout, const Tensor& keep, const Tensor& dqkv,
+                              const Tensor* ds);
 void flash_attention_forward_short(Context& ctx, const Tensor& qkv, const Tensor& mask,
-                                   const AttentionArgs& args, const Tensor& lse, const Tensor& out);
+                                   const AttentionArgs& args, const Tensor& lse, const Tensor& out,
+                                   const Tensor& keep);
 void flash_attention_backward_short(Context& ctx, const Tensor& qkv, const Tensor& mask,
                                     const AttentionArgs& args, const Tensor& lse, const Tensor& out,
-                                    const Tensor& dout, const Tensor& dqkv);
+                                    const Tensor& dout, const Tensor& keep, const Tensor& dqkv);
 
 }  // namespace electra::cuda

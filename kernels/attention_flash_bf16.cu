@@ -35,9 +35,15 @@
 // kernels/attention_flash_bf16.cuh.
 //
 // Dropout: keep_ij = dropout_keep(rng, site + ((b heads + h) T + i) T + j, p), the bits of the
-// CPU reference; one Philox block per 4 consecutive keys of a query (dropout_keep4), each drawn by
-// exactly one lane of the warp and passed to the lanes holding its elements by shuffles
-// (flash_layout::keep_draw / keep_source, and the _t maps for the transposed tiles).
+// CPU reference, drawn once, by the forward: one Philox block per 4 consecutive keys of a query
+// (dropout_keep4), each drawn by exactly one lane of the warp and passed to the lanes holding its
+// elements by shuffles (flash_layout::keep_draw / keep_source). The forward saves them, 1 bit an
+// element, one word a lane per 64 keys of a warp's rows (flash_layout::keep_tile_word,
+// store_keep_bits: the bits a lane holds, transposed across the warp); the backward reads them
+// back, the same words transposed back for a warp's query rows (load_keep_bits) or one word a lane
+// per query tile of its keys passed on by shuffles (load_keep_word_t, keep_bits_of_t), instead of
+// drawing them in both roles: about 80 integer instructions a lane a C tile (10 Philox rounds)
+// against a share of 5 shuffles (2 for a transposed tile) beside the C tile's 4 to 8 mma.sync.
 #include <cmath>
 
 #include "kernels/attention_flash_bf16.cuh"
@@ -51,25 +57,48 @@ using fl::Coord;
 
 constexpr int kThreads = fl::kMmaWarps * kWarpSize;
 
-// The keep bits of this lane's 4 elements of a transposed 16 x 8 tile (rows = keys from j0,
-// columns = queries from i0), as flash_bf16::keep_bits_rows gives those of a query-major one.
-__device__ __forceinline__ uint32_t keep_bits_cols(const FlashParams& fp, int bh, int j0, int i0,
-                                                   int lane) {
-  const Coord at = fl::keep_draw_t(lane);
-  const int j = j0 + at.row, i = i0 + at.col;
-  const uint32_t mine =
-      i < fp.t && j < fp.t ? dropout_keep4(fp.rng, mask_row(fp, bh, i) + j, fp.p) : 0xFu;
+// The dK, dV role's saved keep bits of query tile i0 (kBr queries, i0 % 16 == 0) by the warp's
+// keys key0 .. key0 + 15 (flash_layout::keep_word_t): lane l < kBr / 2 loads one word (all set
+// where its tile starts past T: P is 0 there).
+template <int kBr>
+__device__ __forceinline__ uint32_t load_keep_word_t(const FlashParams& fp, int bh, int key0,
+                                                     int i0, int lane) {
+  const bool inside =
+      lane < kBr / 2 && i0 + 16 * (lane / 8) < fp.t && key0 + 8 * (lane / 4 % 2) < fp.t;
+  return inside ? __ldg(fp.keep + keep_base(fp, bh) +
+                        static_cast<int>(fl::keep_word_t(fp.t, key0, i0, lane)))
+                : ~0u;
+}
+
+// The keep bits (bit e: element e) of this lane's C tile n of S^T from those words: elements e,
+// e + 1 (queries i, i + 1 of one key) are bits b, b + 4 of one lane's word (keep_source_t). The
+// lane is read from %laneid here, not passed in: ptxas kept every C tile's shuffle source and bit
+// position live across the query-tile loop and spilled them at head dim 128 (28 bytes on sm_90);
+// a volatile read is recomputed where it is used.
+__device__ __forceinline__ uint32_t keep_bits_of_t(uint32_t word, int n) {
+  int lane;
+  asm volatile("mov.u32 %0, %%laneid;" : "=r"(lane));
   uint32_t bits = 0;
 #pragma unroll
-  for (int e = 0; e < 4; ++e) {
-    const fl::KeySource src = fl::keep_source_t(lane, e);
-    bits |= ((__shfl_sync(0xffffffffu, mine, src.lane) >> src.bit) & 1u) << e;
+  for (int e = 0; e < 4; e += 2) {
+    const fl::KeySource src = fl::keep_source_t(lane, n, e);
+    const uint32_t w = __shfl_sync(0xffffffffu, word, src.lane);
+    bits |= ((w >> src.bit) & 1u) << e | ((w >> (src.bit + 4)) & 1u) << (e + 1);
   }
   return bits;
 }
 
+// The forward's blocks per SM: 3 where its shared memory allows them on both architectures (d
+// tile 32 and 64: 25600 and 46080 B), its registers bounded accordingly (170); at d tile 128
+// (87040 B: 1 block on sm_80, 2 on sm_90) unbounded. ptxas left to itself bounded the forward at
+// d = 64 for 3 blocks too, and spilled once it saved the keep bits; with the bound stated it
+// does not (docs/KERNELS.md).
+constexpr int forward_min_blocks(int d) {
+  return d == 128 ? 1 : 3;
+}
+
 template <int kD>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, forward_min_blocks(kD))
     flash_forward_kernel(const bf16* qkv, const int32_t* mask, bf16* out, float* lse,
                          FlashParams fp) {
   fp.rng = fp.rng.resolved();  // the step may live in device memory (engine/philox.h)
@@ -126,9 +155,14 @@ __global__ void __launch_bounds__(kThreads)
       m[r] = new_max;
       l[r] *= factor[r];
     }
+    uint32_t saved = 0;  // this lane's keep bits of the tile, saved for the backward
     exp_dropout_rows<kBc / 8>(s, offset, l, fp, [&](int n) {
-      return fp.p > 0.0f ? keep_bits_rows(fp, bh, row0, j0 + 8 * n, lane) : 0xFu;
+      if (!(fp.p > 0.0f)) return 0xFu;
+      const uint32_t keep = keep_bits_rows(fp, bh, row0, j0 + 8 * n, lane);
+      add_keep_bits(saved, n, keep);
+      return keep;
     });
+    if (fp.p > 0.0f) store_keep_bits(saved, fp, bh, row0, j0, lane);
 #pragma unroll
     for (int n = 0; n < kD / 8; ++n) {
 #pragma unroll
@@ -204,9 +238,10 @@ __device__ __forceinline__ void backward_dq_block(unsigned char* smem, const bf1
     flash_mma::mma_abt_smem<kD, kBc>(s, q, k, kLd, lane);
     flash_mma::mma_abt_smem<kD, kBc>(dp, g, tile_at(L::kV + u * L::kTileK), kLd, lane);
     const uint64_t keys = real_keys64(real, j0, fp.t);
+    const uint32_t saved = fp.p > 0.0f ? load_keep_bits(fp, bh, row0, j0, lane) : ~0u;
 #pragma unroll
     for (int n = 0; n < kBc / 8; ++n) {
-      const uint32_t keep = fp.p > 0.0f ? keep_bits_rows(fp, bh, row0, j0 + 8 * n, lane) : 0xFu;
+      const uint32_t keep = saved >> (4 * n);
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const int c = 8 * n + fl::mma_c(lane, e).col;
@@ -338,9 +373,10 @@ __device__ __forceinline__ void backward_dkdv_block(unsigned char* smem, const b
     float st[kBr / 8][4] = {}, dpt[kBr / 8][4] = {};
     flash_mma::mma_abt_smem<kD, kBr>(st, k, q, kLd, lane);
     flash_mma::mma_abt_smem<kD, kBr>(dpt, v, g, kLd, lane);
+    const uint32_t saved = fp.p > 0.0f ? load_keep_word_t<kBr>(fp, bh, key0, i0, lane) : ~0u;
 #pragma unroll
     for (int n = 0; n < kBr / 8; ++n) {
-      const uint32_t keep = fp.p > 0.0f ? keep_bits_cols(fp, bh, key0, i0 + 8 * n, lane) : 0xFu;
+      const uint32_t keep = keep_bits_of_t(saved, n);
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const int c = 8 * n + fl::mma_c(lane, e).col;  // the query, within the tile
@@ -368,12 +404,13 @@ __device__ __forceinline__ void backward_dkdv_block(unsigned char* smem, const b
 
 // The backward, one launch (flash_backward_grid): each block runs one role. No block reads what
 // another writes, so the roles run in any order. kStoreDs (kFlashDsGemm): the grid holds dK, dV
-// blocks only, which also write dS into `ds` (null otherwise).
+// blocks only, which also write dS into `ds` (null otherwise). Its registers unbounded (at least 1
+// block per SM): left to itself ptxas bounded some instances for 3 blocks (168 registers) and
+// spilled; they take 221-255, 2 blocks per SM as before (docs/KERNELS.md).
 template <int kD, bool kStoreDs>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, 1)
     flash_backward_kernel(const bf16* qkv, const int32_t* mask, const bf16* out, const bf16* dout,
                           const float* lse, bf16* dqkv, bf16* ds, FlashParams fp, int kv_tiles) {
-  fp.rng = fp.rng.resolved();  // the step may live in device memory (engine/philox.h)
   extern __shared__ __align__(128) unsigned char smem[];
   const FlashBackwardBlock block = flash_backward_block(kv_tiles);
   if constexpr (kStoreDs) {

@@ -75,6 +75,50 @@ __device__ __forceinline__ uint32_t keep_bits_rows(const FlashParams& fp, int bh
   return bits;
 }
 
+// The transpose of the warp's 32 x 32 bit matrix of one word a lane (flash_layout::
+// bit_transpose_step): 5 shuffles.
+__device__ __forceinline__ uint32_t transpose_warp_bits(uint32_t x, int lane) {
+#pragma unroll
+  for (int j = 16; j > 0; j /= 2) {
+    x = flash_layout::bit_transpose_step(x, __shfl_xor_sync(0xffffffffu, x, j), lane, j);
+  }
+  return x;
+}
+
+// The saved keep bits (flash_layout::keep_tile_word) of a query-major warp tile, queries i0 ..
+// i0 + 15 by keys j0 .. j0 + 63 (i0 % 16 == 0, j0 % 8 == 0), as each lane's 32 bits (bit 4 n + e:
+// element e of C tile n), one saved word a lane (flash_layout::keep_word_rows) and a bit
+// transpose between the two:
+//   add_keep_bits: the forward's bits of C tile n (keep: this lane's, as keep_bits_rows gives them)
+//     into `bits` (elements outside T as drawn or not: unspecified, never read back);
+//   store_keep_bits: then `bits` transposed into head bh's words, where that C tile's keys start
+//     inside T (i0 < T: a warp past T stores nothing); by the whole warp;
+//   load_keep_bits: the backward's load of the same words, transposed back (all set where nothing
+//     was stored: P is 0 there); by the whole warp.
+// One 128-byte access a warp per 64 keys, one register a lane, and 5 shuffles: 16-byte accesses of
+// a C tile's four words were loaded ahead by ptxas, 4 registers a C tile, and spilled; so did the
+// forward at 3 blocks per SM when it zeroed the bits outside T.
+__device__ __forceinline__ void add_keep_bits(uint32_t& bits, int n, uint32_t keep) {
+  bits |= (keep & 0xFu) << (4 * n);
+}
+__device__ __forceinline__ void store_keep_bits(uint32_t bits, const FlashParams& fp, int bh,
+                                                int i0, int j0, int lane) {
+  const uint32_t word = transpose_warp_bits(bits, lane);
+  if (i0 < fp.t && j0 + 8 * (lane / 4) < fp.t) {
+    fp.keep[keep_base(fp, bh) +
+            static_cast<int>(flash_layout::keep_word_rows(fp.t, i0, j0, lane))] = word;
+  }
+}
+__device__ __forceinline__ uint32_t load_keep_bits(const FlashParams& fp, int bh, int i0, int j0,
+                                                   int lane) {
+  const uint32_t word =
+      i0 < fp.t && j0 + 8 * (lane / 4) < fp.t
+          ? __ldg(fp.keep + keep_base(fp, bh) +
+                  static_cast<int>(flash_layout::keep_word_rows(fp.t, i0, j0, lane)))
+          : ~0u;
+  return transpose_warp_bits(word, lane);
+}
+
 // Writes the warp's 16 x kD accumulator times `scale` into rows row0 + r (r < 16, row0 + r < T),
 // columns 0 .. d - 1 of `dst` (row stride ld): bf16 pairs when fp.vec (d even, 4-byte aligned).
 template <int kD>

@@ -20,10 +20,22 @@ struct FlashParams {
   RngStream rng;
   uint64_t site;  // dropout_site_offset(args.site)
   bool vec;       // tiles may be loaded as 16-byte packs (d % 8 == 0, pointers aligned)
+  // The saved keep bits of every head (attention.h's `keep`; flash_layout::keep_tile_word): the
+  // bf16 forward writes them at p > 0, the bf16 backward reads them. Null for the f32 kernels,
+  // which draw the bits in both directions.
+  uint32_t* keep;
 };
 
-FlashParams flash_params(const Tensor& qkv, const AttentionArgs& args,
+// `keep`: the call's keep bits (unset for the f32 kernels), required by the bf16 ones.
+FlashParams flash_params(const Tensor& qkv, const AttentionArgs& args, const Tensor& keep,
                          std::initializer_list<const void*> loaded);
+
+// The index in fp.keep of head bh's first saved keep word; with the offsets within the head in
+// 32 bits too (B heads <= 65535 and at most 4 x 32 x 64 words a head at T = 512: below 2^31), so
+// that a kernel keeps one register for it, not a 64-bit pointer (which ptxas spilled).
+__device__ __forceinline__ int keep_base(const FlashParams& fp, int bh) {
+  return bh * static_cast<int>(flash_layout::keep_words_per_head(fp.t));
+}
 
 // Index of element (i, 0) of the dropout mask of head bh: site + (bh * T + i) * T.
 __device__ __forceinline__ uint64_t mask_row(const FlashParams& fp, int bh, int i) {

@@ -268,14 +268,77 @@ ELECTRA_HD constexpr Coord keep_draw(int lane) {
 ELECTRA_HD constexpr KeySource keep_source(int lane, int e) {
   return {lane / 4 * 4 + (lane % 4 / 2) * 2 + e / 2, 2 * (lane % 2) + e % 2};
 }
-// Rows = keys, columns = queries (dK, dV role, which computes S^T): lane l draws keys
-// 4 (l / 8) .. + 3 of query column l % 8.
-ELECTRA_HD constexpr Coord keep_draw_t(int lane) {
-  return {4 * (lane / 8), lane % 8};
+
+// The keep bits the bf16 forward saves for the backward (AttentionState::keep_words), so that no
+// backward draws: per head, the T x T bits in tiles of 16 queries x 8 keys, ceil(T / 16) x
+// ceil(T / 8) of them (query tile major), 4 words a tile. Bit `lane` of word e is the bit of
+// element e of that lane's C fragment (mma_c(lane, e)): the forward stores a tile as its warp's
+// four ballots, and a query-major C tile of the backward reads its bits back with one 16-byte
+// load. The bits of elements outside T (in the last tiles) are unspecified. 1 bit an element when
+// 16 divides T.
+ELECTRA_HD constexpr int64_t keep_query_tiles(int64_t t) {
+  return (t + 15) / 16;
 }
-ELECTRA_HD constexpr KeySource keep_source_t(int lane, int e) {
-  const Coord c = mma_c(lane, e);
-  return {8 * (c.row / 4) + c.col, c.row % 4};
+ELECTRA_HD constexpr int64_t keep_key_tiles(int64_t t) {
+  return (t + 7) / 8;
+}
+ELECTRA_HD constexpr int64_t keep_words_per_head(int64_t t) {
+  return 4 * keep_query_tiles(t) * keep_key_tiles(t);
+}
+// The first of the 4 words of the tile holding (query i, key j), within the head's words.
+ELECTRA_HD constexpr int64_t keep_tile_word(int64_t t, int i, int j) {
+  return 4 * (static_cast<int64_t>(i / 16) * keep_key_tiles(t) + j / 8);
+}
+// Where the bit of (query i, key j) sits in its tile: word `word` (the element, e), bit `bit`
+// (the lane): mma_c's inverse on the 16 x 8 tile.
+struct KeepBit {
+  int word, bit;
+};
+ELECTRA_HD constexpr KeepBit keep_bit(int i, int j) {
+  return {2 * (i % 16 / 8) + j % 2, 4 * (i % 8) + j % 8 / 2};
+}
+// The word (within the head's) and the bit of (query i, key j).
+struct KeepAt {
+  int64_t word;
+  int bit;
+};
+ELECTRA_HD constexpr KeepAt keep_at(int64_t t, int i, int j) {
+  return {keep_tile_word(t, i, j) + keep_bit(i, j).word, keep_bit(i, j).bit};
+}
+// How a warp moves them, one 32-bit word a lane per load or store:
+// - a query-major warp tile, queries i0 .. i0 + 15 by keys j0 .. j0 + 63 (i0 % 16 == 0, j0 % 8 ==
+//   0; the forward's and the dQ role's): lane l holds word l % 4 of the C tile of keys
+//   j0 + 8 (l / 4), so that element e of C tile n is bit `lane` of lane 4 n + e's word. Those 32
+//   words are a 32 x 32 bit matrix whose transpose (bit_transpose_step) gives each lane its own
+//   32 bits, bit 4 n + e for element e of C tile n;
+ELECTRA_HD constexpr int64_t keep_word_rows(int64_t t, int i0, int j0, int l) {
+  return keep_tile_word(t, i0, j0 + 8 * (l / 4)) + l % 4;
+}
+// - the dK, dV role's S^T tiles, keys key0 .. key0 + 15 (rows, key0 % 16 == 0) by a query tile of
+//   queries i0 .. (i0 % 16 == 0), C tile n its queries i0 + 8 n .. + 7: lane l < (queries) / 2
+//   holds word l % 4 of the saved tile of queries i0 + 16 (l / 8) and keys key0 + 8 (l / 4 % 2);
+ELECTRA_HD constexpr int64_t keep_word_t(int64_t t, int key0, int i0, int l) {
+  return keep_tile_word(t, i0 + 16 * (l / 8), key0 + 8 * (l / 4 % 2)) + l % 4;
+}
+//   elements e and e + 1 (e even: queries i, i + 1 of one key) of this lane's C tile n are then
+//   bits `bit` and bit + 4 of lane `lane`'s word.
+ELECTRA_HD constexpr KeySource keep_source_t(int lane, int n, int e) {
+  return {8 * (n / 2) + 4 * (e / 2) + 2 * (n % 2) + lane / 4 % 2, 8 * (lane % 4) + lane / 8};
+}
+
+// One of the five exchange steps (j = 16, 8, 4, 2, 1) that transpose a warp's 32 x 32 bit matrix,
+// row r in lane r's word (bit c = column c): lane `lane` holding x, its partner lane ^ j holding
+// `partner`, swap the off-diagonal j x j blocks of every 2j x 2j block: the lane with (lane & j)
+// == 0 takes the partner's columns c (c & j == 0) into its columns c + j, the other lane the
+// partner's columns c + j into its columns c. After the five, lane r holds column r.
+ELECTRA_HD constexpr uint32_t bit_transpose_step(uint32_t x, uint32_t partner, int lane, int j) {
+  // The columns c with (c & j) == 0.
+  const uint32_t m = j == 16  ? 0x0000FFFFu
+                     : j == 8 ? 0x00FF00FFu
+                     : j == 4 ? 0x0F0F0F0Fu
+                     : j == 2 ? 0x33333333u
+                              : 0x55555555u;
+  return (lane & j) == 0 ? (x & m) | ((partner & m) << j) : (x & ~m) | ((partner >> j) & m);
 }
 
 // kFlashDsGemm's dS^T store from the dK, dV role's registers: warp w holds dS^T of keys

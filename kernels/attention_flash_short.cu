@@ -10,7 +10,8 @@
 //      draws the keep bits of all its 16 x 128 elements (flash_bf16::keep_bits_rows, v2's draws:
 //      one Philox block per 4 keys of a query, site + ((b heads + h) T + i) T + j, the CPU
 //      reference's bits), 4 bits a C tile in 2 words a lane: the Philox rounds overlap the loads
-//      and never hold registers beside S.
+//      and never hold registers beside S. They are also saved for the backward (4 ballots a C
+//      tile, add_keep_bits; one 128-byte store a warp per 64 keys, store_keep_bits).
 //   2. Once Q and K are in: S = Q_w K^T (16 x 128 f32 in registers, mma.sync m16n8k16 from
 //      ldmatrix fragments), S log2(e) / sqrt(d) with -inf for padded keys and keys >= T, the exact
 //      row max m over the 128 keys (the 4 lanes of a row by shuffles xor 1, then xor 2), P =
@@ -34,8 +35,9 @@
 //      m16n8k16 from ldmatrix fragments) once Q and K are in, dPd = dout_w V^T once the rest is;
 //      D_i = <dout_i, out_i> of its rows from the out and dout tiles (flash_dot_row: the sum and
 //      order of v2's blocks, so the same bits); then per element P = exp2(S log2(e) / sqrt(d) - L
-//      log2(e)), 0 for padded keys and keys >= T, the keep bit of v2's dQ blocks
-//      (keep_bits_rows), Pd = P keep / (1 - p), dS = P (dPd keep / (1 - p) - D). Pd and dS go to
+//      log2(e)), 0 for padded keys and keys >= T, the keep bit the forward saved
+//      (load_keep_bits: one word a lane per 64 keys, transposed by shuffles; no Philox), Pd = P
+//      keep / (1 - p), dS = P (dPd keep / (1 - p) - D). Pd and dS go to
 //      shared memory as bf16 [query][key] (the values v2's dK, dV products multiply: the same
 //      rounding), and dQ_w = dS K / sqrt(d) (16 x 64, dS as A fragments from registers) is
 //      written.
@@ -95,7 +97,8 @@ __device__ __forceinline__ void real_keys128(uint64_t (&keys)[2], const int32_t*
 
 // The keep bits of this lane's elements of the warp's kKeyTiles C tiles of queries row0 ..
 // row0 + 15 by keys 0 .. 127 (keep_bits_rows: v2's draws), 4 a tile: bits 4 (n % 8) .. + 3 of
-// words[n / 8] for tile n (bit e: element e); all set at p = 0, where nothing is drawn.
+// words[n / 8] for tile n (bit e: element e); all set at p = 0, where nothing is drawn. Saved for
+// the backward too (add_keep_bits, store_keep_bits; row0 < T).
 __device__ __forceinline__ void keep_bits_head(uint32_t (&words)[kKeyTiles / 8],
                                                const FlashParams& fp, int bh, int row0, int lane) {
   if (!(fp.p > 0.0f)) {
@@ -103,9 +106,16 @@ __device__ __forceinline__ void keep_bits_head(uint32_t (&words)[kKeyTiles / 8],
     return;
   }
   words[0] = words[1] = 0;
+  uint32_t saved[kKeyTiles / 8] = {0, 0};  // keys 0 .. 63, 64 .. 127 (add_keep_bits)
 #pragma unroll
   for (int n = 0; n < kKeyTiles; ++n) {
-    words[n / 8] |= keep_bits_rows(fp, bh, row0, 8 * n, lane) << (4 * (n % 8));
+    const uint32_t keep = keep_bits_rows(fp, bh, row0, 8 * n, lane);
+    add_keep_bits(saved[n / 8], n % 8, keep);
+    words[n / 8] |= keep << (4 * (n % 8));
+  }
+#pragma unroll
+  for (int half = 0; half < kKeyTiles / 8; ++half) {
+    store_keep_bits(saved[half], fp, bh, row0, 64 * half, lane);
   }
 }
 
@@ -175,7 +185,6 @@ __device__ __forceinline__ void store_score_pair(bf16* scores, int row0, int n, 
 __global__ void __launch_bounds__(kThreads, 1)
     flash_short_backward_kernel(const bf16* qkv, const int32_t* mask, const bf16* out,
                                 const bf16* dout, const float* lse, bf16* dqkv, FlashParams fp) {
-  fp.rng = fp.rng.resolved();  // the step may live in device memory (engine/philox.h)
   extern __shared__ __align__(128) unsigned char smem[];
   const auto tile_at = [&](size_t offset) { return reinterpret_cast<bf16*>(smem + offset); };
   bf16 *q = tile_at(L::kQ), *k = tile_at(L::kK), *v = tile_at(L::kV);
@@ -225,9 +234,14 @@ __global__ void __launch_bounds__(kThreads, 1)
       if (r == fl::mma_c(lane, 0).row) row_d[0] = d;
       if (r == fl::mma_c(lane, 2).row) row_d[1] = d;
     }
+    uint32_t saved[kKeyTiles / 8] = {~0u, ~0u};  // keys 0 .. 63, 64 .. 127 (load_keep_bits)
+    if (fp.p > 0.0f) {
+      saved[0] = load_keep_bits(fp, bh, row0, 0, lane);
+      saved[1] = load_keep_bits(fp, bh, row0, 64, lane);
+    }
 #pragma unroll
     for (int n = 0; n < kKeyTiles; ++n) {
-      const uint32_t keep = fp.p > 0.0f ? keep_bits_rows(fp, bh, row0, 8 * n, lane) : 0xFu;
+      const uint32_t keep = saved[n / 8] >> (4 * (n % 8));
       float pd_val[4];
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
@@ -273,10 +287,10 @@ bf16* bf16_of(const Tensor& t) {
 }  // namespace
 
 void flash_attention_forward_short(Context& ctx, const Tensor& qkv, const Tensor& mask,
-                                   const AttentionArgs& args, const Tensor& lse,
-                                   const Tensor& out) {
+                                   const AttentionArgs& args, const Tensor& lse, const Tensor& out,
+                                   const Tensor& keep) {
   check_dtype(qkv, DType::BF16, "attention (flash, one block per head): qkv");
-  const FlashParams fp = flash_params(qkv, args, {qkv.data, out.data});
+  const FlashParams fp = flash_params(qkv, args, keep, {qkv.data, out.data});
   ELECTRA_CHECK(fp.t <= kRows && fp.d == kD,
                 "attention (flash, one block per head): needs T <= 128 and head dim 64, got T = ",
                 fp.t, ", head dim ", fp.d);
@@ -288,9 +302,9 @@ void flash_attention_forward_short(Context& ctx, const Tensor& qkv, const Tensor
 
 void flash_attention_backward_short(Context& ctx, const Tensor& qkv, const Tensor& mask,
                                     const AttentionArgs& args, const Tensor& lse, const Tensor& out,
-                                    const Tensor& dout, const Tensor& dqkv) {
+                                    const Tensor& dout, const Tensor& keep, const Tensor& dqkv) {
   check_dtype(qkv, DType::BF16, "attention (flash, one pass): qkv");
-  const FlashParams fp = flash_params(qkv, args, {qkv.data, dout.data, out.data, dqkv.data});
+  const FlashParams fp = flash_params(qkv, args, keep, {qkv.data, dout.data, out.data, dqkv.data});
   ELECTRA_CHECK(fp.t <= kRows && fp.d == kD,
                 "attention (flash, one pass): needs T <= 128 and head dim 64, got T = ", fp.t,
                 ", head dim ", fp.d);

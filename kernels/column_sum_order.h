@@ -15,10 +15,10 @@ constexpr int kRegisterChains = 8;
 // kRegisterChains; chains past `lanes` unused); returns chain 0. Fixed bounds with a test inside,
 // so that the chains stay in registers on the GPU.
 ELECTRA_HD float halve_chains(float (&chain)[kRegisterChains], int lanes) {
-#pragma unroll
+  ELECTRA_HD_UNROLL
   for (int half = kRegisterChains / 2; half > 0; half /= 2) {
     if (half < lanes) {
-#pragma unroll
+      ELECTRA_HD_UNROLL
       for (int y = 0; y < half; ++y) chain[y] += chain[y + half];
     }
   }

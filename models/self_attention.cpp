@@ -25,9 +25,12 @@ SelfAttention::SelfAttention(ModelBuilder& builder, const std::string& prefix,
   norm_ = ResidualLayerNorm(builder, prefix + "output.LayerNorm.", rows, h, config.layer_norm_eps,
                             scratch.reduce);
   qkv_out_ = builder.activation({batch, seq_len, 3 * h});
-  // The flash kernels save only the row logsumexp L; version 1 and the CPU save P (attention.h).
-  probs_ =
-      attention_state_tensor(builder, encoder_attention_state(builder, config, batch, seq_len));
+  // The flash kernels save only the row logsumexp L (and at bf16 the dropout keep bits, 1 bit an
+  // element); version 1 and the CPU save P (attention.h).
+  const AttentionState state = encoder_attention_state(builder, config, batch, seq_len);
+  probs_ = attention_state_tensor(builder, state);
+  if (state.keep_words)
+    keep_ = state.keep_view(builder.activation(DType::I32, {state.keep_numel()}));
 }
 
 AttentionArgs SelfAttention::args(const DropoutPass& pass) const {
@@ -44,7 +47,8 @@ void SelfAttention::forward(Context& ctx, const DropoutPass& pass, const Tensor&
                                .args = args(pass),
                                .saved = Out(probs_),
                                .scratch = Out(scratch_->attention),
-                               .out = Out(context_)});
+                               .out = Out(context_),
+                               .keep = Out(keep_)});
   const int64_t h = config_.hidden;
   const DropoutSite site = pass.site(output_site_, config_.hidden_dropout);
   if (context_.dtype == DType::BF16 && output_layernorm_supported(h, h)) {
@@ -76,7 +80,8 @@ void SelfAttention::backward(Context& ctx, const DropoutPass& pass, const Tensor
                                 .dout = s.grad_context,
                                 .scratch = Out(s.attention),
                                 .dqkv = Out(grad_qkv_),
-                                .out = context_});
+                                .out = context_,
+                                .keep = keep_});
   qkv_.backward_dx(ctx, grad_qkv_, dx, /*accumulate_dx=*/true);
 }
 

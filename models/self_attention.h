@@ -5,9 +5,10 @@
 //                                                       dropout)
 //   a   = c Wo^T + bo
 //   y   = LayerNorm(dropout(a) + x)          (ResidualLayerNorm, models/layer_norm.h)
-// Saves qkv, the probabilities (with the flash kernels, only their row logsumexp: see
-// encoder_attention_state), c (which the flash backward reads too) in the encoder's stack, and the
-// residual sum with its statistics; x is the caller's (the previous layer's output).
+// Saves qkv, the probabilities (with the flash kernels, only their row logsumexp, and at bf16 the
+// dropout keep bits: see encoder_attention_state), c (which the flash backward reads too) in the
+// encoder's stack, and the residual sum with its statistics; x is the caller's (the previous
+// layer's output).
 //
 // The backward computes the input gradients and the LayerNorm's and bo's gradients; it leaves the
 // gradients of qkv and a in the layer's slots of the encoder's stacks, from which the encoder
@@ -52,6 +53,7 @@ class SelfAttention {
   ResidualLayerNorm norm_;
   Tensor mask_;
   Tensor qkv_out_, probs_, context_;
+  Tensor keep_;  // the bf16 flash forward's dropout keep bits (attention.h), else empty
   Tensor grad_qkv_, grad_output_;  // the layer's slots of the encoder's stacks
 };
 

@@ -102,6 +102,18 @@ TensorSpec TensorSpec::checked(Check fn) const {
   return s;
 }
 
+TensorSpec TensorSpec::only_in(DType dtype) const {
+  TensorSpec s = *this;
+  s.compared_in.push_back(dtype);
+  return s;
+}
+
+bool TensorSpec::compared(DType act) const {
+  return role == Role::kOutput &&
+         (compared_in.empty() ||
+          std::find(compared_in.begin(), compared_in.end(), act) != compared_in.end());
+}
+
 TensorSpec TensorSpec::any_dtype(std::string why) const {
   TensorSpec s = *this;
   s.any_dtype_because = std::move(why);
@@ -496,7 +508,7 @@ std::vector<std::string> parity(const OpCase& c, DType dtype, Context& device) {
   std::vector<std::vector<double>> first(c.tensors.size());
   for (size_t i = 0; i < c.tensors.size(); ++i) {
     const TensorSpec& s = c.tensors[i];
-    if (s.role != Role::kOutput) continue;
+    if (!s.compared(dtype)) continue;
     const Tensor& t = dev[s.name];
     first[i] = download_f64(device, t);
     const std::vector<double> want = ref.tensors[i].to_f64();
@@ -541,7 +553,7 @@ std::vector<std::string> parity(const OpCase& c, DType dtype, Context& device) {
     run_device();
     for (size_t i = 0; i < c.tensors.size(); ++i) {
       const TensorSpec& s = c.tensors[i];
-      if (s.role != Role::kOutput) continue;
+      if (!s.compared(dtype)) continue;
       const std::vector<double> again = download_f64(device, dev[s.name]);
       if (std::memcmp(again.data(), first[i].data(), again.size() * sizeof(double)) != 0) {
         failures.push_back(str_cat(s.name, ": a second run from the same inputs differs"));

@@ -113,6 +113,9 @@ struct TensorSpec {
   Check check{};
   // A workspace the CPU side is given too (workspace(name, dims, kind)).
   bool cpu_workspace = false;
+  // The parity runs that compare this output (empty: all): an output the op writes only at some
+  // activation dtypes (attention's saved keep bits, bf16 only).
+  std::vector<DType> compared_in{};
   // Why the contract check (contract_check) does not try this tensor in a longer shape (an op
   // that takes it in any shape) or in another dtype (the CPU takes f32 and f64 alike): empty,
   // it tries both.
@@ -127,6 +130,8 @@ struct TensorSpec {
   TensorSpec nonzero() const;
   TensorSpec nonfinite() const;
   TensorSpec checked(Check fn) const;
+  TensorSpec only_in(DType dtype) const;
+  bool compared(DType act) const;
   TensorSpec any_shape(std::string why) const;
   TensorSpec any_dtype(std::string why) const;
 };

@@ -25,6 +25,7 @@
 #include <limits>
 
 #include "kernels/attention.h"
+#include "kernels/dropout_mask.h"
 #include "test/common/op_case.h"
 #include "test/kernels/attention_errors.h"
 
@@ -166,6 +167,55 @@ void reference_lse(const Args& a, int64_t heads) {
   }
 }
 
+// The keep bits the bf16 flash forward saves (attention.h: `keep`), from the CPU's draws: bit
+// flash_layout::keep_at(T, i, j) of head bh's words for every (query i, key j) inside T (the bits
+// outside T are unspecified: keep_check passes them over).
+void reference_keep(const Args& a, const AttentionArgs& args) {
+  const Tensor& keep = a["keep"];
+  const int64_t t = a["qkv"].dim(1), per_head = flash_layout::keep_words_per_head(t);
+  auto* words = static_cast<uint32_t*>(keep.data);
+  std::fill(words, words + keep.numel(), 0u);
+  const uint64_t site = dropout_site_offset(args.site);
+  for (int64_t bh = 0; bh < keep.dim(0); ++bh) {
+    for (int i = 0; i < t; ++i) {
+      for (int j = 0; j < t; ++j) {
+        if (!dropout_keep(args.rng, site + (bh * t + i) * t + j, args.dropout_p)) continue;
+        const flash_layout::KeepAt at = flash_layout::keep_at(t, i, j);
+        words[bh * per_head + at.word] |= 1u << at.bit;
+      }
+    }
+  }
+}
+
+// The saved keep bits of every (query, key) inside T bit for bit; a failure names the first
+// (head, query, key) whose bit differs (the C fragment element each word's bit stands for:
+// flash_layout::keep_tile_word).
+TensorSpec::Check keep_check(int64_t t) {
+  return [t](const std::vector<double>& got, const std::vector<double>& want, double) {
+    const int64_t per_head = flash_layout::keep_words_per_head(t);
+    const int64_t key_tiles = flash_layout::keep_key_tiles(t);
+    int64_t differ = 0;
+    std::string first;
+    for (size_t w = 0; w < want.size(); ++w) {
+      const auto g = static_cast<uint32_t>(static_cast<int64_t>(got[w]));
+      const auto x = static_cast<uint32_t>(static_cast<int64_t>(want[w]));
+      for (int lane = 0; lane < 32; ++lane) {
+        if (((g ^ x) >> lane & 1u) == 0) continue;
+        const int64_t in_head = static_cast<int64_t>(w) % per_head, tile = in_head / 4;
+        const flash_layout::Coord c = flash_layout::mma_c(lane, static_cast<int>(in_head % 4));
+        const int64_t i = 16 * (tile / key_tiles) + c.row, j = 8 * (tile % key_tiles) + c.col;
+        if (i >= t || j >= t || differ++ > 0) continue;
+        first = str_cat("head ", static_cast<int64_t>(w) / per_head, ", query ", i, ", key ", j,
+                        ": ", (g >> lane & 1u) != 0 ? "kept" : "dropped", ", the CPU's ",
+                        (x >> lane & 1u) != 0 ? "kept" : "dropped");
+      }
+    }
+    return differ == 0
+               ? std::string()
+               : str_cat(differ, " keep bits differ from the CPU's draws; first at ", first);
+  };
+}
+
 struct Setup {
   AttentionImpl impl;
   float p;
@@ -195,7 +245,8 @@ const char* impl_prefix(AttentionImpl impl) {
 // in flash cases a workspace, on the GPU kFlashDsGemm's dS scratch and the benchmark's version-1
 // baseline's P), "scratch" [B, heads, T, T] (f32 on the GPU, the CPU's in qkv's dtype; flash's
 // [B, heads, T], which flash leaves untouched, is its prefix) and, for flash and kFlashDsGemm,
-// their L "lse" [B, heads, T].
+// their L "lse" [B, heads, T] and "keep" (attention.h; given to the GPU where the call takes it,
+// bf16; at p > 0 compared bit for bit with the CPU's draws in bf16 runs, a workspace at p = 0).
 OpCase attention(const Shape& shape, Setup s, unsigned modes) {
   const int64_t b = shape.b, t = shape.t, h = shape.h, heads = shape.heads;
   const bool flash = s.impl != AttentionImpl::kUnfused;
@@ -210,6 +261,11 @@ OpCase attention(const Shape& shape, Setup s, unsigned modes) {
   if (flash) {
     tensors.push_back(output("lse", {b, heads, t}, Kind::kParam).checked(lse_check));
     tensors.push_back(workspace("probs", {b, heads, t, t}, Kind::kAct));
+    const std::vector<int64_t> keep_dims = {b * heads, flash_layout::keep_query_tiles(t),
+                                            flash_layout::keep_key_tiles(t), 4};
+    tensors.push_back(
+        s.p > 0 ? output("keep", keep_dims, Kind::kI32).only_in(DType::BF16).checked(keep_check(t))
+                : workspace("keep", keep_dims, Kind::kI32));
   } else {
     tensors.push_back(output("probs", {b, heads, t, t}).relative(kTol));
   }
@@ -224,16 +280,25 @@ OpCase attention(const Shape& shape, Setup s, unsigned modes) {
   const auto args = [heads, s](const Context& ctx) {
     return AttentionArgs{heads, s.p, ctx.rng(RngPurpose::kDropout, 5), 3, s.impl};
   };
-  const Run forward = [state, args](Context& ctx, const Args& a) {
+  // The keep bits where the call takes them (bf16 flash on the GPU), else none.
+  const auto keep = [args](const Context& ctx, const Args& a) {
+    const Tensor& qkv = a["qkv"];
+    const bool takes =
+        attention_state(ctx.device(), args(ctx), qkv.dim(0), qkv.dim(1), qkv.dim(2) / 3, qkv.dtype)
+            .keep_words;
+    return takes ? a["keep"] : Tensor{};
+  };
+  const Run forward = [state, args, keep](Context& ctx, const Args& a) {
     const auto [saved, scratch] = state(ctx, a);
     run_op(ctx, AttentionForward{.qkv = a["qkv"],
                                  .mask = a["mask"],
                                  .args = args(ctx),
                                  .saved = Out(saved),
                                  .scratch = Out(scratch),
-                                 .out = Out(a["out"])});
+                                 .out = Out(a["out"]),
+                                 .keep = Out(keep(ctx, a))});
   };
-  const Run backward = [state, args](Context& ctx, const Args& a) {
+  const Run backward = [state, args, keep](Context& ctx, const Args& a) {
     const auto [saved, scratch] = state(ctx, a);
     run_op(ctx, AttentionBackward{.qkv = a["qkv"],
                                   .mask = a["mask"],
@@ -242,7 +307,8 @@ OpCase attention(const Shape& shape, Setup s, unsigned modes) {
                                   .dout = a["dout"],
                                   .scratch = Out(scratch),
                                   .dqkv = Out(a["dqkv"]),
-                                  .out = a["out"]});
+                                  .out = a["out"],
+                                  .keep = keep(ctx, a)});
   };
   OpCase c{
       .op = "attention",
@@ -261,10 +327,11 @@ OpCase attention(const Shape& shape, Setup s, unsigned modes) {
       .reference_f64 = true,
   };
   if (flash) {
-    c.reference = [forward, backward, heads](Context& ctx, const Args& a) {
+    c.reference = [forward, backward, heads, args, p = s.p](Context& ctx, const Args& a) {
       forward(ctx, a);
       backward(ctx, a);
       reference_lse(a, heads);
+      if (p > 0 && a.act() == DType::BF16) reference_keep(a, args(ctx));
     };
   }
   return c;

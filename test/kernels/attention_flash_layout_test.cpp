@@ -2,7 +2,8 @@
 // against the limits of the GPUs the binary is built for (a layout that grows past them fails
 // here, not at the first launch on a GPU), their tile counts, and the thread -> element maps of the
 // bf16 kernels' register tiles: the mma.sync fragments, the ldmatrix addresses (simulated with
-// the PTX ISA's definition of ldmatrix) and the lanes that draw and pass on the dropout bits; and
+// the PTX ISA's definition of ldmatrix), the lanes that draw and pass on the dropout bits, and
+// where the forward saves them and each role of the backward finds them again; and
 // kFlashShort's forward and one-pass backward: their shared memory against the blocks per SM
 // each is built for, and the backward's Pd, dS tiles written by query rows and read back
 // transposed.
@@ -284,21 +285,94 @@ TEST_CASE("dropout bits: each group of 4 keys drawn once, each element gets its 
     CHECK(flash_layout::keep_source(lane, 0).lane == flash_layout::keep_source(lane, 1).lane);
     CHECK(flash_layout::keep_source(lane, 2).lane == flash_layout::keep_source(lane, 3).lane);
   }
-  // Rows = keys, columns = queries (the dK, dV role): a group is 4 consecutive rows of a column.
-  std::vector<Coord> drawn_t;
-  for (int lane = 0; lane < kLanes; ++lane) {
-    const Coord g = flash_layout::keep_draw_t(lane);
-    CHECK(g.row % 4 == 0);
-    for (int k = 0; k < 4; ++k) drawn_t.push_back({g.row + k, g.col});
+}
+
+TEST_CASE("saved keep bits: every (query, key) inside T has a bit of its own, 1 bit an element",
+          "[attention][flash]") {
+  namespace fl = flash_layout;
+  for (int t : {1, 7, 16, 33, 77, 128, 129, 512}) {
+    INFO("T = " << t);
+    // A bijection of [0, T)^2 into the head's words, 1 bit an element when 16 divides T.
+    const int64_t words = fl::keep_words_per_head(t);
+    std::vector<bool> taken(static_cast<size_t>(words) * 32, false);
+    int outside = 0, collisions = 0;
+    for (int i = 0; i < t; ++i) {
+      for (int j = 0; j < t; ++j) {
+        const fl::KeepAt at = fl::keep_at(t, i, j);
+        if (at.word < 0 || at.word >= words || at.bit < 0 || at.bit >= 32) {
+          ++outside;
+          continue;
+        }
+        const size_t k = static_cast<size_t>(at.word) * 32 + at.bit;
+        collisions += taken[k];
+        taken[k] = true;
+      }
+    }
+    CHECK(outside == 0);
+    CHECK(collisions == 0);
+    if (t % 16 == 0) CHECK(words * 32 == int64_t{t} * t);
   }
-  check_covers_once(drawn_t, 16, 8);
-  for (int lane = 0; lane < kLanes; ++lane) {
-    for (int e = 0; e < 4; ++e) {
-      INFO("lane " << lane << " element " << e);
-      const flash_layout::KeySource src = flash_layout::keep_source_t(lane, e);
-      const Coord g = flash_layout::keep_draw_t(src.lane), want = flash_layout::mma_c(lane, e);
-      CHECK(g.row + src.bit == want.row);
-      CHECK(g.col == want.col);
+}
+
+TEST_CASE("bit_transpose_step: five steps transpose a warp's 32 x 32 bit matrix",
+          "[attention][flash]") {
+  std::vector<uint32_t> rows(kLanes);
+  uint64_t x = 0x9E3779B97F4A7C15ull;
+  for (uint32_t& r : rows) r = static_cast<uint32_t>((x = x * 6364136223846793005ull + 1) >> 32);
+  std::vector<uint32_t> m = rows;
+  for (int j = 16; j > 0; j /= 2) {  // every lane at once, as a warp's shuffles give them
+    std::vector<uint32_t> next(kLanes);
+    for (int lane = 0; lane < kLanes; ++lane) {
+      next[lane] = flash_layout::bit_transpose_step(m[lane], m[lane ^ j], lane, j);
+    }
+    m = next;
+  }
+  int wrong = 0;
+  for (int r = 0; r < kLanes; ++r) {
+    for (int c = 0; c < kLanes; ++c) wrong += (m[r] >> c & 1u) != (rows[c] >> r & 1u);
+  }
+  CHECK(wrong == 0);
+}
+
+TEST_CASE("saved keep bits: each role's lanes find each of their elements' bits",
+          "[attention][flash]") {
+  namespace fl = flash_layout;
+  const int t = 77;
+  for (const auto& [i0, j0] : {std::pair{0, 0}, std::pair{16, 8}, std::pair{64, 64}}) {
+    INFO("query-major warp tile at query " << i0 << ", key " << j0);
+    // Lane l holds the word keep_word_rows(l): bit `lane` of lane 4 n + e's word is element e of
+    // C tile n of that lane (so the transpose gives lane `lane` bit 4 n + e).
+    for (int lane = 0; lane < kLanes; ++lane) {
+      for (int n = 0; n < 8; ++n) {
+        for (int e = 0; e < 4; ++e) {
+          const Coord c = flash_layout::mma_c(lane, e);
+          const fl::KeepAt at = fl::keep_at(t, i0 + c.row, j0 + 8 * n + c.col);
+          CHECK(at.word == fl::keep_word_rows(t, i0, j0, 4 * n + e));
+          CHECK(at.bit == lane);
+        }
+      }
+    }
+  }
+  for (int width : {32, 64, 128}) {
+    const int br = flash_tiles(FlashBlock::kBackwardDkDv, DType::BF16, width).loop_rows;
+    for (const auto& [key0, i0] : {std::pair{0, 0}, std::pair{16, br}, std::pair{48, 2 * br}}) {
+      INFO("dK, dV tile of " << br << " queries at query " << i0 << ", keys from " << key0);
+      // Elements e, e + 1 of C tile n of S^T: bits b, b + 4 of the word lane src.lane loads.
+      for (int lane = 0; lane < kLanes; ++lane) {
+        for (int n = 0; n < br / 8; ++n) {
+          for (int e = 0; e < 4; e += 2) {
+            const Coord c = flash_layout::mma_c(lane, e);
+            const fl::KeySource src = fl::keep_source_t(lane, n, e);
+            REQUIRE(src.lane < br / 2);  // the lanes that load
+            const int64_t word = fl::keep_word_t(t, key0, i0, src.lane);
+            for (int q = 0; q < 2; ++q) {
+              const fl::KeepAt at = fl::keep_at(t, i0 + 8 * n + c.col + q, key0 + c.row);
+              CHECK(at.word == word);
+              CHECK(at.bit == src.bit + 4 * q);
+            }
+          }
+        }
+      }
     }
   }
 }

@@ -69,7 +69,7 @@ static_assert(detail::field_count<WideProbe>() == detail::kMaxOpFields);
 static_assert(detail::field_count<Probe>() == 7);
 static_assert(detail::field_count<ProbeWithContext>() == 3);
 static_assert(detail::field_count<Dropout>() == 3);
-static_assert(detail::field_count<AttentionBackward>() == 8);  // the last one has a default
+static_assert(detail::field_count<AttentionBackward>() == 9);  // the last two have defaults
 static_assert(detail::field_count<ResidualLayerNormBackward>() == 12);  // dbias is optional
 static_assert(detail::field_count<Gemm>() == 9);
 static_assert(detail::field_count<FfnForward>() == 16);

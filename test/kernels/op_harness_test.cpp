@@ -1,8 +1,9 @@
 // The op harness (test/common/op_case.h) on the CPU, on gelu_cases.cpp's bias_gelu/15x7 and a
 // dropout case: its parity run, with the CPU standing in for the GPU in f32, passes for a correct
-// op and names the tensor of every kind of failure (a wrong value, an output left unwritten, a
-// mask that differs, bits that differ, an f64 accumulator updated in place whose non-finite
-// elements compare by class, an output the second run leaves unwritten); the f64 reference reads
+// op and names the tensor of every kind of failure (a wrong value, an output left unwritten unless
+// it is compared only in another dtype's runs, a mask that differs, bits that differ, an f64
+// accumulator updated in place whose non-finite elements compare by class, an output the second
+// run leaves unwritten); the f64 reference reads
 // the inputs as the device does; its gradient check passes for a correct backward and fails for a
 // backward that adds twice; its contract check passes gelu and names every wrong call that an
 // op's check() lets through.
@@ -70,6 +71,17 @@ TEST_CASE("the harness's parity run fails an output left unwritten", "[op_harnes
   Context device = Context::cpu(c.seed);
   // Written by neither side: the reference's is 0, the device's keeps its NaN poison.
   c.tensors.push_back(output("z", {4}));
+  expect_one_failure_naming(parity(c, DType::F32, device), "z");
+}
+
+TEST_CASE("the harness compares an output only in the parity runs of its dtypes", "[op_harness]") {
+  OpCase c = gelu_case();
+  Context device = Context::cpu(c.seed);
+  // Unwritten, as above, but compared only in bf16 runs: an f32 run passes it over...
+  c.tensors.push_back(output("z", {4}).only_in(DType::BF16));
+  CHECK(parity(c, DType::F32, device).empty());
+  // ...and one listing f32 too compares it.
+  c.tensors.back() = c.tensors.back().only_in(DType::F32);
   expect_one_failure_naming(parity(c, DType::F32, device), "z");
 }
 
