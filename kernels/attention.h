@@ -100,7 +100,8 @@ enum class AttentionImpl {
 struct AttentionArgs {
   int64_t heads = 1;
   float dropout_p = 0;  // in [0, 1)
-  RngStream rng;        // with `site`, the dropout mask (regenerated in the backward)
+  RngStream rng;        // with `site`, the dropout mask (regenerated in the backward, or read
+                        // from the forward's saved keep bits: `keep`)
   uint32_t site = 0;
   AttentionImpl impl = AttentionImpl::kAuto;  // GPU only
 };

@@ -14,11 +14,11 @@
 // Backward, one kernel whose grid holds two roles (flash_backward_grid), no atomics and no block
 // waiting on another (two runs give the same bits):
 //   dK, dV role, one block per (64 keys, b * heads + h), dispatched first (the heavier role),
-//     over query tiles (64, or 16 at d = 128): D_i = <dout_i, out_i> of the tile's rows from its
-//     out and dout tiles in shared memory, then the transposed tiles S^T = K Q^T and
-//     dPd^T = V dout^T (each warp owns 16 keys), then dV += Pd^T dout and dK += dS^T Q with Pd^T
-//     and dS^T as A fragments straight from registers; L of the query tile comes through shared
-//     memory with Q, dout and out.
+//     over query tiles (64 at d = 32, 32 at d = 64, 16 at d = 128): D_i = <dout_i, out_i> of the
+//     tile's rows from its out and dout tiles in shared memory, then the transposed tiles S^T = K
+//     Q^T and dPd^T = V dout^T (each warp owns 16 keys), then dV += Pd^T dout and dK += dS^T Q with
+//     Pd^T and dS^T as A fragments straight from registers; L of the query tile comes through
+//     shared memory with Q, dout and out.
 //   dQ role, one block per (64 queries, b * heads + h): D_i of its rows (from global memory, the
 //     same sum in the same order as the other role's), then over 64-key tiles S = Q K^T,
 //     dPd = dout V^T, P = exp2(S log2(e) / sqrt(d) - L log2(e)), dS = P (dPd keep / (1 - p) - D),
@@ -376,7 +376,7 @@ __device__ __forceinline__ void backward_dkdv_block(unsigned char* smem, const b
     const uint32_t saved = fp.p > 0.0f ? load_keep_word_t<kBr>(fp, bh, key0, i0, lane) : ~0u;
 #pragma unroll
     for (int n = 0; n < kBr / 8; ++n) {
-      const uint32_t keep = keep_bits_of_t(saved, n);
+      const uint32_t keep = fp.p > 0.0f ? keep_bits_of_t(saved, n) : 0xFu;
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const int c = 8 * n + fl::mma_c(lane, e).col;  // the query, within the tile

@@ -252,15 +252,16 @@ ELECTRA_HD constexpr Coord ldsm_bt(int lane) {
   return {lane % 8 + 8 * (lane / 8 % 2), 8 * (lane / 16)};
 }
 
-// Dropout bits in registers. One Philox block gives the keep bits of 4 consecutive keys of one
-// query (dropout_keep4); in each 16 x 8 C tile every lane draws exactly one such group (`draw`:
+// Dropout bits in registers, as the bf16 forwards draw them. One Philox block gives the keep bits
+// of 4 consecutive keys of one query (dropout_keep4); in each 16 x 8 C tile every lane draws
+// exactly one such group (`draw`:
 // the tile coordinates of its first element, the group running along the key axis) and the
 // lanes exchange them by shuffles: element e of a lane is bit `bit` of the group drawn by lane
 // `lane` (`source`).
 struct KeySource {
   int lane, bit;
 };
-// Rows = queries, columns = keys (forward, dQ role): lanes 4 g + t and 4 g + (t ^ 1) share the
+// Rows = queries, columns = keys: lanes 4 g + t and 4 g + (t ^ 1) share the
 // group of columns 4 (t / 2) .. + 3, the even one drawing for row g, the odd one for row g + 8.
 ELECTRA_HD constexpr Coord keep_draw(int lane) {
   return {lane / 4 + 8 * (lane % 2), 4 * (lane % 4 / 2)};
@@ -272,10 +273,9 @@ ELECTRA_HD constexpr KeySource keep_source(int lane, int e) {
 // The keep bits the bf16 forward saves for the backward (AttentionState::keep_words), so that no
 // backward draws: per head, the T x T bits in tiles of 16 queries x 8 keys, ceil(T / 16) x
 // ceil(T / 8) of them (query tile major), 4 words a tile. Bit `lane` of word e is the bit of
-// element e of that lane's C fragment (mma_c(lane, e)): the forward stores a tile as its warp's
-// four ballots, and a query-major C tile of the backward reads its bits back with one 16-byte
-// load. The bits of elements outside T (in the last tiles) are unspecified. 1 bit an element when
-// 16 divides T.
+// element e of that lane's C fragment (mma_c(lane, e)), so that a warp's query-major tiles move
+// as one word a lane and a bit transpose (below). The bits of elements outside T (in the last
+// tiles) are unspecified. 1 bit an element when 16 divides T.
 ELECTRA_HD constexpr int64_t keep_query_tiles(int64_t t) {
   return (t + 15) / 16;
 }

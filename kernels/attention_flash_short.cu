@@ -10,8 +10,8 @@
 //      draws the keep bits of all its 16 x 128 elements (flash_bf16::keep_bits_rows, v2's draws:
 //      one Philox block per 4 keys of a query, site + ((b heads + h) T + i) T + j, the CPU
 //      reference's bits), 4 bits a C tile in 2 words a lane: the Philox rounds overlap the loads
-//      and never hold registers beside S. They are also saved for the backward (4 ballots a C
-//      tile, add_keep_bits; one 128-byte store a warp per 64 keys, store_keep_bits).
+//      and never hold registers beside S. They are also saved for the backward (add_keep_bits,
+//      then one bit transpose and one 128-byte store a warp per 64 keys, store_keep_bits).
 //   2. Once Q and K are in: S = Q_w K^T (16 x 128 f32 in registers, mma.sync m16n8k16 from
 //      ldmatrix fragments), S log2(e) / sqrt(d) with -inf for padded keys and keys >= T, the exact
 //      row max m over the 128 keys (the 4 lanes of a row by shuffles xor 1, then xor 2), P =

@@ -192,7 +192,7 @@ struct OpCase {
   Run forward{};
   Run backward{};   // optional
   Run reference{};  // optional: the CPU reference of a parity run when it is not forward then
-                    // backward (it sees args.act(), the GPU's dtype)
+                    // backward (it sees args.act(): the GPU's dtype, or F64 with reference_f64)
   unsigned modes = kGradcheck | kGpu;
   std::vector<DType> dtypes = {DType::F32, DType::BF16};  // of the GPU parity runs
   Tol tol = {1e-5, 2e-2};

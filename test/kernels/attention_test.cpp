@@ -306,6 +306,53 @@ test::OpCase attention_case(const std::string& name) {
 
 // The GPU parity checks of attention_cases.cpp that the harness does not have (dqkv in parts,
 // flash's L, rows without a real key) pass the reference itself and fail where they should.
+TEST_CASE("attention: only the bf16 flash calls take keep bits, 1 bit an element", "[attention]") {
+  const int64_t b = 3, h = 256, heads = 4;
+  for (AttentionImpl impl : {AttentionImpl::kAuto, AttentionImpl::kFlash,
+                             AttentionImpl::kFlashDsGemm, AttentionImpl::kFlashShort}) {
+    const AttentionArgs args{heads, 0.1f, RngStream{}, 0, impl};
+    for (int64_t t : {1, 77, 128, 512}) {
+      INFO("impl " << static_cast<int>(impl) << ", T = " << t);
+      const AttentionState s = attention_state(Device::CUDA, args, b, t, h, DType::BF16);
+      CHECK(s.keep_words);
+      const int64_t tiles = (t + 15) / 16 * ((t + 7) / 8);  // 16 queries x 8 keys, 4 words each
+      CHECK(s.keep_numel() == b * heads * 4 * tiles);
+      if (t % 16 == 0) CHECK(s.keep_numel() * 32 == b * heads * t * t);
+      std::vector<int32_t> flat(static_cast<size_t>(s.keep_numel()));
+      const Tensor keep = s.keep_view(test::view(flat, {s.keep_numel()}));
+      REQUIRE(keep.rank == 4);
+      CHECK(keep.dim(0) == b * heads);
+      CHECK(keep.dim(1) == (t + 15) / 16);
+      CHECK(keep.dim(2) == (t + 7) / 8);
+      CHECK(keep.dim(3) == 4);
+      CHECK_FALSE(attention_state(Device::CUDA, args, b, t, h, DType::F32).keep_words);
+      CHECK_FALSE(attention_state(Device::CPU, args, b, t, h, DType::BF16).keep_words);
+    }
+    // Past flash's T, kAuto runs version 1: no keep bits.
+    if (impl == AttentionImpl::kAuto) {
+      CHECK_FALSE(attention_state(Device::CUDA, args, b, 513, h, DType::BF16).keep_words);
+    }
+  }
+  const AttentionArgs unfused{heads, 0.1f, RngStream{}, 0, AttentionImpl::kUnfused};
+  CHECK_FALSE(attention_state(Device::CUDA, unfused, b, 128, h, DType::BF16).keep_words);
+  CHECK(attention_state(Device::CPU, unfused, b, 128, h, DType::BF16).keep_numel() == 0);
+
+  // A call that takes none refuses one (the CPU reference, here).
+  Context ctx = Context::cpu();
+  const int64_t t = 6, hh = 12;
+  std::vector<float> qkv(b * t * 3 * hh, 0.5f), probs(b * 3 * t * t), out(b * t * hh);
+  std::vector<int32_t> mask(b * t, 1), words(64);
+  const AttentionArgs args{3, 0.1f, RngStream{}, 0};
+  CHECK_THROWS_WITH(run_op(ctx, AttentionForward{.qkv = test::view(qkv, {b, t, 3 * hh}),
+                                                 .mask = test::view(mask, {b, t}),
+                                                 .args = args,
+                                                 .saved = Out(test::view(probs, {b, 3, t, t})),
+                                                 .scratch = Out(test::view(probs, {b, 3, t, t})),
+                                                 .out = Out(test::view(out, {b, t, hh})),
+                                                 .keep = Out(test::view(words, {64}))}),
+                    Catch::Contains("keep bits") && Catch::Contains("saves none"));
+}
+
 TEST_CASE("attention's parity checks fail where they should", "[attention]") {
   const test::OpCase c = attention_case("attention/flash_empty_3x70x128_h2_p0.1");
   const int64_t b = 3, t = 70, h = 128, heads = 2;
