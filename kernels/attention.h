@@ -64,7 +64,7 @@
 //   ([B, heads, T] f32, unused).
 // The bf16 flash kernels (kFlash, kFlashDsGemm, kFlashShort; not the f32 ones) draw the keep bits
 // once: they take `keep` [B * heads, ceil(T / 16), ceil(T / 8), 4] i32, into which the forward at
-// p > 0 writes its keep bits (flash_layout::keep_tile_word / keep_bit: tiles of 16 queries x 8
+// p > 0 writes its keep bits (flash_layout::keep_tile_word / keep_at: tiles of 16 queries x 8
 // keys, bit `lane` of word e the bit of element e of that lane's mma.sync C fragment; the bits of
 // the last tiles' elements outside T are unspecified; T^2 / 8 bytes a head when 16 divides T),
 // and from which the backward reads them instead of drawing them again
@@ -181,6 +181,12 @@ struct AttentionState {
     return flat.reshape({batch * heads, flash_layout::keep_query_tiles(seq_len),
                          flash_layout::keep_key_tiles(seq_len), 4});
   }
+  void check_keep(const Tensor& t, const char* what) const {
+    check_tensor(t,
+                 {batch * heads, flash_layout::keep_query_tiles(seq_len),
+                  flash_layout::keep_key_tiles(seq_len), 4},
+                 DType::I32, what);
+  }
 
  private:
   // Whether the scratch is [B, heads, T] (one element per row) rather than [B, heads, T, T].
@@ -240,10 +246,7 @@ inline bool check_attention(const Context& ctx, const Tensor& qkv, const Tensor&
                                                 : "attention: scratch");
   check_tensor(out, {b, t, h}, qkv.dtype, "attention: out / dout");
   if (state.keep_words) {
-    check_tensor(
-        keep,
-        {b * args.heads, flash_layout::keep_query_tiles(t), flash_layout::keep_key_tiles(t), 4},
-        DType::I32, "attention (flash, bf16): keep bits");
+    state.check_keep(keep, "attention (flash, bf16): keep bits");
   } else {
     ELECTRA_CHECK(keep.data == nullptr, "attention: keep bits ", keep.str(),
                   " given to a call that saves none (only the bf16 flash kernels do)");

@@ -65,9 +65,7 @@ __device__ __forceinline__ uint32_t load_keep_word_t(const FlashParams& fp, int 
                                                      int i0, int lane) {
   const bool inside =
       lane < kBr / 2 && i0 + 16 * (lane / 8) < fp.t && key0 + 8 * (lane / 4 % 2) < fp.t;
-  return inside ? __ldg(fp.keep + keep_base(fp, bh) +
-                        static_cast<int>(fl::keep_word_t(fp.t, key0, i0, lane)))
-                : ~0u;
+  return inside ? __ldg(keep_word(fp, bh, fl::keep_word_t(fp.t, key0, i0, lane))) : ~0u;
 }
 
 // The keep bits (bit e: element e) of this lane's C tile n of S^T from those words: elements e,
@@ -406,7 +404,7 @@ __device__ __forceinline__ void backward_dkdv_block(unsigned char* smem, const b
 // another writes, so the roles run in any order. kStoreDs (kFlashDsGemm): the grid holds dK, dV
 // blocks only, which also write dS into `ds` (null otherwise). Its registers unbounded (at least 1
 // block per SM): left to itself ptxas bounded some instances for 3 blocks (168 registers) and
-// spilled; they take 221-255, 2 blocks per SM as before (docs/KERNELS.md).
+// spilled; they take 212-255, 2 blocks per SM as before (docs/KERNELS.md).
 template <int kD, bool kStoreDs>
 __global__ void __launch_bounds__(kThreads, 1)
     flash_backward_kernel(const bf16* qkv, const int32_t* mask, const bf16* out, const bf16* dout,

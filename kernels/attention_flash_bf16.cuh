@@ -105,16 +105,14 @@ __device__ __forceinline__ void store_keep_bits(uint32_t bits, const FlashParams
                                                 int i0, int j0, int lane) {
   const uint32_t word = transpose_warp_bits(bits, lane);
   if (i0 < fp.t && j0 + 8 * (lane / 4) < fp.t) {
-    fp.keep[keep_base(fp, bh) +
-            static_cast<int>(flash_layout::keep_word_rows(fp.t, i0, j0, lane))] = word;
+    *keep_word(fp, bh, flash_layout::keep_word_rows(fp.t, i0, j0, lane)) = word;
   }
 }
 __device__ __forceinline__ uint32_t load_keep_bits(const FlashParams& fp, int bh, int i0, int j0,
                                                    int lane) {
   const uint32_t word =
       i0 < fp.t && j0 + 8 * (lane / 4) < fp.t
-          ? __ldg(fp.keep + keep_base(fp, bh) +
-                  static_cast<int>(flash_layout::keep_word_rows(fp.t, i0, j0, lane)))
+          ? __ldg(keep_word(fp, bh, flash_layout::keep_word_rows(fp.t, i0, j0, lane)))
           : ~0u;
   return transpose_warp_bits(word, lane);
 }

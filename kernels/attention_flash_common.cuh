@@ -30,11 +30,12 @@ struct FlashParams {
 FlashParams flash_params(const Tensor& qkv, const AttentionArgs& args, const Tensor& keep,
                          std::initializer_list<const void*> loaded);
 
-// The index in fp.keep of head bh's first saved keep word; with the offsets within the head in
-// 32 bits too (B heads <= 65535 and at most 4 x 32 x 64 words a head at T = 512: below 2^31), so
-// that a kernel keeps one register for it, not a 64-bit pointer (which ptxas spilled).
-__device__ __forceinline__ int keep_base(const FlashParams& fp, int bh) {
-  return bh * static_cast<int>(flash_layout::keep_words_per_head(fp.t));
+// Saved keep word `in_head` (flash_layout::keep_tile_word) of head bh. The index is computed in
+// 32 bits (B heads <= 65535 and at most 4 x 32 x 64 words a head at T = 512: below 2^31), so that
+// a kernel keeps one register for the head's base, not a 64-bit pointer (which ptxas spilled).
+__device__ __forceinline__ uint32_t* keep_word(const FlashParams& fp, int bh, int64_t in_head) {
+  return fp.keep + (bh * static_cast<int>(flash_layout::keep_words_per_head(fp.t)) +
+                    static_cast<int>(in_head));
 }
 
 // Index of element (i, 0) of the dropout mask of head bh: site + (bh * T + i) * T.

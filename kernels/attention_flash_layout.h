@@ -289,21 +289,14 @@ ELECTRA_HD constexpr int64_t keep_words_per_head(int64_t t) {
 ELECTRA_HD constexpr int64_t keep_tile_word(int64_t t, int i, int j) {
   return 4 * (static_cast<int64_t>(i / 16) * keep_key_tiles(t) + j / 8);
 }
-// Where the bit of (query i, key j) sits in its tile: word `word` (the element, e), bit `bit`
-// (the lane): mma_c's inverse on the 16 x 8 tile.
-struct KeepBit {
-  int word, bit;
-};
-ELECTRA_HD constexpr KeepBit keep_bit(int i, int j) {
-  return {2 * (i % 16 / 8) + j % 2, 4 * (i % 8) + j % 8 / 2};
-}
-// The word (within the head's) and the bit of (query i, key j).
+// The word (within the head's) and the bit of (query i, key j): in its tile, word e = the
+// element, bit = the lane (mma_c's inverse on the 16 x 8 tile).
 struct KeepAt {
   int64_t word;
   int bit;
 };
 ELECTRA_HD constexpr KeepAt keep_at(int64_t t, int i, int j) {
-  return {keep_tile_word(t, i, j) + keep_bit(i, j).word, keep_bit(i, j).bit};
+  return {keep_tile_word(t, i, j) + 2 * (i % 16 / 8) + j % 2, 4 * (i % 8) + j % 8 / 2};
 }
 // How a warp moves them, one 32-bit word a lane per load or store:
 // - a query-major warp tile, queries i0 .. i0 + 15 by keys j0 .. j0 + 63 (i0 % 16 == 0, j0 % 8 ==

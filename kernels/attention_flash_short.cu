@@ -98,7 +98,7 @@ __device__ __forceinline__ void real_keys128(uint64_t (&keys)[2], const int32_t*
 // The keep bits of this lane's elements of the warp's kKeyTiles C tiles of queries row0 ..
 // row0 + 15 by keys 0 .. 127 (keep_bits_rows: v2's draws), 4 a tile: bits 4 (n % 8) .. + 3 of
 // words[n / 8] for tile n (bit e: element e); all set at p = 0, where nothing is drawn. Saved for
-// the backward too (add_keep_bits, store_keep_bits; row0 < T).
+// the backward too, as they are (store_keep_bits; row0 < T).
 __device__ __forceinline__ void keep_bits_head(uint32_t (&words)[kKeyTiles / 8],
                                                const FlashParams& fp, int bh, int row0, int lane) {
   if (!(fp.p > 0.0f)) {
@@ -106,16 +106,14 @@ __device__ __forceinline__ void keep_bits_head(uint32_t (&words)[kKeyTiles / 8],
     return;
   }
   words[0] = words[1] = 0;
-  uint32_t saved[kKeyTiles / 8] = {0, 0};  // keys 0 .. 63, 64 .. 127 (add_keep_bits)
 #pragma unroll
   for (int n = 0; n < kKeyTiles; ++n) {
-    const uint32_t keep = keep_bits_rows(fp, bh, row0, 8 * n, lane);
-    add_keep_bits(saved[n / 8], n % 8, keep);
-    words[n / 8] |= keep << (4 * (n % 8));
+    add_keep_bits(words[n / 8], n % 8, keep_bits_rows(fp, bh, row0, 8 * n, lane));
   }
+  // words[half] is the bits store_keep_bits saves for keys 64 half .. + 63.
 #pragma unroll
   for (int half = 0; half < kKeyTiles / 8; ++half) {
-    store_keep_bits(saved[half], fp, bh, row0, 64 * half, lane);
+    store_keep_bits(words[half], fp, bh, row0, 64 * half, lane);
   }
 }
 
