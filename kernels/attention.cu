@@ -13,7 +13,9 @@
 // stays in L1 for T <= 512; f32 math, warp reductions in a fixed order (deterministic). The
 // dropout mask is a pure function of (rng, site, element index), regenerated in the backward;
 // every pass that needs it takes groups of 4 consecutive elements (one lane, or one thread), whose
-// keep bits come from one Philox block (dropout_keep4), and none draws at p = 0.
+// keep bits come from half a Philox block (attention_keep_bits<4> at dropout_mask.h's
+// attention_mask_index: the two lanes of a block's 8 keys both draw it, so a warp draws as often
+// as with the 24-bit mask's groups of 4), and none draws at p = 0.
 #include <type_traits>
 
 #include "kernels/attention.h"
@@ -35,6 +37,7 @@ __global__ void softmax_dropout_forward_kernel(T* probs, T* pd, const int32_t* m
                                                int t, int64_t rows_per_batch, RngStream rng,
                                                uint64_t site, float p, float keep_scale) {
   rng = rng.resolved();  // the step may live in device memory (engine/philox.h)
+  const uint32_t threshold = attention_keep_threshold(p);
   const int64_t row = blockIdx.x * static_cast<int64_t>(kRowsPerBlock) + threadIdx.x / kWarpSize;
   const int lane = threadIdx.x % kWarpSize;
   if (row >= rows) return;
@@ -52,7 +55,10 @@ __global__ void softmax_dropout_forward_kernel(T* probs, T* pd, const int32_t* m
   sum = warp_sum(sum);
   const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
   for (int j4 = 4 * lane; j4 < t; j4 += 4 * kWarpSize) {
-    const uint32_t keep = pd != nullptr ? dropout_keep4(rng, site + row * t + j4, p) : 0xFu;
+    const uint32_t keep =
+        pd != nullptr
+            ? attention_keep_bits<4>(rng, site + row * attention_mask_pitch(t) + j4, threshold)
+            : 0xFu;
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       const int j = j4 + e;
@@ -65,18 +71,25 @@ __global__ void softmax_dropout_forward_kernel(T* probs, T* pd, const int32_t* m
   }
 }
 
-// Pd = P * keep / (1 - p), elementwise over [B, heads, T, T], 4 consecutive elements per thread.
+// Pd = P * keep / (1 - p), elementwise over [B, heads, T, T] (`rows` rows of T), 4 consecutive
+// keys of a row per thread.
 template <class T>
-__global__ void dropout_probs_kernel(const T* probs, T* pd, int64_t n, RngStream rng, uint64_t site,
-                                     float p, float keep_scale) {
+__global__ void dropout_probs_kernel(const T* probs, T* pd, int64_t rows, int t, RngStream rng,
+                                     uint64_t site, float p, float keep_scale) {
   rng = rng.resolved();  // the step may live in device memory (engine/philox.h)
-  for (int64_t i4 = 4 * (blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x); i4 < n;
-       i4 += 4 * static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const uint32_t keep = dropout_keep4(rng, site + i4, p);
+  const uint32_t threshold = attention_keep_threshold(p);
+  const uint64_t pitch = attention_mask_pitch(t);
+  const int groups = (t + 3) / 4;  // a row's groups of 4 keys
+  for (int64_t g = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; g < rows * groups;
+       g += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t row = g / groups;
+    const int j4 = static_cast<int>(g % groups) * 4;
+    const uint32_t keep = attention_keep_bits<4>(rng, site + row * pitch + j4, threshold);
+    const int64_t at = row * t + j4;
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
-      if (i4 + e >= n) break;
-      pd[i4 + e] = from_float<T>((keep >> e) & 1u ? to_float(probs[i4 + e]) * keep_scale : 0.0f);
+      if (j4 + e >= t) break;
+      pd[at + e] = from_float<T>((keep >> e) & 1u ? to_float(probs[at + e]) * keep_scale : 0.0f);
     }
   }
 }
@@ -96,16 +109,17 @@ __global__ void softmax_dropout_backward_kernel(const T* probs, float* grad, int
                                                 RngStream rng, uint64_t site, float p,
                                                 float keep_scale) {
   rng = rng.resolved();  // the step may live in device memory (engine/philox.h)
+  const uint32_t threshold = attention_keep_threshold(p);
   const int64_t row = blockIdx.x * static_cast<int64_t>(kRowsPerBlock) + threadIdx.x / kWarpSize;
   const int lane = threadIdx.x % kWarpSize;
   if (row >= rows) return;  // the whole warp: `row` is the warp's
   const T* prob = probs + row * t;
   const float* g = grad + row * t;
   T* ds = reinterpret_cast<T*>(grad + row * t);
-  const uint64_t first = site + row * t;
+  const uint64_t first = site + row * attention_mask_pitch(t);  // attention_mask_index
   float dot = 0.0f;
   for (int j4 = 4 * lane; j4 < t; j4 += 4 * kWarpSize) {
-    const uint32_t keep = p > 0.0f ? dropout_keep4(rng, first + j4, p) : 0xFu;
+    const uint32_t keep = p > 0.0f ? attention_keep_bits<4>(rng, first + j4, threshold) : 0xFu;
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       const int j = j4 + e;
@@ -116,7 +130,8 @@ __global__ void softmax_dropout_backward_kernel(const T* probs, float* grad, int
   dot = warp_sum(dot);
   for (int chunk = 0; chunk < t; chunk += 4 * kWarpSize) {
     const int j4 = chunk + 4 * lane;
-    const uint32_t keep = p > 0.0f && j4 < t ? dropout_keep4(rng, first + j4, p) : 0xFu;
+    const uint32_t keep =
+        p > 0.0f && j4 < t ? attention_keep_bits<4>(rng, first + j4, threshold) : 0xFu;
     float dp[4];
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
@@ -214,11 +229,11 @@ void launch_softmax_forward(Context& ctx, const Plan& pl, const Tensor& mask,
 template <class T>
 void launch_dropout_probs(Context& ctx, const AttentionArgs& args, const Tensor& probs,
                           const Tensor& pd) {
-  const int64_t n = probs.numel();
-  const int64_t blocks = std::min<int64_t>(ceil_div(n, 4 * kThreads), 65535);
-  dropout_probs_kernel<T>
-      <<<blocks, kThreads, 0, ctx.stream()>>>(data_of<T>(probs), data_of<T>(pd), n, args.rng,
-                                              site_of(args), args.dropout_p, keep_scale_of(args));
+  const int64_t t = probs.dim(probs.rank - 1), rows = probs.numel() / std::max<int64_t>(t, 1);
+  const int64_t blocks = std::min<int64_t>(ceil_div(rows * ceil_div(t, 4), kThreads), 65535);
+  dropout_probs_kernel<T><<<blocks, kThreads, 0, ctx.stream()>>>(
+      data_of<T>(probs), data_of<T>(pd), rows, static_cast<int>(t), args.rng, site_of(args),
+      args.dropout_p, keep_scale_of(args));
   ELECTRA_CUDA_CHECK_LAUNCH();
 }
 

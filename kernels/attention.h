@@ -8,8 +8,9 @@
 //   S_ij   = <Q_i, K_j> / sqrt(d)
 //   P_ij   = exp(S_ij - max_k S_ik) / sum_k exp(S_ik - max_k S_ik) over real keys k,
 //            P_ij = 0 exactly for padded keys j (and a row with no real key is all zeros)
-//   Pd_ij  = P_ij * keep_ij / (1 - p),  keep_ij = dropout_keep(rng, dropout_site_offset(site)
-//            + ((b * heads + h) * T + i) * T + j, p)            (kernels/dropout_mask.h)
+//   Pd_ij  = P_ij * keep_ij / (1 - p),  keep_ij = attention_keep(rng, attention_mask_index(
+//            dropout_site_offset(site), b * heads + h, T, i, j), p)   (kernels/dropout_mask.h:
+//            16-bit uniforms, 8 to a Philox call; rows round_up(T, 8) apart in the index)
 //   out_i  = sum_j Pd_ij V_j
 // Padded queries are computed like real ones (their rows are ignored downstream).
 //

@@ -48,8 +48,12 @@ void apply_dropout(const T* x, T* y, const Dims& n, int64_t b, int64_t h,
     if (x != y) std::copy(x, x + n.t * n.t, y);
     return;
   }
-  const uint64_t first = dropout_site_offset(args.site) + static_cast<uint64_t>(n.block(b, h));
-  apply_dropout_mask(args.rng, first, args.dropout_p, x, y, n.t * n.t);
+  const int64_t bh = b * n.heads + h;
+  for (int64_t i = 0; i < n.t; ++i) {  // rows of the mask are attention_mask_pitch(T) apart
+    apply_attention_dropout_mask(
+        args.rng, attention_mask_index(dropout_site_offset(args.site), bh, n.t, i, 0),
+        args.dropout_p, x + i * n.t, y + i * n.t, n.t);
+  }
 }
 
 template <class T>

@@ -25,10 +25,12 @@
 // dS^T [B, heads, T (key), T (query)], and dQ = dS K / sqrt(d) is left to cuBLASLt
 // (kernels/attention.cu).
 //
-// Dropout: keep_ij = dropout_keep(rng, site + ((b * heads + h) * T + i) * T + j, p), the Philox
-// mask of version 1 and the CPU reference, regenerated wherever P is recomputed: one Philox block
-// (10 rounds) gives the bits of 4 consecutive keys (dropout_keep4; two blocks when T % 4 != 0 puts
-// a group across a block boundary). Shared-memory layouts: kernels/attention_flash_layout.h.
+// Dropout: keep_ij = attention_keep(rng, attention_mask_index(site, b heads + h, T, i, j), p),
+// the mask of version 1 and the CPU reference (kernels/dropout_mask.h: 16-bit uniforms),
+// regenerated wherever P is recomputed: one Philox block (10 rounds) gives the bits of 8
+// consecutive keys starting at a multiple of 8 (attention_keep_bits<8>, the forward's tiles), the
+// backward's groups of 4 keys draw one each (attention_keep_bits<4>). Shared-memory layouts:
+// kernels/attention_flash_layout.h.
 #include <cmath>
 #include "kernels/attention_flash_common.cuh"
 #include "kernels/attention_flash_layout.h"
@@ -93,26 +95,18 @@ __device__ void block_mma(const float* a, int lda, const float* b, int ldb, floa
   }
 }
 
-// Whether one of keys j .. j + 3 is a real token (inside T and not padding).
-__device__ __forceinline__ bool any_real_key(const int32_t* real, int j, int t) {
-  bool any = false;
-#pragma unroll
-  for (int k = 0; k < 4; ++k) any = any || (j + k < t && real[j + k] != 0);
-  return any;
-}
-
-// The keep bits of the [kBr][kBc] tile at (i0, j0), one byte per group of 4 keys:
-// keep[r * kBc / 4 + c / 4] bit k = keep of (i0 + r, j0 + c + k). One Philox block per group;
-// groups whose P is 0 anyway (rows past T, no real key) are not drawn.
+// The keep bits of the [kBr][kBc] tile at (i0, j0), one byte per group of 8 keys:
+// keep[r * kBc / 8 + c / 8] bit k = keep of (i0 + r, j0 + c + k). One Philox block per group;
+// groups past T are not drawn (groups of padded keys are: testing their mask as the 4-key groups
+// did made the sm_80 instances spill 4 bytes at their 32 registers).
 template <int kBr, int kBc>
-__device__ void dropout_keep_tile(uint8_t* keep, const int32_t* real, int bh, int i0, int j0,
-                                  const FlashParams& fp) {
-  constexpr int kGroups = kBc / 4;
+__device__ void dropout_keep_tile(uint8_t* keep, int bh, int i0, int j0, const FlashParams& fp) {
+  constexpr int kGroups = kBc / 8;
   for (int g = threadIdx.x; g < kBr * kGroups; g += blockDim.x) {
-    const int i = i0 + g / kGroups, j = j0 + g % kGroups * 4;
-    keep[g] = i < fp.t && any_real_key(real, j, fp.t)
-                  ? static_cast<uint8_t>(dropout_keep4(fp.rng, mask_row(fp, bh, i) + j, fp.p))
-                  : uint8_t{0xF};
+    const int i = i0 + g / kGroups, j = j0 + g % kGroups * 8;
+    keep[g] = i < fp.t && j < fp.t ? static_cast<uint8_t>(attention_keep_bits<8>(
+                                         fp.rng, mask_row(fp, bh, i) + j, fp.keep_threshold))
+                                   : uint8_t{0xFF};
   }
 }
 
@@ -152,7 +146,7 @@ __global__ void __launch_bounds__(kThreads)
     __syncthreads();  // the previous key tile's K, V and Pd are no longer read
     load_tile<kBc, kD>(k, q_src + fp.h, ld, j0, fp);
     load_tile<kBc, kD>(v, q_src + 2 * fp.h, ld, j0, fp);
-    if (fp.p > 0.0f) dropout_keep_tile<kBr, kBc>(keep_bits, real, bh, i0, j0, fp);
+    if (fp.p > 0.0f) dropout_keep_tile<kBr, kBc>(keep_bits, bh, i0, j0, fp);
     __syncthreads();
     block_mma<kBr, kBc, kD, false, true>(q, L::kLdT, k, L::kLdT, s, L::kLdS, false);
     __syncthreads();
@@ -175,7 +169,7 @@ __global__ void __launch_bounds__(kThreads)
         const float e = expf(x[u] - offset);
         sum += e;
         const bool keep =
-            fp.p == 0.0f || e == 0.0f || ((keep_bits[r * (kBc / 4) + c / 4] >> (c % 4)) & 1u) != 0;
+            fp.p == 0.0f || e == 0.0f || ((keep_bits[r * (kBc / 8) + c / 8] >> (c % 8)) & 1u) != 0;
         pd[r * L::kLdP + c] = keep ? e * fp.keep_scale : 0.0f;
       }
       sum = warp_sum(sum);
@@ -246,7 +240,9 @@ __device__ void probs_and_grad_tile(float* s, float* dp, const float* row_lse, c
       any = any || prob[e] != 0.0f;
     }
     const uint32_t keep_bits =
-        fp.p > 0.0f && any ? dropout_keep4(fp.rng, mask_row(fp, bh, i) + j, fp.p) : 0xFu;
+        fp.p > 0.0f && any
+            ? attention_keep_bits<4>(fp.rng, mask_row(fp, bh, i) + j, fp.keep_threshold)
+            : 0xFu;
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       const bool keep = fp.p == 0.0f || prob[e] == 0.0f || ((keep_bits >> e) & 1u) != 0;
@@ -452,6 +448,7 @@ FlashParams flash_params(const Tensor& qkv, const AttentionArgs& args, const Ten
                      1.0f / std::sqrt(static_cast<float>(d)),
                      args.dropout_p,
                      1.0f / (1.0f - args.dropout_p),
+                     attention_keep_threshold(args.dropout_p),
                      args.rng,
                      dropout_site_offset(args.site),
                      vectorizable(d, loaded),

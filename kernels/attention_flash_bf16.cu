@@ -34,16 +34,20 @@
 // share with these (the forward's softmax steps among them) are in
 // kernels/attention_flash_bf16.cuh.
 //
-// Dropout: keep_ij = dropout_keep(rng, site + ((b heads + h) T + i) T + j, p), the bits of the
-// CPU reference, drawn once, by the forward: one Philox block per 4 consecutive keys of a query
-// (dropout_keep4), each drawn by exactly one lane of the warp and passed to the lanes holding its
-// elements by shuffles (flash_layout::keep_draw / keep_source). The forward saves them, 1 bit an
-// element, one word a lane per 64 keys of a warp's rows (flash_layout::keep_tile_word,
-// store_keep_bits: the bits a lane holds, transposed across the warp); the backward reads them
-// back, the same words transposed back for a warp's query rows (load_keep_bits) or one word a lane
-// per query tile of its keys passed on by shuffles (load_keep_word_t, keep_bits_of_t), instead of
-// drawing them in both roles: about 80 integer instructions a lane a C tile (10 Philox rounds)
-// against a share of 5 shuffles (2 for a transposed tile) beside the C tile's 4 to 8 mma.sync.
+// Dropout: keep_ij = attention_keep(rng, attention_mask_index(site, b heads + h, T, i, j), p),
+// the bits of the CPU reference, drawn once, by the forward: one Philox block per 8 consecutive
+// keys of a query (attention_keep_bits<8>, 16-bit uniforms), each drawn by exactly one lane of the
+// warp and passed to the lanes of its quad holding its elements by two shuffles
+// (flash_layout::keep_draw / keep_exchange_step), before the tile's S products: half the draws
+// of 24-bit uniforms, which took one block per 4 keys and were the forward's largest cost besides
+// the products (v2's forward at p = 0.1 against p = 0 on 2026-11-27: +41% at Small T 128, +86% at
+// T 512). The forward saves them, 1 bit an element, one word a lane per 64 keys of a warp's rows
+// (flash_layout::keep_tile_word, store_keep_bits: the bits a lane holds, transposed across the
+// warp); the backward reads them back, the same words transposed back for a warp's query rows
+// (load_keep_bits) or one word a lane per query tile of its keys passed on by shuffles
+// (load_keep_word_t, keep_bits_of_t), instead of drawing them in both roles: about 80 integer
+// instructions a lane per Philox block (10 rounds) against, per C tile, a share of 5 shuffles (2
+// for a transposed tile) beside its 4 to 8 mma.sync.
 #include <cmath>
 
 #include "kernels/attention_flash_bf16.cuh"
@@ -131,6 +135,19 @@ __global__ void __launch_bounds__(kThreads, forward_min_blocks(kD))
       load_tile<kBc, kD>(tile_at(L::kK + (1 - u) * L::kTileK), q_src + fp.h, ld, j0 + kBc, fp);
       load_tile<kBc, kD>(tile_at(L::kV + (1 - u) * L::kTileK), q_src + 2 * fp.h, ld, j0 + kBc, fp);
       flash_mma::cp_async_commit();
+    }
+    // This lane's keep bits of the tile (bit 4 n + e: element e of C tile n), drawn while the
+    // tiles load and before S holds registers (at d = 32, draws among the S products spilled
+    // under the 3-block bound); saved for the backward.
+    uint32_t saved = ~0u;
+    if (fp.p > 0.0f) {
+      saved = 0;
+#pragma unroll
+      for (int pair = 0; pair < kBc / 16; ++pair) {
+        add_keep_bits(saved, pair, keep_bits_pair(fp, bh, row0, j0 + 16 * pair, lane));
+      }
+    }
+    if (tile + 1 < tiles) {
       flash_mma::cp_async_wait<1>();
     } else {
       flash_mma::cp_async_wait<0>();
@@ -153,13 +170,7 @@ __global__ void __launch_bounds__(kThreads, forward_min_blocks(kD))
       m[r] = new_max;
       l[r] *= factor[r];
     }
-    uint32_t saved = 0;  // this lane's keep bits of the tile, saved for the backward
-    exp_dropout_rows<kBc / 8>(s, offset, l, fp, [&](int n) {
-      if (!(fp.p > 0.0f)) return 0xFu;
-      const uint32_t keep = keep_bits_rows(fp, bh, row0, j0 + 8 * n, lane);
-      add_keep_bits(saved, n, keep);
-      return keep;
-    });
+    exp_dropout_rows<kBc / 8>(s, offset, l, fp, [&](int n) { return (saved >> (4 * n)) & 0xFu; });
     if (fp.p > 0.0f) store_keep_bits(saved, fp, bh, row0, j0, lane);
 #pragma unroll
     for (int n = 0; n < kD / 8; ++n) {

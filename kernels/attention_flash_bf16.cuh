@@ -55,24 +55,21 @@ __device__ __forceinline__ uint64_t real_keys64(const int32_t* real, int j0, int
   return lo | static_cast<uint64_t>(hi) << 32;
 }
 
-// The keep bits of this lane's 4 elements (bit e = element e, flash_layout::mma_c) of the 16 x 8
-// tile whose element (0, 0) is (query i0, key j0) when rows are queries; draws only where the
-// group starts inside T (bits 0xF elsewhere: P is 0 or never written there).
-__device__ __forceinline__ uint32_t keep_bits_rows(const FlashParams& fp, int bh, int i0, int j0,
+// The keep bits of this lane's 8 elements of the pair of 16 x 8 C tiles whose element (0, 0) is
+// (query i0, key j0) when rows are queries: bit 4 n + e = element e (flash_layout::mma_c) of C
+// tile n (n = 0, 1: keys j0 .. j0 + 7, j0 + 8 .. j0 + 15). Each lane draws one group of 8 keys
+// (flash_layout::keep_draw; only where the group starts inside T, all set elsewhere: P is 0 or
+// never written there) and its quad exchanges them (keep_exchange_step).
+__device__ __forceinline__ uint32_t keep_bits_pair(const FlashParams& fp, int bh, int i0, int j0,
                                                    int lane) {
   namespace fl = flash_layout;
   const fl::Coord at = fl::keep_draw(lane);
   const int i = i0 + at.row, j = j0 + at.col;
-  const uint32_t mine =
-      i < fp.t && j < fp.t ? dropout_keep4(fp.rng, mask_row(fp, bh, i) + j, fp.p) : 0xFu;
-  // Elements 0, 1 come from one lane and 2, 3 from another (the layout test checks it).
-  const uint32_t lo = __shfl_sync(0xffffffffu, mine, fl::keep_source(lane, 0).lane);
-  const uint32_t hi = __shfl_sync(0xffffffffu, mine, fl::keep_source(lane, 2).lane);
-  uint32_t bits = 0;
-#pragma unroll
-  for (int e = 0; e < 4; ++e)
-    bits |= (((e < 2 ? lo : hi) >> fl::keep_source(lane, e).bit) & 1u) << e;
-  return bits;
+  uint32_t bits = i < fp.t && j < fp.t
+                      ? attention_keep_bits<8>(fp.rng, mask_row(fp, bh, i) + j, fp.keep_threshold)
+                      : 0xFFu;
+  bits = fl::keep_exchange_step(bits, __shfl_xor_sync(0xffffffffu, bits, 2), lane, 2);
+  return fl::keep_exchange_step(bits, __shfl_xor_sync(0xffffffffu, bits, 1), lane, 1);
 }
 
 // The transpose of the warp's 32 x 32 bit matrix of one word a lane (flash_layout::
@@ -89,8 +86,9 @@ __device__ __forceinline__ uint32_t transpose_warp_bits(uint32_t x, int lane) {
 // i0 + 15 by keys j0 .. j0 + 63 (i0 % 16 == 0, j0 % 8 == 0), as each lane's 32 bits (bit 4 n + e:
 // element e of C tile n), one saved word a lane (flash_layout::keep_word_rows) and a bit
 // transpose between the two:
-//   add_keep_bits: the forward's bits of C tile n (keep: this lane's, as keep_bits_rows gives them)
-//     into `bits` (elements outside T as drawn or not: unspecified, never read back);
+//   add_keep_bits: the forward's bits of the C tiles 2 m, 2 m + 1 (keep: this lane's, as
+//     keep_bits_pair gives them) into `bits` (elements outside T as drawn or not: unspecified,
+//     never read back);
 //   store_keep_bits: then `bits` transposed into head bh's words, where that C tile's keys start
 //     inside T (i0 < T: a warp past T stores nothing); by the whole warp;
 //   load_keep_bits: the backward's load of the same words, transposed back (all set where nothing
@@ -98,8 +96,8 @@ __device__ __forceinline__ uint32_t transpose_warp_bits(uint32_t x, int lane) {
 // One 128-byte access a warp per 64 keys, one register a lane, and 5 shuffles: 16-byte accesses of
 // a C tile's four words were loaded ahead by ptxas, 4 registers a C tile, and spilled; so did the
 // forward at 3 blocks per SM when it zeroed the bits outside T.
-__device__ __forceinline__ void add_keep_bits(uint32_t& bits, int n, uint32_t keep) {
-  bits |= (keep & 0xFu) << (4 * n);
+__device__ __forceinline__ void add_keep_bits(uint32_t& bits, int m, uint32_t keep) {
+  bits |= (keep & 0xFFu) << (8 * m);
 }
 __device__ __forceinline__ void store_keep_bits(uint32_t bits, const FlashParams& fp, int bh,
                                                 int i0, int j0, int lane) {
@@ -171,7 +169,7 @@ __device__ __forceinline__ void mask_scale_rows(float (&s)[kTiles][4],
 // P = exp2(S - offset) of each element of a warp's 16 x 8 kTiles S (log2 units, mask_scale_rows;
 // offset per row, 0 in a row without a real key so that its -inf gives 0), added in (n, e) order
 // into l, this lane's share of the row sums (its 2 keys of every 8), then Pd = P keep / (1 - p)
-// in place; keep_bits(n): the keep bits of C tile n (bit e: element e, as keep_bits_rows gives
+// in place; keep_bits(n): the keep bits of C tile n (bit e: element e, as keep_bits_pair gives
 // them; 0xF at p = 0).
 template <int kTiles, class KeepBits>
 __device__ __forceinline__ void exp_dropout_rows(float (&s)[kTiles][4], const float (&offset)[2],

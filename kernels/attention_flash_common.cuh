@@ -10,6 +10,7 @@
 #include "kernels/attention_flash.h"
 #include "kernels/attention_flash_layout.h"
 #include "kernels/cuda_common.cuh"
+#include "kernels/dropout_mask.h"
 
 namespace electra::cuda {
 
@@ -17,6 +18,7 @@ struct FlashParams {
   int t, h, heads, d;  // sequence length, hidden, heads, head dim
   float scale;         // 1 / sqrt(d)
   float p, keep_scale;
+  uint32_t keep_threshold;  // attention_keep_threshold(p) (kernels/dropout_mask.h)
   RngStream rng;
   uint64_t site;  // dropout_site_offset(args.site)
   bool vec;       // tiles may be loaded as 16-byte packs (d % 8 == 0, pointers aligned)
@@ -38,9 +40,10 @@ __device__ __forceinline__ uint32_t* keep_word(const FlashParams& fp, int bh, in
                     static_cast<int>(in_head));
 }
 
-// Index of element (i, 0) of the dropout mask of head bh: site + (bh * T + i) * T.
+// Index of element (i, 0) of the dropout mask of head bh (attention_mask_index: rows
+// round_up(T, 8) apart, so that a group of 8 keys starting at a multiple of 8 is one Philox block).
 __device__ __forceinline__ uint64_t mask_row(const FlashParams& fp, int bh, int i) {
-  return fp.site + (static_cast<uint64_t>(bh) * fp.t + i) * fp.t;
+  return attention_mask_index(fp.site, bh, fp.t, i, 0);
 }
 
 // D_i = <dout_i, out_i> over the first d columns of the rows `out` and `dout` (global or shared

@@ -49,7 +49,7 @@ constexpr size_t align128(size_t bytes) {
 constexpr int kF32Tile = 32;
 
 // Forward: Q, K, V, S, Pd and the O accumulator, the row statistics m, l and the rescaling factor,
-// and the dropout keep bits of the tile (one byte per 4 keys: bit k for key 4 c + k). Operand
+// and the dropout keep bits of the tile (one byte per 8 keys: bit k for key 8 c + k). Operand
 // tiles (Q, dout, K, V, Pd, dS) have rows of operand_ld, score tiles (S, dP) and accumulators of
 // f32_ld floats.
 template <int kD>
@@ -64,7 +64,7 @@ struct F32Forward {
   static constexpr size_t kP = align128(kS + sizeof(float) * kBr * kLdS);
   static constexpr size_t kO = align128(kP + sizeof(float) * kBr * kLdP);
   static constexpr size_t kKeep = align128(kO + sizeof(float) * kBr * kLdO);
-  static constexpr size_t kStats = align128(kKeep + size_t{kBr} * (kBc / 4));
+  static constexpr size_t kStats = align128(kKeep + size_t{kBr} * (kBc / 8));
   static constexpr size_t kBytes = kStats + sizeof(float) * 3 * kBr;
   static_assert(kBytes <= kMaxBlockBytes, "flash forward tiles exceed shared memory");
 };
@@ -253,21 +253,24 @@ ELECTRA_HD constexpr Coord ldsm_bt(int lane) {
 }
 
 // Dropout bits in registers, as the bf16 forwards draw them. One Philox block gives the keep bits
-// of 4 consecutive keys of one query (dropout_keep4); in each 16 x 8 C tile every lane draws
-// exactly one such group (`draw`:
-// the tile coordinates of its first element, the group running along the key axis) and the
-// lanes exchange them by shuffles: element e of a lane is bit `bit` of the group drawn by lane
-// `lane` (`source`).
-struct KeySource {
-  int lane, bit;
-};
-// Rows = queries, columns = keys: lanes 4 g + t and 4 g + (t ^ 1) share the
-// group of columns 4 (t / 2) .. + 3, the even one drawing for row g, the odd one for row g + 8.
+// of 8 consecutive keys of one query (attention_keep_bits<8>: 16-bit uniforms); in each pair of C
+// tiles (16 queries x 16 keys) every lane draws exactly one such group (`keep_draw`: the tile
+// pair's coordinates of its first element, the group running along the key axis): lane 4 g + c
+// draws query g + 8 (c % 2), keys 8 (c / 2) .. + 7, so that the groups of the four lanes of a quad
+// (4 g .. 4 g + 3) are all the elements the quad holds. Field f (bits 2 f, 2 f + 1: keys 2 f,
+// 2 f + 1 of the group) of lane 4 g + c's byte belongs to lane 4 g + f; the quad exchanges them by
+// two shuffles (keep_exchange_step, j = 2 then 1, a transpose of the quad's 4 x 4 fields), after
+// which field c of lane 4 g + t is field t of lane 4 g + c's group: bit 4 n + e is element e
+// (mma_c) of C tile n of the pair, the order the saved words take (add_keep_bits).
 ELECTRA_HD constexpr Coord keep_draw(int lane) {
-  return {lane / 4 + 8 * (lane % 2), 4 * (lane % 4 / 2)};
+  return {lane / 4 + 8 * (lane % 2), 8 * (lane % 4 / 2)};
 }
-ELECTRA_HD constexpr KeySource keep_source(int lane, int e) {
-  return {lane / 4 * 4 + (lane % 4 / 2) * 2 + e / 2, 2 * (lane % 2) + e % 2};
+// One exchange step: this lane (t = lane % 4) holds x, its partner t ^ j holds `partner`; the
+// fields f with (f & j) != (t & j) are replaced by the partner's field f ^ j.
+ELECTRA_HD constexpr uint32_t keep_exchange_step(uint32_t x, uint32_t partner, int lane, int j) {
+  const uint32_t low = j == 2 ? 0x0Fu : 0x33u;  // the fields f with (f & j) == 0
+  return (lane & j) == 0 ? (x & low) | ((partner << (2 * j)) & ~low & 0xFFu)
+                         : (x & ~low & 0xFFu) | ((partner >> (2 * j)) & low);
 }
 
 // The keep bits the bf16 forward saves for the backward (AttentionState::keep_words), so that no
@@ -315,6 +318,9 @@ ELECTRA_HD constexpr int64_t keep_word_t(int64_t t, int key0, int i0, int l) {
 }
 //   elements e and e + 1 (e even: queries i, i + 1 of one key) of this lane's C tile n are then
 //   bits `bit` and bit + 4 of lane `lane`'s word.
+struct KeySource {
+  int lane, bit;
+};
 ELECTRA_HD constexpr KeySource keep_source_t(int lane, int n, int e) {
   return {8 * (n / 2) + 4 * (e / 2) + 2 * (n % 2) + lane / 4 % 2, 8 * (lane % 4) + lane / 8};
 }

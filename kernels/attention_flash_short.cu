@@ -7,9 +7,9 @@
 // Forward (flash_layout::MmaShortForward: Q, K, V), one pass over all keys, no online rescaling:
 //   1. cp.async loads Q and K (one commit group), then V (a second), [128][64] bf16 each with rows
 //      past T zero. Meanwhile each warp takes the padding mask of the 128 keys (4 ballots) and
-//      draws the keep bits of all its 16 x 128 elements (flash_bf16::keep_bits_rows, v2's draws:
-//      one Philox block per 4 keys of a query, site + ((b heads + h) T + i) T + j, the CPU
-//      reference's bits), 4 bits a C tile in 2 words a lane: the Philox rounds overlap the loads
+//      draws the keep bits of all its 16 x 128 elements (flash_bf16::keep_bits_pair, v2's draws:
+//      one Philox block per 8 keys of a query at attention_mask_index, the CPU reference's bits),
+//      4 bits a C tile in 2 words a lane: the Philox rounds overlap the loads
 //      and never hold registers beside S. They are also saved for the backward (add_keep_bits,
 //      then one bit transpose and one 128-byte store a warp per 64 keys, store_keep_bits).
 //   2. Once Q and K are in: S = Q_w K^T (16 x 128 f32 in registers, mma.sync m16n8k16 from
@@ -96,7 +96,7 @@ __device__ __forceinline__ void real_keys128(uint64_t (&keys)[2], const int32_t*
 }
 
 // The keep bits of this lane's elements of the warp's kKeyTiles C tiles of queries row0 ..
-// row0 + 15 by keys 0 .. 127 (keep_bits_rows: v2's draws), 4 a tile: bits 4 (n % 8) .. + 3 of
+// row0 + 15 by keys 0 .. 127 (keep_bits_pair: v2's draws), 4 a tile: bits 4 (n % 8) .. + 3 of
 // words[n / 8] for tile n (bit e: element e); all set at p = 0, where nothing is drawn. Saved for
 // the backward too, as they are (store_keep_bits; row0 < T).
 __device__ __forceinline__ void keep_bits_head(uint32_t (&words)[kKeyTiles / 8],
@@ -107,8 +107,8 @@ __device__ __forceinline__ void keep_bits_head(uint32_t (&words)[kKeyTiles / 8],
   }
   words[0] = words[1] = 0;
 #pragma unroll
-  for (int n = 0; n < kKeyTiles; ++n) {
-    add_keep_bits(words[n / 8], n % 8, keep_bits_rows(fp, bh, row0, 8 * n, lane));
+  for (int m = 0; m < kKeyTiles / 2; ++m) {  // pairs of C tiles: keys 16 m .. 16 m + 15
+    add_keep_bits(words[m / 4], m % 4, keep_bits_pair(fp, bh, row0, 16 * m, lane));
   }
   // words[half] is the bits store_keep_bits saves for keys 64 half .. + 63.
 #pragma unroll

@@ -179,7 +179,9 @@ void reference_keep(const Args& a, const AttentionArgs& args) {
   for (int64_t bh = 0; bh < keep.dim(0); ++bh) {
     for (int i = 0; i < t; ++i) {
       for (int j = 0; j < t; ++j) {
-        if (!dropout_keep(args.rng, site + (bh * t + i) * t + j, args.dropout_p)) continue;
+        if (!attention_keep(args.rng, attention_mask_index(site, bh, t, i, j), args.dropout_p)) {
+          continue;
+        }
         const flash_layout::KeepAt at = flash_layout::keep_at(t, i, j);
         words[bh * per_head + at.word] |= 1u << at.bit;
       }

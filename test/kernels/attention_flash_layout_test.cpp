@@ -263,27 +263,44 @@ TEST_CASE("ldmatrix addresses deliver the mma fragments", "[attention][flash]") 
   }
 }
 
-TEST_CASE("dropout bits: each group of 4 keys drawn once, each element gets its own bit",
+TEST_CASE("dropout bits: each group of 8 keys drawn once, a quad's exchange gives each element",
           "[attention][flash]") {
-  // Rows = queries, columns = keys: a group is 4 consecutive columns of one row.
+  // A pair of C tiles, rows = queries (16), columns = keys (16): a group is 8 consecutive columns
+  // of one row.
   std::vector<Coord> drawn;
   for (int lane = 0; lane < kLanes; ++lane) {
     const Coord g = flash_layout::keep_draw(lane);
-    CHECK(g.col % 4 == 0);
-    for (int k = 0; k < 4; ++k) drawn.push_back({g.row, g.col + k});
+    CHECK(g.col % 8 == 0);
+    CHECK(g.row / 8 * 8 + lane / 4 == g.row);  // a quad's lanes draw its own rows g, g + 8
+    for (int k = 0; k < 8; ++k) drawn.push_back({g.row, g.col + k});
   }
-  check_covers_once(drawn, 16, 8);
+  check_covers_once(drawn, 16, 16);
+  // Every lane at once, as the warp's shuffles give them: lane l's byte holds the keep bits of its
+  // group (bit k: key keep_draw(l).col + k) of an arbitrary mask; after the steps j = 2, 1 (xor
+  // j within the quad), bit 4 n + e of lane l is the mask's bit at mma_c(l, e) of C tile n.
+  const auto mask = [](int row, int col) { return ((row * 37 + col * 11 + row * col) >> 2) & 1; };
+  std::vector<uint32_t> bits(kLanes);
   for (int lane = 0; lane < kLanes; ++lane) {
-    for (int e = 0; e < 4; ++e) {
-      INFO("lane " << lane << " element " << e);
-      const flash_layout::KeySource src = flash_layout::keep_source(lane, e);
-      const Coord g = flash_layout::keep_draw(src.lane), want = flash_layout::mma_c(lane, e);
-      CHECK(g.row == want.row);
-      CHECK(g.col + src.bit == want.col);
+    const Coord g = flash_layout::keep_draw(lane);
+    for (int k = 0; k < 8; ++k) bits[lane] |= static_cast<uint32_t>(mask(g.row, g.col + k)) << k;
+  }
+  for (int j : {2, 1}) {
+    std::vector<uint32_t> next(kLanes);
+    for (int lane = 0; lane < kLanes; ++lane) {
+      next[lane] = flash_layout::keep_exchange_step(bits[lane], bits[lane ^ j], lane, j);
     }
-    // The kernel shuffles twice: elements 0, 1 and elements 2, 3 share a source lane.
-    CHECK(flash_layout::keep_source(lane, 0).lane == flash_layout::keep_source(lane, 1).lane);
-    CHECK(flash_layout::keep_source(lane, 2).lane == flash_layout::keep_source(lane, 3).lane);
+    bits = next;
+  }
+  for (int lane = 0; lane < kLanes; ++lane) {
+    CHECK(bits[lane] < 256u);
+    for (int n = 0; n < 2; ++n) {
+      for (int e = 0; e < 4; ++e) {
+        INFO("lane " << lane << " tile " << n << " element " << e);
+        const Coord c = flash_layout::mma_c(lane, e);
+        CHECK(((bits[lane] >> (4 * n + e)) & 1u) ==
+              static_cast<uint32_t>(mask(c.row, 8 * n + c.col)));
+      }
+    }
   }
 }
 

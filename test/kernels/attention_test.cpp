@@ -52,7 +52,8 @@ Naive naive_attention(const std::vector<double>& qkv, const std::vector<int32_t>
           const int64_t at = ((bi * heads + hi) * t + i) * t + j;
           const double prob = std::exp(s[j] - max) / sum;
           r.probs[at] = prob;
-          const bool keep = dropout_keep(rng, dropout_site_offset(site) + at, p);
+          const bool keep = attention_keep(
+              rng, attention_mask_index(dropout_site_offset(site), bi * heads + hi, t, i, j), p);
           const double dropped = keep ? prob / (1.0 - static_cast<double>(p)) : 0.0;
           for (int64_t c = 0; c < d; ++c) {
             r.out[(bi * t + i) * h + hi * d + c] += dropped * v[j * d + c];
