@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "kernels/attention_flash_layout.h"
+#include "kernels/dropout_mask.h"
 
 using namespace electra;
 
@@ -564,4 +565,97 @@ TEST_CASE("flash_shared_bytes and flash_tiles refuse other dtypes and head dims"
                     Catch::Contains("f32 or bf16"));
   CHECK_THROWS_WITH(flash_tiles(FlashBlock::kForward, DType::BF16, 129),
                     Catch::Contains("head dim 129"));
+}
+
+// The bf16 forwards' keep path end to end, every lane of every warp simulated (a shuffle reads the
+// partner's value before the step): each lane draws its group at attention_mask_index
+// (keep_bits_pair), the quad exchanges, the bytes of a 64-key tile go into one word a lane
+// (add_keep_bits), the warp stores its transpose (store_keep_bits) and the dQ role loads and
+// transposes it back (load_keep_bits). Every bit a lane uses, and every saved bit, must be the
+// CPU reference's attention_keep, whatever T (rows round_up(T, 8) apart in the mask index).
+TEST_CASE("saved keep bits: the forward's draws, saved and read back, are the CPU reference's",
+          "[attention][flash]") {
+  namespace fl = flash_layout;
+  using Warp = std::vector<uint32_t>;
+  const auto exchange = [](Warp w, auto step, std::initializer_list<int> js) {
+    for (const int j : js) {
+      Warp next(kLanes);
+      for (int lane = 0; lane < kLanes; ++lane) next[lane] = step(w[lane], w[lane ^ j], lane, j);
+      w = next;
+    }
+    return w;
+  };
+  const RngStream rng{0x5eed, RngPurpose::kDropout, 7, 3};
+  const uint64_t site = dropout_site_offset(77);
+  const float p = 0.3f;
+  const uint32_t threshold = attention_keep_threshold(p);
+  for (const int t : {7, 16, 77, 129, 200}) {
+    INFO("T = " << t);
+    const int64_t per_head = fl::keep_words_per_head(t), heads = 2;
+    std::vector<uint32_t> words(static_cast<size_t>(heads * per_head), 0);
+    int wrong_used = 0, wrong_saved = 0, wrong_loaded = 0;
+    // The bits a lane holds for C tile n at (row0, j0): bits 4 n .. + 3 of its word.
+    const auto count_wrong = [&](const Warp& w, int64_t bh, int row0, int j0, int& wrong) {
+      for (int lane = 0; lane < kLanes; ++lane) {
+        for (int n = 0; n < 8; ++n) {
+          for (int e = 0; e < 4; ++e) {
+            const Coord c = fl::mma_c(lane, e);
+            const int i = row0 + c.row, j = j0 + 8 * n + c.col;
+            if (i >= t || j >= t) continue;
+            const bool want = attention_keep(rng, attention_mask_index(site, bh, t, i, j), p);
+            wrong += ((w[lane] >> (4 * n + e)) & 1u) != static_cast<uint32_t>(want);
+          }
+        }
+      }
+    };
+    for (int64_t bh = 0; bh < heads; ++bh) {
+      for (int row0 = 0; row0 < t; row0 += 16) {
+        for (int j0 = 0; j0 < t; j0 += 64) {
+          Warp saved(kLanes, 0);
+          for (int pair = 0; pair < 4; ++pair) {
+            Warp drawn(kLanes);
+            for (int lane = 0; lane < kLanes; ++lane) {
+              const Coord at = fl::keep_draw(lane);
+              const int i = row0 + at.row, j = j0 + 16 * pair + at.col;
+              drawn[lane] = i < t && j < t
+                                ? attention_keep_bits<8>(
+                                      rng, attention_mask_index(site, bh, t, i, j), threshold)
+                                : 0xFFu;
+            }
+            drawn = exchange(drawn, fl::keep_exchange_step, {2, 1});
+            for (int lane = 0; lane < kLanes; ++lane) saved[lane] |= drawn[lane] << (8 * pair);
+          }
+          count_wrong(saved, bh, row0, j0, wrong_used);
+          const Warp stored = exchange(saved, fl::bit_transpose_step, {16, 8, 4, 2, 1});
+          for (int lane = 0; lane < kLanes; ++lane) {
+            if (j0 + 8 * (lane / 4) < t) {
+              words[bh * per_head + fl::keep_word_rows(t, row0, j0, lane)] = stored[lane];
+            }
+          }
+        }
+      }
+      for (int i = 0; i < t; ++i) {
+        for (int j = 0; j < t; ++j) {
+          const fl::KeepAt at = fl::keep_at(t, i, j);
+          const bool want = attention_keep(rng, attention_mask_index(site, bh, t, i, j), p);
+          wrong_saved += ((words[bh * per_head + at.word] >> at.bit) & 1u) != uint32_t{want};
+        }
+      }
+      for (int row0 = 0; row0 < t; row0 += 16) {
+        for (int j0 = 0; j0 < t; j0 += 64) {
+          Warp loaded(kLanes, ~0u);
+          for (int lane = 0; lane < kLanes; ++lane) {
+            if (j0 + 8 * (lane / 4) < t) {
+              loaded[lane] = words[bh * per_head + fl::keep_word_rows(t, row0, j0, lane)];
+            }
+          }
+          count_wrong(exchange(loaded, fl::bit_transpose_step, {16, 8, 4, 2, 1}), bh, row0, j0,
+                      wrong_loaded);
+        }
+      }
+    }
+    CHECK(wrong_used == 0);
+    CHECK(wrong_saved == 0);
+    CHECK(wrong_loaded == 0);
+  }
 }
