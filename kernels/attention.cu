@@ -41,6 +41,7 @@ __global__ void softmax_dropout_forward_kernel(T* probs, T* pd, const int32_t* m
   const int64_t row = blockIdx.x * static_cast<int64_t>(kRowsPerBlock) + threadIdx.x / kWarpSize;
   const int lane = threadIdx.x % kWarpSize;
   if (row >= rows) return;
+  const uint64_t first = site + row * attention_mask_pitch(t);  // attention_mask_index
   const int32_t* m = mask + (row / rows_per_batch) * t;
   T* s = probs + row * t;
   float max = -INFINITY;
@@ -55,10 +56,7 @@ __global__ void softmax_dropout_forward_kernel(T* probs, T* pd, const int32_t* m
   sum = warp_sum(sum);
   const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
   for (int j4 = 4 * lane; j4 < t; j4 += 4 * kWarpSize) {
-    const uint32_t keep =
-        pd != nullptr
-            ? attention_keep_bits<4>(rng, site + row * attention_mask_pitch(t) + j4, threshold)
-            : 0xFu;
+    const uint32_t keep = pd != nullptr ? attention_keep_bits<4>(rng, first + j4, threshold) : 0xFu;
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       const int j = j4 + e;

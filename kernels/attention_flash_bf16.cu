@@ -139,12 +139,12 @@ __global__ void __launch_bounds__(kThreads, forward_min_blocks(kD))
     // This lane's keep bits of the tile (bit 4 n + e: element e of C tile n), drawn while the
     // tiles load and before S holds registers (at d = 32, draws among the S products spilled
     // under the 3-block bound); saved for the backward.
-    uint32_t saved = ~0u;
+    uint32_t saved[1] = {~0u};
     if (fp.p > 0.0f) {
-      saved = 0;
+      saved[0] = 0;
 #pragma unroll
       for (int pair = 0; pair < kBc / 16; ++pair) {
-        add_keep_bits(saved, pair, keep_bits_pair(fp, bh, row0, j0 + 16 * pair, lane));
+        add_keep_bits(saved[0], pair, keep_bits_pair(fp, bh, row0, j0 + 16 * pair, lane));
       }
     }
     if (tile + 1 < tiles) {
@@ -170,8 +170,8 @@ __global__ void __launch_bounds__(kThreads, forward_min_blocks(kD))
       m[r] = new_max;
       l[r] *= factor[r];
     }
-    exp_dropout_rows<kBc / 8>(s, offset, l, fp, [&](int n) { return (saved >> (4 * n)) & 0xFu; });
-    if (fp.p > 0.0f) store_keep_bits(saved, fp, bh, row0, j0, lane);
+    exp_dropout_rows<kBc / 8>(s, offset, l, fp, saved);
+    if (fp.p > 0.0f) store_keep_bits(saved[0], fp, bh, row0, j0, lane);
 #pragma unroll
     for (int n = 0; n < kD / 8; ++n) {
 #pragma unroll

@@ -169,15 +169,15 @@ __device__ __forceinline__ void mask_scale_rows(float (&s)[kTiles][4],
 // P = exp2(S - offset) of each element of a warp's 16 x 8 kTiles S (log2 units, mask_scale_rows;
 // offset per row, 0 in a row without a real key so that its -inf gives 0), added in (n, e) order
 // into l, this lane's share of the row sums (its 2 keys of every 8), then Pd = P keep / (1 - p)
-// in place; keep_bits(n): the keep bits of C tile n (bit e: element e, as keep_bits_pair gives
-// them; 0xF at p = 0).
-template <int kTiles, class KeepBits>
+// in place; keep: this lane's keep bits, bit 4 (n % 8) + e of keep[n / 8] for element e of C tile
+// n (as add_keep_bits collects them; all set at p = 0).
+template <int kTiles>
 __device__ __forceinline__ void exp_dropout_rows(float (&s)[kTiles][4], const float (&offset)[2],
                                                  float (&l)[2], const FlashParams& fp,
-                                                 KeepBits&& keep_bits) {
+                                                 const uint32_t (&keep_words)[kTiles / 8]) {
 #pragma unroll
   for (int n = 0; n < kTiles; ++n) {
-    const uint32_t keep = keep_bits(n);
+    const uint32_t keep = keep_words[n / 8] >> (4 * (n % 8));
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       const float prob = exp2f(s[n][e] - offset[e / 2]);

@@ -153,9 +153,7 @@ __global__ void __launch_bounds__(kThreads, kShortForwardBlocks)
     mask_scale_rows<kKeyTiles>(s, keys, fp.scale * kLog2e, lane, m);
     // m = -inf: no real key; every exp2 below is exp2(-inf) = 0 with offset 0.
     const float offset[2] = {m[0] == -INFINITY ? 0.0f : m[0], m[1] == -INFINITY ? 0.0f : m[1]};
-    exp_dropout_rows<kKeyTiles>(s, offset, l, fp, [&](int n) {  // s = Pd
-      return (keep[n / 8] >> (4 * (n % 8))) & 0xFu;
-    });
+    exp_dropout_rows<kKeyTiles>(s, offset, l, fp, keep);  // s = Pd
     add_row_shares(l);
     store_row_lse(lse + static_cast<int64_t>(bh) * fp.t, m, l, row0, lane, fp);  // L now: m dies
 #pragma unroll
