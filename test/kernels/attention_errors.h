@@ -24,6 +24,12 @@ std::vector<double> qkv_part(const std::vector<T>& qkv, int64_t h, int part) {
   return out;
 }
 
+inline double l2_norm(const std::vector<double>& v) {
+  double sum = 0;
+  for (double x : v) sum += x * x;
+  return std::sqrt(sum);
+}
+
 // ||got - ref||_2 / ||ref||_2.
 inline double l2_relative_error(const std::vector<double>& got, const std::vector<double>& ref) {
   double diff = 0, norm = 0;

@@ -9,6 +9,7 @@
 #include "kernels/dropout_mask.h"
 #include "test/common/op_case.h"
 #include "test/common/test_util.h"
+#include "test/kernels/attention_errors.h"
 
 using namespace electra;
 
@@ -376,6 +377,21 @@ TEST_CASE("attention's parity checks fail where they should", "[attention]") {
   got = want;
   got.back() = 1e-30;
   CHECK_THAT(dqkv(got, want, tol), Catch::Contains("padding only"));
+
+  // At T = 1 the reference's dQ and dK are exactly 0: measured against dV's norm.
+  const test::OpCase c1 = attention_case("attention/flash_short_3x1x256_h4_p0.1");
+  const auto& one_key = c1.spec("dqkv").check;
+  const int64_t h1 = 256;
+  std::vector<double> want1 = test::random_vector<double>(3 * 3 * h1, 8, 0.1, 1);
+  for (int64_t row = 0; row < 3; ++row) std::fill_n(want1.begin() + row * 3 * h1, 2 * h1, 0.0);
+  std::fill(want1.end() - 3 * h1, want1.end(), 0.0);  // the sequence of padding only
+  CHECK(one_key(want1, want1, tol).empty());
+  std::vector<double> got1 = want1;
+  got1[1] = 0.1 * tol * want1[2 * h1];  // dQ rounding: far below dV's norm
+  CHECK(one_key(got1, want1, tol).empty());
+  got1[h1 + 1] =
+      2 * tol * test::l2_norm(test::qkv_part(want1, h1, 2));  // dK as large as tol x ||dV||
+  CHECK_THAT(one_key(got1, want1, tol), Catch::StartsWith("dK normwise"));
 
   const auto& out = c.spec("out").check;
   std::vector<double> o = test::random_vector<double>(b * t * h, 6, 0.1, 1);
