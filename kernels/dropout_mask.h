@@ -72,10 +72,16 @@ ELECTRA_HD uint64_t philox_half_index(uint64_t index) {
   return index + (index >> kDropoutSiteShift << kDropoutSiteShift);
 }
 
+// Half h % 2 of a Philox word (the low half first): the 16-bit uniform of stream half h, where
+// `word` is word h / 2.
+ELECTRA_HD uint32_t half_of(uint32_t word, uint64_t h) {
+  return (word >> (16 * (h & 1))) & 0xFFFFu;
+}
+
 // The 16-bit uniform of element `index` (times 2^-16).
 ELECTRA_HD uint32_t philox_half(const RngStream& stream, uint64_t index) {
   const uint64_t h = philox_half_index(index);
-  return (stream.bits(h >> 1) >> (16 * (h & 1))) & 0xFFFFu;
+  return half_of(stream.bits(h >> 1), h);
 }
 
 ELECTRA_HD bool attention_keep(const RngStream& stream, uint64_t index, float p) {
@@ -87,8 +93,7 @@ ELECTRA_HD uint32_t keep_bits_of_block(const U32x4& block, uint32_t threshold) {
   uint32_t bits = 0;
   ELECTRA_HD_UNROLL
   for (int k = 0; k < 8; ++k) {
-    const uint32_t half = (block.v[k / 2] >> (16 * (k % 2))) & 0xFFFFu;
-    bits |= static_cast<uint32_t>(half >= threshold) << k;
+    bits |= static_cast<uint32_t>(half_of(block.v[k / 2], k) >= threshold) << k;
   }
   return bits;
 }

@@ -58,8 +58,7 @@ void apply_attention_dropout_mask(const RngStream& site_stream, uint64_t first, 
     T* out = y + c;
     for (int64_t i = 0; i < len; ++i) {
       const uint64_t h = h0 + static_cast<uint64_t>(i);
-      const uint32_t half = (words[(h >> 1) - w0] >> (16 * (h & 1))) & 0xFFFFu;
-      out[i] = half >= threshold ? in[i] * scale : T{0};
+      out[i] = half_of(words[(h >> 1) - w0], h) >= threshold ? in[i] * scale : T{0};
     }
   }
 }

@@ -8,7 +8,8 @@
 // groups' sums are added in group order into workspace[blockIdx.y, :] (at most 512 row blocks,
 // kernels/param_grad_rows.h), and the blocks that arrive last add those partials into db in a
 // fixed order in the same launch (kernels/column_sum.cuh; deterministic, no float atomics: the
-// order depends on N and H only).
+// order depends on N, H and, through the backward's row groups at 4 rows, the device's SM count:
+// the same bits on one kind of GPU, not across kinds).
 // Memory-bound: forward 2, backward 3 activation reads/writes per element (plus N / R * H f32
 // partials, written once and read once).
 #include <limits>
@@ -25,14 +26,14 @@ namespace {
 // Rows a thread loads before it computes and stores the first of them. The stores to dx / y may
 // alias the next rows' inputs as far as the compiler knows, so with one row it issues a row's
 // loads only after the previous row's store: one memory latency per row. The forward always takes
-// 4 rows (57 registers; H100, 2026-11-27: 0.0540 -> 0.0482 ms at 16384 x 1024, 0.1401 -> 0.1241
-// at x 3072, 0.1415 -> 0.1447 at x 4096). The backward's 4 rows take 128 registers, so an SM
-// holds at most 16 of its warps; where the launch has more warps than that at one row group a
-// block (Base and Large: 0.2993 -> 0.3221 and 0.3152 -> 0.3523 ms) it takes 1 row, where it has
-// fewer (Small's 1024: 0.1428 -> 0.1341 ms; the generator's 256) 4, with as many row groups as
-// keep the launch within those 16 warps an SM.
-// Row groups: the generator's FFN (H = 256) has 32 column threads, so one row group a block made
-// one-warp blocks, 4 warps an SM, and its backward moved 242 GB/s on the same profile.
+// 4 rows (64 registers at bf16 on sm_90, nvcc 13.0; H100, 2026-11-27: 0.0540 -> 0.0482 ms at 16384
+// x 1024, 0.1401 -> 0.1241 at x 3072, 0.1415 -> 0.1447 at x 4096). The backward's 4 rows take 128
+// registers, so an SM holds at most 16 of its warps (bf16; f32's take 140, so f32 always takes 1
+// row); where the launch has more warps than that at one row group a block (Base and Large: 0.2993
+// -> 0.3221 and 0.3152 -> 0.3523 ms) it takes 1 row, where it has fewer (Small's 1024: 0.1428 ->
+// 0.1341 ms; the generator's 256) 4, with as many row groups as keep the launch within those 16
+// warps an SM. Row groups: the generator's FFN (H = 256) has 32 column threads, so one row group a
+// block made one-warp blocks, 4 warps an SM, and its backward moved 242 GB/s on the same profile.
 constexpr int kRowsInFlight = 4;
 constexpr int kBackwardWarpsPerSmAt4Rows = 65536 / (kWarpSize * 128);  // the register file
 constexpr int kMaxThreads = 256;
@@ -142,7 +143,8 @@ struct Launch {
 };
 
 Launch launch_for(int64_t n, int64_t h, int v, int chunk, int64_t max_warps) {
-  ELECTRA_CHECK(n <= std::numeric_limits<int>::max(), "bias_gelu: ", n, " rows (at most 2^31 - 1)");
+  // At most 2^30 - 1: a group's end (first + share) and the last step's r0 + kRows stay in int.
+  ELECTRA_CHECK(n < (int64_t{1} << 30), "bias_gelu: ", n, " rows (at most 2^30 - 1)");
   const int64_t groups = ceil_div(h, v);
   const int64_t tiles = ceil_div(groups, kMaxThreads);
   const int64_t cols = ceil_div(ceil_div(groups, tiles), kWarpSize) * kWarpSize;
@@ -195,7 +197,8 @@ void backward(Context& ctx, const Tensor& dy, const Tensor& x, const float* bias
   const int v = vectorizable(h, {g, in, out, bias}) ? 8 : 1;
   // 4 rows where one row group a block fits the warps an SM holds of that kernel (see above).
   const int64_t budget = int64_t{kBackwardWarpsPerSmAt4Rows} * sm_count();
-  const bool four_rows = v == 8 && launch_for(n, h, v, kRowsInFlight, 0).warps() <= budget;
+  const bool four_rows =
+      v == 8 && sizeof(T) == 2 && launch_for(n, h, v, kRowsInFlight, 0).warps() <= budget;
   const Launch l = four_rows ? launch_for(n, h, v, kRowsInFlight, budget)
                              : launch_for(n, h, v, 1, std::numeric_limits<int64_t>::max());
   const ColumnTickets tickets =

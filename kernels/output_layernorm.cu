@@ -4,7 +4,8 @@
 // A block of 4 warps owns 64 rows; warp w owns rows 16 w .. 16 w + 15 (the M of mma.sync
 // m16n8k16). Shared memory holds W [H][K] and the block's x and residual rows in bf16, rows padded
 // by 8 elements so that ldmatrix's 8 row addresses fall in distinct banks (27,648 bytes at
-// H = K = 64: static, 8 blocks fit an SM of A100 or H100). W and x arrive in a first cp.async
+// H = K = 64, static; with the 1 KiB reserved per block and the registers below, 5 blocks an SM
+// on an A100, 7 on an H100). W and x arrive in a first cp.async
 // group, the residual in a second, which lands while the GEMM runs:
 //   acc [16 x H] = x W^T (f32, K = 64: 4 k-steps of 8 n-tiles) in registers;
 // then kernels/layernorm_quad.cuh's epilogue, as in ffn_forward: o = bf16(acc + b) (the unfused
