@@ -40,8 +40,9 @@ struct EncoderConfig {
   int weight_grad_group = 0;
   // Not a size either: which GPU attention kernels the layers run (kernels/attention.h: auto,
   // unfused, flash, flash_ds, flash_short); the CPU ignores it. model.attention in a config. A GPU
-  // run's bits depend on it (a --resume keeps it for bit-exactness), the CPU's do not, so, like
-  // weight_grad_group, it is not part of the config's hash.
+  // run's bits depend on it, the CPU's do not, so, like weight_grad_group, it is not part of the
+  // config's hash: a --resume gives the same bits only with the same value (neither the
+  // checkpoint nor the hash records it).
   AttentionImpl attention = AttentionImpl::kAuto;
 
   int head_dim() const { return hidden / heads; }
@@ -74,5 +75,7 @@ ElectraConfig read_electra_config(ConfigNode model);
 inline constexpr const char* kAttentionNames[] = {"auto", "unfused", "flash", "flash_ds",
                                                   "flash_short"};
 AttentionImpl attention_impl_named(const std::string& name, const std::string& key);
+// The name of model.attention that selects `impl`.
+const char* attention_name(AttentionImpl impl);
 
 }  // namespace electra

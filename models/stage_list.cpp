@@ -68,8 +68,14 @@ void StageList::backward(Context& ctx, const ForwardContext& saved, const Gradie
   } catch (...) {
     // A refusal between the fork and the join (a loss that did not run, ...): the main stream
     // still waits for the side work queued so far, so a caller that goes on does not reuse a
-    // buffer under it.
-    if (forked) join();
+    // buffer under it. The first error is the one rethrown: a capture it invalidated refuses the
+    // join's event too, and that second error would hide it.
+    if (forked) {
+      try {
+        join();
+      } catch (...) {  // the first error wins
+      }
+    }
     throw;
   }
 }
