@@ -250,6 +250,8 @@ int pretrain(PretrainConfig config, std::unique_ptr<Communicator>& comm, const s
                      static_cast<long long>(train.micro_batch_size),
                      static_cast<long long>(train.batch_size));
       }
+      const std::string note = resume_bits_note(saved, trainer.state());
+      if (!note.empty()) std::fprintf(stderr, "pretrain: %s\n", note.c_str());
     }
   } else if (init) {
     trainer.init_weights(

@@ -77,11 +77,22 @@ ElectraConfig electra_preset(const std::string& name) {
   return c;
 }
 
+namespace {
+// kAttentionNames[i] selects kImpls[i].
+constexpr AttentionImpl kImpls[] = {AttentionImpl::kAuto, AttentionImpl::kUnfused,
+                                    AttentionImpl::kFlash, AttentionImpl::kFlashDsGemm,
+                                    AttentionImpl::kFlashShort};
+static_assert(std::size(kImpls) == std::size(kAttentionNames));
+}  // namespace
+
+const char* attention_name(AttentionImpl impl) {
+  for (size_t i = 0; i < std::size(kImpls); ++i) {
+    if (impl == kImpls[i]) return kAttentionNames[i];
+  }
+  throw Error(str_cat("attention_name: AttentionImpl ", static_cast<int>(impl), " has no name"));
+}
+
 AttentionImpl attention_impl_named(const std::string& name, const std::string& key) {
-  static constexpr AttentionImpl kImpls[] = {AttentionImpl::kAuto, AttentionImpl::kUnfused,
-                                             AttentionImpl::kFlash, AttentionImpl::kFlashDsGemm,
-                                             AttentionImpl::kFlashShort};
-  static_assert(std::size(kImpls) == std::size(kAttentionNames));
   for (size_t i = 0; i < std::size(kImpls); ++i) {
     if (name == kAttentionNames[i]) return kImpls[i];
   }

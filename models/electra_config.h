@@ -41,8 +41,8 @@ struct EncoderConfig {
   // Not a size either: which GPU attention kernels the layers run (kernels/attention.h: auto,
   // unfused, flash, flash_ds, flash_short); the CPU ignores it. model.attention in a config. A GPU
   // run's bits depend on it, the CPU's do not, so, like weight_grad_group, it is not part of the
-  // config's hash: a --resume gives the same bits only with the same value (neither the
-  // checkpoint nor the hash records it).
+  // config's hash: a --resume gives the same bits only with the same value (trainer_state.json
+  // records it, and `electra pretrain --resume` says when it changed: resume_bits_note).
   AttentionImpl attention = AttentionImpl::kAuto;
 
   int head_dim() const { return hidden / heads; }

@@ -45,6 +45,8 @@ Trainer::Trainer(Context& ctx, Communicator& comm, const PretrainConfig& config,
   state_.config_text = canonical_text(config);
   state_.world_size = comm.size();
   state_.local_accumulation = local_accumulation_;
+  state_.device = ctx.is_cuda() ? "cuda" : "cpu";
+  state_.attention = attention_name(config.model.discriminator.attention);
   state_.shards = record_shards(shards);
   if (config.training == Training::kTwoStage) enter_phase(TrainingPhase::kGenerator);
 }

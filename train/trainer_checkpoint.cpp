@@ -161,6 +161,8 @@ std::string save_checkpoint(Context& ctx, const ElectraPretrainer& model,
     j["elapsed_seconds"] = state.elapsed_seconds;
     j["world_size"] = state.world_size;
     j["local_accumulation"] = state.local_accumulation;
+    j["device"] = state.device;
+    j["attention"] = state.attention;
     const StepMetrics& last = state.metrics;
     j["last_update"] = {{"gen_loss", last.gen_loss},     {"gen_accuracy", last.gen_accuracy},
                         {"disc_loss", last.disc_loss},   {"disc_accuracy", last.disc_accuracy},
@@ -189,6 +191,18 @@ std::string save_checkpoint(Context& ctx, const ElectraPretrainer& model,
     for (size_t i = 0; i + static_cast<size_t>(keep) < all.size(); ++i) fs::remove_all(all[i], ec);
   }
   return final_dir.string();
+}
+
+std::string resume_bits_note(const TrainerState& saved, const TrainerState& now) {
+  if (saved.device.empty()) return {};
+  const bool gpu_then = saved.device == "cuda", gpu_now = now.device == "cuda";
+  const auto kernels = [](const TrainerState& s) {
+    return s.device == "cuda" ? str_cat("on the GPU with model.attention ", s.attention)
+                              : std::string("on the CPU");
+  };
+  if (gpu_then == gpu_now && (!gpu_now || saved.attention == now.attention)) return {};
+  return str_cat("the checkpoint was computed ", kernels(saved), ", this run ", kernels(now),
+                 ": the updates from here on are not the bits an uninterrupted run would give");
 }
 
 std::string resolve_checkpoint(const std::string& path) {
@@ -246,6 +260,8 @@ TrainerState read_trainer_state(const std::string& checkpoint_dir) {
     s.elapsed_seconds = j.value("elapsed_seconds", 0.0);
     s.world_size = j.value("world_size", int64_t{1});
     s.local_accumulation = j.value("local_accumulation", int64_t{1});
+    s.device = j.value("device", std::string{});
+    s.attention = j.value("attention", std::string{});
     if (j.contains("last_update")) {
       const nlohmann::json& u = j.at("last_update");
       s.metrics.gen_loss = u.at("gen_loss").get<double>();

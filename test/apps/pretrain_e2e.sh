@@ -52,9 +52,14 @@ run=(--set train.steps=80 --set checkpoint.every=20)
 "$electra" pretrain "${small[@]}" "${run[@]}" --set checkpoint.dir="$work/b" --stop-after 40 \
   >/dev/null 2>&1 || fail "first half"
 [[ -d "$work/b/checkpoint-00000040" ]] || fail "no checkpoint at the stop"
+# With another model.attention: the CPU ignores it, so the resume says nothing of the bits (on a GPU
+# it would: resume_bits_note) and stays bit-identical.
 "$electra" pretrain "${small[@]}" "${run[@]}" --set checkpoint.dir="$work/b" --resume "$work/b" \
-  >"$work/resume.log" 2>&1 || fail "resume: $(tail -2 "$work/resume.log")"
+  --set model.attention=flash >"$work/resume.log" 2>&1 || fail "resume: $(tail -2 "$work/resume.log")"
 grep -q "resumed from .*checkpoint-00000040 at step 40" "$work/resume.log" || fail "resume message"
+grep -q "not the bits an uninterrupted run" "$work/resume.log" && fail "a note on the CPU's bits"
+grep -q '"device": "cpu"' "$work/b/checkpoint-00000040/trainer_state.json" ||
+  fail "trainer_state.json does not record the device"
 same=1
 for f in discriminator/model.safetensors generator/model.safetensors trainer_state.safetensors; do
   cmp -s "$work/a/checkpoint-00000080/$f" "$work/b/checkpoint-00000080/$f" || same=0

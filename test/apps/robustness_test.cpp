@@ -124,3 +124,33 @@ TEST_CASE("trainer-state counters must be integers below 2^32", "[robustness][re
                       Catch::Contains("trainer_state.json: step must be an integer in [0, 2^32)"));
   }
 }
+
+TEST_CASE("a resume on other kernels is said: device, or model.attention on a GPU",
+          "[robustness][resume]") {
+  ScratchDir dir("electra_state");
+  const std::string base =
+      R"({"step": 5, "data_epoch": 0, "data_position": 40, "seed": 1, "config_hash": "7",)"
+      R"( "config": "x")";
+  write_text(dir.path / "trainer_state.json", base + "}");
+  const TrainerState old = read_trainer_state(dir.path.string());  // before the fields existed
+  CHECK(old.device.empty());
+  write_text(dir.path / "trainer_state.json",
+             base + R"(, "device": "cuda", "attention": "flash_ds"})");
+  const TrainerState saved = read_trainer_state(dir.path.string());
+  CHECK(saved.device == "cuda");
+  CHECK(saved.attention == "flash_ds");
+
+  TrainerState now = saved;
+  CHECK(resume_bits_note(saved, now).empty());
+  CHECK(resume_bits_note(old, now).empty());  // an older checkpoint does not say
+  now.attention = "auto";
+  CHECK(resume_bits_note(saved, now) ==
+        "the checkpoint was computed on the GPU with model.attention flash_ds, this run on the "
+        "GPU with model.attention auto: the updates from here on are not the bits an "
+        "uninterrupted run would give");
+  now.device = "cpu";
+  CHECK_THAT(resume_bits_note(saved, now), Catch::Contains("this run on the CPU:"));
+  TrainerState cpu = now;
+  cpu.attention = "flash";  // the CPU ignores model.attention
+  CHECK(resume_bits_note(now, cpu).empty());
+}
