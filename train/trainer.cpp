@@ -4,6 +4,7 @@
 #include <array>
 
 #include "data/unigram_counts.h"
+#include "engine/device.h"
 #include "engine/timer.h"
 #include "kernels/step_scalars.h"
 #include "models/metric_rows.h"
@@ -45,7 +46,7 @@ Trainer::Trainer(Context& ctx, Communicator& comm, const PretrainConfig& config,
   state_.config_text = canonical_text(config);
   state_.world_size = comm.size();
   state_.local_accumulation = local_accumulation_;
-  state_.device = ctx.is_cuda() ? "cuda" : "cpu";
+  state_.device = ctx.is_cuda() ? cuda_device_description(ctx.device_index()) : "cpu";
   state_.attention = attention_name(config.model.discriminator.attention);
   state_.shards = record_shards(shards);
   if (config.training == Training::kTwoStage) enter_phase(TrainingPhase::kGenerator);

@@ -195,12 +195,12 @@ std::string save_checkpoint(Context& ctx, const ElectraPretrainer& model,
 
 std::string resume_bits_note(const TrainerState& saved, const TrainerState& now) {
   if (saved.device.empty()) return {};
-  const bool gpu_then = saved.device == "cuda", gpu_now = now.device == "cuda";
-  const auto kernels = [](const TrainerState& s) {
-    return s.device == "cuda" ? str_cat("on the GPU with model.attention ", s.attention)
-                              : std::string("on the CPU");
+  const auto on_cpu = [](const TrainerState& s) { return s.device == "cpu"; };
+  if (saved.device == now.device && (on_cpu(now) || saved.attention == now.attention)) return {};
+  const auto kernels = [&](const TrainerState& s) {
+    return on_cpu(s) ? std::string("on the CPU")
+                     : str_cat("on ", s.device, " with model.attention ", s.attention);
   };
-  if (gpu_then == gpu_now && (!gpu_now || saved.attention == now.attention)) return {};
   return str_cat("the checkpoint was computed ", kernels(saved), ", this run ", kernels(now),
                  ": the updates from here on are not the bits an uninterrupted run would give");
 }

@@ -54,7 +54,8 @@ struct TrainerState {
   double elapsed_seconds = 0;
   int64_t world_size = 1;          // ranks of the run that wrote it
   int64_t local_accumulation = 1;  // micro-batches per update on each of those ranks
-  // What computed its updates beyond the hashed config: "cpu" or "cuda", and model.attention (a
+  // What computed its updates beyond the hashed config: "cpu" or the GPU (cuda_device_description:
+  // another kind of GPU picks other cuBLASLt algorithms and launch shapes), and model.attention (a
   // GPU run's bits depend on it; the hash leaves it out). Empty in a checkpoint older than them.
   std::string device, attention;
   // The losses and accuracies of update `step` (over all ranks) and its gradient norm, at full
@@ -65,8 +66,8 @@ struct TrainerState {
 };
 
 // What a resume from `saved` changes in the bits of the updates to come, though the configs hash
-// the same: another device, or on a GPU another model.attention. Empty when nothing (or when the
-// checkpoint does not say).
+// the same: another device (the CPU, or another kind of GPU), or on a GPU another model.attention.
+// Empty when nothing (or when the checkpoint does not say).
 std::string resume_bits_note(const TrainerState& saved, const TrainerState& now);
 
 // Writes the checkpoint of `state.step` into run_dir (created if missing) and keeps the newest

@@ -134,10 +134,11 @@ TEST_CASE("a resume on other kernels is said: device, or model.attention on a GP
   write_text(dir.path / "trainer_state.json", base + "}");
   const TrainerState old = read_trainer_state(dir.path.string());  // before the fields existed
   CHECK(old.device.empty());
+  const std::string h100 = "NVIDIA H100 80GB HBM3 (sm_90, 79 GiB)";
   write_text(dir.path / "trainer_state.json",
-             base + R"(, "device": "cuda", "attention": "flash_ds"})");
+             base + R"(, "device": ")" + h100 + R"(", "attention": "flash_ds"})");
   const TrainerState saved = read_trainer_state(dir.path.string());
-  CHECK(saved.device == "cuda");
+  CHECK(saved.device == h100);
   CHECK(saved.attention == "flash_ds");
 
   TrainerState now = saved;
@@ -145,9 +146,13 @@ TEST_CASE("a resume on other kernels is said: device, or model.attention on a GP
   CHECK(resume_bits_note(old, now).empty());  // an older checkpoint does not say
   now.attention = "auto";
   CHECK(resume_bits_note(saved, now) ==
-        "the checkpoint was computed on the GPU with model.attention flash_ds, this run on the "
-        "GPU with model.attention auto: the updates from here on are not the bits an "
-        "uninterrupted run would give");
+        "the checkpoint was computed on " + h100 + " with model.attention flash_ds, this run on " +
+            h100 +
+            " with model.attention auto: the updates from here on are not the bits an "
+            "uninterrupted run would give");
+  now.attention = "flash_ds";
+  now.device = "NVIDIA A100-SXM4-80GB (sm_80, 79 GiB)";  // another kind of GPU
+  CHECK_THAT(resume_bits_note(saved, now), Catch::Contains("this run on NVIDIA A100"));
   now.device = "cpu";
   CHECK_THAT(resume_bits_note(saved, now), Catch::Contains("this run on the CPU:"));
   TrainerState cpu = now;
