@@ -208,7 +208,8 @@ void backward(Context& ctx, const Tensor& dy, const Tensor& x, const float* bias
                                                  static_cast<int>(n), h, l.rows, l.share);
   };
   if (four_rows) {
-    launch(bias_gelu_backward_kernel<T, 8, kRowsInFlight>);
+    // Instantiated for bf16 only: four_rows is false at f32 (its 4-row kernel is never launched).
+    if constexpr (sizeof(T) == 2) launch(bias_gelu_backward_kernel<T, 8, kRowsInFlight>);
   } else if (v == 8) {
     launch(bias_gelu_backward_kernel<T, 8, 1>);
   } else {
