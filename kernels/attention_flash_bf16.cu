@@ -6,21 +6,22 @@
 // contract: kernels/attention.h; the online softmax as in kernels/attention_flash.cu.
 //
 // Forward, one block per (64 queries, b * heads + h), looping over 64-key tiles: S = Q K^T in
-// registers, masked and scaled to log2 units (S log2(e) / sqrt(d), so exp is one exp2f), the
-// running max m and this lane's share of the sum l updated per row, P = exp2(S - m) and its
+// registers, masked and scaled to log2 units (S log2(e) / sqrt(d), so exp is one ex2: fast_exp2),
+// the running max m and this lane's share of the sum l updated per row, P = exp2(S - m) and its
 // dropout applied in registers, converted to bf16 A fragments and multiplied into O += Pd V.
 // At the end the 4 lanes of a row add their sums (fixed order), out = O / l, L = m ln 2 + log l.
 //
 // Backward, one kernel whose grid holds two roles (flash_backward_grid), no atomics and no block
 // waiting on another (two runs give the same bits):
 //   dK, dV role, one block per (64 keys, b * heads + h), dispatched first (the heavier role),
-//     over query tiles (64 at d = 32, 32 at d = 64, 16 at d = 128): D_i = <dout_i, out_i> of the
+//     over query tiles (64 at d = 32 and 64, 16 at d = 128): D_i = <dout_i, out_i> of the
 //     tile's rows from its out and dout tiles in shared memory, then the transposed tiles S^T = K
 //     Q^T and dPd^T = V dout^T (each warp owns 16 keys), then dV += Pd^T dout and dK += dS^T Q with
 //     Pd^T and dS^T as A fragments straight from registers; L of the query tile comes through
 //     shared memory with Q, dout and out.
-//   dQ role, one block per (64 queries, b * heads + h): D_i of its rows (from global memory, the
-//     same sum in the same order as the other role's), then over 64-key tiles S = Q K^T,
+//   dQ role, one block per (64 queries, b * heads + h): D_i of its rows (from its out and dout
+//     tiles, the out tile in the second K buffer before the first prefetch; the same sum in the
+//     same order as the other role's: quad_row_d), then over 64-key tiles S = Q K^T,
 //     dPd = dout V^T, P = exp2(S log2(e) / sqrt(d) - L log2(e)), dS = P (dPd keep / (1 - p) - D),
 //     dQ += dS K; dQ / sqrt(d) written.
 // S and dPd are computed twice (once per role), and D once per key tile of each query row: the
@@ -66,7 +67,9 @@ constexpr int kThreads = fl::kMmaWarps * kWarpSize;
 // where its tile starts past T: P is 0 there).
 template <int kBr>
 __device__ __forceinline__ uint32_t load_keep_word_t(const FlashParams& fp, int bh, int key0,
-                                                     int i0, int lane) {
+                                                     int i0) {
+  int lane;
+  asm volatile("mov.u32 %0, %%laneid;" : "=r"(lane));
   const bool inside =
       lane < kBr / 2 && i0 + 16 * (lane / 8) < fp.t && key0 + 8 * (lane / 4 % 2) < fp.t;
   return inside ? __ldg(keep_word(fp, bh, fl::keep_word_t(fp.t, key0, i0, lane))) : ~0u;
@@ -166,7 +169,7 @@ __global__ void __launch_bounds__(kThreads, forward_min_blocks(kD))
       const float new_max = fmaxf(m[r], tile_max[r]);
       // new_max = -inf: no real key so far; every exp2 below is exp2(-inf) = 0 with offset 0.
       offset[r] = new_max == -INFINITY ? 0.0f : new_max;
-      factor[r] = exp2f(m[r] - offset[r]);
+      factor[r] = fast_exp2(m[r] - offset[r]);
       m[r] = new_max;
       l[r] *= factor[r];
     }
@@ -208,26 +211,34 @@ __device__ __forceinline__ void backward_dq_block(unsigned char* smem, const bf1
   const bf16* q = tile_at(L::kQ) + warp * fl::kMmaRowsPerWarp * kLd;
   const bf16* g = tile_at(L::kDout) + warp * fl::kMmaRowsPerWarp * kLd;
 
+  // The out tile goes to the second K buffer, which the first key tile's prefetch fills only after
+  // the barrier below.
+  static_assert(L::kBr <= L::kBc, "the out tile fits a K buffer");
+  const bf16* out_tile = tile_at(L::kK + L::kTileK);
   load_tile<kBr, kD>(tile_at(L::kQ), q_src, ld, i0, fp);
   load_tile<kBr, kD>(tile_at(L::kDout), g_src, fp.h, i0, fp);
   load_tile<kBc, kD>(tile_at(L::kK), q_src + fp.h, ld, 0, fp);
   load_tile<kBc, kD>(tile_at(L::kV), q_src + 2 * fp.h, ld, 0, fp);
+  load_tile<kBr, kD>(tile_at(L::kK + L::kTileK),
+                     out + static_cast<int64_t>(b) * fp.t * fp.h + head * fp.d, fp.h, i0, fp);
   flash_mma::cp_async_commit();
 
-  // D and L log2(e) of rows g and g + 8 (D from global memory while the tiles load).
-  float row_d[2] = {0.0f, 0.0f}, row_lse[2];
-  for (int r = 0; r < fl::kMmaRowsPerWarp; ++r) {
-    const int i = row0 + r;
-    if (i >= fp.t) break;  // warp-uniform: flash_row_d reduces over the warp
-    const float d = flash_row_d(out, dout, b, head, i, fp);
-    if (r == fl::mma_c(lane, 0).row) row_d[0] = d;
-    if (r == fl::mma_c(lane, 2).row) row_d[1] = d;
-  }
+  // L log2(e) of rows g and g + 8 while the tiles load, then their D from the out and dout tiles
+  // (quad_row_d: the lane's quad sums row g, then row g + 8; 0 past T, where the tiles are 0).
+  float row_d[2], row_lse[2];
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     const int i = row0 + fl::mma_c(lane, 2 * r).row;
     row_lse[r] = i < fp.t ? lse[static_cast<int64_t>(bh) * fp.t + i] * kLog2e : INFINITY;
   }
+  flash_mma::cp_async_wait<0>();
+  __syncthreads();  // the tiles are in shared memory
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int row = warp * fl::kMmaRowsPerWarp + fl::mma_c(lane, 2 * r).row;
+    row_d[r] = quad_row_d<kD>(out_tile + row * kLd, tile_at(L::kDout) + row * kLd, lane % 4);
+  }
+  __syncthreads();  // the out tile is read: the first prefetch may overwrite it
 
   float dq[kD / 8][4] = {};
   const int tiles = static_cast<int>(ceil_div(fp.t, kBc));
@@ -255,7 +266,7 @@ __device__ __forceinline__ void backward_dq_block(unsigned char* smem, const bf1
       for (int e = 0; e < 4; ++e) {
         const int c = 8 * n + fl::mma_c(lane, e).col;
         const float prob =
-            ((keys >> c) & 1u) != 0 ? exp2f(s[n][e] * scale_log2 - row_lse[e / 2]) : 0.0f;
+            ((keys >> c) & 1u) != 0 ? fast_exp2(s[n][e] * scale_log2 - row_lse[e / 2]) : 0.0f;
         const float grad = ((keep >> e) & 1u) != 0 ? dp[n][e] * fp.keep_scale : 0.0f;
         s[n][e] = prob * (grad - row_d[e / 2]);  // dS
       }
@@ -270,23 +281,29 @@ __device__ __forceinline__ void backward_dq_block(unsigned char* smem, const bf1
 // L log2(e) of the query rows [i0, i0 + kRows) into shared memory (+inf past T, so that P = 0
 // there).
 template <int kRows>
-__device__ void load_row_lse(float* row_lse, const float* lse, int bh, int i0,
-                             const FlashParams& fp) {
-  for (int r = threadIdx.x; r < kRows; r += kThreads) {
+__device__ __forceinline__ void load_row_lse(float* row_lse, const float* lse, int bh, int i0,
+                                             const FlashParams& fp) {
+  static_assert(kRows <= kThreads, "one row a thread");
+  const int r = threadIdx.x;
+  if (r < kRows) {
     row_lse[r] = i0 + r < fp.t ? lse[static_cast<int64_t>(bh) * fp.t + i0 + r] * kLog2e : INFINITY;
   }
 }
 
-// D of the query rows [i0, i0 + kRows) into shared memory from the out and dout tiles there (rows
-// of operand_ld(kD)), one warp per row (0 past T); complete when the caller synchronises.
+// D of the query rows [0, kRows) of a tile into shared memory from the out and dout tiles there
+// (rows of operand_ld(kD), zero past T), 4 lanes a row (quad_row_d), 32 rows a pass of the block;
+// complete when the caller synchronises.
 template <int kRows, int kD>
-__device__ void tile_row_d(float* row_d, const bf16* out_tile, const bf16* dout_tile, int i0,
-                           const FlashParams& fp) {
-  constexpr int kLd = fl::operand_ld(kD);
-  for (int r = threadIdx.x / kWarpSize; r < kRows; r += fl::kMmaWarps) {
-    const float d =
-        i0 + r < fp.t ? flash_dot_row(out_tile + r * kLd, dout_tile + r * kLd, fp.d) : 0.0f;
-    if (threadIdx.x % kWarpSize == 0) row_d[r] = d;
+__device__ __forceinline__ void tile_row_d(float* row_d, const bf16* out_tile,
+                                           const bf16* dout_tile) {
+  constexpr int kLd = fl::operand_ld(kD), kRowsPerPass = kThreads / 4;
+  static_assert(kRows % 8 == 0, "a warp's 8 rows all inside the tile or all outside");
+#pragma unroll
+  for (int pass = 0; pass < (kRows + kRowsPerPass - 1) / kRowsPerPass; ++pass) {
+    const int r = static_cast<int>(threadIdx.x) / 4 + pass * kRowsPerPass;
+    if (kRows % kRowsPerPass != 0 && r >= kRows) break;  // warp-uniform
+    const float d = quad_row_d<kD>(out_tile + r * kLd, dout_tile + r * kLd, threadIdx.x % 4);
+    if (threadIdx.x % 4 == 0) row_d[r] = d;
   }
 }
 
@@ -362,7 +379,7 @@ __device__ __forceinline__ void backward_dkdv_block(unsigned char* smem, const b
   }
   flash_mma::cp_async_wait<0>();
   __syncthreads();  // the first query tile is in shared memory
-  tile_row_d<kBr, kD>(row_d, out_tile, tile_at(L::kDout), 0, fp);
+  tile_row_d<kBr, kD>(row_d, out_tile, tile_at(L::kDout));
   float dk[kD / 8][4] = {}, dv[kD / 8][4] = {};
   const int tiles = static_cast<int>(ceil_div(fp.t, kBr));
   for (int tile = 0; tile < tiles; ++tile) {
@@ -382,14 +399,14 @@ __device__ __forceinline__ void backward_dkdv_block(unsigned char* smem, const b
     float st[kBr / 8][4] = {}, dpt[kBr / 8][4] = {};
     flash_mma::mma_abt_smem<kD, kBr>(st, k, q, kLd, lane);
     flash_mma::mma_abt_smem<kD, kBr>(dpt, v, g, kLd, lane);
-    const uint32_t saved = fp.p > 0.0f ? load_keep_word_t<kBr>(fp, bh, key0, i0, lane) : ~0u;
+    const uint32_t saved = fp.p > 0.0f ? load_keep_word_t<kBr>(fp, bh, key0, i0) : ~0u;
 #pragma unroll
     for (int n = 0; n < kBr / 8; ++n) {
       const uint32_t keep = fp.p > 0.0f ? keep_bits_of_t(saved, n) : 0xFu;
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const int c = 8 * n + fl::mma_c(lane, e).col;  // the query, within the tile
-        const float prob = key_real[e / 2] ? exp2f(st[n][e] * scale_log2 - row_lse[c]) : 0.0f;
+        const float prob = key_real[e / 2] ? fast_exp2(st[n][e] * scale_log2 - row_lse[c]) : 0.0f;
         const bool kept = ((keep >> e) & 1u) != 0;
         st[n][e] = kept ? prob * fp.keep_scale : 0.0f;                              // Pd^T
         dpt[n][e] = prob * ((kept ? dpt[n][e] * fp.keep_scale : 0.0f) - row_d[c]);  // dS^T
@@ -403,7 +420,7 @@ __device__ __forceinline__ void backward_dkdv_block(unsigned char* smem, const b
     if (tile + 1 < tiles) {
       flash_mma::cp_async_wait<0>();
       __syncthreads();  // the next tile has arrived, and this tile's D is no longer read
-      tile_row_d<kBr, kD>(row_d, out_tile, tile_at(L::kDout + (1 - u) * L::kTileQ), i0 + kBr, fp);
+      tile_row_d<kBr, kD>(row_d, out_tile, tile_at(L::kDout + (1 - u) * L::kTileQ));
     }
   }
   bf16* grad_rows = dqkv + static_cast<int64_t>(b) * fp.t * ld + head * fp.d;

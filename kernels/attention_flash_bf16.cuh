@@ -23,20 +23,48 @@ using bf16 = __nv_bfloat16;
 constexpr float kLog2e = 1.44269504088896340736f;
 constexpr float kLn2 = 0.69314718055994530942f;
 
+// 2^x by the special function unit, results below 2^-126 flushed to 0 (ex2.approx.ftz.f32; 2^-inf
+// = 0): every exponential of the bf16 flash kernels. exp2f is the same instruction (2 ulp) plus,
+// for subnormal results, a range test and a rescale around it, whose predicates ptxas carried as
+// bits of one register through the backward's keep-bit code (2 instructions more an element, and
+// as many again to park and restore them). A probability below 2^-126 is a term far below bf16's
+// rounding of the sums it enters.
+__device__ __forceinline__ float fast_exp2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
 // Rows [row0, row0 + kRows) of one head (d columns from `src`, row stride ld) into `tile`
-// [kRows][operand_ld(kD)], zero past T and past d, by a block of kThreads threads: by 16-byte
-// cp.async when fp.vec (part of the caller's next commit group), else element by element
+// [kRows][operand_ld(kD)], zero past T and past d, by a block of exactly kThreads threads: by
+// 16-byte cp.async when fp.vec (part of the caller's next commit group), else element by element
 // (complete when the caller synchronises).
+// The cp.async passes are unrolled at compile time: thread x copies chunk x % kChunks of rows
+// x / kChunks + pass kRowsPerPass, so its row address is computed once and each pass adds a
+// constant multiple of ld. A loop `for (idx = threadIdx.x; idx < kRows kChunks; idx += kThreads)`
+// compiled to a trip-count computation, a 4-way unrolled body with a remainder, and 64-bit index
+// products per chunk: about 90 instructions a tile, three tiles (Q, dout, out) each query tile
+// of the dK, dV role (sm_90 SASS, docs/KERNELS.md "Tile loads and D").
 template <int kRows, int kD, int kThreads = flash_layout::kMmaWarps* kWarpSize>
-__device__ void load_tile(bf16* tile, const bf16* src, int64_t ld, int row0,
-                          const FlashParams& fp) {
+__device__ __forceinline__ void load_tile(bf16* tile, const bf16* src, int64_t ld, int row0,
+                                          const FlashParams& fp) {
   constexpr int kLd = flash_layout::operand_ld(kD);
   if (fp.vec) {
     constexpr int kChunks = kD / 8;
-    for (int idx = threadIdx.x; idx < kRows * kChunks; idx += kThreads) {
-      const int r = idx / kChunks, c = idx % kChunks * 8;
+    static_assert(kThreads % kChunks == 0, "a pass covers whole rows");
+    constexpr int kRowsPerPass = kThreads / kChunks;
+    constexpr int kPasses = (kRows + kRowsPerPass - 1) / kRowsPerPass;
+    const int r0 = static_cast<int>(threadIdx.x) / kChunks;
+    const int c = static_cast<int>(threadIdx.x) % kChunks * 8;
+    const bf16* from = src + (row0 + r0) * ld + c;
+    bf16* to = tile + r0 * kLd + c;
+#pragma unroll
+    for (int pass = 0; pass < kPasses; ++pass) {
+      const int r = r0 + pass * kRowsPerPass;
+      if (kRows % kRowsPerPass != 0 && r >= kRows) break;  // the last pass's spare threads
       const bool valid = row0 + r < fp.t && c < fp.d;
-      flash_mma::cp_async16(tile + r * kLd + c, valid ? src + (row0 + r) * ld + c : src, valid);
+      flash_mma::cp_async16(to + pass * kRowsPerPass * kLd,
+                            valid ? from + pass * kRowsPerPass * ld : src, valid);
     }
   } else {
     for (int idx = threadIdx.x; idx < kRows * kD; idx += kThreads) {
@@ -45,6 +73,37 @@ __device__ void load_tile(bf16* tile, const bf16* src, int64_t ld, int row0,
           row0 + r < fp.t && c < fp.d ? src[(row0 + r) * ld + c] : __float2bfloat16_rn(0.0f);
     }
   }
+}
+
+// D_i = <dout_i, out_i> of one row of two operand tiles in shared memory (kD columns, zero past d
+// and in rows past T, as load_tile leaves them), by the 4 lanes of a quad, `q` = lane % 4: lane q
+// sums columns q kD / 4 .. (q + 1) kD / 4 - 1 in order (flash_layout::row_d_column; one fma
+// chain from 16-byte loads), then the quad adds its 4 sums (xor 1, then xor 2: (s0 + s1) +
+// (s2 + s3) in every lane). The one D of every bf16 flash backward (both roles of v2's,
+// kFlashShort's), so that all of them multiply the same bits. A warp sums 8 rows at once: the
+// one-warp-per-row sum it replaced (flash_dot_row, 5 dependent shuffles a row) was the dK, dV
+// role's serial step between two query tiles. The two quads of a 16-byte shared-memory phase read
+// consecutive rows: at kD = 64 their 8 chunks fall in distinct bank groups
+// (attention_flash_layout_test).
+template <int kD>
+__device__ __forceinline__ float quad_row_d(const bf16* out_row, const bf16* dout_row, int q) {
+  float sum = 0.0f;
+#pragma unroll
+  for (int k = 0; k < kD / 32; ++k) {
+    const int col = flash_layout::row_d_column(kD, q, k);
+    const uint4 a = *reinterpret_cast<const uint4*>(out_row + col);
+    const uint4 b = *reinterpret_cast<const uint4*>(dout_row + col);
+    const uint32_t aw[4] = {a.x, a.y, a.z, a.w}, bw[4] = {b.x, b.y, b.z, b.w};
+#pragma unroll
+    for (int w = 0; w < 4; ++w) {
+      const float2 x = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&aw[w]));
+      const float2 y = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&bw[w]));
+      sum = fmaf(x.x, y.x, sum);
+      sum = fmaf(x.y, y.y, sum);
+    }
+  }
+  sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+  return sum + __shfl_xor_sync(0xffffffffu, sum, 2);
 }
 
 // Bit c: key j0 + c (c < 64) is real, i.e. inside T and not padding. One ballot per 32 keys.
@@ -180,7 +239,7 @@ __device__ __forceinline__ void exp_dropout_rows(float (&s)[kTiles][4], const fl
     const uint32_t keep = keep_words[n / 8] >> (4 * (n % 8));
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
-      const float prob = exp2f(s[n][e] - offset[e / 2]);
+      const float prob = fast_exp2(s[n][e] - offset[e / 2]);
       l[e / 2] += prob;
       s[n][e] = ((keep >> e) & 1u) != 0 ? prob * fp.keep_scale : 0.0f;  // Pd
     }

@@ -128,13 +128,14 @@ struct MmaDq {
 // each of Q, dout (kBr queries) and of their rows' L log2(e); the out tile of the next query
 // tile and the D of the current one (D_i = <dout_i, out_i>, computed by the block itself from the
 // out and dout tiles between two query tiles, so one buffer of each suffices). The warp's S^T and
-// dP^T tiles (16 x kBr f32 each) sit beside its two 16 x kD accumulators: kBr = 64 at d = 32,
-// 32 at d = 64 (at 64, sm_90 spills 44 bytes at 255 registers since the block computes D), 16 at
-// d = 128 (at 32, sm_90 spilled 8 bytes at 255 registers). The query tile's width does not change
-// the order in which dK and dV add their 16-query mma steps (ascending queries either way).
+// dP^T tiles (16 x kBr f32 each) sit beside its two 16 x kD accumulators: kBr = 64 at d = 32 and
+// 64 (at d = 64 it was 32 while the block summed D a row per warp: 64 spilled 44 bytes on sm_90;
+// since quad_row_d, 244 / 244 registers on sm_80 / sm_90 and no spill), 16 at d = 128 (at 32,
+// sm_90 spilled 8 bytes at 255 registers). The query tile's width does not change the order in
+// which dK and dV add their 16-query mma steps (ascending queries either way).
 template <int kD>
 struct MmaDkDv {
-  static constexpr int kBr = kD <= 32 ? 64 : kD <= 64 ? 32 : 16, kBc = kMmaRows;
+  static constexpr int kBr = kD <= 64 ? 64 : 16, kBc = kMmaRows;
   static constexpr int kLd = operand_ld(kD);
   static constexpr size_t kTileQ = kBf16 * kBr * kLd, kTileK = kBf16 * kBc * kLd;
   static constexpr size_t kK = 0;
@@ -250,6 +251,13 @@ ELECTRA_HD constexpr Coord ldsm_b(int lane) {
 }
 ELECTRA_HD constexpr Coord ldsm_bt(int lane) {
   return {lane % 8 + 8 * (lane / 8 % 2), 8 * (lane / 16)};
+}
+
+// D_i = <dout_i, out_i> by the 4 lanes of a quad (quad_row_d, kernels/attention_flash_bf16.cuh):
+// lane q (lane % 4) sums the 16-byte chunks k = 0 .. width / 32 - 1 of a row of operand tiles
+// starting at this column, in that order, so the quad covers the row once in column order.
+ELECTRA_HD constexpr int row_d_column(int width, int q, int k) {
+  return 8 * (q * (width / 32) + k);
 }
 
 // Dropout bits in registers, as the bf16 forwards draw them. One Philox block gives the keep bits

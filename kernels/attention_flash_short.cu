@@ -33,7 +33,7 @@
 //      global memory and each warp the padding mask of the 128 keys (4 ballots) meanwhile.
 //   2. Warp w owns queries 16 w .. 16 w + 15: S = Q_w K^T (16 x 128, f32 in registers, mma.sync
 //      m16n8k16 from ldmatrix fragments) once Q and K are in, dPd = dout_w V^T once the rest is;
-//      D_i = <dout_i, out_i> of its rows from the out and dout tiles (flash_dot_row: the sum and
+//      D_i = <dout_i, out_i> of its rows from the out and dout tiles (quad_row_d: the sum and
 //      order of v2's blocks, so the same bits); then per element P = exp2(S log2(e) / sqrt(d) - L
 //      log2(e)), 0 for padded keys and keys >= T, the keep bit the forward saved
 //      (load_keep_bits: one word a lane per 64 keys, transposed by shuffles; no Philox), Pd = P
@@ -222,13 +222,12 @@ __global__ void __launch_bounds__(kThreads, 1)
   if (active) {
     float dp[kKeyTiles][4] = {};
     flash_mma::mma_abt_smem<kD, kRows>(dp, g + row0 * kLd, v, kLd, lane);
-    // D of rows g and g + 8, as v2's dQ blocks sum it (zero past T).
-    float row_d[2] = {0.0f, 0.0f};
-    for (int r = 0; r < fl::kMmaRowsPerWarp; ++r) {
-      if (row0 + r >= fp.t) break;  // warp-uniform: flash_dot_row reduces over the warp
-      const float d = flash_dot_row(o + (row0 + r) * kLd, g + (row0 + r) * kLd, fp.d);
-      if (r == fl::mma_c(lane, 0).row) row_d[0] = d;
-      if (r == fl::mma_c(lane, 2).row) row_d[1] = d;
+    // D of rows g and g + 8, as v2's blocks sum it (quad_row_d; zero past T, where the tiles are).
+    float row_d[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const int row = row0 + fl::mma_c(lane, 2 * r).row;
+      row_d[r] = quad_row_d<kD>(o + row * kLd, g + row * kLd, lane % 4);
     }
     uint32_t saved[kKeyTiles / 8] = {~0u, ~0u};  // keys 0 .. 63, 64 .. 127 (load_keep_bits)
     if (fp.p > 0.0f) {
@@ -243,7 +242,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       for (int e = 0; e < 4; ++e) {
         const int c = 8 * n + fl::mma_c(lane, e).col;  // the key; c / 64 = n / 8
         const float prob = ((keys[n / 8] >> (c % 64)) & 1u) != 0
-                               ? exp2f(s[n][e] * scale_log2 - row_lse[e / 2])
+                               ? fast_exp2(s[n][e] * scale_log2 - row_lse[e / 2])
                                : 0.0f;
         const bool kept = ((keep >> e) & 1u) != 0;
         pd_val[e] = kept ? prob * fp.keep_scale : 0.0f;
