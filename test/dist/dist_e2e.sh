@@ -79,27 +79,32 @@ expect_failure() {  # expect_failure NAME LOG PATTERN START_SECONDS RC
   fi
 }
 
-# The job's start and first logged update may take long on a loaded machine (the whole suite runs
-# beside it): wait up to 90 s for them, then time from the kill: the job must end within 60 s of it.
+# signal_rank1 SIGNAL DIR: waits up to 90 s for the job checkpointing into DIR to log its first
+# update (its start may take long on a loaded machine: the whole suite runs beside it), then sends
+# SIGNAL to its rank 1, looking again for up to 10 s; status 1 if never found.
+signal_rank1() {
+  local signal=$1 dir=$2 pid
+  for _ in $(seq 1 900); do
+    [[ -s "$dir/metrics.jsonl" ]] && break
+    sleep 0.1
+  done
+  for _ in $(seq 1 50); do
+    for pid in $(pgrep -f "checkpoint.dir=$dir"); do
+      if tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=1"; then
+        kill "-$signal" "$pid" && return 0
+      fi
+    done
+    sleep 0.2
+  done
+  return 1
+}
+
+# The kill: the job must end within 60 s of it (timed from the kill, not from the start).
 timeout 240 "${mpi[@]}" -np 2 "$electra" pretrain "${long[@]}" --set checkpoint.dir="$work/kill" \
   >"$work/kill.log" 2>&1 &
 job=$!
-for _ in $(seq 1 900); do
-  [[ -s "$work/kill/metrics.jsonl" ]] && break
-  sleep 0.1
-done
-killed=0
-for _ in $(seq 1 50); do
-  for pid in $(pgrep -f "checkpoint.dir=$work/kill"); do
-    if tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=1"; then
-      kill -KILL "$pid" && killed=1
-    fi
-  done
-  ((killed)) && break
-  sleep 0.2
-done
+signal_rank1 KILL "$work/kill" || fail "could not find rank 1 to kill"
 start=$SECONDS
-((killed)) || fail "could not find rank 1 to kill"
 wait "$job"
 expect_failure "a killed rank ends the job" "$work/kill.log" "rank 1 .*exited on signal 9" \
   "$start" $?
@@ -119,30 +124,16 @@ expect_failure "different configs are refused at start" "$work/mix.log" \
   "the ranks disagree with rank 0: the configuration (config file or --set) differs on 1 of 2" \
   "$start" $?
 
-# 4. SIGTERM to one rank: every rank stops at the same update, rank 0 saves, exit 0. As for the
-# kill above: up to 90 s for the first logged update, rank 1 looked for again until found, and the
-# job bounded. (Once, under the suite's load, this step ran to the ctest timeout with every check
-# before it passed. With one look for rank 1 and no bound, a missed look would leave the job
-# running its 100000 updates; the log could not say whether that was it. Now a missed look is
-# retried, and a job that hangs after the signal ends with exit 124, named below.)
+# 4. SIGTERM to one rank: every rank stops at the same update, rank 0 saves, exit 0. Rank 1 is
+# found as for the kill above (signal_rank1) and the job is bounded. (Once, under the suite's
+# load, this step ran to the ctest timeout with every check before it passed. With one look for
+# rank 1 and no bound, a missed look would leave the job running its 100000 updates; the log
+# could not say whether that was it. Now a missed look is retried, and a job that hangs after
+# the signal ends with exit 124, named below.)
 timeout 150 "${mpi[@]}" -np 2 "$electra" pretrain "${long[@]}" --set checkpoint.dir="$work/term" \
   >"$work/term.log" 2>&1 &
 job=$!
-for _ in $(seq 1 900); do
-  [[ -s "$work/term/metrics.jsonl" ]] && break
-  sleep 0.1
-done
-signalled=0
-for _ in $(seq 1 50); do
-  for pid in $(pgrep -f "checkpoint.dir=$work/term"); do
-    if tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=1"; then
-      kill -TERM "$pid" && signalled=1
-    fi
-  done
-  ((signalled)) && break
-  sleep 0.2
-done
-((signalled)) || { fail "could not find rank 1 to signal"; kill "$job"; }
+signal_rank1 TERM "$work/term" || { fail "could not find rank 1 to signal"; kill "$job"; }
 wait "$job"
 rc=$?
 if [[ $rc -eq 0 ]] && grep -q "SIGTERM received at update [0-9]* (by 1 of 2 ranks)" \
