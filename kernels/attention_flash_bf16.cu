@@ -62,14 +62,24 @@ using fl::Coord;
 
 constexpr int kThreads = fl::kMmaWarps * kWarpSize;
 
+// This lane's index, read from %laneid at each use: ptxas neither holds it nor what is computed
+// from it live across the query-tile loop. With the lane passed in, it kept every C tile's
+// shuffle source and bit position (keep_bits_of_t) live there and spilled them at head dim 128
+// (28 bytes on sm_90), and, once the tile loads were unrolled, load_keep_word_t's word offsets
+// at d = 128 on sm_80 (12 bytes).
+__device__ __forceinline__ int lane_here() {
+  int lane;
+  asm volatile("mov.u32 %0, %%laneid;" : "=r"(lane));
+  return lane;
+}
+
 // The dK, dV role's saved keep bits of query tile i0 (kBr queries, i0 % 16 == 0) by the warp's
 // keys key0 .. key0 + 15 (flash_layout::keep_word_t): lane l < kBr / 2 loads one word (all set
 // where its tile starts past T: P is 0 there).
 template <int kBr>
 __device__ __forceinline__ uint32_t load_keep_word_t(const FlashParams& fp, int bh, int key0,
                                                      int i0) {
-  int lane;
-  asm volatile("mov.u32 %0, %%laneid;" : "=r"(lane));
+  const int lane = lane_here();
   const bool inside =
       lane < kBr / 2 && i0 + 16 * (lane / 8) < fp.t && key0 + 8 * (lane / 4 % 2) < fp.t;
   return inside ? __ldg(keep_word(fp, bh, fl::keep_word_t(fp.t, key0, i0, lane))) : ~0u;
@@ -77,12 +87,9 @@ __device__ __forceinline__ uint32_t load_keep_word_t(const FlashParams& fp, int 
 
 // The keep bits (bit e: element e) of this lane's C tile n of S^T from those words: elements e,
 // e + 1 (queries i, i + 1 of one key) are bits b, b + 4 of one lane's word (keep_source_t). The
-// lane is read from %laneid here, not passed in: ptxas kept every C tile's shuffle source and bit
-// position live across the query-tile loop and spilled them at head dim 128 (28 bytes on sm_90);
-// a volatile read is recomputed where it is used.
+// lane is lane_here()'s, not passed in.
 __device__ __forceinline__ uint32_t keep_bits_of_t(uint32_t word, int n) {
-  int lane;
-  asm volatile("mov.u32 %0, %%laneid;" : "=r"(lane));
+  const int lane = lane_here();
   uint32_t bits = 0;
 #pragma unroll
   for (int e = 0; e < 4; e += 2) {
@@ -214,17 +221,17 @@ __device__ __forceinline__ void backward_dq_block(unsigned char* smem, const bf1
   // The out tile goes to the second K buffer, which the first key tile's prefetch fills only after
   // the barrier below.
   static_assert(L::kBr <= L::kBc, "the out tile fits a K buffer");
-  const bf16* out_tile = tile_at(L::kK + L::kTileK);
+  bf16* out_tile = tile_at(L::kK + L::kTileK);
   load_tile<kBr, kD>(tile_at(L::kQ), q_src, ld, i0, fp);
   load_tile<kBr, kD>(tile_at(L::kDout), g_src, fp.h, i0, fp);
   load_tile<kBc, kD>(tile_at(L::kK), q_src + fp.h, ld, 0, fp);
   load_tile<kBc, kD>(tile_at(L::kV), q_src + 2 * fp.h, ld, 0, fp);
-  load_tile<kBr, kD>(tile_at(L::kK + L::kTileK),
-                     out + static_cast<int64_t>(b) * fp.t * fp.h + head * fp.d, fp.h, i0, fp);
+  load_tile<kBr, kD>(out_tile, out + static_cast<int64_t>(b) * fp.t * fp.h + head * fp.d, fp.h, i0,
+                     fp);
   flash_mma::cp_async_commit();
 
   // L log2(e) of rows g and g + 8 while the tiles load, then their D from the out and dout tiles
-  // (quad_row_d: the lane's quad sums row g, then row g + 8; 0 past T, where the tiles are 0).
+  // (warp_rows_d; 0 past T, where the tiles are 0).
   float row_d[2], row_lse[2];
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
@@ -233,11 +240,7 @@ __device__ __forceinline__ void backward_dq_block(unsigned char* smem, const bf1
   }
   flash_mma::cp_async_wait<0>();
   __syncthreads();  // the tiles are in shared memory
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    const int row = warp * fl::kMmaRowsPerWarp + fl::mma_c(lane, 2 * r).row;
-    row_d[r] = quad_row_d<kD>(out_tile + row * kLd, tile_at(L::kDout) + row * kLd, lane % 4);
-  }
+  warp_rows_d<kD>(row_d, out_tile + warp * fl::kMmaRowsPerWarp * kLd, g, lane);
   __syncthreads();  // the out tile is read: the first prefetch may overwrite it
 
   float dq[kD / 8][4] = {};

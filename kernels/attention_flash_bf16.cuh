@@ -106,6 +106,19 @@ __device__ __forceinline__ float quad_row_d(const bf16* out_row, const bf16* dou
   return sum + __shfl_xor_sync(0xffffffffu, sum, 2);
 }
 
+// D of this lane's rows g and g + 8 (flash_layout::mma_c) of a warp's 16 rows of the out and
+// dout tiles starting at out_rows, dout_rows: its quad sums row g, then row g + 8 (quad_row_d).
+template <int kD>
+__device__ __forceinline__ void warp_rows_d(float (&row_d)[2], const bf16* out_rows,
+                                            const bf16* dout_rows, int lane) {
+  constexpr int kLd = flash_layout::operand_ld(kD);
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int row = flash_layout::mma_c(lane, 2 * r).row;
+    row_d[r] = quad_row_d<kD>(out_rows + row * kLd, dout_rows + row * kLd, lane % 4);
+  }
+}
+
 // Bit c: key j0 + c (c < 64) is real, i.e. inside T and not padding. One ballot per 32 keys.
 __device__ __forceinline__ uint64_t real_keys64(const int32_t* real, int j0, int t) {
   const int lane = threadIdx.x % kWarpSize, ja = j0 + lane, jb = ja + kWarpSize;

@@ -222,13 +222,9 @@ __global__ void __launch_bounds__(kThreads, 1)
   if (active) {
     float dp[kKeyTiles][4] = {};
     flash_mma::mma_abt_smem<kD, kRows>(dp, g + row0 * kLd, v, kLd, lane);
-    // D of rows g and g + 8, as v2's blocks sum it (quad_row_d; zero past T, where the tiles are).
+    // D of rows g and g + 8, as v2's blocks sum it (zero past T, where the tiles are).
     float row_d[2];
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      const int row = row0 + fl::mma_c(lane, 2 * r).row;
-      row_d[r] = quad_row_d<kD>(o + row * kLd, g + row * kLd, lane % 4);
-    }
+    warp_rows_d<kD>(row_d, o + row0 * kLd, g + row0 * kLd, lane);
     uint32_t saved[kKeyTiles / 8] = {~0u, ~0u};  // keys 0 .. 63, 64 .. 127 (load_keep_bits)
     if (fp.p > 0.0f) {
       saved[0] = load_keep_bits(fp, bh, row0, 0, lane);

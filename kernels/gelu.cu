@@ -197,8 +197,10 @@ void backward(Context& ctx, const Tensor& dy, const Tensor& x, const float* bias
   const int v = vectorizable(h, {g, in, out, bias}) ? 8 : 1;
   // 4 rows where one row group a block fits the warps an SM holds of that kernel (see above).
   const int64_t budget = int64_t{kBackwardWarpsPerSmAt4Rows} * sm_count();
+  // The 4-row kernel exists at bf16 only (at f32 it takes 140 registers, above).
+  constexpr bool kHasFourRows = sizeof(T) == 2;
   const bool four_rows =
-      v == 8 && sizeof(T) == 2 && launch_for(n, h, v, kRowsInFlight, 0).warps() <= budget;
+      kHasFourRows && v == 8 && launch_for(n, h, v, kRowsInFlight, 0).warps() <= budget;
   const Launch l = four_rows ? launch_for(n, h, v, kRowsInFlight, budget)
                              : launch_for(n, h, v, 1, std::numeric_limits<int64_t>::max());
   const ColumnTickets tickets =
@@ -208,8 +210,7 @@ void backward(Context& ctx, const Tensor& dy, const Tensor& x, const float* bias
                                                  static_cast<int>(n), h, l.rows, l.share);
   };
   if (four_rows) {
-    // Instantiated for bf16 only: four_rows is false at f32 (its 4-row kernel is never launched).
-    if constexpr (sizeof(T) == 2) launch(bias_gelu_backward_kernel<T, 8, kRowsInFlight>);
+    if constexpr (kHasFourRows) launch(bias_gelu_backward_kernel<T, 8, kRowsInFlight>);
   } else if (v == 8) {
     launch(bias_gelu_backward_kernel<T, 8, 1>);
   } else {
