@@ -436,6 +436,10 @@ FlashParams flash_params(const Tensor& qkv, const AttentionArgs& args, const Ten
   ELECTRA_CHECK(qkv.dim(0) * args.heads <= 65535,
                 "attention (flash): B * heads = ", qkv.dim(0) * args.heads,
                 " exceeds the grid's y dimension");
+  // The bf16 kernels address a row of a sequence by a 32-bit offset (load_tile).
+  ELECTRA_CHECK(qkv.dim(1) * qkv.dim(2) < (int64_t{1} << 31),
+                "attention (flash): T x 3H = ", qkv.dim(1) * qkv.dim(2),
+                " exceeds the kernels' 32-bit offsets");
   // AttentionForward / AttentionBackward checked the shape: the bf16 kernels get it, the f32 ones
   // none.
   const bool bf16 = qkv.dtype == DType::BF16;

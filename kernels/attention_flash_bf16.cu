@@ -64,9 +64,9 @@ constexpr int kThreads = fl::kMmaWarps * kWarpSize;
 
 // This lane's index, read from %laneid at each use: ptxas neither holds it nor what is computed
 // from it live across the query-tile loop. With the lane passed in, it kept every C tile's
-// shuffle source and bit position (keep_bits_of_t) live there and spilled them at head dim 128
-// (28 bytes on sm_90), and, once the tile loads were unrolled, load_keep_word_t's word offsets
-// at d = 128 on sm_80 (12 bytes).
+// shuffle source and bit position live there (when the source was computed per lane) and spilled
+// them at head dim 128 (28 bytes on sm_90), and, once the tile loads were unrolled,
+// load_keep_word_t's word offsets at d = 128 on sm_80 (12 bytes).
 __device__ __forceinline__ int lane_here() {
   int lane;
   asm volatile("mov.u32 %0, %%laneid;" : "=r"(lane));
@@ -80,24 +80,34 @@ template <int kBr>
 __device__ __forceinline__ uint32_t load_keep_word_t(const FlashParams& fp, int bh, int key0,
                                                      int i0) {
   const int lane = lane_here();
-  const bool inside =
-      lane < kBr / 2 && i0 + 16 * (lane / 8) < fp.t && key0 + 8 * (lane / 4 % 2) < fp.t;
+  const bool inside = lane < kBr / 2 && i0 + 16 * (lane / 8) < fp.t && key0 + 8 * (lane % 2) < fp.t;
   return inside ? __ldg(keep_word(fp, bh, fl::keep_word_t(fp.t, key0, i0, lane))) : ~0u;
 }
 
-// The keep bits (bit e: element e) of this lane's C tile n of S^T from those words: elements e,
-// e + 1 (queries i, i + 1 of one key) are bits b, b + 4 of one lane's word (keep_source_t). The
-// lane is lane_here()'s, not passed in.
-__device__ __forceinline__ uint32_t keep_bits_of_t(uint32_t word, int n) {
-  const int lane = lane_here();
-  uint32_t bits = 0;
-#pragma unroll
-  for (int e = 0; e < 4; e += 2) {
-    const fl::KeySource src = fl::keep_source_t(lane, n, e);
-    const uint32_t w = __shfl_sync(0xffffffffu, word, src.lane);
-    bits |= ((w >> src.bit) & 1u) << e | ((w >> (src.bit + 4)) & 1u) << (e + 1);
-  }
-  return bits;
+// `word` of lane (this lane & kKeepSegmentMask) | index: shfl.sync.idx with that segment mask
+// (flash_layout::shfl_idx_source), the index a constant once unrolled.
+__device__ __forceinline__ uint32_t shfl_keep_word_t(uint32_t word, int index) {
+  uint32_t from;
+  asm volatile("shfl.sync.idx.b32 %0, %1, %2, %3, 0xffffffff;"
+               : "=r"(from)
+               : "r"(word), "r"(index), "r"(fl::kKeepSegmentMask << 8 | 31));
+  return from;
+}
+
+// Where keep_bits_of_t puts element e's bit: elements e, e + 1 (e even) are bits b, b + 4 of one
+// source word (keep_source_t), shifted down by b.
+__device__ __forceinline__ constexpr int keep_bit_t(int e) {
+  return e / 2 + 4 * (e % 2);
+}
+constexpr uint32_t kKeepAllT = 0x33u;  // the four elements' bits (p = 0)
+
+// The keep bits of this lane's C tile n of S^T from those words, element e at bit keep_bit_t(e):
+// two shuffles, then the bits at `bit` (keep_source_t(lane, ...).bit, the same for every n and
+// e) and bit + 4 of each.
+__device__ __forceinline__ uint32_t keep_bits_of_t(uint32_t word, int n, int bit) {
+  const uint32_t lo = shfl_keep_word_t(word, fl::keep_source_index_t(n, 0)) >> bit;
+  const uint32_t hi = shfl_keep_word_t(word, fl::keep_source_index_t(n, 2)) >> bit;
+  return (lo & 0x11u) | (hi & 0x11u) << 1;
 }
 
 // The forward's blocks per SM: 3 where its shared memory allows them on both architectures (d
@@ -124,7 +134,7 @@ __global__ void __launch_bounds__(kThreads, forward_min_blocks(kD))
   const int bh = blockIdx.y, b = bh / fp.heads, head = bh % fp.heads;
   const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
   const int i0 = blockIdx.x * kBr, row0 = i0 + warp * fl::kMmaRowsPerWarp;
-  const int64_t ld = 3 * static_cast<int64_t>(fp.h);
+  const int ld = 3 * fp.h;
   const bf16* q_src = qkv + static_cast<int64_t>(b) * fp.t * ld + head * fp.d;
   const int32_t* real = mask + static_cast<int64_t>(b) * fp.t;
   const float scale_log2 = fp.scale * kLog2e;
@@ -210,7 +220,7 @@ __device__ __forceinline__ void backward_dq_block(unsigned char* smem, const bf1
   const int b = bh / fp.heads, head = bh % fp.heads;
   const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
   const int i0 = q_tile * kBr, row0 = i0 + warp * fl::kMmaRowsPerWarp;
-  const int64_t ld = 3 * static_cast<int64_t>(fp.h);
+  const int ld = 3 * fp.h;
   const bf16* q_src = qkv + static_cast<int64_t>(b) * fp.t * ld + head * fp.d;
   const bf16* g_src = dout + static_cast<int64_t>(b) * fp.t * fp.h + head * fp.d;
   const int32_t* real = mask + static_cast<int64_t>(b) * fp.t;
@@ -270,8 +280,8 @@ __device__ __forceinline__ void backward_dq_block(unsigned char* smem, const bf1
         const int c = 8 * n + fl::mma_c(lane, e).col;
         const float prob =
             ((keys >> c) & 1u) != 0 ? fast_exp2(s[n][e] * scale_log2 - row_lse[e / 2]) : 0.0f;
-        const float grad = ((keep >> e) & 1u) != 0 ? dp[n][e] * fp.keep_scale : 0.0f;
-        s[n][e] = prob * (grad - row_d[e / 2]);  // dS
+        const float kept = ((keep >> e) & 1u) != 0 ? fp.keep_scale : 0.0f;
+        s[n][e] = prob * fmaf(dp[n][e], kept, -row_d[e / 2]);  // dS
       }
     }
     flash_mma::mma_cb_smem<kBc, kD>(dq, s, k, kLd, lane);
@@ -353,7 +363,7 @@ __device__ __forceinline__ void backward_dkdv_block(unsigned char* smem, const b
   const int b = bh / fp.heads, head = bh % fp.heads;
   const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
   const int j0 = kv_tile * kBc, key0 = j0 + warp * fl::kMmaRowsPerWarp;
-  const int64_t ld = 3 * static_cast<int64_t>(fp.h);
+  const int ld = 3 * fp.h;
   const bf16* q_src = qkv + static_cast<int64_t>(b) * fp.t * ld + head * fp.d;
   const int64_t g_offset = static_cast<int64_t>(b) * fp.t * fp.h + head * fp.d;
   const bf16* g_src = dout + g_offset;
@@ -403,16 +413,17 @@ __device__ __forceinline__ void backward_dkdv_block(unsigned char* smem, const b
     flash_mma::mma_abt_smem<kD, kBr>(st, k, q, kLd, lane);
     flash_mma::mma_abt_smem<kD, kBr>(dpt, v, g, kLd, lane);
     const uint32_t saved = fp.p > 0.0f ? load_keep_word_t<kBr>(fp, bh, key0, i0) : ~0u;
+    const int keep_bit = fl::keep_source_t(lane_here(), 0, 0).bit;
 #pragma unroll
     for (int n = 0; n < kBr / 8; ++n) {
-      const uint32_t keep = fp.p > 0.0f ? keep_bits_of_t(saved, n) : 0xFu;
+      const uint32_t keep = fp.p > 0.0f ? keep_bits_of_t(saved, n, keep_bit) : kKeepAllT;
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const int c = 8 * n + fl::mma_c(lane, e).col;  // the query, within the tile
         const float prob = key_real[e / 2] ? fast_exp2(st[n][e] * scale_log2 - row_lse[c]) : 0.0f;
-        const bool kept = ((keep >> e) & 1u) != 0;
-        st[n][e] = kept ? prob * fp.keep_scale : 0.0f;                              // Pd^T
-        dpt[n][e] = prob * ((kept ? dpt[n][e] * fp.keep_scale : 0.0f) - row_d[c]);  // dS^T
+        const float kept = ((keep >> keep_bit_t(e)) & 1u) != 0 ? fp.keep_scale : 0.0f;
+        st[n][e] = prob * kept;                               // Pd^T
+        dpt[n][e] = prob * fmaf(dpt[n][e], kept, -row_d[c]);  // dS^T
       }
     }
     if constexpr (kStoreDs) {

@@ -35,18 +35,29 @@ __device__ __forceinline__ float fast_exp2(float x) {
   return y;
 }
 
+// base + offset elements, by one 32 x 32 -> 64-bit multiply-add (mad.wide.s32), written out in
+// PTX: as C++ the compiler re-associated the head's 64-bit offset from the tensor into every
+// address (a sign extension and two 64-bit adds a 16-byte copy).
+__device__ __forceinline__ const bf16* element_at(const bf16* base, int offset) {
+  const bf16* at;
+  asm("mad.wide.s32 %0, %1, 2, %2;" : "=l"(at) : "r"(offset), "l"(base));
+  return at;
+}
+
 // Rows [row0, row0 + kRows) of one head (d columns from `src`, row stride ld) into `tile`
 // [kRows][operand_ld(kD)], zero past T and past d, by a block of exactly kThreads threads: by
 // 16-byte cp.async when fp.vec (part of the caller's next commit group), else element by element
-// (complete when the caller synchronises).
+// (complete when the caller synchronises). Offsets from `src` are ints: T ld < 2^31 (flash_params
+// checks it), so an address is one 32-bit multiply-add away from `src`.
 // The cp.async passes are unrolled at compile time: thread x copies chunk x % kChunks of rows
-// x / kChunks + pass kRowsPerPass, so its row address is computed once and each pass adds a
-// constant multiple of ld. A loop `for (idx = threadIdx.x; idx < kRows kChunks; idx += kThreads)`
+// x / kChunks + pass kRowsPerPass, so its offset is computed once and each pass adds a constant
+// multiple of ld. A loop `for (idx = threadIdx.x; idx < kRows kChunks; idx += kThreads)`
 // compiled to a trip-count computation, a 4-way unrolled body with a remainder, and 64-bit index
 // products per chunk: about 90 instructions a tile, three tiles (Q, dout, out) each query tile
-// of the dK, dV role (sm_90 SASS, docs/KERNELS.md "Tile loads and D").
+// of the dK, dV role (sm_90 SASS, docs/KERNELS.md "Tile loads and D"); with 64-bit offsets
+// the unrolled passes still took about 18 instructions a chunk.
 template <int kRows, int kD, int kThreads = flash_layout::kMmaWarps* kWarpSize>
-__device__ __forceinline__ void load_tile(bf16* tile, const bf16* src, int64_t ld, int row0,
+__device__ __forceinline__ void load_tile(bf16* tile, const bf16* src, int ld, int row0,
                                           const FlashParams& fp) {
   constexpr int kLd = flash_layout::operand_ld(kD);
   if (fp.vec) {
@@ -56,15 +67,16 @@ __device__ __forceinline__ void load_tile(bf16* tile, const bf16* src, int64_t l
     constexpr int kPasses = (kRows + kRowsPerPass - 1) / kRowsPerPass;
     const int r0 = static_cast<int>(threadIdx.x) / kChunks;
     const int c = static_cast<int>(threadIdx.x) % kChunks * 8;
-    const bf16* from = src + (row0 + r0) * ld + c;
+    const bool column = c < fp.d;
+    const int from = (row0 + r0) * ld + c;  // element (row0 + r0, c) of src
     bf16* to = tile + r0 * kLd + c;
 #pragma unroll
     for (int pass = 0; pass < kPasses; ++pass) {
       const int r = r0 + pass * kRowsPerPass;
       if (kRows % kRowsPerPass != 0 && r >= kRows) break;  // the last pass's spare threads
-      const bool valid = row0 + r < fp.t && c < fp.d;
+      const bool valid = column && row0 + r < fp.t;
       flash_mma::cp_async16(to + pass * kRowsPerPass * kLd,
-                            valid ? from + pass * kRowsPerPass * ld : src, valid);
+                            element_at(src, valid ? from + pass * kRowsPerPass * ld : 0), valid);
     }
   } else {
     for (int idx = threadIdx.x; idx < kRows * kD; idx += kThreads) {

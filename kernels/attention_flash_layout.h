@@ -320,17 +320,31 @@ ELECTRA_HD constexpr int64_t keep_word_rows(int64_t t, int i0, int j0, int l) {
 }
 // - the dK, dV role's S^T tiles, keys key0 .. key0 + 15 (rows, key0 % 16 == 0) by a query tile of
 //   queries i0 .. (i0 % 16 == 0), C tile n its queries i0 + 8 n .. + 7: lane l < (queries) / 2
-//   holds word l % 4 of the saved tile of queries i0 + 16 (l / 8) and keys key0 + 8 (l / 4 % 2);
+//   holds word 2 (l / 2 % 2) + l / 4 % 2 of the saved tile of queries i0 + 16 (l / 8) and keys
+//   key0 + 8 (l % 2);
 ELECTRA_HD constexpr int64_t keep_word_t(int64_t t, int key0, int i0, int l) {
-  return keep_tile_word(t, i0 + 16 * (l / 8), key0 + 8 * (l / 4 % 2)) + l % 4;
+  return keep_tile_word(t, i0 + 16 * (l / 8), key0 + 8 * (l % 2)) + 2 * (l / 2 % 2) + l / 4 % 2;
 }
 //   elements e and e + 1 (e even: queries i, i + 1 of one key) of this lane's C tile n are then
-//   bits `bit` and bit + 4 of lane `lane`'s word.
+//   bits `bit` and bit + 4 of lane `lane`'s word. The source lane takes bit 2 from the reading
+//   lane (its key's parity) and its other bits from (n, e) alone: a shuffle with segment mask
+//   kKeepSegmentMask and a constant index (shfl_idx_source), no per-lane index arithmetic; the
+//   bit depends on the reading lane alone.
 struct KeySource {
   int lane, bit;
 };
+constexpr int kKeepSegmentMask = 4;
+ELECTRA_HD constexpr int keep_source_index_t(int n, int e) {
+  return 8 * (n / 2) + 2 * (n % 2) + e / 2;
+}
 ELECTRA_HD constexpr KeySource keep_source_t(int lane, int n, int e) {
-  return {8 * (n / 2) + 4 * (e / 2) + 2 * (n % 2) + lane / 4 % 2, 8 * (lane % 4) + lane / 8};
+  return {(lane & kKeepSegmentMask) | keep_source_index_t(n, e), 8 * (lane % 4) + lane / 8};
+}
+// The lane that shfl.sync.idx reads for lane `lane` given index b and segment mask `segmask`
+// (clamp 31, so that every source is taken), as the PTX ISA defines it: (lane & segmask) |
+// (b & ~segmask).
+ELECTRA_HD constexpr int shfl_idx_source(int lane, int b, int segmask) {
+  return (lane & segmask) | (b & ~segmask & 31);
 }
 
 // One of the five exchange steps (j = 16, 8, 4, 2, 1) that transpose a warp's 32 x 32 bit matrix,

@@ -78,7 +78,7 @@ constexpr int kShortForwardBlocks = F::kMinBlocks;
 // The head's Q, K and V into the tiles q, k, v ([kRows][kLd], rows past T zero): Q and K as one
 // commit group, then V as a second (each part of its group when fp.vec, else plain stores,
 // complete at the caller's next barrier).
-__device__ __forceinline__ void load_qkv(bf16* q, bf16* k, bf16* v, const bf16* q_src, int64_t ld,
+__device__ __forceinline__ void load_qkv(bf16* q, bf16* k, bf16* v, const bf16* q_src, int ld,
                                          const FlashParams& fp) {
   load_tile<kRows, kD, kThreads>(q, q_src, ld, 0, fp);
   load_tile<kRows, kD, kThreads>(k, q_src + fp.h, ld, 0, fp);
@@ -129,7 +129,7 @@ __global__ void __launch_bounds__(kThreads, kShortForwardBlocks)
   const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
   const int row0 = warp * fl::kMmaRowsPerWarp;  // the warp's 16 queries; warp-uniform
   const bool active = row0 < fp.t;
-  const int64_t ld = 3 * static_cast<int64_t>(fp.h);
+  const int ld = 3 * fp.h;
 
   load_qkv(q, k, v, qkv + static_cast<int64_t>(b) * fp.t * ld + head * fp.d, ld, fp);
   flash_mma::cp_async_commit();
@@ -191,7 +191,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   // The warp's 16 queries in phase 2, its 16 keys in phase 3; warp-uniform.
   const int row0 = warp * fl::kMmaRowsPerWarp;
   const bool active = row0 < fp.t;
-  const int64_t ld = 3 * static_cast<int64_t>(fp.h);
+  const int ld = 3 * fp.h;
   const bf16* q_src = qkv + static_cast<int64_t>(b) * fp.t * ld + head * fp.d;
   const int64_t g_offset = static_cast<int64_t>(b) * fp.t * fp.h + head * fp.d;
   const float scale_log2 = fp.scale * kLog2e;
@@ -240,9 +240,9 @@ __global__ void __launch_bounds__(kThreads, 1)
         const float prob = ((keys[n / 8] >> (c % 64)) & 1u) != 0
                                ? fast_exp2(s[n][e] * scale_log2 - row_lse[e / 2])
                                : 0.0f;
-        const bool kept = ((keep >> e) & 1u) != 0;
-        pd_val[e] = kept ? prob * fp.keep_scale : 0.0f;
-        s[n][e] = prob * ((kept ? dp[n][e] * fp.keep_scale : 0.0f) - row_d[e / 2]);  // dS
+        const float kept = ((keep >> e) & 1u) != 0 ? fp.keep_scale : 0.0f;
+        pd_val[e] = prob * kept;
+        s[n][e] = prob * fmaf(dp[n][e], kept, -row_d[e / 2]);  // dS
       }
 #pragma unroll
       for (int e = 0; e < 4; e += 2) {

@@ -383,6 +383,23 @@ TEST_CASE("bit_transpose_step: five steps transpose a warp's 32 x 32 bit matrix"
   CHECK(wrong == 0);
 }
 
+TEST_CASE("shfl_idx_source: __shfl_sync's lanes for every width, and the segment mask's",
+          "[attention][flash]") {
+  namespace fl = flash_layout;
+  for (int lane = 0; lane < kLanes; ++lane) {
+    // __shfl_sync(mask, v, b, width) is shfl.sync.idx with segment mask 32 - width: lane b % width
+    // of the reading lane's group of `width` (the CUDA programming guide's definition).
+    for (int width = 1; width <= kLanes; width *= 2) {
+      for (int b = 0; b < kLanes; ++b) {
+        CHECK(fl::shfl_idx_source(lane, b, kLanes - width) == lane / width * width + b % width);
+      }
+    }
+    // The dK, dV role's keep words: bit 2 from the reading lane, the others from the index.
+    CHECK(fl::shfl_idx_source(lane, 0, fl::kKeepSegmentMask) == (lane & 4));
+    CHECK(fl::shfl_idx_source(lane, 27, fl::kKeepSegmentMask) == (27 & ~4) + (lane & 4));
+  }
+}
+
 TEST_CASE("saved keep bits: each role's lanes find each of their elements' bits",
           "[attention][flash]") {
   namespace fl = flash_layout;
@@ -413,6 +430,10 @@ TEST_CASE("saved keep bits: each role's lanes find each of their elements' bits"
             const Coord c = flash_layout::mma_c(lane, e);
             const fl::KeySource src = fl::keep_source_t(lane, n, e);
             REQUIRE(src.lane < br / 2);  // the lanes that load
+            // The kernel's shuffle: a constant index under the segment mask.
+            CHECK(src.lane ==
+                  fl::shfl_idx_source(lane, fl::keep_source_index_t(n, e), fl::kKeepSegmentMask));
+            CHECK(src.bit == fl::keep_source_t(lane, 0, 0).bit);
             const int64_t word = fl::keep_word_t(t, key0, i0, src.lane);
             for (int q = 0; q < 2; ++q) {
               const fl::KeepAt at = fl::keep_at(t, i0 + 8 * n + c.col + q, key0 + c.row);
