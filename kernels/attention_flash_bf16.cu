@@ -17,11 +17,11 @@
 //     over query tiles (64 at d = 32 and 64, 16 at d = 128): D_i = <dout_i, out_i> of the
 //     tile's rows from its out and dout tiles in shared memory, then the transposed tiles S^T = K
 //     Q^T and dPd^T = V dout^T (each warp owns 16 keys), then dV += Pd^T dout and dK += dS^T Q with
-//     Pd^T and dS^T as A fragments straight from registers; L of the query tile comes through
-//     shared memory with Q, dout and out.
+//     Pd^T and dS^T as A fragments straight from registers; L and D of the query tile's rows
+//     come through shared memory as {L, D} pairs.
 //   dQ role, one block per (64 queries, b * heads + h): D_i of its rows (from its out and dout
 //     tiles, the out tile in the second K buffer before the first prefetch; the same sum in the
-//     same order as the other role's: quad_row_d), then over 64-key tiles S = Q K^T,
+//     same order as the other role's: warp_diag_d), then over 64-key tiles S = Q K^T,
 //     dPd = dout V^T, P = exp2(S log2(e) / sqrt(d) - L log2(e)), dS = P (dPd keep / (1 - p) - D),
 //     dQ += dS K; dQ / sqrt(d) written.
 // S and dPd are computed twice (once per role), and D once per key tile of each query row: the
@@ -46,7 +46,7 @@
 // (flash_layout::keep_tile_word, store_keep_bits: the bits a lane holds, transposed across the
 // warp); the backward reads them back, the same words transposed back for a warp's query rows
 // (load_keep_bits) or one word a lane per query tile of its keys passed on by shuffles
-// (load_keep_word_t, keep_bits_of_t), instead of drawing them in both roles: about 80 integer
+// (load_keep_word_t, keep_source_word_t), instead of drawing them in both roles: about 80 integer
 // instructions a lane per Philox block (10 rounds) against, per C tile, a share of 5 shuffles (2
 // for a transposed tile) beside its 4 to 8 mma.sync.
 #include <cmath>
@@ -67,9 +67,11 @@ constexpr int kThreads = fl::kMmaWarps * kWarpSize;
 // shuffle source and bit position live there (when the source was computed per lane) and spilled
 // them at head dim 128 (28 bytes on sm_90), and, once the tile loads were unrolled,
 // load_keep_word_t's word offsets at d = 128 on sm_80 (12 bytes).
+// Its range is stated, so that divisions by powers of 2 of what is computed from it are shifts.
 __device__ __forceinline__ int lane_here() {
   int lane;
   asm volatile("mov.u32 %0, %%laneid;" : "=r"(lane));
+  __builtin_assume(lane >= 0 && lane < kWarpSize);
   return lane;
 }
 
@@ -80,34 +82,29 @@ template <int kBr>
 __device__ __forceinline__ uint32_t load_keep_word_t(const FlashParams& fp, int bh, int key0,
                                                      int i0) {
   const int lane = lane_here();
-  const bool inside = lane < kBr / 2 && i0 + 16 * (lane / 8) < fp.t && key0 + 8 * (lane % 2) < fp.t;
+  __builtin_assume(i0 >= 0 && key0 >= 0);  // so that keep_word_t's divisions are shifts
+  const bool inside = (kBr / 2 >= kWarpSize || lane < kBr / 2) && i0 + 16 * (lane / 8) < fp.t &&
+                      key0 + 8 * (lane % 2) < fp.t;
   return inside ? __ldg(keep_word(fp, bh, fl::keep_word_t(fp.t, key0, i0, lane))) : ~0u;
 }
 
-// `word` of lane (this lane & kKeepSegmentMask) | index: shfl.sync.idx with that segment mask
-// (flash_layout::shfl_idx_source), the index a constant once unrolled.
-__device__ __forceinline__ uint32_t shfl_keep_word_t(uint32_t word, int index) {
+// The word that elements e, e + 1 (e even) of this lane's C tile n of S^T take their keep bits
+// from: `word` of lane (this lane & kKeepSegmentMask) | keep_source_index_t(n, e), by
+// shfl.sync.idx with that segment mask (flash_layout::shfl_idx_source), the index a constant
+// once unrolled.
+__device__ __forceinline__ uint32_t keep_source_word_t(uint32_t word, int n, int e) {
   uint32_t from;
   asm volatile("shfl.sync.idx.b32 %0, %1, %2, %3, 0xffffffff;"
                : "=r"(from)
-               : "r"(word), "r"(index), "r"(fl::kKeepSegmentMask << 8 | 31));
+               : "r"(word), "r"(fl::keep_source_index_t(n, e)),
+                 "r"(fl::kKeepSegmentMask << 8 | 31));
   return from;
 }
 
-// Where keep_bits_of_t puts element e's bit: elements e, e + 1 (e even) are bits b, b + 4 of one
-// source word (keep_source_t), shifted down by b.
-__device__ __forceinline__ constexpr int keep_bit_t(int e) {
-  return e / 2 + 4 * (e % 2);
-}
-constexpr uint32_t kKeepAllT = 0x33u;  // the four elements' bits (p = 0)
-
-// The keep bits of this lane's C tile n of S^T from those words, element e at bit keep_bit_t(e):
-// two shuffles, then the bits at `bit` (keep_source_t(lane, ...).bit, the same for every n and
-// e) and bit + 4 of each.
-__device__ __forceinline__ uint32_t keep_bits_of_t(uint32_t word, int n, int bit) {
-  const uint32_t lo = shfl_keep_word_t(word, fl::keep_source_index_t(n, 0)) >> bit;
-  const uint32_t hi = shfl_keep_word_t(word, fl::keep_source_index_t(n, 2)) >> bit;
-  return (lo & 0x11u) | (hi & 0x11u) << 1;
+// The bit of element e (e even) in that word, keep_source_t's `bit` (the same for every C tile);
+// element e + 1's is 4 above it.
+__device__ __forceinline__ uint32_t keep_mask_t() {
+  return 1u << fl::keep_source_t(lane_here(), 0, 0).bit;
 }
 
 // The forward's blocks per SM: 3 where its shared memory allows them on both architectures (d
@@ -277,9 +274,8 @@ __device__ __forceinline__ void backward_dq_block(unsigned char* smem, const bf1
       const uint32_t keep = saved >> (4 * n);
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
-        const int c = 8 * n + fl::mma_c(lane, e).col;
         const float prob =
-            ((keys >> c) & 1u) != 0 ? fast_exp2(s[n][e] * scale_log2 - row_lse[e / 2]) : 0.0f;
+            key_is_real(keys, lane, n, e) ? fast_exp2(s[n][e] * scale_log2 - row_lse[e / 2]) : 0.0f;
         const float kept = ((keep >> e) & 1u) != 0 ? fp.keep_scale : 0.0f;
         s[n][e] = prob * fmaf(dp[n][e], kept, -row_d[e / 2]);  // dS
       }
@@ -291,32 +287,36 @@ __device__ __forceinline__ void backward_dq_block(unsigned char* smem, const bf1
                  lane, fp);
 }
 
-// L log2(e) of the query rows [i0, i0 + kRows) into shared memory (+inf past T, so that P = 0
-// there).
+// L log2(e) of the query rows [i0, i0 + kRows) into the .x of their statistics in shared memory
+// (+inf past T, so that P = 0 there).
 template <int kRows>
-__device__ __forceinline__ void load_row_lse(float* row_lse, const float* lse, int bh, int i0,
+__device__ __forceinline__ void load_row_lse(float2* row_stats, const float* lse, int bh, int i0,
                                              const FlashParams& fp) {
   static_assert(kRows <= kThreads, "one row a thread");
   const int r = threadIdx.x;
   if (r < kRows) {
-    row_lse[r] = i0 + r < fp.t ? lse[static_cast<int64_t>(bh) * fp.t + i0 + r] * kLog2e : INFINITY;
+    row_stats[r].x =
+        i0 + r < fp.t ? lse[static_cast<int64_t>(bh) * fp.t + i0 + r] * kLog2e : INFINITY;
   }
 }
 
-// D of the query rows [0, kRows) of a tile into shared memory from the out and dout tiles there
-// (rows of operand_ld(kD), zero past T), 4 lanes a row (quad_row_d), 32 rows a pass of the block;
-// complete when the caller synchronises.
+// D of the query rows [0, kRows) of a tile into the .y of their statistics in shared memory, from
+// the out and dout tiles there (rows of operand_ld(kD), zero past T): warp w < kRows / 16 takes
+// rows 16 w .. 16 w + 15 (warp_diag_d), and the lanes holding their D write them; complete when
+// the caller synchronises.
 template <int kRows, int kD>
-__device__ __forceinline__ void tile_row_d(float* row_d, const bf16* out_tile,
+__device__ __forceinline__ void tile_row_d(float2* row_stats, const bf16* out_tile,
                                            const bf16* dout_tile) {
-  constexpr int kLd = fl::operand_ld(kD), kRowsPerPass = kThreads / 4;
-  static_assert(kRows % 8 == 0, "a warp's 8 rows all inside the tile or all outside");
-#pragma unroll
-  for (int pass = 0; pass < (kRows + kRowsPerPass - 1) / kRowsPerPass; ++pass) {
-    const int r = static_cast<int>(threadIdx.x) / 4 + pass * kRowsPerPass;
-    if (kRows % kRowsPerPass != 0 && r >= kRows) break;  // warp-uniform
-    const float d = quad_row_d<kD>(out_tile + r * kLd, dout_tile + r * kLd, threadIdx.x % 4);
-    if (threadIdx.x % 4 == 0) row_d[r] = d;
+  constexpr int kLd = fl::operand_ld(kD), kRowsPerWarp = fl::kMmaRowsPerWarp;
+  static_assert(kRows % kRowsPerWarp == 0 && kRows / kRowsPerWarp <= fl::kMmaWarps,
+                "one warp per 16 rows");
+  const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
+  if (warp >= kRows / kRowsPerWarp) return;  // warp-uniform
+  const int row0 = warp * kRowsPerWarp;
+  const float2 d = warp_diag_d<kD>(out_tile + row0 * kLd, dout_tile + row0 * kLd, lane);
+  if (lane == fl::diag_c(lane / 4).lane) {
+    row_stats[row0 + lane / 4].y = d.x;
+    row_stats[row0 + lane / 4 + 8].y = d.y;
   }
 }
 
@@ -359,7 +359,10 @@ __device__ __forceinline__ void backward_dkdv_block(unsigned char* smem, const b
   using L = fl::MmaDkDv<kD>;
   constexpr int kBr = L::kBr, kBc = L::kBc, kLd = L::kLd;
   const auto tile_at = [&](size_t offset) { return reinterpret_cast<bf16*>(smem + offset); };
-  const auto floats_at = [&](size_t offset) { return reinterpret_cast<float*>(smem + offset); };
+  // {L log2(e), D} of the query rows of buffer u.
+  const auto row_stats = [&](int u) {
+    return reinterpret_cast<float2*>(smem + L::kRowStats + u * L::kRowStatsBytes);
+  };
   const int b = bh / fp.heads, head = bh % fp.heads;
   const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
   const int j0 = kv_tile * kBc, key0 = j0 + warp * fl::kMmaRowsPerWarp;
@@ -373,14 +376,13 @@ __device__ __forceinline__ void backward_dkdv_block(unsigned char* smem, const b
   const bf16* k = tile_at(L::kK) + warp * fl::kMmaRowsPerWarp * kLd;
   const bf16* v = tile_at(L::kV) + warp * fl::kMmaRowsPerWarp * kLd;
   bf16* out_tile = tile_at(L::kOut);
-  float* row_d = floats_at(L::kRowD);  // D of the current query tile
 
   load_tile<kBc, kD>(tile_at(L::kK), q_src + fp.h, ld, j0, fp);
   load_tile<kBc, kD>(tile_at(L::kV), q_src + 2 * fp.h, ld, j0, fp);
   load_tile<kBr, kD>(tile_at(L::kQ), q_src, ld, 0, fp);
   load_tile<kBr, kD>(tile_at(L::kDout), g_src, fp.h, 0, fp);
   load_tile<kBr, kD>(out_tile, o_src, fp.h, 0, fp);
-  load_row_lse<kBr>(floats_at(L::kLse), lse, bh, 0, fp);
+  load_row_lse<kBr>(row_stats(0), lse, bh, 0, fp);
   flash_mma::cp_async_commit();
 
   // Whether keys g and g + 8 of the warp are real (P = 0 exactly for the others).
@@ -392,7 +394,7 @@ __device__ __forceinline__ void backward_dkdv_block(unsigned char* smem, const b
   }
   flash_mma::cp_async_wait<0>();
   __syncthreads();  // the first query tile is in shared memory
-  tile_row_d<kBr, kD>(row_d, out_tile, tile_at(L::kDout));
+  tile_row_d<kBr, kD>(row_stats(0), out_tile, tile_at(L::kDout));
   float dk[kD / 8][4] = {}, dv[kD / 8][4] = {};
   const int tiles = static_cast<int>(ceil_div(fp.t, kBr));
   for (int tile = 0; tile < tiles; ++tile) {
@@ -403,27 +405,31 @@ __device__ __forceinline__ void backward_dkdv_block(unsigned char* smem, const b
       load_tile<kBr, kD>(tile_at(L::kQ + (1 - u) * L::kTileQ), q_src, ld, i0 + kBr, fp);
       load_tile<kBr, kD>(tile_at(L::kDout + (1 - u) * L::kTileQ), g_src, fp.h, i0 + kBr, fp);
       load_tile<kBr, kD>(out_tile, o_src, fp.h, i0 + kBr, fp);
-      load_row_lse<kBr>(floats_at(L::kLse) + (1 - u) * kBr, lse, bh, i0 + kBr, fp);
+      load_row_lse<kBr>(row_stats(1 - u), lse, bh, i0 + kBr, fp);
       flash_mma::cp_async_commit();
     }
     const bf16* q = tile_at(L::kQ + u * L::kTileQ);
     const bf16* g = tile_at(L::kDout + u * L::kTileQ);
-    const float* row_lse = floats_at(L::kLse) + u * kBr;
+    const float2* stats = row_stats(u);
     float st[kBr / 8][4] = {}, dpt[kBr / 8][4] = {};
     flash_mma::mma_abt_smem<kD, kBr>(st, k, q, kLd, lane);
     flash_mma::mma_abt_smem<kD, kBr>(dpt, v, g, kLd, lane);
+    // All set at p = 0, so that the shuffles below give every element kept.
     const uint32_t saved = fp.p > 0.0f ? load_keep_word_t<kBr>(fp, bh, key0, i0) : ~0u;
-    const int keep_bit = fl::keep_source_t(lane_here(), 0, 0).bit;
+    const uint32_t keep_mask = keep_mask_t();
 #pragma unroll
     for (int n = 0; n < kBr / 8; ++n) {
-      const uint32_t keep = fp.p > 0.0f ? keep_bits_of_t(saved, n, keep_bit) : kKeepAllT;
+      const uint32_t words[2] = {keep_source_word_t(saved, n, 0), keep_source_word_t(saved, n, 2)};
+      // {L, D} of queries c and c + 1 (c = the C tile's column of elements 0 and 2).
+      const float4 pair = *reinterpret_cast<const float4*>(stats + 8 * n + fl::mma_c(lane, 0).col);
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
-        const int c = 8 * n + fl::mma_c(lane, e).col;  // the query, within the tile
-        const float prob = key_real[e / 2] ? fast_exp2(st[n][e] * scale_log2 - row_lse[c]) : 0.0f;
-        const float kept = ((keep >> keep_bit_t(e)) & 1u) != 0 ? fp.keep_scale : 0.0f;
-        st[n][e] = prob * kept;                               // Pd^T
-        dpt[n][e] = prob * fmaf(dpt[n][e], kept, -row_d[c]);  // dS^T
+        const float row_lse = e % 2 == 0 ? pair.x : pair.z, row_d = e % 2 == 0 ? pair.y : pair.w;
+        const float prob = key_real[e / 2] ? fast_exp2(st[n][e] * scale_log2 - row_lse) : 0.0f;
+        const bool keep_e = (words[e / 2] & keep_mask << 4 * (e % 2)) != 0;
+        const float kept = keep_e ? fp.keep_scale : 0.0f;
+        st[n][e] = prob * kept;                            // Pd^T
+        dpt[n][e] = prob * fmaf(dpt[n][e], kept, -row_d);  // dS^T
       }
     }
     if constexpr (kStoreDs) {
@@ -434,7 +440,7 @@ __device__ __forceinline__ void backward_dkdv_block(unsigned char* smem, const b
     if (tile + 1 < tiles) {
       flash_mma::cp_async_wait<0>();
       __syncthreads();  // the next tile has arrived, and this tile's D is no longer read
-      tile_row_d<kBr, kD>(row_d, out_tile, tile_at(L::kDout + (1 - u) * L::kTileQ));
+      tile_row_d<kBr, kD>(row_stats(1 - u), out_tile, tile_at(L::kDout + (1 - u) * L::kTileQ));
     }
   }
   bf16* grad_rows = dqkv + static_cast<int64_t>(b) * fp.t * ld + head * fp.d;

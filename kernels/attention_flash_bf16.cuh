@@ -87,48 +87,37 @@ __device__ __forceinline__ void load_tile(bf16* tile, const bf16* src, int ld, i
   }
 }
 
-// D_i = <dout_i, out_i> of one row of two operand tiles in shared memory (kD columns, zero past d
-// and in rows past T, as load_tile leaves them), by the 4 lanes of a quad, `q` = lane % 4: lane q
-// sums columns q kD / 4 .. (q + 1) kD / 4 - 1 in order (flash_layout::row_d_column; one fma
-// chain from 16-byte loads), then the quad adds its 4 sums (xor 1, then xor 2: (s0 + s1) +
-// (s2 + s3) in every lane). The one D of every bf16 flash backward (both roles of v2's,
-// kFlashShort's), so that all of them multiply the same bits. A warp sums 8 rows at once: the
-// one-warp-per-row sum it replaced (flash_dot_row, 5 dependent shuffles a row) was the dK, dV
-// role's serial step between two query tiles. The two quads of a 16-byte shared-memory phase read
-// consecutive rows: at kD = 64 their 8 chunks fall in distinct bank groups
-// (attention_flash_layout_test).
+// D_i = <dout_i, out_i> of a warp's 16 rows of two operand tiles in shared memory (rows from
+// out_rows and dout_rows, kD columns, zero past d and in rows past T as load_tile leaves them),
+// by tensor cores: the diagonal of the 16 x 16 product dout out^T (two C tiles, kD / 16 mma steps
+// each; the bf16 products are exact in f32). Row r's D is element diag_c(r).e of C tile r / 8 in
+// lane diag_c(r).lane = 4 g + g / 2 (g = r % 8: rows g and g + 8 in one lane,
+// flash_layout::diag_c). Returned in every lane: what lane 4 g + g / 2 of its own g = lane / 4
+// holds there, D of rows g (.x) and g + 8 (.y) in that lane, other values elsewhere.
+// The one D of every bf16 flash backward (both roles of v2's, kFlashShort's), from rows at
+// multiples of 16 of tiles of one layout, so that all of them multiply the same bits. Summed by
+// FMA, 4 lanes a row (16-byte loads, bf16 to f32 conversions, an FMA chain and 2 shuffles), it
+// took about 140 instructions a thread per 64 rows, 15% of the dK, dV role's loop at d = 64
+// (sm_90 SASS; docs/KERNELS.md, "D by tensor cores").
 template <int kD>
-__device__ __forceinline__ float quad_row_d(const bf16* out_row, const bf16* dout_row, int q) {
-  float sum = 0.0f;
-#pragma unroll
-  for (int k = 0; k < kD / 32; ++k) {
-    const int col = flash_layout::row_d_column(kD, q, k);
-    const uint4 a = *reinterpret_cast<const uint4*>(out_row + col);
-    const uint4 b = *reinterpret_cast<const uint4*>(dout_row + col);
-    const uint32_t aw[4] = {a.x, a.y, a.z, a.w}, bw[4] = {b.x, b.y, b.z, b.w};
-#pragma unroll
-    for (int w = 0; w < 4; ++w) {
-      const float2 x = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&aw[w]));
-      const float2 y = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&bw[w]));
-      sum = fmaf(x.x, y.x, sum);
-      sum = fmaf(x.y, y.y, sum);
-    }
-  }
-  sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-  return sum + __shfl_xor_sync(0xffffffffu, sum, 2);
+__device__ __forceinline__ float2 warp_diag_d(const bf16* out_rows, const bf16* dout_rows,
+                                              int lane) {
+  float c[2][4] = {};
+  flash_mma::mma_abt_smem<kD, 2 * 8>(c, dout_rows, out_rows, flash_layout::operand_ld(kD), lane);
+  // diag_c(g).e = g % 2 in C tile 0, diag_c(g + 8).e = 2 + g % 2 in C tile 1.
+  const bool odd = lane / 4 % 2 != 0;
+  return {odd ? c[0][1] : c[0][0], odd ? c[1][3] : c[1][2]};
 }
 
 // D of this lane's rows g and g + 8 (flash_layout::mma_c) of a warp's 16 rows of the out and
-// dout tiles starting at out_rows, dout_rows: its quad sums row g, then row g + 8 (quad_row_d).
+// dout tiles starting at out_rows, dout_rows (warp_diag_d), from the lane holding them.
 template <int kD>
 __device__ __forceinline__ void warp_rows_d(float (&row_d)[2], const bf16* out_rows,
                                             const bf16* dout_rows, int lane) {
-  constexpr int kLd = flash_layout::operand_ld(kD);
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    const int row = flash_layout::mma_c(lane, 2 * r).row;
-    row_d[r] = quad_row_d<kD>(out_rows + row * kLd, dout_rows + row * kLd, lane % 4);
-  }
+  const float2 d = warp_diag_d<kD>(out_rows, dout_rows, lane);
+  const int from = flash_layout::diag_c(lane / 4).lane;
+  row_d[0] = __shfl_sync(0xffffffffu, d.x, from);
+  row_d[1] = __shfl_sync(0xffffffffu, d.y, from);
 }
 
 // Bit c: key j0 + c (c < 64) is real, i.e. inside T and not padding. One ballot per 32 keys.
@@ -137,6 +126,15 @@ __device__ __forceinline__ uint64_t real_keys64(const int32_t* real, int j0, int
   const uint32_t lo = __ballot_sync(0xffffffffu, ja < t && real[ja] != 0);
   const uint32_t hi = __ballot_sync(0xffffffffu, jb < t && real[jb] != 0);
   return lo | static_cast<uint64_t>(hi) << 32;
+}
+
+// Whether element e of this lane's C tile n (columns = keys) is a real key, from real_keys64's
+// word of the tile's 64 keys (n % 8: the C tile within them). The shift by the lane's column is
+// the same for every element: the compiler takes it out of an unrolled loop (one 64-bit shift a
+// word), leaving a constant bit test an element; written as (keys >> c) & 1 with c = 8 n + the
+// element's column it did not (two 64-bit shifts and two tests an element pair).
+__device__ __forceinline__ bool key_is_real(uint64_t keys, int lane, int n, int e) {
+  return ((keys >> flash_layout::mma_c(lane, 0).col >> (8 * (n % 8) + e % 2)) & 1u) != 0;
 }
 
 // The keep bits of this lane's 8 elements of the pair of 16 x 8 C tiles whose element (0, 0) is
@@ -238,8 +236,7 @@ __device__ __forceinline__ void mask_scale_rows(float (&s)[kTiles][4],
   for (int n = 0; n < kTiles; ++n) {
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
-      const int c = 8 * n + flash_layout::mma_c(lane, e).col;  // c / 64 = n / 8
-      s[n][e] = ((keys[n / 8] >> (c - 64 * (n / 8))) & 1u) != 0 ? s[n][e] * scale_log2 : -INFINITY;
+      s[n][e] = key_is_real(keys[n / 8], lane, n, e) ? s[n][e] * scale_log2 : -INFINITY;
       row_max[e / 2] = fmaxf(row_max[e / 2], s[n][e]);
     }
   }

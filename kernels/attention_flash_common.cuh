@@ -1,7 +1,7 @@
 // What the f32 flash kernels (kernels/attention_flash.cu) and the bf16 ones
 // (kernels/attention_flash_bf16.cu) share: their parameters, the dropout mask's element index,
 // the launch and its grids, and the bf16 entry points that attention_flash.cu calls; and the f32
-// kernels' D_i = <dout_i, out_i> (the bf16 ones sum it by quads: quad_row_d).
+// kernels' D_i = <dout_i, out_i> (the bf16 ones by tensor cores: warp_diag_d).
 #pragma once
 
 #include <type_traits>
@@ -49,7 +49,7 @@ __device__ __forceinline__ uint64_t mask_row(const FlashParams& fp, int bh, int 
 // D_i = <dout_i, out_i> over the first d columns of the rows `out` and `dout` in global memory,
 // summed by one warp (lane c takes columns c, c + 32, ..., one FMA each; then
 // warp_sum): every lane returns it. Both roles of the f32 flash backward compute D with it, so
-// they agree bit for bit (the bf16 kernels sum D by quads: quad_row_d,
+// they agree bit for bit (the bf16 kernels sum D by tensor cores: warp_diag_d,
 // kernels/attention_flash_bf16.cuh).
 template <class T>
 __device__ __forceinline__ float flash_dot_row(const T* out, const T* dout, int d) {

@@ -125,12 +125,14 @@ struct MmaDq {
 };
 
 // dK, dV role (one block per key tile, looping over query tiles): K and V of kBc keys, two buffers
-// each of Q, dout (kBr queries) and of their rows' L log2(e); the out tile of the next query
-// tile and the D of the current one (D_i = <dout_i, out_i>, computed by the block itself from the
-// out and dout tiles between two query tiles, so one buffer of each suffices). The warp's S^T and
+// each of Q, dout (kBr queries) and of their rows' statistics {L log2(e), D} (a float2 a row, so
+// that a lane's two queries of a C tile come in one 16-byte load), and the out tile of the next
+// query tile (D_i = <dout_i, out_i> is computed by the block itself from the out and dout tiles
+// between two query tiles, so one out buffer suffices). The warp's S^T and
 // dP^T tiles (16 x kBr f32 each) sit beside its two 16 x kD accumulators: kBr = 64 at d = 32 and
 // 64 (at d = 64 it was 32 while the block summed D a row per warp: 64 spilled 44 bytes on sm_90;
-// since quad_row_d, 244 / 244 registers on sm_80 / sm_90 and no spill), 16 at d = 128 (at 32,
+// with D by quads, then by tensor cores, 244 / 245 registers on sm_80 / sm_90 and no spill, 2
+// blocks per SM), 16 at d = 128 (at 32,
 // sm_90 spilled 8 bytes at 255 registers). The query tile's width does not change the order in
 // which dK and dV add their 16-query mma steps (ascending queries either way).
 template <int kD>
@@ -143,9 +145,10 @@ struct MmaDkDv {
   static constexpr size_t kQ = align128(kV + kTileK);  // buffer u at kQ + u * kTileQ
   static constexpr size_t kDout = align128(kQ + 2 * kTileQ);
   static constexpr size_t kOut = align128(kDout + 2 * kTileQ);
-  static constexpr size_t kLse = align128(kOut + kTileQ);  // buffer u at kLse + u * kBr
-  static constexpr size_t kRowD = align128(kLse + sizeof(float) * 2 * kBr);
-  static constexpr size_t kBytes = align128(kRowD + sizeof(float) * kBr);
+  // Buffer u at kRowStats + u * kRowStatsBytes: {L log2(e), D} of each query row.
+  static constexpr size_t kRowStatsBytes = 2 * sizeof(float) * kBr;
+  static constexpr size_t kRowStats = align128(kOut + kTileQ);
+  static constexpr size_t kBytes = align128(kRowStats + 2 * kRowStatsBytes);
   static_assert(kBytes <= kMaxBlockBytes, "flash dK, dV tiles exceed shared memory");
 };
 
@@ -253,11 +256,15 @@ ELECTRA_HD constexpr Coord ldsm_bt(int lane) {
   return {lane % 8 + 8 * (lane / 8 % 2), 8 * (lane / 16)};
 }
 
-// D_i = <dout_i, out_i> by the 4 lanes of a quad (quad_row_d, kernels/attention_flash_bf16.cuh):
-// lane q (lane % 4) sums the 16-byte chunks k = 0 .. width / 32 - 1 of a row of operand tiles
-// starting at this column, in that order, so the quad covers the row once in column order.
-ELECTRA_HD constexpr int row_d_column(int width, int q, int k) {
-  return 8 * (q * (width / 32) + k);
+// D_i = <dout_i, out_i> of a warp's 16 rows as the diagonal of the 16 x 16 product dout out^T
+// (warp_diag_d, kernels/attention_flash_bf16.cuh): row r's D is element e of C tile r / 8 (its
+// columns 8 (r / 8) ..) in lane `lane`, mma_c's element (r % 8 + 8 (e / 2), r % 8): lane 4 g +
+// g / 2 for g = r % 8, so that rows g and g + 8 are in one lane.
+struct DiagAt {
+  int lane, e;
+};
+ELECTRA_HD constexpr DiagAt diag_c(int r) {
+  return {4 * (r % 8) + r % 8 / 2, 2 * (r / 8) + r % 2};
 }
 
 // Dropout bits in registers, as the bf16 forwards draw them. One Philox block gives the keep bits

@@ -33,8 +33,8 @@
 //      global memory and each warp the padding mask of the 128 keys (4 ballots) meanwhile.
 //   2. Warp w owns queries 16 w .. 16 w + 15: S = Q_w K^T (16 x 128, f32 in registers, mma.sync
 //      m16n8k16 from ldmatrix fragments) once Q and K are in, dPd = dout_w V^T once the rest is;
-//      D_i = <dout_i, out_i> of its rows from the out and dout tiles (quad_row_d: the sum and
-//      order of v2's blocks, so the same bits); then per element P = exp2(S log2(e) / sqrt(d) - L
+//      D_i = <dout_i, out_i> of its rows from the out and dout tiles (warp_diag_d: the
+//      products and order of v2's blocks, so the same bits); then per element P = exp2(S log2(e) / sqrt(d) - L
 //      log2(e)), 0 for padded keys and keys >= T, the keep bit the forward saved
 //      (load_keep_bits: one word a lane per 64 keys, transposed by shuffles; no Philox), Pd = P
 //      keep / (1 - p), dS = P (dPd keep / (1 - p) - D). Pd and dS go to
@@ -236,8 +236,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       float pd_val[4];
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
-        const int c = 8 * n + fl::mma_c(lane, e).col;  // the key; c / 64 = n / 8
-        const float prob = ((keys[n / 8] >> (c % 64)) & 1u) != 0
+        const float prob = key_is_real(keys[n / 8], lane, n, e)
                                ? fast_exp2(s[n][e] * scale_log2 - row_lse[e / 2])
                                : 0.0f;
         const float kept = ((keep >> e) & 1u) != 0 ? fp.keep_scale : 0.0f;

@@ -85,15 +85,15 @@ TEST_CASE("bf16 flash shared memory at d = 64: operand tiles only, 3 or more blo
           "[attention][flash]") {
   // Rows of 64 + 8 bf16 = 144 bytes; a 64-row tile is 9216 bytes (a multiple of 128, so no
   // alignment padding). Forward: Q + 2 K + 2 V buffers; dQ role: Q, dout + 2 K + 2 V; dK, dV
-  // role: K, V of 64 keys + 2 x (Q, dout) of 64 queries + their out tile, 2 x L of 64 floats
-  // (2 x 256 bytes) and D of 64 floats (256 bytes).
+  // role: K, V of 64 keys + 2 x (Q, dout) of 64 queries + their out tile, and 2 x {L, D} of 64
+  // queries (2 x 512 bytes).
   const size_t fwd = flash_shared_bytes(FlashBlock::kForward, DType::BF16, 64);
   const size_t dq = flash_shared_bytes(FlashBlock::kBackwardDq, DType::BF16, 64);
   const size_t dkdv = flash_shared_bytes(FlashBlock::kBackwardDkDv, DType::BF16, 64);
   const size_t backward = flash_launch_bytes(FlashLaunch::kBackward, DType::BF16, 64);
   CHECK(fwd == 5 * 9216);
   CHECK(dq == 6 * 9216);
-  CHECK(dkdv == 7 * 9216 + 2 * 256 + 256);
+  CHECK(dkdv == 7 * 9216 + 2 * 512);
   CHECK(backward == dkdv);  // the merged kernel requests its larger role's
   // Registers, not shared memory, bound these kernels' occupancy: a block is 128 threads of up to
   // 255 registers (-Xptxas -v, docs/KERNELS.md), 2 blocks per 64K-register SM (3 for the forward,
@@ -265,34 +265,24 @@ TEST_CASE("ldmatrix addresses deliver the mma fragments", "[attention][flash]") 
   }
 }
 
-TEST_CASE("quad_row_d: a quad sums a row once in column order, free of bank conflicts at d = 64",
+TEST_CASE("diag_c: D of row r is the product's element (r, r), rows g and g + 8 in one lane",
           "[attention][flash]") {
-  for (int width : {32, 64, 128}) {
-    INFO("tile width " << width);
-    // Lane 0's chunks, then lane 1's, ...: columns 0, 8, 16, ... in order, each chunk once.
-    int next = 0;
-    for (int q = 0; q < 4; ++q) {
-      for (int k = 0; k < width / 32; ++k) {
-        CHECK(flash_layout::row_d_column(width, q, k) == next);
-        next += 8;
-      }
-    }
-    CHECK(next == width);
+  // The 16 x 16 product is two C tiles: columns 0-7 (tile 0) and 8-15 (tile 1).
+  std::set<int> lanes;
+  for (int r = 0; r < 16; ++r) {
+    INFO("row " << r);
+    const flash_layout::DiagAt at = flash_layout::diag_c(r);
+    const Coord c = flash_layout::mma_c(at.lane, at.e);
+    CHECK(c.row == r);
+    CHECK(c.col + 8 * (r / 8) == r);  // tile r / 8 holds columns 8 (r / 8) ..
+    // warp_diag_d's selection: element g % 2 of tile 0, 2 + g % 2 of tile 1 (g = r % 8); the
+    // lane of rows g and g + 8 is that of quad g, which warp_rows_d reads.
+    CHECK(at.e == 2 * (r / 8) + r % 8 % 2);
+    CHECK(at.lane == flash_layout::diag_c(r % 8).lane);
+    CHECK(at.lane / 4 == r % 8);
+    lanes.insert(at.lane);
   }
-  // A 16-byte load is served 8 lanes at a time: two quads, on consecutive rows of operand_ld(64)
-  // (every caller gives consecutive quads consecutive rows). Their 8 chunks: 8 bank groups.
-  const int ld = flash_layout::operand_ld(64);
-  for (int row = 0; row < 64; row += 2) {
-    for (int k = 0; k < 2; ++k) {
-      std::set<int> groups;
-      for (int lane = 0; lane < 8; ++lane) {
-        const int byte = 2 * ((row + lane / 4) * ld + flash_layout::row_d_column(64, lane % 4, k));
-        CHECK(byte % 16 == 0);
-        groups.insert(byte / 16 % 8);
-      }
-      CHECK(groups.size() == 8);
-    }
-  }
+  CHECK(lanes.size() == 8);
 }
 
 TEST_CASE("dropout bits: each group of 8 keys drawn once, a quad's exchange gives each element",
