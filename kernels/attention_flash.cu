@@ -436,9 +436,10 @@ FlashParams flash_params(const Tensor& qkv, const AttentionArgs& args, const Ten
   ELECTRA_CHECK(qkv.dim(0) * args.heads <= 65535,
                 "attention (flash): B * heads = ", qkv.dim(0) * args.heads,
                 " exceeds the grid's y dimension");
-  // The bf16 kernels address a row of a sequence by a 32-bit offset (load_tile).
-  ELECTRA_CHECK(qkv.dim(1) * qkv.dim(2) < (int64_t{1} << 31),
-                "attention (flash): T x 3H = ", qkv.dim(1) * qkv.dim(2),
+  // The bf16 kernels address a row of a sequence by a 32-bit offset (load_tile), computed for
+  // every row of a tile, up to 127 rows past T.
+  ELECTRA_CHECK((qkv.dim(1) + 128) * qkv.dim(2) < (int64_t{1} << 31),
+                "attention (flash): (T + 128) x 3H = ", (qkv.dim(1) + 128) * qkv.dim(2),
                 " exceeds the kernels' 32-bit offsets");
   // AttentionForward / AttentionBackward checked the shape: the bf16 kernels get it, the f32 ones
   // none.

@@ -439,7 +439,7 @@ __device__ __forceinline__ void backward_dkdv_block(unsigned char* smem, const b
     flash_mma::mma_cb_smem<kBr, kD>(dk, dpt, q, kLd, lane);
     if (tile + 1 < tiles) {
       flash_mma::cp_async_wait<0>();
-      __syncthreads();  // the next tile has arrived, and this tile's D is no longer read
+      __syncthreads();  // the next tile's out and dout have arrived for its D
       tile_row_d<kBr, kD>(row_stats(1 - u), out_tile, tile_at(L::kDout + (1 - u) * L::kTileQ));
     }
   }

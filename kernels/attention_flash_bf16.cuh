@@ -47,8 +47,8 @@ __device__ __forceinline__ const bf16* element_at(const bf16* base, int offset) 
 // Rows [row0, row0 + kRows) of one head (d columns from `src`, row stride ld) into `tile`
 // [kRows][operand_ld(kD)], zero past T and past d, by a block of exactly kThreads threads: by
 // 16-byte cp.async when fp.vec (part of the caller's next commit group), else element by element
-// (complete when the caller synchronises). Offsets from `src` are ints: T ld < 2^31 (flash_params
-// checks it), so an address is one 32-bit multiply-add away from `src`.
+// (complete when the caller synchronises). Offsets from `src` are ints: (T + 128) ld < 2^31
+// (flash_params checks it), so an address is one 32-bit multiply-add away from `src`.
 // The cp.async passes are unrolled at compile time: thread x copies chunk x % kChunks of rows
 // x / kChunks + pass kRowsPerPass, so its offset is computed once and each pass adds a constant
 // multiple of ld. A loop `for (idx = threadIdx.x; idx < kRows kChunks; idx += kThreads)`
