@@ -98,7 +98,7 @@ __device__ __forceinline__ void load_tile(bf16* tile, const bf16* src, int ld, i
 // multiples of 16 of tiles of one layout, so that all of them multiply the same bits. Summed by
 // FMA, 4 lanes a row (16-byte loads, bf16 to f32 conversions, an FMA chain and 2 shuffles), it
 // took about 140 instructions a thread per 64 rows, 15% of the dK, dV role's loop at d = 64
-// (sm_90 SASS; docs/KERNELS.md, "D by tensor cores").
+// (sm_90 SASS; docs/KERNELS.md, "Instructions per tile").
 template <int kD>
 __device__ __forceinline__ float2 warp_diag_d(const bf16* out_rows, const bf16* dout_rows,
                                               int lane) {

@@ -128,13 +128,12 @@ struct MmaDq {
 // each of Q, dout (kBr queries) and of their rows' statistics {L log2(e), D} (a float2 a row, so
 // that a lane's two queries of a C tile come in one 16-byte load), and the out tile of the next
 // query tile (D_i = <dout_i, out_i> is computed by the block itself from the out and dout tiles
-// between two query tiles, so one out buffer suffices). The warp's S^T and
-// dP^T tiles (16 x kBr f32 each) sit beside its two 16 x kD accumulators: kBr = 64 at d = 32 and
-// 64 (at d = 64 it was 32 while the block summed D a row per warp: 64 spilled 44 bytes on sm_90;
-// with D by quads, then by tensor cores, 244 / 245 registers on sm_80 / sm_90 and no spill, 2
-// blocks per SM), 16 at d = 128 (at 32,
-// sm_90 spilled 8 bytes at 255 registers). The query tile's width does not change the order in
-// which dK and dV add their 16-query mma steps (ascending queries either way).
+// between two query tiles, so one out buffer suffices). The warp's S^T and dP^T tiles (16 x kBr
+// f32 each) sit beside its two 16 x kD accumulators: kBr = 64 at d = 32 and 64 (at d = 64 it was
+// 32 while the block summed D a row per warp: 64 spilled 44 bytes on sm_90; with D by quads, then
+// by tensor cores, 244 / 245 registers on sm_80 / sm_90 and no spill, 2 blocks per SM), 16 at
+// d = 128 (at 32, sm_90 spilled 8 bytes at 255 registers). The query tile's width does not change
+// the order in which dK and dV add their 16-query mma steps (ascending queries either way).
 template <int kD>
 struct MmaDkDv {
   static constexpr int kBr = kD <= 64 ? 64 : 16, kBc = kMmaRows;

@@ -34,8 +34,8 @@
 //   2. Warp w owns queries 16 w .. 16 w + 15: S = Q_w K^T (16 x 128, f32 in registers, mma.sync
 //      m16n8k16 from ldmatrix fragments) once Q and K are in, dPd = dout_w V^T once the rest is;
 //      D_i = <dout_i, out_i> of its rows from the out and dout tiles (warp_diag_d: the
-//      products and order of v2's blocks, so the same bits); then per element P = exp2(S log2(e) / sqrt(d) - L
-//      log2(e)), 0 for padded keys and keys >= T, the keep bit the forward saved
+//      products and order of v2's blocks, so the same bits); then per element P = exp2(S log2(e) /
+//      sqrt(d) - L log2(e)), 0 for padded keys and keys >= T, the keep bit the forward saved
 //      (load_keep_bits: one word a lane per 64 keys, transposed by shuffles; no Philox), Pd = P
 //      keep / (1 - p), dS = P (dPd keep / (1 - p) - D). Pd and dS go to
 //      shared memory as bf16 [query][key] (the values v2's dK, dV products multiply: the same
