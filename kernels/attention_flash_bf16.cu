@@ -83,8 +83,7 @@ __device__ __forceinline__ uint32_t load_keep_word_t(const FlashParams& fp, int 
                                                      int i0) {
   const int lane = lane_here();
   __builtin_assume(i0 >= 0 && key0 >= 0);  // so that keep_word_t's divisions are shifts
-  const bool inside = (kBr / 2 >= kWarpSize || lane < kBr / 2) && i0 + 16 * (lane / 8) < fp.t &&
-                      key0 + 8 * (lane % 2) < fp.t;
+  const bool inside = lane < kBr / 2 && i0 + 16 * (lane / 8) < fp.t && key0 + 8 * (lane % 2) < fp.t;
   return inside ? __ldg(keep_word(fp, bh, fl::keep_word_t(fp.t, key0, i0, lane))) : ~0u;
 }
 

@@ -315,6 +315,12 @@ struct KeepAt {
 ELECTRA_HD constexpr KeepAt keep_at(int64_t t, int i, int j) {
   return {keep_tile_word(t, i, j) + 2 * (i % 16 / 8) + j % 2, 4 * (i % 8) + j % 8 / 2};
 }
+// The lane that shfl.sync.idx reads for lane `lane` given index b and segment mask `segmask`
+// (clamp 31, so that every source is taken), as the PTX ISA defines it: (lane & segmask) |
+// (b & ~segmask).
+ELECTRA_HD constexpr int shfl_idx_source(int lane, int b, int segmask) {
+  return (lane & segmask) | (b & ~segmask & 31);
+}
 // How a warp moves them, one 32-bit word a lane per load or store:
 // - a query-major warp tile, queries i0 .. i0 + 15 by keys j0 .. j0 + 63 (i0 % 16 == 0, j0 % 8 ==
 //   0; the forward's and the dQ role's): lane l holds word l % 4 of the C tile of keys
@@ -344,13 +350,8 @@ ELECTRA_HD constexpr int keep_source_index_t(int n, int e) {
   return 8 * (n / 2) + 2 * (n % 2) + e / 2;
 }
 ELECTRA_HD constexpr KeySource keep_source_t(int lane, int n, int e) {
-  return {(lane & kKeepSegmentMask) | keep_source_index_t(n, e), 8 * (lane % 4) + lane / 8};
-}
-// The lane that shfl.sync.idx reads for lane `lane` given index b and segment mask `segmask`
-// (clamp 31, so that every source is taken), as the PTX ISA defines it: (lane & segmask) |
-// (b & ~segmask).
-ELECTRA_HD constexpr int shfl_idx_source(int lane, int b, int segmask) {
-  return (lane & segmask) | (b & ~segmask & 31);
+  return {shfl_idx_source(lane, keep_source_index_t(n, e), kKeepSegmentMask),
+          8 * (lane % 4) + lane / 8};
 }
 
 // One of the five exchange steps (j = 16, 8, 4, 2, 1) that transpose a warp's 32 x 32 bit matrix,
