@@ -84,6 +84,29 @@ def test_detail(lines):
     return "; ".join(parts)
 
 
+def failed_cases(lines):
+    """(Catch2 test case, its first failure) of each failing case in a console log: an op harness
+    case names its op, shape and dtype, and its message says which output failed and where
+    (test/common/error_locus.h); Catch2 wraps long messages, whose lines are joined again."""
+    found = collections.OrderedDict()
+    case, i = None, 0
+    while i < len(lines):
+        line = lines[i]
+        if re.fullmatch(r"-{20,}", line) and i + 2 < len(lines) and re.fullmatch(r"-{20,}", lines[i + 2]):
+            case, i = lines[i + 1].strip(), i + 3
+            continue
+        if case is not None and line.endswith(" FAILED:") and case not in found:
+            body = []
+            for follow in lines[i + 1:]:
+                if not follow.strip():
+                    break
+                body.append(follow.strip())
+            text = " ".join(b for b in body if b not in ("explicitly with message:", "with expansion:"))
+            found[case] = text
+        i += 1
+    return list(found.items())
+
+
 def kv(line):
     return dict(re.findall(r"(\w+)=(\S+)", line))
 
@@ -124,6 +147,17 @@ def summarize(work):
         passed = sum(1 for r in rows if r[1] == "ok")
         text += [f"## GPU tests: {passed} of {len(rows)} passed", ""]
         text += table(("test", "result", "time", "detail"), rows)
+        cases = [(step, case, why) for (phase, step), s in steps.items()
+                 if phase == "tests" and s["result"] not in ("0", "77")
+                 and not s["result"].startswith("not run")
+                 for case, why in failed_cases(log(phase, step))]
+        if cases:
+            shown = 40
+            text += [f"### Failed test cases ({len(cases)}; the first failure of each)", ""]
+            text += table(("test", "case", "first failure"),
+                          [(t, c, w[:400].replace("|", "\\|")) for t, c, w in cases[:shown]])
+            if len(cases) > shown:
+                text += [f"({len(cases) - shown} more in the tests' logs)", ""]
 
     rows = []
     for (phase, step), s in steps.items():

@@ -78,6 +78,7 @@ w=$work/rec
 mkdir -p "$w/logs/tests" "$w/logs/bench" "$w/logs/step" "$w/logs/user" "$w/logs/sanitize"
 echo "GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-x)" >"$w/logs/nvidia-smi.txt"
 printf '%s\n' tests$'\t'disc_head_gpu_test$'\t'1$'\t'1 tests$'\t'cast_gpu_test$'\t'0$'\t'2 \
+  tests$'\t'attention_gpu_test$'\t'1$'\t'5 \
   tests$'\t'gelu_gpu_test$'\t'77$'\t'0 sanitize$'\t'memcheck-cast_gpu_test$'\t'0$'\t'3 \
   bench$'\t'cast_bench$'\t'0$'\t'4 bench$'\t'matmul_bench$'\t'1$'\t'2 \
   step$'\t'small128_ours$'\t'0$'\t'9 step$'\t'small128_ours_flash_ds$'\t'0$'\t'9 \
@@ -97,6 +98,27 @@ test cases:  1 |  0 passed | 1 failed
 assertions: 18 | 17 passed | 1 failed
 
 largest error: 4.809e-05 against a bound of 1e-05 (4.809 of the bound; 9 compared) in disc_head on the GPU matches the CPU at test/kernels/disc_head_gpu_test.cpp:56
+EOF
+# An op harness case's failures as Catch2 prints them, the first message wrapped.
+cat >"$w/logs/tests/attention_gpu_test.log" <<'EOF'
+running on NVIDIA H100 80GB HBM3 (sm_90, 79 GiB)
+-------------------------------------------------------------------------------
+attention/flash_small_p0.1/bf16
+-------------------------------------------------------------------------------
+PROJECT/test/common/op_harness.cpp:74
+...............................................................................
+
+PROJECT/test/common/op_harness.cpp:34: FAILED:
+explicitly with message:
+  dqkv: dK normwise 0.5 >= 0.02; ; 64 of 768 elements have an error of at least
+  1/4 of the largest, 1 at [1, 8, 4] (got 1.5, want 0.5); dim 2 (12): 4-7
+
+PROJECT/test/common/op_harness.cpp:34: FAILED:
+explicitly with message:
+  out: relative error 0.1 >= 0.02
+
+test cases: 2 | 1 passed | 1 failed
+assertions: 9 | 7 passed | 2 failed
 EOF
 printf 'running on NVIDIA H100\nAll tests passed (40 assertions in 2 test cases)\n' \
   >"$w/logs/tests/cast_gpu_test.log"
@@ -134,7 +156,9 @@ expect_line() {  # expect_line WHAT FIXED-STRING
   grep -qF -- "$2" "$work/rec.md" && pass "summary: $1" || { fail "summary: $1: no line '$2'"; cat "$work/rec.md"; }
 }
 expect_line "GPU" "- GPU: GPU 0: NVIDIA H100 80GB HBM3"
-expect_line "tests heading" "## GPU tests: 1 of 3 passed"
+expect_line "tests heading" "## GPU tests: 1 of 4 passed"
+expect_line "failed cases heading" "### Failed test cases (1; the first failure of each)"
+expect_line "a failed harness case, its wrapped message joined" "| attention_gpu_test | attention/flash_small_p0.1/bf16 | dqkv: dK normwise 0.5 >= 0.02; ; 64 of 768 elements have an error of at least 1/4 of the largest, 1 at [1, 8, 4] (got 1.5, want 0.5); dim 2 (12): 4-7 |"
 expect_line "failing test" "| disc_head_gpu_test | FAILED (exit 1) | 1 s | 1 of 18 assertions failed; largest error 4.809e-05 = 4.809 of its bound 1e-05 (disc_head on the GPU matches the CPU at test/kernels/disc_head_gpu_test.cpp:56) |"
 expect_line "a skip on a GPU machine" "| gelu_gpu_test | SKIPPED (a failure on a GPU machine) | 0 s | skipped: no CUDA device |"
 expect_line "sanitizer" "| memcheck-cast_gpu_test | ok | 3 s | ERROR SUMMARY: 0 errors |"

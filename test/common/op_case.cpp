@@ -13,6 +13,7 @@
 #include "engine/device.h"
 #include "engine/error.h"
 #include "engine/launch_counter.h"
+#include "test/common/error_locus.h"
 #include "test/common/test_util.h"
 
 namespace electra::test {
@@ -512,8 +513,8 @@ std::vector<std::string> parity(const OpCase& c, DType dtype, Context& device) {
     const Tensor& t = dev[s.name];
     first[i] = download_f64(device, t);
     const std::vector<double> want = ref.tensors[i].to_f64();
-    std::string failure = compare(c, s, dtype, first[i], want, t.dtype);
-    if (!failure.empty()) failures.push_back(std::move(failure));
+    const std::string failure = compare(c, s, dtype, first[i], want, t.dtype);
+    if (!failure.empty()) failures.push_back(failure + "; " + error_locus(first[i], want, s.dims));
     if (s.some_nonzero && std::all_of(want.begin(), want.end(), [](double v) { return v == 0; })) {
       failures.push_back(
           str_cat(s.name, ": the reference is all 0: the inputs do not exercise it"));

@@ -3,16 +3,17 @@
 // op and names the tensor of every kind of failure (a wrong value, an output left unwritten unless
 // it is compared only in another dtype's runs, a mask that differs, bits that differ, an f64
 // accumulator updated in place whose non-finite elements compare by class, an output the second
-// run leaves unwritten); the f64 reference reads
-// the inputs as the device does; its gradient check passes for a correct backward and fails for a
-// backward that adds twice; its contract check passes gelu and names every wrong call that an
-// op's check() lets through.
+// run leaves unwritten) and where in its shape the failure lies (error_locus.h); the f64
+// reference reads the inputs as the device does; its gradient check passes for a correct
+// backward and fails for a backward that adds twice; its contract check passes gelu and names
+// every wrong call that an op's check() lets through.
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <memory>
 
 #include "kernels/dropout.h"
 #include "kernels/train_metrics.h"
+#include "test/common/error_locus.h"
 #include "test/common/op_case.h"
 
 using namespace electra;
@@ -63,7 +64,40 @@ TEST_CASE("the harness's parity run passes for a correct op and names a wrong ou
     float* y = a["y"].ptr<float>();
     for (int64_t i = 0; i < a["y"].numel(); ++i) y[i] += 1e-3f * (i == 5);
   };
-  expect_one_failure_naming(parity(shifted, DType::F32, device), "y");
+  const std::vector<std::string> failures = parity(shifted, DType::F32, device);
+  expect_one_failure_naming(failures, "y");
+  // ...and says where: element 5 of the 15 x 7 output.
+  CHECK_THAT(failures[0], Catch::Contains("1 of 105 elements") && Catch::Contains("at [0, 5]") &&
+                              Catch::Contains("dim 0 (15): 0; dim 1 (7): 5"));
+}
+
+TEST_CASE("a failure's locus lists the coordinates of its largest errors as ranges",
+          "[op_harness]") {
+  CHECK(index_ranges({false, true, true, true, false, true}) == "1-3, 5");
+  CHECK(index_ranges({false, false}) == "none");
+  CHECK(index_ranges({true, false, true, false, true}, 2) == "0, 2 (+1 more ranges)");
+
+  // A [2, 32, 12] output (a dqkv of H = 4) wrong by 1 in rows 8-15 and 24-31 of batch 1's K slice
+  // (columns 4-7), by 0.2 (under a quarter of the largest: rounding) at one element elsewhere.
+  const std::vector<int64_t> dims = {2, 32, 12};
+  std::vector<double> want(2 * 32 * 12, 0.5), got = want;
+  for (int64_t row = 0; row < 32; ++row) {
+    for (int64_t col = 4; col < 8; ++col) got[(32 + row) * 12 + col] += row % 16 >= 8 ? 1.0 : 0.0;
+  }
+  got[0] += 0.2;
+  CHECK(error_locus(got, got, dims).empty());
+  CHECK(error_locus(got, want, dims) ==
+        "64 of 768 elements have an error of at least 1/4 of the largest, 1 at [1, 8, 4] "
+        "(got 1.5, want 0.5); dim 0 (2): 1; dim 1 (32): 8-15, 24-31; dim 2 (12): 4-7");
+
+  // An unwritten element (NaN poison) outranks every finite error; NaN against NaN is no error.
+  got[3 * 12 + 11] = NAN;
+  want[5] = got[5] = NAN;
+  CHECK(error_locus(got, want, dims) ==
+        "1 of 768 elements non-finite on one side only, the first at [0, 3, 11] (got nan, want "
+        "0.5); dim 0 (2): 0; dim 1 (32): 3; dim 2 (12): 11");
+  // Dims that do not describe the data: flat indices.
+  CHECK_THAT(error_locus(got, want, {5}), Catch::Contains("at [47]"));
 }
 
 TEST_CASE("the harness's parity run fails an output left unwritten", "[op_harness]") {
