@@ -26,6 +26,7 @@ FinetuneOptions model_options(const FinetuneSettings& s, const data::Vocab& voca
   options.batch = s.batch_size;
   options.seq_len = s.max_seq_len;
   options.pad_id = vocab.pad_id();
+  options.attention = s.attention;
   return options;
 }
 

@@ -63,6 +63,10 @@ FinetuneSettings read_settings(ConfigNode node, const FinetuneSettings& base,
         "in [0, 1024] (0: all cores)");
   s.precision =
       node.choice("precision", "bf16", {"bf16", "f32"}) == "f32" ? Precision::F32 : Precision::BF16;
+  s.attention = attention_impl_named(
+      node.choice("attention", "auto",
+                  std::vector<std::string>(std::begin(kAttentionNames), std::end(kAttentionNames))),
+      prefix + "attention");
   return s;
 }
 

@@ -9,7 +9,9 @@
 //               head's, 0.1), head (official | hf_two_layer), swap_augment (true: MRPC and STS-B
 //               also train on the swapped sentence pair), seed (1; --seeds N runs seed, seed + 1,
 //               ...), device (auto | cpu | cuda), precision (bf16 | f32, GPU only), threads
-//               (0: the CPU path's threads, 0 = all cores the process may use)
+//               (0: the CPU path's threads, 0 = all cores the process may use), attention (the
+//               GPU's attention kernels, as model.attention: auto | unfused | flash | flash_ds |
+//               flash_short)
 //   squad:      doc_stride (128), max_query_length (64), max_answer_length (30), n_best (20),
 //               null_threshold (0; SQuAD 2.0, see apps/finetune_squad.h)
 //               (configs/squad.yaml only; max_seq_len 384 there)
@@ -46,7 +48,8 @@ struct FinetuneSettings {
   uint64_t seed = 1;
   std::string device = "auto";
   Precision precision = Precision::BF16;
-  int64_t threads = 0;  // CPU threads; 0: all cores this process may use
+  int64_t threads = 0;                             // CPU threads; 0: all cores this process may use
+  AttentionImpl attention = AttentionImpl::kAuto;  // GPU only
   // SQuAD
   int64_t doc_stride = 128;
   int64_t max_query_length = 64;

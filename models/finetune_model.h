@@ -72,6 +72,9 @@ struct FinetuneOptions {
   int64_t batch = 32;  // B, sequences per micro-batch
   int64_t seq_len = 128;
   int32_t pad_id = 0;
+  // The GPU's attention kernels for the encoder (model.attention's choice; finetune.attention);
+  // the CPU ignores it.
+  AttentionImpl attention = AttentionImpl::kAuto;
 };
 
 // One batch on the host. ids and segment_ids [B * T]; the targets of the task (all may be empty

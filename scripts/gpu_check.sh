@@ -4,9 +4,15 @@
 # project's libraries, so nothing is built there; docs/GPU.md).
 #
 #   scripts/gpu_check.sh [--bundle FILE.tar.xz|DIR] [--phases LIST] [--out DIR] [--dry-run]
+#                        [--attention IMPL]
 #     --bundle   default carry/gpu-bundle.tar.xz; unpacked once per machine under $GPU_CHECK_WORK
 #     --phases   comma-separated, in order (default: all, as listed below)
 #     --out      where the results go (default $OUT, else ./gpu_check_out)
+#     --attention  the GPU's attention kernels (auto, unfused, flash, flash_ds, flash_short) for
+#                the step phase's own rows and profile and every pre-training and fine-tuning run
+#                (model.attention, finetune.attention): when the tests phase fails a flash kernel,
+#                the rest of the window still measures a correct update, e.g. `--phases
+#                step,user,table1 --attention unfused` (default: the configs' auto)
 #     --dry-run  without a GPU: run the tests phase anyway (each test reports its skip) and let
 #                every other phase say why it did not run; for CI (test/apps/gpu_check_test.sh)
 #
@@ -51,12 +57,20 @@ out=${OUT:-$PWD/gpu_check_out}
 bundle_arg=$root/carry/gpu-bundle.tar.xz
 phases_arg=tests,sanitize,bench,step,user,resume
 dry_run=0
+attention=
 while (($#)); do
   case $1 in
     --bundle) bundle_arg=${2:?--bundle needs a value}; shift 2 ;;
     --phases) phases_arg=${2:?--phases needs a value}; shift 2 ;;
     --out) out=${2:?--out needs a value}; shift 2 ;;
     --dry-run) dry_run=1; shift ;;
+    --attention)
+      attention=${2:?--attention needs a value}
+      [[ $attention =~ ^(auto|unfused|flash|flash_ds|flash_short)$ ]] || {
+        echo "gpu_check.sh: --attention '$attention' is none of auto, unfused, flash, flash_ds, flash_short" >&2
+        exit 2
+      }
+      shift 2 ;;
     *) echo "gpu_check.sh: unknown argument '$1' (see the header of $0)" >&2; exit 2 ;;
   esac
 done
@@ -229,7 +243,8 @@ phase_step() {
   for shape in "${shapes[@]}"; do
     read -r model seq batch <<<"$shape"
     step step "${model}${seq}_ours" "$deadline" 90 bin train_step --model "$model" --device cuda \
-      --precision bf16 --seq-len "$seq" --batch "$batch" --warmup 5 --repeats 50 || rc=1
+      --precision bf16 --seq-len "$seq" --batch "$batch" --warmup 5 --repeats 50 \
+      ${attention:+--attention "$attention"} || rc=1
   done
   # The same Small update with each variant that is off by default until it is measured faster:
   # model.attention flash_ds (the flash backward taking dQ from a GEMM on its stored dS),
@@ -239,12 +254,13 @@ phase_step() {
   for variant in "flash_ds --attention flash_ds" "flash_short --attention flash_short" \
     "overlap --overlap-generator"; do
     read -r name flags <<<"$variant"
+    [[ $flags == *--attention* || -z $attention ]] || flags+=" --attention $attention"
     # shellcheck disable=SC2086  # FLAGS are words
     step step "small128_ours_$name" "$deadline" 90 bin train_step --model small --device cuda \
       --precision bf16 --seq-len 128 --batch 128 --warmup 5 --repeats 50 $flags || rc=1
   done
   if step step profile_small "$deadline" 60 bin train_step --model small --device cuda \
-    --precision bf16 --seq-len 128 --batch 128 --profile; then
+    --precision bf16 --seq-len 128 --batch 128 --profile ${attention:+--attention "$attention"}; then
     cp "$logs/step/profile_small.log" "$work/profile.txt"
   else
     rc=1
@@ -269,7 +285,8 @@ phase_step() {
 # ELECTRA-Small on the bundle's data, writing checkpoints to DIR.
 small_run() {
   small=(--config configs/electra-small.yaml --set "data.shards=$work/shards"
-    --set "data.vocab=$bundle/data/vocab/bert-base-uncased-vocab.txt" --set "checkpoint.dir=$1")
+    --set "data.vocab=$bundle/data/vocab/bert-base-uncased-vocab.txt" --set "checkpoint.dir=$1"
+    ${attention:+--set "model.attention=$attention"})
 }
 
 build_shards() {  # build_shards DEADLINE: the bundle's corpus as seq-128 shards, once per machine
@@ -302,7 +319,7 @@ phase_user() {
   for task in CoLA SST-2 MRPC STS-B RTE; do
     step user "finetune_$task" "$deadline" 90 bin electra finetune --task "$task" \
       --data-dir "$bundle/data/glue/$task" --init "$work/user" --config configs/glue.yaml \
-      --output "$work/finetune/$task" || rc=1
+      --output "$work/finetune/$task" ${attention:+--set "finetune.attention=$attention"} || rc=1
   done
   return $rc
 }
@@ -347,7 +364,8 @@ phase_table1() {
   local budget_s=$(($(left "$deadline") - 15))
   LD_LIBRARY_PATH="$GPU_CHECK_LIBS" ELECTRA_BIN="$bundle/bin/electra" step table1 window \
     "$deadline" "$((budget_s + 10))" bash bench/table1_window.sh --budget-s "$budget_s" \
-    --data "$bundle/data" --out "$work/table1"
+    --data "$bundle/data" --out "$work/table1" \
+    ${attention:+--pretrain-set "model.attention=$attention" --finetune-set "finetune.attention=$attention"}
 }
 
 phase_kernels() {

@@ -15,7 +15,10 @@
 #   7. `interrupted` (scripts/gpu_check_steps.sh) delivers its SIGINT to the binary itself, on a
 #      stand-in electra that reports the signal (the first version signalled a subshell that
 #      ignored it, and the user and resume phases failed on the 2026-11-27 H100 run), and again
-#      when the first came before the binary's handler.
+#      when the first came before the binary's handler;
+#   8. --attention reaches every run of the step and user phases (train_step's own rows and
+#      profile, pretrain, finetune), on stand-in binaries and a stand-in nvidia-smi; an unknown
+#      name is exit 2.
 # Usage: gpu_check_test.sh SOURCE_DIR GPU_TEST_EXECUTABLE...
 set -uo pipefail
 src=$1
@@ -265,6 +268,43 @@ chmod +x "$work/fake/bin/electra"
   exit "$failures"
 )
 failures=$((failures + $?))
+
+# 8. --attention, on a bundle of stand-ins that log their arguments: electra (build-data makes its
+# --output, pretrain is section 7's, finetune passes), train_step (a RESULT line), nvidia-smi.
+mkdir -p "$work/att/bin" "$work/att/data/corpus" "$work/att/data/glue" "$work/att/path"
+printf '#!/usr/bin/env bash\necho "GPU 0: stand-in"\n' >"$work/att/path/nvidia-smi"
+cat >"$work/att/bin/electra" <<EOF
+#!/usr/bin/env bash
+echo "electra \$*" >>"$work/att/args"
+case \$1 in
+  build-data) while ((\$#)); do [[ \$1 == --output ]] && mkdir -p "\$2"; shift; done ;;
+  pretrain) exec python3 "$work/fake/bin/electra" ;;
+esac
+exit 0
+EOF
+cat >"$work/att/bin/train_step" <<EOF
+#!/usr/bin/env bash
+echo "train_step \$*" >>"$work/att/args"
+echo "RESULT impl=electra median_ms=1"
+EOF
+chmod +x "$work/att/bin/"* "$work/att/path/nvidia-smi"
+PATH="$work/att/path:$PATH" GPU_CHECK_WORK="$work/w8" GPU_CHECK_PRETRAIN_S=1 \
+  GPU_CHECK_RESUME_S=1 GPU_CHECK_OVERLAP_S=1 bash "$src/scripts/gpu_check.sh" --bundle \
+  "$work/att" --phases step,user --attention unfused --out "$work/out8" >"$work/att.log" 2>&1
+runs() { grep -c -- "$1" "$work/att/args"; }
+# 3 shapes, the overlap variant and the profile; the flash_ds and flash_short rows keep theirs.
+[[ $(runs "^train_step .*--attention unfused") -eq 5 && $(runs "^train_step ") -eq 7 ]] &&
+  pass "--attention: train_step's own rows and profile" ||
+  fail "--attention: train_step: $(grep train_step "$work/att/args")"
+[[ $(runs "^electra pretrain .*model.attention=unfused") -eq 3 &&
+  $(runs "^electra pretrain") -eq 3 ]] && pass "--attention: every pretrain run" ||
+  fail "--attention: pretrain: $(grep pretrain "$work/att/args"); $(tail -3 "$work/att.log")"
+[[ $(runs "^electra finetune .*finetune.attention=unfused") -eq 5 ]] &&
+  pass "--attention: every finetune run" || fail "--attention: finetune: $(grep finetune "$work/att/args")"
+bash "$src/scripts/gpu_check.sh" --attention fast >"$work/bad_att.log" 2>&1
+rc=$?
+[[ $rc -eq 2 ]] && grep -q "attention 'fast' is none of" "$work/bad_att.log" &&
+  pass "--attention fast: exit 2" || fail "--attention fast: exit $rc, $(cat "$work/bad_att.log")"
 
 echo "$failures failed"
 ((failures == 0))

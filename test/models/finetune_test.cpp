@@ -82,6 +82,13 @@ TEST_CASE("the fine-tuning model declares the encoder and the head under HF name
   CHECK_FALSE(s.contains("discriminator/classifier.dense.weight"));
   CHECK_FALSE(s.contains("discriminator/discriminator_predictions.dense.weight"));
   for (const ParamInfo& p : s.params()) CHECK(p.name.rfind("discriminator/", 0) == 0);
+  // The GPU's attention kernels are the options' (finetune.attention), auto by default.
+  CHECK(one.encoder_config().attention == AttentionImpl::kAuto);
+  FinetuneOptions unfused = tiny_options();
+  unfused.attention = AttentionImpl::kUnfused;
+  CHECK(ElectraFinetuner(ctx, encoder, head_of(TaskKind::kClassification, 3), unfused)
+            .encoder_config()
+            .attention == AttentionImpl::kUnfused);
 
   TaskHeadConfig two = head_of(TaskKind::kRegression);
   two.hf_two_layer = true;
