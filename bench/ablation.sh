@@ -16,7 +16,7 @@
 #          [--variant "LABEL:key=value[,key=value...]"]... [--sweep generator-size|generator-training]
 #          [--data DIR] [--vocab FILE] [--device auto|cpu|cuda] [--probe-updates 200]
 #          [--corpus-lines N] [--max-train N] [--epochs N] [--ft-seq-len 64] [--threads N]
-#          [--set key=value]... [--out DIR] [--electra BIN]
+#          [--set key=value]... [--finetune-set key=value]... [--out DIR] [--electra BIN]
 #   --budget-flops   pre-training FLOPs per row (e.g. 3e13); updates = floor(F / FLOPs of
 #                    one update of that row, as `electra pretrain --dry-run` prints it)
 #   --budget-s       instead: pre-training seconds per row at the first row's speed; a probe of
@@ -35,6 +35,7 @@
 #   --max-train      fine-tune on the first N training examples of each task (default: all)
 #   --epochs         fine-tuning epochs (default: the task's config)
 #   --set            a pre-training config override for every row (e.g. train.batch_size=8)
+#   --finetune-set   a fine-tuning config override for every task (e.g. finetune.attention=unfused)
 #   --variant        a row of its own: LABEL and the overrides that make it (instead of the
 #                    --objectives rows; e.g. "gen x0.5:model.generator_multiplier=0.5")
 #   --sweep          a preset list of --variant rows (above)
@@ -69,6 +70,7 @@ epochs=""
 ft_seq_len=64
 threads=0
 pre_set=()
+ft_set=()
 variants=()
 out="$root/runs/ablation"
 electra="${ELECTRA_BIN:-$root/build/cpu/apps/electra}"
@@ -92,6 +94,7 @@ while [[ $# -gt 0 ]]; do
     --ft-seq-len) ft_seq_len="$2" ;;
     --threads) threads="$2" ;;
     --set) pre_set+=(--set "$2") ;;
+    --finetune-set) ft_set+=(--set "$2") ;;
     --variant) variants+=("$2") ;;
     --sweep)
       case "$2" in
@@ -164,7 +167,7 @@ common=(--config "$config" --set data.shards="$out/shards" --set data.vocab="$ou
   --set train.threads="$threads" --set checkpoint.every=0 --set checkpoint.keep=1 "${pre_set[@]}")
 
 ft_args=(--vocab "$out/vocab.txt" --seeds "$seeds" --set finetune.max_seq_len="$ft_seq_len"
-  --set finetune.device="$device" --threads "$threads")
+  --set finetune.device="$device" --threads "$threads" "${ft_set[@]}")
 [[ -n "$max_train" ]] && ft_args+=(--max-train "$max_train")
 # configs/glue.yaml gives RTE and STS-B their own epochs: --epochs replaces those too.
 [[ -n "$epochs" ]] && ft_args+=(--set finetune.epochs="$epochs" --set tasks.rte.epochs="$epochs"

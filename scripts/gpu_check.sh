@@ -41,15 +41,25 @@
 #   table1    570  not in the default list: bench/table1_window.sh on the bundle's data (build it
 #                  with gpu_bundle.sh --data both), a Table 1 row of ELECTRA-Small in one command;
 #                  run again with the same bundle to resume a run cut at its budget (docs/QUALITY.md)
+#   ablation  570  not in the default list: bench/ablation.sh at ELECTRA-Small on the bundle's data,
+#                  the paper's Table 5 (electra, electra-15, mlm, replace-mlm, all-tokens-mlm at the
+#                  same pre-training FLOPs: GPU_CHECK_ABLATION_ROW_S, default 30, seconds of the
+#                  first row's probed speed each; fine-tuned on the five GLUE tasks with
+#                  GPU_CHECK_ABLATION_SEEDS seeds, default 2, 8,000 examples, 3 epochs). Sized
+#                  for one command: the first GPU run's fine-tuning (80 s for the five tasks at
+#                  full size) suggests about 30 s a seed at this size, so 5 x (30 + 2 x 30) s plus
+#                  start-ups; a run cut at the budget by SIGINT continues when the phase runs again
+#                  on the same machine (ablation.md in $OUT once every row is done)
 #   kernels    90  not in the default list: Nsight Compute (ncu, where the machine has it) on the
 #                  first update of train_step's Small update, our kernels only (names ending in
 #                  _kernel; cuBLASLt's do not): per launch the speed of light (DRAM and SM
 #                  throughput), occupancy and warp stall reasons, for the kernels that reach a
 #                  fraction of the copy bandwidth without a reason the timings alone can give
-# After every phase $OUT holds at most six files, rewritten: summary.md (one table of everything
+# After every phase $OUT holds at most seven files, rewritten: summary.md (one table of everything
 # run on this machine so far), steps.tsv, logs.tar.gz (every log), after `step` profile.txt,
-# after `table1` row.md (the Table 1 row, also appended to the device's docs/QUALITY.md) and
-# after `kernels` kernels.csv (ncu's details page, one block of rows per launch).
+# after `table1` row.md (the Table 1 row, also appended to the device's docs/QUALITY.md), after
+# `ablation` ablation.md (the Table 5 table) and after `kernels` kernels.csv (ncu's details page,
+# one block of rows per launch).
 # The exit status is 0 when everything that ran passed, 1 otherwise, 3 when no GPU was found.
 set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -75,11 +85,11 @@ while (($#)); do
   esac
 done
 declare -A budget=([tests]=100 [sanitize]=150 [bench]=180 [step]=170 [user]=195 [resume]=75
-  [table1]=570 [kernels]=90)
+  [table1]=570 [ablation]=570 [kernels]=90)
 IFS=, read -r -a phases <<<"$phases_arg"
 for phase in "${phases[@]}"; do
   [[ -n ${budget[$phase]:-} ]] || {
-    echo "gpu_check.sh: unknown phase '$phase' (tests, sanitize, bench, step, user, resume, table1, kernels)" >&2
+    echo "gpu_check.sh: unknown phase '$phase' (tests, sanitize, bench, step, user, resume, table1, ablation, kernels)" >&2
     exit 2
   }
   override=GPU_CHECK_BUDGET_${phase^^}
@@ -103,6 +113,7 @@ publish() {
   cp "$work/summary.md" "$steps" "$out/" 2>/dev/null
   [[ -f $work/profile.txt ]] && cp "$work/profile.txt" "$out/"
   [[ -f $work/table1/row.md ]] && cp "$work/table1/row.md" "$out/"
+  [[ -f $work/ablation/table.md ]] && cp "$work/ablation/table.md" "$out/ablation.md"
   [[ -f $work/kernels.csv ]] && cp "$work/kernels.csv" "$out/"
   tar -C "$work" -czf "$out/logs.tar.gz" logs 2>/dev/null
 }
@@ -366,6 +377,25 @@ phase_table1() {
     "$deadline" "$((budget_s + 10))" bash bench/table1_window.sh --budget-s "$budget_s" \
     --data "$bundle/data" --out "$work/table1" \
     ${attention:+--pretrain-set "model.attention=$attention" --finetune-set "finetune.attention=$attention"}
+}
+
+phase_ablation() {
+  local deadline=$1
+  [[ -d $bundle/data/corpus && -d $bundle/data/glue ]] || {
+    record ablation all "not run: the bundle carries no corpus or GLUE data (gpu_bundle.sh --data)" 0
+    return 1
+  }
+  # ablation.sh is cut by SIGINT at the phase's budget (its pretrain saves a checkpoint, the
+  # script exits 75) and continues from there when the phase runs again with the same work folder.
+  local budget_s=$(($(left "$deadline") - 15))
+  LD_LIBRARY_PATH="$GPU_CHECK_LIBS" ELECTRA_BIN="$bundle/bin/electra" step ablation table5 \
+    "$deadline" "$((budget_s + 10))" timeout --preserve-status -s INT -k 10 "$budget_s" \
+    bash bench/ablation.sh --size small \
+    --budget-s "${GPU_CHECK_ABLATION_ROW_S:-30}" --data "$bundle/data" \
+    --vocab "$bundle/data/vocab/bert-base-uncased-vocab.txt" --tasks "CoLA SST-2 MRPC STS-B RTE" \
+    --seeds "${GPU_CHECK_ABLATION_SEEDS:-2}" --max-train 8000 --epochs 3 --ft-seq-len 128 \
+    --out "$work/ablation" \
+    ${attention:+--set "model.attention=$attention" --finetune-set "finetune.attention=$attention"}
 }
 
 phase_kernels() {

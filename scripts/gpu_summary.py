@@ -42,6 +42,8 @@ def verdict(result, skip_ok=False):
         return "skipped" if skip_ok else "SKIPPED (a failure on a GPU machine)"
     if result in ("124", "137"):
         return "TIMEOUT"
+    if result == "75":
+        return "cut at its budget (the same phase again continues it)"
     return f"FAILED (exit {result})"
 
 
@@ -238,6 +240,21 @@ def summarize(work):
         text += table(("update", "ours ms", "ours seq/s", "ours, attention flash_ds, ms",
                        "ours, attention flash_short, ms", "ours, generator backward overlapped, ms",
                        "HF eager ms", "HF compile ms", "eager / ours", "compile / ours"), rows)
+
+    rows = []
+    for (phase, step), s in steps.items():
+        if phase not in ("table1", "ablation") or s["result"].startswith("not run"):
+            continue
+        said = [l for l in log(phase, step) if l.strip()][-1:]
+        rows.append((f"{phase} {step}", verdict(s["result"]), f"{s['seconds']} s",
+                     said[0][:200] if said else ""))
+    if rows:
+        text += ["## The paper's tables", ""] + table(("run", "result", "time", "last line"), rows)
+    for name, title in (("table1/row.md", "Table 1 row (bench/table1_window.sh)"),
+                        ("ablation/table.md", "Table 5 at equal FLOPs (bench/ablation.sh)")):
+        found = read_lines(os.path.join(work, name))
+        if found:
+            text += [f"### {title}", ""] + found + [""]
 
     for phase, title in (("user", "The user's path"), ("resume", "Resume on the GPU")):
         rows = []

@@ -8,7 +8,10 @@
 #   - table.md has a row per objective, each task's cell the median over the two seeds with their
 #     [min, max];
 #   - a rerun with the same --out repeats no pre-training and no fine-tuning and gives the same table;
-#     with another --budget-s it is refused.
+#     with another --budget-s it is refused;
+#   - a pre-training cut by SIGINT (a time limit: scripts/gpu_check.sh's ablation phase) exits 75,
+#     and the same command resumes it from the checkpoint the signal saved, to the same table;
+#   - --finetune-set reaches every fine-tuning run (an unknown finetune.attention is refused there).
 # Usage: ablation_e2e.sh ELECTRA_BINARY SOURCE_DIR
 set -uo pipefail
 electra="$1"
@@ -84,6 +87,39 @@ if [[ $rc -eq 2 && $(wc -l <"$work/ab3.log") -eq 1 ]] &&
 else
   fail "another --budget-s: exit $rc: $(cat "$work/ab3.log")"
 fi
+
+# mlm's row again from nothing, its pre-training signalled at its first progress line: exit 75, then
+# the same command resumes it (a resumed run has the bits of an uninterrupted one: same table).
+cp -r "$work/ab" "$work/ab5"
+rm -rf "$work/ab5/mlm" "$work/ab5/mlm.pretrain.log" "$work/ab5"/ft-*-mlm.txt
+"${run[@]}" --out "$work/ab5" >"$work/ab5.log" 2>&1 &
+pid=$!
+for _ in $(seq 600); do
+  grep -q "^step " "$work/ab5/mlm.pretrain.log" 2>/dev/null && break
+  sleep 0.1
+done
+pkill -INT -f "checkpoint.dir=$work/ab5/mlm"
+wait "$pid"
+rc=$?
+"${run[@]}" --out "$work/ab5" >"$work/ab5b.log" 2>&1
+rc2=$?
+if [[ $rc -eq 75 ]] && grep -q "mlm: stopped before update" "$work/ab5.log" && [[ $rc2 -eq 0 ]] &&
+  grep -q "mlm: pre-training .* --resume" "$work/ab5b.log" &&
+  cmp -s "$work/table1.md" "$work/ab5/table.md"; then
+  pass "a pre-training cut by SIGINT exits 75 and the same command resumes it to the same table"
+else
+  fail "SIGINT: exit $rc then $rc2: $(tail -2 "$work/ab5.log"); $(tail -2 "$work/ab5b.log")"
+fi
+
+# --finetune-set: electra's one task left to fine-tune is given an unknown attention.
+cp -r "$work/ab" "$work/ab4"
+rm "$work/ab4/ft-RTE-electra.txt"
+"${run[@]}" --out "$work/ab4" --finetune-set finetune.attention=fast >"$work/ab4.log" 2>&1
+rc=$?
+[[ $rc -eq 2 ]] && grep -q "electra RTE: finetune failed: " "$work/ab4.log" &&
+  grep -q "finetune.attention.*'fast'" "$work/ab4.log" &&
+  pass "--finetune-set reaches the fine-tuning runs" ||
+  fail "--finetune-set: exit $rc: $(tail -2 "$work/ab4.log")"
 
 if ((failures == 0)); then echo "all checks passed"; else echo "$failures checks failed"; fi
 exit $((failures > 0))

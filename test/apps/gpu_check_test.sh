@@ -71,10 +71,10 @@ rc=$?
   fail "a bad phase: exit $rc, $(cat "$work/bad.log")"
 # The phases outside the default list are accepted and say why they did not run.
 GPU_CHECK_WORK="$work/w2b" bash "$src/scripts/gpu_check.sh" --bundle "$work/none.tar.xz" \
-  --phases table1,kernels --out "$work/out2b" >/dev/null 2>&1
-n=$(grep -cE "^- (table1|kernels) all: no bundle at" "$work/out2b/summary.md")
-[[ $n -eq 2 ]] && pass "table1 and kernels: accepted, each says why it did not run" ||
-  fail "table1 and kernels: $n of 2 phases say why"
+  --phases table1,ablation,kernels --out "$work/out2b" >/dev/null 2>&1
+n=$(grep -cE "^- (table1|ablation|kernels) all: no bundle at" "$work/out2b/summary.md")
+[[ $n -eq 3 ]] && pass "table1, ablation and kernels: accepted, each says why it did not run" ||
+  fail "table1, ablation and kernels: $n of 3 phases say why"
 
 # 3. The summary parser on recorded logs.
 w=$work/rec
@@ -90,6 +90,7 @@ printf '%s\n' tests$'\t'disc_head_gpu_test$'\t'1$'\t'1 tests$'\t'cast_gpu_test$'
   step$'\t'small128_hf_compile$'\t'0$'\t'70 user$'\t'pretrain$'\t'0$'\t'50 \
   user$'\t'pretrain_overlap$'\t'0$'\t'25 \
   user$'\t'finetune_MRPC$'\t'0$'\t'6 resume$'\t'all$'\t'"not run: the phase's budget was spent"$'\t'0 \
+  ablation$'\t'table5$'\t'75$'\t'561 \
   >"$w/steps.tsv"
 cat >"$w/logs/tests/disc_head_gpu_test.log" <<'EOF'
 running on NVIDIA H100 80GB HBM3 (sm_90, 79 GiB)
@@ -154,6 +155,10 @@ step 100/200000 | gen loss 8.8933 acc 0.216 | disc loss 0.2494 acc 0.883 | repla
 pretrain: SIGINT received at update 150; saving a checkpoint
 EOF
 echo "MRPC seed 1: best epoch 2: f1 0.8259, accuracy 0.7304 (6 s)" >"$w/logs/user/finetune_MRPC.log"
+mkdir -p "$w/logs/ablation" "$w/ablation"
+echo "[01:02:03] replace-mlm: stopped before update 2100: run the same command again" \
+  >"$w/logs/ablation/table5.log"
+printf '| row | updates |\n| --- | --- |\n| electra | 2000 |\n' >"$w/ablation/table.md"
 python3 "$src/scripts/gpu_summary.py" "$w" >"$work/rec.md" 2>&1 || fail "gpu_summary.py: $(tail -2 "$work/rec.md")"
 expect_line() {  # expect_line WHAT FIXED-STRING
   grep -qF -- "$2" "$work/rec.md" && pass "summary: $1" || { fail "summary: $1: no line '$2'"; cat "$work/rec.md"; }
@@ -171,6 +176,8 @@ expect_line "update vs HF" "| small seq 128 batch 128 | 19.02 | 6729.8 | 18.40 |
 expect_line "pretrain" "| pretrain | ok | 50 s | step 200: 7490.1 seq/s, 75.58 TFLOP/s (MFU 7.6%); SIGINT saved a checkpoint |"
 expect_line "pretrain with overlap_generator" "| pretrain_overlap | ok | 25 s | step 100: 6701.0 seq/s, 67.62 TFLOP/s (MFU 6.8%); SIGINT saved a checkpoint |"
 expect_line "finetune" "| finetune_MRPC | ok | 6 s | best epoch 2: f1 0.8259, accuracy 0.7304 (6 s) |"
+expect_line "a science run cut at its budget" "| ablation table5 | cut at its budget (the same phase again continues it) | 561 s | [01:02:03] replace-mlm: stopped before update 2100: run the same command again |"
+expect_line "the Table 5 table" "| electra | 2000 |"
 expect_line "not run" "- resume all: the phase's budget was spent"
 
 # 4. checkpoint_diff.py.
