@@ -389,7 +389,7 @@ phase_ablation() {
   # script exits 75) and continues from there when the phase runs again with the same work folder.
   local budget_s=$(($(left "$deadline") - 15))
   LD_LIBRARY_PATH="$GPU_CHECK_LIBS" ELECTRA_BIN="$bundle/bin/electra" step ablation table5 \
-    "$deadline" "$((budget_s + 10))" timeout --preserve-status -s INT -k 10 "$budget_s" \
+    "$deadline" "$((budget_s + 15))" timeout --preserve-status -s INT -k 10 "$budget_s" \
     bash bench/ablation.sh --size small \
     --budget-s "${GPU_CHECK_ABLATION_ROW_S:-30}" --data "$bundle/data" \
     --vocab "$bundle/data/vocab/bert-base-uncased-vocab.txt" --tasks "CoLA SST-2 MRPC STS-B RTE" \
