@@ -85,6 +85,18 @@ constexpr AttentionImpl kImpls[] = {AttentionImpl::kAuto, AttentionImpl::kUnfuse
 static_assert(std::size(kImpls) == std::size(kAttentionNames));
 }  // namespace
 
+void check_attention_fits(const EncoderConfig& encoder, int64_t seq_len, const std::string& key) {
+  if (encoder.attention == AttentionImpl::kAuto || encoder.attention == AttentionImpl::kUnfused) {
+    return;
+  }
+  const int64_t head_dim = encoder.hidden / encoder.heads;
+  ELECTRA_USER_CHECK(seq_len <= kFlashMaxSeqLen && head_dim <= kFlashMaxHeadDim, key, " ",
+                     attention_name(encoder.attention), " needs T <= ", kFlashMaxSeqLen,
+                     " and a head dim <= ", kFlashMaxHeadDim, " (got T = ", seq_len, ", head dim ",
+                     encoder.hidden, " / ", encoder.heads, " = ", head_dim,
+                     "): use auto (flash where it can, else unfused) or unfused");
+}
+
 const char* attention_name(AttentionImpl impl) {
   for (size_t i = 0; i < std::size(kImpls); ++i) {
     if (impl == kImpls[i]) return kAttentionNames[i];

@@ -75,6 +75,11 @@ ElectraConfig read_electra_config(ConfigNode model);
 inline constexpr const char* kAttentionNames[] = {"auto", "unfused", "flash", "flash_ds",
                                                   "flash_short"};
 AttentionImpl attention_impl_named(const std::string& name, const std::string& key);
+// Refuses (UserError naming `key`) an explicit flash choice (flash, flash_ds, flash_short) that
+// an encoder of this shape cannot run at T = seq_len on a GPU (attention_uses_flash: T <= 512,
+// head dim <= 128), so that a config fails when it is read, on any device, not at the first GPU
+// update; auto runs the unfused path on such shapes and unfused runs every shape.
+void check_attention_fits(const EncoderConfig& encoder, int64_t seq_len, const std::string& key);
 // The name of model.attention that selects `impl`.
 const char* attention_name(AttentionImpl impl);
 

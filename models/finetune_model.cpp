@@ -280,6 +280,7 @@ ElectraFinetuner::ElectraFinetuner(Context& ctx, const EncoderConfig& encoder,
   encoder.validate("model");
   head.validate("task");
   encoder_.attention = options.attention;
+  check_attention_fits(encoder_, options.seq_len, "finetune.attention");
   ELECTRA_USER_CHECK(options.batch > 0 && options.seq_len > 0, "finetune: batch ", options.batch,
                      " and seq_len ", options.seq_len, " must be positive");
   ELECTRA_USER_CHECK(options.seq_len <= encoder.max_positions, "finetune.max_seq_len ",

@@ -247,6 +247,8 @@ PretrainConfig read_pretrain_config(const std::string& path,
   ELECTRA_USER_CHECK(seq >= 8 && seq <= max_positions, path, ": train.seq_len must be in [8, ",
                      "model.max_positions = ", max_positions, "] (got ", seq, ")");
   t.seq_len = seq;
+  check_attention_fits(c.model.discriminator, seq, path + ": model.attention");
+  check_attention_fits(c.model.generator(), seq, path + ": model.attention (generator)");
   const int64_t steps = train.get<int64_t>("steps", t.steps);
   t.steps = in_range(path, steps, steps > 0, "train.steps", "positive");
   t.seed = train.get<uint64_t>("seed", t.seed);

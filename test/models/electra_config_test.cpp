@@ -82,6 +82,22 @@ TEST_CASE("model.attention picks the GPU's attention for both encoders, auto by 
   ConfigNode bad = ConfigNode::parse("model:\n  attention: fast\n", "a.yaml");
   CHECK_THROWS_WITH(read_electra_config(bad.section("model")),
                     Catch::Contains("model.attention") && Catch::Contains("'fast'"));
+
+  // An explicit flash choice must fit flash's shapes (T <= 512, head dim <= 128); auto and
+  // unfused run every shape.
+  EncoderConfig small = electra_preset("small").discriminator;  // head dim 64
+  for (const auto& [name, impl] : names) {
+    small.attention = impl;
+    CHECK_NOTHROW(check_attention_fits(small, 512, "k"));
+    const bool any_shape = impl == AttentionImpl::kAuto || impl == AttentionImpl::kUnfused;
+    if (any_shape) {
+      CHECK_NOTHROW(check_attention_fits(small, 513, "k"));
+    } else {
+      CHECK_THROWS_WITH(check_attention_fits(small, 513, "k"),
+                        Catch::Contains(str_cat("k ", name, " needs T <= 512")) &&
+                            Catch::Contains("got T = 513, head dim 256 / 4 = 64"));
+    }
+  }
 }
 
 TEST_CASE("model sizes are bounded before anything is computed from them", "[config]") {

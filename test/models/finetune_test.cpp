@@ -89,6 +89,15 @@ TEST_CASE("the fine-tuning model declares the encoder and the head under HF name
   CHECK(ElectraFinetuner(ctx, encoder, head_of(TaskKind::kClassification, 3), unfused)
             .encoder_config()
             .attention == AttentionImpl::kUnfused);
+  // An explicit flash choice the encoder's shape rules out is refused by its key, on any device.
+  EncoderConfig one_head = encoder;
+  one_head.heads = 1;
+  one_head.hidden = one_head.ffn = 256;
+  FinetuneOptions flash = tiny_options();
+  flash.attention = AttentionImpl::kFlash;
+  CHECK_THROWS_WITH(ElectraFinetuner(ctx, one_head, head_of(TaskKind::kClassification), flash),
+                    Catch::Contains("finetune.attention flash needs T <= 512 and a head dim <= "
+                                    "128 (got T = 16, head dim 256 / 1 = 256)"));
 
   TaskHeadConfig two = head_of(TaskKind::kRegression);
   two.hf_two_layer = true;

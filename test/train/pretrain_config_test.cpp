@@ -231,6 +231,14 @@ TEST_CASE("out-of-range values are errors naming the key", "[pretrain_config]") 
   // Model errors come from read_electra_config.
   CHECK_THROWS_WITH(read_pretrain_config(small, {"model.heads=5"}),
                     Catch::Contains("not divisible"));
+  // An explicit flash choice on a shape flash cannot run (head dim 256 / 2 = 128 is the most; the
+  // generator's 64 / 1 fits); auto and unfused run it.
+  const std::vector<std::string> wide = {"model.heads=1", "model.attention=flash_ds"};
+  CHECK_THROWS_WITH(read_pretrain_config(small, wide),
+                    Catch::Contains(small + ": model.attention flash_ds needs T <= 512 and a head "
+                                            "dim <= 128 (got T = 128, head dim 256 / 1 = 256)"));
+  CHECK_NOTHROW(read_pretrain_config(small, {"model.heads=1", "model.attention=auto"}));
+  CHECK_NOTHROW(read_pretrain_config(small, {"model.heads=2", "model.attention=flash"}));
 }
 
 TEST_CASE("config_hash is deterministic and follows what training computes", "[pretrain_config]") {
