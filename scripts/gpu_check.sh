@@ -39,7 +39,9 @@
 #                  SIGINT after update N/4 and resumed to N (same checkpoint bytes, or the first
 #                  differing tensor named), and two identical runs give identical bytes
 #   table1    570  not in the default list: bench/table1_window.sh on the bundle's data (build it
-#                  with gpu_bundle.sh --data both), a Table 1 row of ELECTRA-Small in one command;
+#                  with gpu_bundle.sh --data both), a Table 1 row of ELECTRA-Small in one command,
+#                  fine-tuned with up to GPU_CHECK_TABLE1_SEEDS seeds (default 3; each reserves
+#                  90 s of the budget, so a shorter budget needs fewer);
 #                  run again with the same bundle to resume a run cut at its budget (docs/QUALITY.md)
 #   ablation  570  not in the default list: bench/ablation.sh at ELECTRA-Small on the bundle's data,
 #                  the paper's Table 5 (electra, electra-15, mlm, replace-mlm, all-tokens-mlm at the
@@ -375,7 +377,7 @@ phase_table1() {
   local budget_s=$(($(left "$deadline") - 15))
   LD_LIBRARY_PATH="$GPU_CHECK_LIBS" ELECTRA_BIN="$bundle/bin/electra" step table1 window \
     "$deadline" "$((budget_s + 10))" bash bench/table1_window.sh --budget-s "$budget_s" \
-    --data "$bundle/data" --out "$work/table1" \
+    --data "$bundle/data" --out "$work/table1" --seeds "${GPU_CHECK_TABLE1_SEEDS:-3}" \
     ${attention:+--pretrain-set "model.attention=$attention" --finetune-set "finetune.attention=$attention"}
 }
 
