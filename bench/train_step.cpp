@@ -9,9 +9,11 @@
 //                    model.attention)]
 //                   [--overlap-generator (the generator's backward on a second CUDA stream,
 //                    train.overlap_generator; not with --profile, which times ops on one stream)]
+//                   [--no-fused-layers (the generator's blocks as separate ops on the GPU,
+//                    model.fused_layers: false)]
 //                   [--profile]
-// Prints: RESULT impl=electra model=<m> device=<d> attention=<a> overlap_generator=<0|1> batch=<b>
-//         seq=<t> median_ms=<x> min_ms=<y>
+// Prints: RESULT impl=electra model=<m> device=<d> attention=<a> overlap_generator=<0|1>
+//         fused_layers=<0|1> batch=<b> seq=<t> median_ms=<x> min_ms=<y>
 //         seq_per_s=<s> tflops=<official-convention FLOP rate>
 // With --profile, then one more update under the op profiler (engine/op_profiler.h): a PROFILE
 // line (the update's time, its ops' time and its launches) and a table of every op, per model
@@ -70,11 +72,15 @@ int main(int argc, char** argv) {
   std::string model = "tiny", device = "cpu", precision = "f32", attention = "auto";
   int64_t batch = 8, seq_len = 128;
   int warmup = 2, repeats = 7, threads = 1;
-  bool profile = false, overlap_generator = false;
+  bool profile = false, overlap_generator = false, fused_layers = true;
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
     if (flag == "--profile" || flag == "--overlap-generator") {
       (flag == "--profile" ? profile : overlap_generator) = true;
+      continue;
+    }
+    if (flag == "--no-fused-layers") {
+      fused_layers = false;
       continue;
     }
     if (i + 1 == argc) {
@@ -114,6 +120,7 @@ int main(int argc, char** argv) {
   try {
     ElectraConfig config = electra_preset(model);
     config.discriminator.attention = attention_impl_named(attention, "--attention");
+    config.discriminator.fused_layers = fused_layers;
     const Precision p = precision == "bf16" ? Precision::BF16 : Precision::F32;
     Context ctx =
         device == "cuda" ? Context::cuda(0, 1, p) : Context::cpu(1, Precision::F32, threads);
@@ -164,11 +171,11 @@ int main(int argc, char** argv) {
     const double flops =
         step_flops(config, batch, seq_len, static_cast<double>(pretrainer.slots())).total();
     std::printf(
-        "RESULT impl=electra model=%s device=%s attention=%s overlap_generator=%d precision=%s "
-        "batch=%lld seq=%lld threads=%d median_ms=%.2f min_ms=%.2f seq_per_s=%.1f tflops=%.2f "
-        "loss=%.4f\n",
+        "RESULT impl=electra model=%s device=%s attention=%s overlap_generator=%d fused_layers=%d "
+        "precision=%s batch=%lld seq=%lld threads=%d median_ms=%.2f min_ms=%.2f seq_per_s=%.1f "
+        "tflops=%.2f loss=%.4f\n",
         model.c_str(), device.c_str(), attention.c_str(), overlap_generator ? 1 : 0,
-        precision.c_str(), static_cast<long long>(batch), static_cast<long long>(seq_len),
+        fused_layers ? 1 : 0, precision.c_str(), static_cast<long long>(batch), static_cast<long long>(seq_len),
         ctx.threads(), median, ms.front(), static_cast<double>(batch) / (median * 1e-3),
         flops / (median * 1e-3) / 1e12, pretrainer.metrics(ctx).total_loss);
     if (profile) print_profile(ctx, [&] { update(warmup + repeats); });

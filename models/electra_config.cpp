@@ -133,6 +133,7 @@ ElectraConfig read_electra_config(ConfigNode model) {
           "attention", "auto",
           std::vector<std::string>(std::begin(kAttentionNames), std::end(kAttentionNames))),
       "model.attention");
+  d.fused_layers = model.get<bool>("fused_layers", d.fused_layers);
   c.generator_multiplier = model.get<double>("generator_multiplier", c.generator_multiplier);
   ELECTRA_USER_CHECK(c.generator_multiplier > 0 && c.generator_multiplier <= 1,
                      "model.generator_multiplier must be in (0, 1] (got ", c.generator_multiplier,

@@ -44,6 +44,13 @@ struct EncoderConfig {
   // config's hash: a --resume gives the same bits only with the same value (trainer_state.json
   // records it, and `electra pretrain --resume` says when it changed: resume_bits_note).
   AttentionImpl attention = AttentionImpl::kAuto;
+  // Whether a bf16 GPU run takes the fused blocks where their kernels take the width (H = 64, the
+  // Small generator's: the FFN forward and backward each in one launch, the attention output
+  // projection with its residual LayerNorm; kernels/ffn_forward.h, ffn_backward.h,
+  // output_layernorm.h) or the separate ops. The CPU never fuses. model.fused_layers in a config:
+  // false is the fallback where a GPU's tests fail a fused kernel; outside the config's hash and
+  // recorded for --resume like attention.
+  bool fused_layers = true;
 
   int head_dim() const { return hidden / heads; }
   bool has_projection() const { return embedding_size != hidden; }

@@ -24,7 +24,8 @@ FeedForward::FeedForward(ModelBuilder& builder, const std::string& layer_prefix,
 }
 
 bool FeedForward::fused() const {
-  return pre_.dtype == DType::BF16 && ffn_forward_supported(config_.hidden, config_.ffn);
+  return config_.fused_layers && pre_.dtype == DType::BF16 &&
+         ffn_forward_supported(config_.hidden, config_.ffn);
 }
 
 void FeedForward::forward(Context& ctx, const DropoutPass& pass, const Tensor& x, const Tensor& y) {

@@ -51,7 +51,7 @@ void SelfAttention::forward(Context& ctx, const DropoutPass& pass, const Tensor&
                                .keep = Out(keep_)});
   const int64_t h = config_.hidden;
   const DropoutSite site = pass.site(output_site_, config_.hidden_dropout);
-  if (context_.dtype == DType::BF16 && output_layernorm_supported(h, h)) {
+  if (config_.fused_layers && context_.dtype == DType::BF16 && output_layernorm_supported(h, h)) {
     // A narrow bf16 encoder (the generator): the output projection and the residual LayerNorm in
     // one launch, saving what the unfused path saves. (A CPU context sees bf16 only in the launch
     // counter's dry run.)

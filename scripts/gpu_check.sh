@@ -4,15 +4,16 @@
 # project's libraries, so nothing is built there; docs/GPU.md).
 #
 #   scripts/gpu_check.sh [--bundle FILE.tar.xz|DIR] [--phases LIST] [--out DIR] [--dry-run]
-#                        [--attention IMPL]
+#                        [--attention IMPL] [--unfused-layers]
 #     --bundle   default carry/gpu-bundle.tar.xz; unpacked once per machine under $GPU_CHECK_WORK
 #     --phases   comma-separated, in order (default: all, as listed below)
 #     --out      where the results go (default $OUT, else ./gpu_check_out)
-#     --attention  the GPU's attention kernels (auto, unfused, flash, flash_ds, flash_short) for
-#                the step phase's own rows and profile and every pre-training and fine-tuning run
-#                (model.attention, finetune.attention): when the tests phase fails a flash kernel,
-#                the rest of the window still measures a correct update, e.g. `--phases
-#                step,user,table1 --attention unfused` (default: the configs' auto)
+#     --attention  the GPU's attention kernels (auto, unfused, flash, flash_ds, flash_short) and
+#     --unfused-layers  the generator's blocks as separate ops (model.fused_layers: false), for the
+#                step phase's own rows and profile and every pre-training and fine-tuning run
+#                (model.attention, finetune.attention): when the tests phase fails a flash or a
+#                fused kernel, the rest of the window still measures a correct update, e.g.
+#                `--phases step,user,table1 --attention unfused` (default: the configs' choices)
 #     --dry-run  without a GPU: run the tests phase anyway (each test reports its skip) and let
 #                every other phase say why it did not run; for CI (test/apps/gpu_check_test.sh)
 #
@@ -69,7 +70,9 @@ out=${OUT:-$PWD/gpu_check_out}
 bundle_arg=$root/carry/gpu-bundle.tar.xz
 phases_arg=tests,sanitize,bench,step,user,resume
 dry_run=0
-attention=
+# The kernel choices of --attention and --unfused-layers, as the options of train_step, electra
+# pretrain, electra finetune, bench/table1_window.sh and bench/ablation.sh.
+step_flags=() pretrain_sets=() finetune_sets=() table1_sets=() ablation_sets=()
 while (($#)); do
   case $1 in
     --bundle) bundle_arg=${2:?--bundle needs a value}; shift 2 ;;
@@ -82,7 +85,20 @@ while (($#)); do
         echo "gpu_check.sh: --attention '$attention' is none of auto, unfused, flash, flash_ds, flash_short" >&2
         exit 2
       }
+      step_flags+=(--attention "$attention")
+      pretrain_sets+=(--set "model.attention=$attention")
+      finetune_sets+=(--set "finetune.attention=$attention")
+      table1_sets+=(--pretrain-set "model.attention=$attention"
+        --finetune-set "finetune.attention=$attention")
+      ablation_sets+=(--set "model.attention=$attention"
+        --finetune-set "finetune.attention=$attention")
       shift 2 ;;
+    --unfused-layers)
+      step_flags+=(--no-fused-layers)
+      pretrain_sets+=(--set model.fused_layers=false)
+      table1_sets+=(--pretrain-set model.fused_layers=false)
+      ablation_sets+=(--set model.fused_layers=false)
+      shift ;;
     *) echo "gpu_check.sh: unknown argument '$1' (see the header of $0)" >&2; exit 2 ;;
   esac
 done
@@ -257,7 +273,7 @@ phase_step() {
     read -r model seq batch <<<"$shape"
     step step "${model}${seq}_ours" "$deadline" 90 bin train_step --model "$model" --device cuda \
       --precision bf16 --seq-len "$seq" --batch "$batch" --warmup 5 --repeats 50 \
-      ${attention:+--attention "$attention"} || rc=1
+      "${step_flags[@]}" || rc=1
   done
   # The same Small update with each variant that is off by default until it is measured faster:
   # model.attention flash_ds (the flash backward taking dQ from a GEMM on its stored dS),
@@ -267,13 +283,13 @@ phase_step() {
   for variant in "flash_ds --attention flash_ds" "flash_short --attention flash_short" \
     "overlap --overlap-generator"; do
     read -r name flags <<<"$variant"
-    [[ $flags == *--attention* || -z $attention ]] || flags+=" --attention $attention"
-    # shellcheck disable=SC2086  # FLAGS are words
+    # shellcheck disable=SC2086  # FLAGS are words, after step_flags: a variant's attention wins
     step step "small128_ours_$name" "$deadline" 90 bin train_step --model small --device cuda \
-      --precision bf16 --seq-len 128 --batch 128 --warmup 5 --repeats 50 $flags || rc=1
+      --precision bf16 --seq-len 128 --batch 128 --warmup 5 --repeats 50 "${step_flags[@]}" \
+      $flags || rc=1
   done
   if step step profile_small "$deadline" 60 bin train_step --model small --device cuda \
-    --precision bf16 --seq-len 128 --batch 128 --profile ${attention:+--attention "$attention"}; then
+    --precision bf16 --seq-len 128 --batch 128 --profile "${step_flags[@]}"; then
     cp "$logs/step/profile_small.log" "$work/profile.txt"
   else
     rc=1
@@ -299,7 +315,7 @@ phase_step() {
 small_run() {
   small=(--config configs/electra-small.yaml --set "data.shards=$work/shards"
     --set "data.vocab=$bundle/data/vocab/bert-base-uncased-vocab.txt" --set "checkpoint.dir=$1"
-    ${attention:+--set "model.attention=$attention"})
+    "${pretrain_sets[@]}")
 }
 
 build_shards() {  # build_shards DEADLINE: the bundle's corpus as seq-128 shards, once per machine
@@ -332,7 +348,7 @@ phase_user() {
   for task in CoLA SST-2 MRPC STS-B RTE; do
     step user "finetune_$task" "$deadline" 90 bin electra finetune --task "$task" \
       --data-dir "$bundle/data/glue/$task" --init "$work/user" --config configs/glue.yaml \
-      --output "$work/finetune/$task" ${attention:+--set "finetune.attention=$attention"} || rc=1
+      --output "$work/finetune/$task" "${finetune_sets[@]}" || rc=1
   done
   return $rc
 }
@@ -378,7 +394,7 @@ phase_table1() {
   LD_LIBRARY_PATH="$GPU_CHECK_LIBS" ELECTRA_BIN="$bundle/bin/electra" step table1 window \
     "$deadline" "$((budget_s + 10))" bash bench/table1_window.sh --budget-s "$budget_s" \
     --data "$bundle/data" --out "$work/table1" --seeds "${GPU_CHECK_TABLE1_SEEDS:-3}" \
-    ${attention:+--pretrain-set "model.attention=$attention" --finetune-set "finetune.attention=$attention"}
+    "${table1_sets[@]}"
 }
 
 phase_ablation() {
@@ -396,8 +412,7 @@ phase_ablation() {
     --budget-s "${GPU_CHECK_ABLATION_ROW_S:-30}" --data "$bundle/data" \
     --vocab "$bundle/data/vocab/bert-base-uncased-vocab.txt" --tasks "CoLA SST-2 MRPC STS-B RTE" \
     --seeds "${GPU_CHECK_ABLATION_SEEDS:-2}" --max-train 8000 --epochs 3 --ft-seq-len 128 \
-    --out "$work/ablation" \
-    ${attention:+--set "model.attention=$attention" --finetune-set "finetune.attention=$attention"}
+    --out "$work/ablation" "${ablation_sets[@]}"
 }
 
 phase_kernels() {

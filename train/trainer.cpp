@@ -48,6 +48,7 @@ Trainer::Trainer(Context& ctx, Communicator& comm, const PretrainConfig& config,
   state_.local_accumulation = local_accumulation_;
   state_.device = ctx.is_cuda() ? cuda_device_description(ctx.device_index()) : "cpu";
   state_.attention = attention_name(config.model.discriminator.attention);
+  state_.fused_layers = config.model.discriminator.fused_layers;
   state_.shards = record_shards(shards);
   if (config.training == Training::kTwoStage) enter_phase(TrainingPhase::kGenerator);
 }

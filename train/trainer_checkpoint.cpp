@@ -163,6 +163,7 @@ std::string save_checkpoint(Context& ctx, const ElectraPretrainer& model,
     j["local_accumulation"] = state.local_accumulation;
     j["device"] = state.device;
     j["attention"] = state.attention;
+    j["fused_layers"] = state.fused_layers;
     const StepMetrics& last = state.metrics;
     j["last_update"] = {{"gen_loss", last.gen_loss},     {"gen_accuracy", last.gen_accuracy},
                         {"disc_loss", last.disc_loss},   {"disc_accuracy", last.disc_accuracy},
@@ -196,10 +197,13 @@ std::string save_checkpoint(Context& ctx, const ElectraPretrainer& model,
 std::string resume_bits_note(const TrainerState& saved, const TrainerState& now) {
   if (saved.device.empty()) return {};
   const auto on_cpu = [](const TrainerState& s) { return s.device == "cpu"; };
-  if (saved.device == now.device && (on_cpu(now) || saved.attention == now.attention)) return {};
+  const bool same_kernels =
+      saved.attention == now.attention && saved.fused_layers == now.fused_layers;
+  if (saved.device == now.device && (on_cpu(now) || same_kernels)) return {};
   const auto kernels = [&](const TrainerState& s) {
     return on_cpu(s) ? std::string("on the CPU")
-                     : str_cat("on ", s.device, " with model.attention ", s.attention);
+                     : str_cat("on ", s.device, " with model.attention ", s.attention,
+                               s.fused_layers ? "" : " and model.fused_layers false");
   };
   return str_cat("the checkpoint was computed ", kernels(saved), ", this run ", kernels(now),
                  ": the updates from here on are not the bits an uninterrupted run would give");
@@ -262,6 +266,7 @@ TrainerState read_trainer_state(const std::string& checkpoint_dir) {
     s.local_accumulation = j.value("local_accumulation", int64_t{1});
     s.device = j.value("device", std::string{});
     s.attention = j.value("attention", std::string{});
+    s.fused_layers = j.value("fused_layers", true);
     if (j.contains("last_update")) {
       const nlohmann::json& u = j.at("last_update");
       s.metrics.gen_loss = u.at("gen_loss").get<double>();

@@ -55,9 +55,11 @@ struct TrainerState {
   int64_t world_size = 1;          // ranks of the run that wrote it
   int64_t local_accumulation = 1;  // micro-batches per update on each of those ranks
   // What computed its updates beyond the hashed config: "cpu" or the GPU (cuda_device_description:
-  // another kind of GPU picks other cuBLASLt algorithms and launch shapes), and model.attention (a
-  // GPU run's bits depend on it; the hash leaves it out). Empty in a checkpoint older than them.
+  // another kind of GPU picks other cuBLASLt algorithms and launch shapes), and model.attention and
+  // model.fused_layers (a GPU run's bits depend on them; the hash leaves them out). Empty (true) in
+  // a checkpoint older than them.
   std::string device, attention;
+  bool fused_layers = true;
   // The losses and accuracies of update `step` (over all ranks) and its gradient norm, at full
   // precision: what a run logged last, and what tests compare runs with.
   StepMetrics metrics;
@@ -66,7 +68,8 @@ struct TrainerState {
 };
 
 // What a resume from `saved` changes in the bits of the updates to come, though the configs hash
-// the same: another device (the CPU, or another kind of GPU), or on a GPU another model.attention.
+// the same: another device (the CPU, or another kind of GPU), or on a GPU another model.attention
+// or model.fused_layers.
 // Empty when nothing (or when the checkpoint does not say).
 std::string resume_bits_note(const TrainerState& saved, const TrainerState& now);
 

@@ -16,9 +16,9 @@
 #      stand-in electra that reports the signal (the first version signalled a subshell that
 #      ignored it, and the user and resume phases failed on the 2026-11-27 H100 run), and again
 #      when the first came before the binary's handler;
-#   8. --attention reaches every run of the step and user phases (train_step's own rows and
-#      profile, pretrain, finetune), on stand-in binaries and a stand-in nvidia-smi; an unknown
-#      name is exit 2.
+#   8. --attention and --unfused-layers reach every run of the step and user phases (train_step's
+#      own rows and profile, pretrain, finetune), on stand-in binaries and a stand-in nvidia-smi;
+#      an unknown attention is exit 2.
 # Usage: gpu_check_test.sh SOURCE_DIR GPU_TEST_EXECUTABLE...
 set -uo pipefail
 src=$1
@@ -297,14 +297,20 @@ EOF
 chmod +x "$work/att/bin/"* "$work/att/path/nvidia-smi"
 PATH="$work/att/path:$PATH" GPU_CHECK_WORK="$work/w8" GPU_CHECK_PRETRAIN_S=1 \
   GPU_CHECK_RESUME_S=1 GPU_CHECK_OVERLAP_S=1 bash "$src/scripts/gpu_check.sh" --bundle \
-  "$work/att" --phases step,user --attention unfused --out "$work/out8" >"$work/att.log" 2>&1
+  "$work/att" --phases step,user --attention unfused --unfused-layers --out "$work/out8" \
+  >"$work/att.log" 2>&1
 runs() { grep -c -- "$1" "$work/att/args"; }
-# 3 shapes, the overlap variant and the profile; the flash_ds and flash_short rows keep theirs.
-[[ $(runs "^train_step .*--attention unfused") -eq 5 && $(runs "^train_step ") -eq 7 ]] &&
-  pass "--attention: train_step's own rows and profile" ||
+# 3 shapes, 3 variants and the profile; the flash_ds and flash_short rows name their own attention
+# last (train_step takes the last --attention).
+[[ $(runs "^train_step .*--attention unfused") -eq 7 && $(runs "^train_step ") -eq 7 &&
+  $(runs "^train_step .*--no-fused-layers") -eq 7 &&
+  $(runs "^train_step .*--attention unfused .*--attention flash_ds$") -eq 1 &&
+  $(runs "^train_step .*--attention unfused .*--attention flash_short$") -eq 1 ]] &&
+  pass "--attention, --unfused-layers: train_step's own rows and profile" ||
   fail "--attention: train_step: $(grep train_step "$work/att/args")"
 [[ $(runs "^electra pretrain .*model.attention=unfused") -eq 3 &&
-  $(runs "^electra pretrain") -eq 3 ]] && pass "--attention: every pretrain run" ||
+  $(runs "^electra pretrain .*model.fused_layers=false") -eq 3 &&
+  $(runs "^electra pretrain") -eq 3 ]] && pass "--attention, --unfused-layers: every pretrain run" ||
   fail "--attention: pretrain: $(grep pretrain "$work/att/args"); $(tail -3 "$work/att.log")"
 [[ $(runs "^electra finetune .*finetune.attention=unfused") -eq 5 ]] &&
   pass "--attention: every finetune run" || fail "--attention: finetune: $(grep finetune "$work/att/args")"

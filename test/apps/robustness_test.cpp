@@ -125,7 +125,7 @@ TEST_CASE("trainer-state counters must be integers below 2^32", "[robustness][re
   }
 }
 
-TEST_CASE("a resume on other kernels is said: device, or model.attention on a GPU",
+TEST_CASE("a resume on other kernels is said: device, or model.attention or fused_layers on a GPU",
           "[robustness][resume]") {
   ScratchDir dir("electra_state");
   const std::string base =
@@ -134,6 +134,7 @@ TEST_CASE("a resume on other kernels is said: device, or model.attention on a GP
   write_text(dir.path / "trainer_state.json", base + "}");
   const TrainerState old = read_trainer_state(dir.path.string());  // before the fields existed
   CHECK(old.device.empty());
+  CHECK(old.fused_layers);
   const std::string h100 = "NVIDIA H100 80GB HBM3 (sm_90, 79 GiB)";
   write_text(dir.path / "trainer_state.json",
              base + R"(, "device": ")" + h100 + R"(", "attention": "flash_ds"})");
@@ -151,11 +152,22 @@ TEST_CASE("a resume on other kernels is said: device, or model.attention on a GP
             " with model.attention auto: the updates from here on are not the bits an "
             "uninterrupted run would give");
   now.attention = "flash_ds";
+  now.fused_layers = false;
+  CHECK(resume_bits_note(saved, now) ==
+        "the checkpoint was computed on " + h100 + " with model.attention flash_ds, this run on " +
+            h100 +
+            " with model.attention flash_ds and model.fused_layers false: the updates from here on "
+            "are not the bits an uninterrupted run would give");
+  write_text(dir.path / "trainer_state.json",
+             base + R"(, "device": ")" + h100 + R"(", "attention": "auto", "fused_layers": false})");
+  CHECK_FALSE(read_trainer_state(dir.path.string()).fused_layers);
+  now.fused_layers = true;
   now.device = "NVIDIA A100-SXM4-80GB (sm_80, 79 GiB)";  // another kind of GPU
   CHECK_THAT(resume_bits_note(saved, now), Catch::Contains("this run on NVIDIA A100"));
   now.device = "cpu";
   CHECK_THAT(resume_bits_note(saved, now), Catch::Contains("this run on the CPU:"));
   TrainerState cpu = now;
-  cpu.attention = "flash";  // the CPU ignores model.attention
+  cpu.attention = "flash";  // the CPU ignores model.attention and model.fused_layers
+  cpu.fused_layers = false;
   CHECK(resume_bits_note(now, cpu).empty());
 }

@@ -100,6 +100,17 @@ TEST_CASE("model.attention picks the GPU's attention for both encoders, auto by 
   }
 }
 
+TEST_CASE("model.fused_layers: true by default, false for both encoders, a bool", "[config]") {
+  CHECK(electra_preset("small").discriminator.fused_layers);
+  ConfigNode root = ConfigNode::parse("model:\n  fused_layers: false\n", "f.yaml");
+  const ElectraConfig c = read_electra_config(root.section("model"));
+  CHECK_FALSE(c.discriminator.fused_layers);
+  CHECK_FALSE(c.generator().fused_layers);
+  ConfigNode bad = ConfigNode::parse("model:\n  fused_layers: sometimes\n", "f.yaml");
+  CHECK_THROWS_WITH(read_electra_config(bad.section("model")),
+                    Catch::Contains("model.fused_layers"));
+}
+
 TEST_CASE("model sizes are bounded before anything is computed from them", "[config]") {
   auto read = [](const std::string& field, const std::string& value) {
     ConfigNode root =

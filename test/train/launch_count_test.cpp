@@ -139,6 +139,23 @@ TEST_CASE("with model.attention flash_short each layer's attention stays one ker
   CHECK(counter.total().total() == 357);
 }
 
+TEST_CASE("with model.fused_layers false the generator's blocks run as separate ops",
+          "[launches]") {
+  test::SmallRun run("launch_count_unfused_layers");
+  run.config.model.discriminator.fused_layers = false;
+  LaunchCounter counter(/*dry_run=*/true);
+  count_update(run, counter);
+  // Per generator layer (H = 64), each fused block's one kernel becomes its ops: the FFN forward
+  // two GEMMs, bias-GELU and the residual LayerNorm (+1 kernel, +2 library calls); the attention
+  // output a GEMM and the residual LayerNorm (+1 library call); the FFN backward the residual
+  // LayerNorm backward, two GEMMs and bias-GELU's backward (+1 kernel, +2 library calls):
+  // 357 + 12 (2 + 5).
+  CHECK(counter.part("generator") == Launches{.kernels = 73 + 7 + 12 * 2,
+                                              .library_calls = 40 + 6 + 12 * 5});
+  CHECK(counter.total() ==
+        Launches{.kernels = 198 + 12 * 2, .library_calls = 158 + 12 * 5, .memsets = 1});
+}
+
 TEST_CASE("with train.overlap_generator the update launches the same kernels", "[launches]") {
   test::SmallRun run("launch_count_overlap");
   run.config.train.overlap_generator = true;

@@ -38,6 +38,13 @@ grep -q ' overlap_generator=0 ' <<<"$plain" || fail "no overlap_generator=0 in: 
 loss_of() { sed -n 's/^RESULT .* loss=\([0-9.e+-]*\).*/\1/p' <<<"$1"; }
 [[ -n $(loss_of "$plain") && $(loss_of "$overlap") == $(loss_of "$plain") ]] ||
   fail "loss $(loss_of "$overlap") with --overlap-generator, $(loss_of "$plain") without"
+# --no-fused-layers: said in the RESULT line; on the CPU (which never fuses) the same loss.
+unfused=$("$bin" --model tiny --batch 2 --seq-len 32 --warmup 0 --repeats 1 --no-fused-layers 2>&1) ||
+  fail "train_step --no-fused-layers exited $?"
+grep -q ' fused_layers=0 ' <<<"$unfused" && grep -q ' fused_layers=1 ' <<<"$plain" ||
+  fail "fused_layers=0 / =1 not in: $unfused / $plain"
+[[ $(loss_of "$unfused") == $(loss_of "$plain") ]] ||
+  fail "loss $(loss_of "$unfused") with --no-fused-layers, $(loss_of "$plain") without"
 refused=$("$bin" --model tiny --profile --overlap-generator 2>&1)
 [[ $? -eq 2 && $refused == *"drop --overlap-generator"* ]] ||
   fail "--profile --overlap-generator not refused: $refused"
