@@ -7,7 +7,8 @@
 // its own) must be at least the declared library calls, and none where none is declared. The test
 // prints how many kernels the library calls really ran. Last, the declared launches of the GPU
 // update, per part, equal a dry run's on a CPU context of the same precision. With the default
-// attention, with model.attention: flash_ds and with flash_short.
+// attention, with model.attention: flash_ds and with flash_short, and with model.fused_layers:
+// false.
 #include <catch2/catch.hpp>
 
 #if ELECTRA_WITH_CUDA
@@ -19,6 +20,7 @@
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/communicator.h"
@@ -138,14 +140,17 @@ class CaptureChecker final : public OpObserver {
 TEST_CASE("every op of an ELECTRA-Small update launches what it declares", "[launches]") {
   // The default attention, the flash backward with dQ by GEMMs (model.attention: flash_ds), whose
   // declared library calls only a GPU run can check, and kFlashShort's kernels (flash_short: its
-  // forward and one-pass backward counted as the one flash kernel each replaces).
-  const AttentionImpl attention =
-      GENERATE(AttentionImpl::kAuto, AttentionImpl::kFlashDsGemm, AttentionImpl::kFlashShort);
-  INFO("attention " << static_cast<int>(attention));
+  // forward and one-pass backward counted as the one flash kernel each replaces); and the default
+  // attention with the generator's blocks as separate ops (model.fused_layers: false).
+  const auto [attention, fused_layers] =
+      GENERATE(std::pair{AttentionImpl::kAuto, true}, std::pair{AttentionImpl::kFlashDsGemm, true},
+               std::pair{AttentionImpl::kFlashShort, true}, std::pair{AttentionImpl::kAuto, false});
+  INFO("attention " << static_cast<int>(attention) << ", fused_layers " << fused_layers);
   const test::SmallRun run("launch_count_gpu");
   PretrainConfig config = run.config;
   config.train.cuda_graph = false;  // every op call observed, eagerly
   config.model.discriminator.attention = attention;
+  config.model.discriminator.fused_layers = fused_layers;
   std::unique_ptr<Communicator> comm = make_single_communicator();
   const data::ShardSet shards({run.shard}, test::SmallRun::kVocabHash,
                               static_cast<uint32_t>(config.train.seq_len));
