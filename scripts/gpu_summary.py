@@ -160,6 +160,19 @@ def summarize(work):
                           [(t, c, w[:400].replace("|", "\\|")) for t, c, w in cases[:shown]])
             if len(cases) > shown:
                 text += [f"({len(cases) - shown} more in the tests' logs)", ""]
+        failed = {step for (phase, step), s in steps.items()
+                  if phase == "tests" and s["result"] not in ("0", "77")
+                  and not s["result"].startswith("not run")}
+        # The kernels with a switch of their own: the later phases can run around them.
+        fallbacks = [(tests, option) for tests, option in (
+            (("attention_gpu_test",), "--attention unfused"),
+            (("ffn_forward_gpu_test", "ffn_backward_gpu_test", "output_layernorm_gpu_test"),
+             "--unfused-layers")) if failed & set(tests)]
+        for tests, option in fallbacks:
+            text += [f"- {', '.join(t for t in tests if t in failed)} failed: run the later phases "
+                     f"again with `{option}` (scripts/gpu_check.sh) to measure a correct update"]
+        if fallbacks:
+            text.append("")
 
     rows = []
     for (phase, step), s in steps.items():

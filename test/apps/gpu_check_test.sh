@@ -165,6 +165,7 @@ expect_line() {  # expect_line WHAT FIXED-STRING
 }
 expect_line "GPU" "- GPU: GPU 0: NVIDIA H100 80GB HBM3"
 expect_line "tests heading" "## GPU tests: 1 of 4 passed"
+expect_line "the fallback a failed flash test points to" "- attention_gpu_test failed: run the later phases again with \`--attention unfused\`"
 expect_line "failed cases heading" "### Failed test cases (1; the first failure of each)"
 expect_line "a failed harness case, its wrapped message joined" "| attention_gpu_test | attention/flash_small_p0.1/bf16 | dqkv: dK normwise 0.5 >= 0.02; ; 64 of 768 elements have an error of at least 1/4 of the largest, 1 at [1, 8, 4] (got 1.5, want 0.5); dim 2 (12): 4-7 |"
 expect_line "failing test" "| disc_head_gpu_test | FAILED (exit 1) | 1 s | 1 of 18 assertions failed; largest error 4.809e-05 = 4.809 of its bound 1e-05 (disc_head on the GPU matches the CPU at test/kernels/disc_head_gpu_test.cpp:56) |"
