@@ -8,12 +8,13 @@
 #     --bundle   default carry/gpu-bundle.tar.xz; unpacked once per machine under $GPU_CHECK_WORK
 #     --phases   comma-separated, in order (default: all, as listed below)
 #     --out      where the results go (default $OUT, else ./gpu_check_out)
-#     --attention  the GPU's attention kernels (auto, unfused, flash, flash_ds, flash_short) and
+#     --attention IMPL  the GPU's attention kernels (auto, unfused, flash, flash_ds, flash_short:
+#                model.attention and finetune.attention), and
 #     --unfused-layers  the generator's blocks as separate ops (model.fused_layers: false), for the
-#                step phase's own rows and profile and every pre-training and fine-tuning run
-#                (model.attention, finetune.attention): when the tests phase fails a flash or a
-#                fused kernel, the rest of the window still measures a correct update, e.g.
-#                `--phases step,user,table1 --attention unfused` (default: the configs' choices)
+#                step phase's own rows and profile and every pre-training and fine-tuning run of
+#                the later phases: when the tests phase fails a flash or a fused kernel, the rest
+#                of the window still measures a correct update, e.g. `--phases step,user
+#                --attention unfused` (default: the configs' choices)
 #     --dry-run  without a GPU: run the tests phase anyway (each test reports its skip) and let
 #                every other phase say why it did not run; for CI (test/apps/gpu_check_test.sh)
 #
