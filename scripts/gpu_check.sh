@@ -327,12 +327,17 @@ build_shards() {  # build_shards DEADLINE: the bundle's corpus as seq-128 shards
     --seq-len 128 && touch "$work/shards/.done"
 }
 
+# has_text_and_glue PHASE [HOW]: whether the bundle carries a corpus and the GLUE tasks; if not,
+# records PHASE as not run, naming the gpu_bundle.sh option HOW (default --data) that packs them.
+has_text_and_glue() {
+  [[ -d $bundle/data/corpus && -d $bundle/data/glue ]] && return 0
+  record "$1" all "not run: the bundle carries no corpus or GLUE data (gpu_bundle.sh ${2:---data})" 0
+  return 1
+}
+
 phase_user() {
   local deadline=$1 rc=0
-  [[ -d $bundle/data/corpus && -d $bundle/data/glue ]] || {
-    record user all "not run: the bundle carries no corpus or GLUE data (gpu_bundle.sh --data)" 0
-    return 1
-  }
+  has_text_and_glue user || return 1
   build_shards "$deadline" || return 1
   rm -rf "$work/user"
   small_run "$work/user"
@@ -385,10 +390,7 @@ phase_resume() {
 
 phase_table1() {
   local deadline=$1
-  [[ -d $bundle/data/corpus && -d $bundle/data/glue ]] || {
-    record table1 all "not run: the bundle carries no corpus or GLUE data (gpu_bundle.sh --data both)" 0
-    return 1
-  }
+  has_text_and_glue table1 "--data both" || return 1
   # table1_window.sh keeps its own budget (a run cut at it saves and exits 75, and the same
   # command resumes it); the step's limit is only the backstop.
   local budget_s=$(($(left "$deadline") - 15))
@@ -400,10 +402,7 @@ phase_table1() {
 
 phase_ablation() {
   local deadline=$1
-  [[ -d $bundle/data/corpus && -d $bundle/data/glue ]] || {
-    record ablation all "not run: the bundle carries no corpus or GLUE data (gpu_bundle.sh --data)" 0
-    return 1
-  }
+  has_text_and_glue ablation || return 1
   # ablation.sh is cut by SIGINT at the phase's budget (its pretrain saves a checkpoint, the
   # script exits 75) and continues from there when the phase runs again with the same work folder.
   local budget_s=$(($(left "$deadline") - 15))

@@ -28,20 +28,16 @@ TEST_CASE("finetune.attention picks the GPU's attention of the fine-tuned encode
   const std::string squad = std::string(ELECTRA_SOURCE_DIR) + "/configs/squad.yaml";
   CHECK(read(glue).attention == AttentionImpl::kAuto);
   CHECK(read(squad).attention == AttentionImpl::kAuto);
-  const std::pair<const char*, AttentionImpl> names[] = {
-      {"auto", AttentionImpl::kAuto},
-      {"unfused", AttentionImpl::kUnfused},
-      {"flash", AttentionImpl::kFlash},
-      {"flash_ds", AttentionImpl::kFlashDsGemm},
-      {"flash_short", AttentionImpl::kFlashShort}};
   const data::Vocab vocab =
       data::Vocab::from_tokens({"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"}, "test");
-  for (const auto& [name, impl] : names) {
+  // Every name model.attention takes (electra_config_test checks what each selects).
+  for (const char* name : kAttentionNames) {
     // A task section (rte's) keeps the file's choice.
     const FinetuneSettings s = read(glue, {str_cat("finetune.attention=", name)});
-    CHECK(s.attention == impl);
-    CHECK(model_options(s, vocab).attention == impl);
+    CHECK(s.attention == attention_impl_named(name, "test"));
+    CHECK(model_options(s, vocab).attention == s.attention);
   }
+  CHECK(read(glue, {"finetune.attention=unfused"}).attention == AttentionImpl::kUnfused);
   CHECK_THROWS_WITH(read(glue, {"finetune.attention=fast"}),
                     Catch::Contains("finetune.attention") && Catch::Contains("'fast'"));
 }
