@@ -54,6 +54,20 @@ void encoder_lines(std::ostringstream& out, const char* who, const EncoderConfig
       << who << ".layer_norm_eps=" << exact(e.layer_norm_eps) << "\n";
 }
 
+// describe's line on the GPU kernel choices outside the hash (model.attention,
+// model.fused_layers): what a GPU run takes; on the CPU, only a choice that has no effect there.
+std::string kernels_line(const EncoderConfig& d, bool cuda) {
+  const bool chosen = d.attention != AttentionImpl::kAuto || !d.fused_layers;
+  if (!cuda) {
+    return chosen ? "kernels: model.attention and model.fused_layers have no effect on the CPU\n"
+                  : "";
+  }
+  return str_cat("kernels: attention ", attention_name(d.attention), " (model.attention), ",
+                 d.fused_layers ? "the generator's fused blocks where a layer is 64 wide"
+                                : "the generator's blocks as separate ops",
+                 " (model.fused_layers)\n");
+}
+
 const char* schedule_name(ScheduleKind kind) {
   switch (kind) {
     case ScheduleKind::kLinear:
@@ -451,11 +465,11 @@ std::string describe(const PretrainConfig& c, const std::string& device, Precisi
                   : "; the generator's backward on a second stream beside the discriminator's "
                     "(train.overlap_generator)")
       << "\n"
-      << "optimizer: " << optimizer_kind_name(o.kind) << " lr " << o.schedule.peak << " ("
-      << schedule_name(o.schedule.kind) << ", warm-up " << o.schedule.warmup_steps << "), betas "
-      << o.beta1 << "/" << o.beta2 << ", eps " << o.eps << ", weight decay " << o.weight_decay
-      << ", clip " << o.max_grad_norm << ", bias correction " << (o.bias_correction ? "on" : "off")
-      << "\n"
+      << kernels_line(d, cuda) << "optimizer: " << optimizer_kind_name(o.kind) << " lr "
+      << o.schedule.peak << " (" << schedule_name(o.schedule.kind) << ", warm-up "
+      << o.schedule.warmup_steps << "), betas " << o.beta1 << "/" << o.beta2 << ", eps " << o.eps
+      << ", weight decay " << o.weight_decay << ", clip " << o.max_grad_norm << ", bias correction "
+      << (o.bias_correction ? "on" : "off") << "\n"
       << "FLOPs (paper Appendix E conventions): " << flops_text << "\n";
   return out.str();
 }

@@ -318,6 +318,25 @@ TEST_CASE(
   CHECK_THAT(describe(off, "GPU", Precision::BF16, true), !Catch::Contains("overlap_generator"));
 }
 
+TEST_CASE("describe states the GPU kernel choices, and on the CPU only a choice it ignores",
+          "[pretrain_config]") {
+  const std::string small = config_path("small");
+  const PretrainConfig plain = read_pretrain_config(small, {});
+  const PretrainConfig chosen =
+      read_pretrain_config(small, {"model.attention=unfused", "model.fused_layers=false"});
+  CHECK(config_hash(plain) == config_hash(chosen));  // the CPU's bits either way
+  CHECK_THAT(describe(plain, "GPU", Precision::BF16, true),
+             Catch::Contains("kernels: attention auto (model.attention), the generator's fused "
+                             "blocks where a layer is 64 wide (model.fused_layers)"));
+  CHECK_THAT(describe(chosen, "GPU", Precision::BF16, true),
+             Catch::Contains("kernels: attention unfused (model.attention), the generator's "
+                             "blocks as separate ops (model.fused_layers)"));
+  CHECK_THAT(describe(plain, "CPU", Precision::F32, false), !Catch::Contains("kernels:"));
+  CHECK_THAT(describe(chosen, "CPU", Precision::F32, false),
+             Catch::Contains("kernels: model.attention and model.fused_layers have no effect on "
+                             "the CPU"));
+}
+
 TEST_CASE("set_ranks splits the global batch over the ranks", "[pretrain_config]") {
   // micro_batch_size 0: batch_size / ranks, no accumulation.
   PretrainConfig small = read_pretrain_config(config_path("small"), {});
