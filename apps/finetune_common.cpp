@@ -30,6 +30,14 @@ FinetuneOptions model_options(const FinetuneSettings& s, const data::Vocab& voca
   return options;
 }
 
+std::string attention_note(const FinetuneSettings& s, bool cuda) {
+  if (cuda) return str_cat("attention ", attention_name(s.attention), " (finetune.attention)");
+  return s.attention == AttentionImpl::kAuto
+             ? ""
+             : str_cat("finetune.attention ", attention_name(s.attention),
+                       " has no effect on the CPU");
+}
+
 FinetuneInit resolve_init(const std::string& path) {
   fs::path p(path);
   ELECTRA_USER_CHECK(fs::is_directory(p), path, ": --init must be a model or checkpoint directory");

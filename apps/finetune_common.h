@@ -29,8 +29,13 @@ struct FinetuneInit {
 // naming the path otherwise.
 FinetuneInit resolve_init(const std::string& path);
 
-// The finetuner's batch, sequence length and padding id from the settings and the vocabulary.
+// The finetuner's batch, sequence length, padding id and GPU attention from the settings and the
+// vocabulary.
 FinetuneOptions model_options(const FinetuneSettings& settings, const data::Vocab& vocab);
+
+// What the start-up line says of finetune.attention: on a GPU the kernels it picks ("attention
+// flash (finetune.attention)"); on the CPU, only a choice there that has no effect ("" for auto).
+std::string attention_note(const FinetuneSettings& settings, bool cuda);
 
 // AdamW (settings.weight_decay, eps, clipping) with layer-wise LR decay over the encoder, the
 // schedule lr * min(1, t / warmup) * max(0, 1 - t / total), warmup = warmup_fraction * total.

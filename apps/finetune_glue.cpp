@@ -264,16 +264,17 @@ GlueRunResult run_glue(const GlueRunOptions& opts) {
   const int64_t steps_per_epoch = (static_cast<int64_t>(features.size()) + b - 1) / b;
   const int64_t total = steps_per_epoch * s.epochs;
   FinetuneOptimizer opt(ctx, model, s, total);
+  const std::string attention = attention_note(s, ctx.is_cuda());
   std::fprintf(stderr,
                "finetune %s (seed %llu): %zu training examples%s, %lld epochs x %lld updates of "
-               "%lld, lr %.3g, layer-wise decay %.3g, %s, on %s\n",
+               "%lld, lr %.3g, layer-wise decay %.3g, %s, on %s%s%s\n",
                info.name.c_str(), static_cast<unsigned long long>(opts.seed), features.size(),
                swap ? " (with swapped pairs)" : "", static_cast<long long>(s.epochs),
                static_cast<long long>(steps_per_epoch), static_cast<long long>(b), opt.lr,
                opt.decay,
                opts.from_scratch ? "from scratch (no pre-trained weights)"
                                  : str_cat("from ", opts.init.model_dir).c_str(),
-               device.description.c_str());
+               device.description.c_str(), attention.empty() ? "" : ", ", attention.c_str());
 
   data::ExampleOrder order(features.size(), opts.seed);
   FinetuneBatch batch = make_batch(b, s.max_seq_len, true, regression);

@@ -272,14 +272,16 @@ SquadRunResult run_squad(const SquadRunOptions& opts) {
   const int64_t steps_per_epoch = (num_features + b - 1) / b;
   const int64_t total = steps_per_epoch * s.epochs;
   FinetuneOptimizer opt(ctx, model, s, total);
+  const std::string attention = attention_note(s, ctx.is_cuda());
   std::fprintf(stderr,
                "finetune %s (seed %llu): %zu training questions in %lld windows, %zu dev "
                "questions in %zu windows, %lld epochs x %lld updates of %lld, lr %.3g, layer-wise "
-               "decay %.3g, on %s\n",
+               "decay %.3g, on %s%s%s\n",
                name, static_cast<unsigned long long>(opts.seed), train.examples.size(),
                static_cast<long long>(num_features), dev.examples.size(), dev.features.size(),
                static_cast<long long>(s.epochs), static_cast<long long>(steps_per_epoch),
-               static_cast<long long>(b), opt.lr, opt.decay, device.description.c_str());
+               static_cast<long long>(b), opt.lr, opt.decay, device.description.c_str(),
+               attention.empty() ? "" : ", ", attention.c_str());
 
   // The official code shuffles features, not questions: an epoch is a permutation of windows.
   data::ExampleOrder order(train.features.size(), opts.seed);

@@ -1,6 +1,7 @@
 // finetune.attention (apps/finetune_config.h): the GPU's attention kernels for fine-tuning, read
 // as model.attention is (auto by default, in both shipped configs too), refused by name when
-// unknown, and carried by model_options into the fine-tuned encoder (ElectraFinetuner).
+// unknown, carried by model_options into the fine-tuned encoder (ElectraFinetuner), and stated by
+// the start-up line (attention_note).
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
@@ -38,6 +39,12 @@ TEST_CASE("finetune.attention picks the GPU's attention of the fine-tuned encode
     CHECK(model_options(s, vocab).attention == s.attention);
   }
   CHECK(read(glue, {"finetune.attention=unfused"}).attention == AttentionImpl::kUnfused);
+
+  // The start-up line: the GPU's choice always, the CPU's only when it has no effect.
+  CHECK(attention_note(read(glue), true) == "attention auto (finetune.attention)");
+  CHECK(attention_note(read(glue), false).empty());
+  CHECK(attention_note(read(glue, {"finetune.attention=flash"}), false) ==
+        "finetune.attention flash has no effect on the CPU");
   CHECK_THROWS_WITH(read(glue, {"finetune.attention=fast"}),
                     Catch::Contains("finetune.attention") && Catch::Contains("'fast'"));
 }
