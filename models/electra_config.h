@@ -74,7 +74,7 @@ ElectraConfig electra_preset(const std::string& name);
 
 // Reads a `model:` section: `preset` then any field overrides (hidden, layers, heads, ffn,
 // embedding_size, vocab_size, max_positions, hidden_dropout, attention_dropout,
-// generator_multiplier, weight_grad_group, attention). Validates the result.
+// generator_multiplier, weight_grad_group, attention, fused_layers). Validates the result.
 ElectraConfig read_electra_config(ConfigNode model);
 
 // The GPU attention of a name of model.attention (kAttentionNames); UserError naming `key`
