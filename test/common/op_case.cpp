@@ -48,10 +48,16 @@ Fill fixed(std::vector<double> values) {
   return {.make = [values = std::move(values)](size_t, uint64_t) { return values; }};
 }
 
-int64_t TensorSpec::numel() const {
+namespace {
+int64_t product(const std::vector<int64_t>& dims) {
   int64_t n = 1;
   for (int64_t d : dims) n *= d;
   return n;
+}
+}  // namespace
+
+int64_t TensorSpec::numel() const {
+  return product(dims);
 }
 
 TensorSpec TensorSpec::with_tol(Tol t) const {
@@ -106,6 +112,14 @@ TensorSpec TensorSpec::checked(Check fn) const {
 TensorSpec TensorSpec::only_in(DType dtype) const {
   TensorSpec s = *this;
   s.compared_in.push_back(dtype);
+  return s;
+}
+
+TensorSpec TensorSpec::located_as(std::vector<int64_t> view) const {
+  TensorSpec s = *this;
+  s.locus_dims = std::move(view);
+  ELECTRA_CHECK(product(s.locus_dims) == numel(), "op case: ", name, "'s locus shape has ",
+                product(s.locus_dims), " elements, not ", numel());
   return s;
 }
 
@@ -514,7 +528,10 @@ std::vector<std::string> parity(const OpCase& c, DType dtype, Context& device) {
     first[i] = download_f64(device, t);
     const std::vector<double> want = ref.tensors[i].to_f64();
     const std::string failure = compare(c, s, dtype, first[i], want, t.dtype);
-    if (!failure.empty()) failures.push_back(failure + "; " + error_locus(first[i], want, s.dims));
+    if (!failure.empty()) {
+      failures.push_back(failure + "; " +
+                         error_locus(first[i], want, s.locus_dims.empty() ? s.dims : s.locus_dims));
+    }
     if (s.some_nonzero && std::all_of(want.begin(), want.end(), [](double v) { return v == 0; })) {
       failures.push_back(
           str_cat(s.name, ": the reference is all 0: the inputs do not exercise it"));

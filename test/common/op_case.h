@@ -111,6 +111,10 @@ struct TensorSpec {
   using Check = std::function<std::string(const std::vector<double>& got,
                                           const std::vector<double>& want, double tol)>;
   Check check{};
+  // The shape a failure's locus is reported in (error_locus.h), when finer than `dims`: the same
+  // elements row-major, e.g. attention's dqkv [B, T, 3H] as [B, T, 3, heads, d], so that a locus
+  // names the Q, K or V part and the head. Empty: `dims`.
+  std::vector<int64_t> locus_dims{};
   // A workspace the CPU side is given too (workspace(name, dims, kind)).
   bool cpu_workspace = false;
   // The parity runs that compare this output (empty: all): an output the op writes only at some
@@ -131,6 +135,7 @@ struct TensorSpec {
   TensorSpec nonfinite() const;
   TensorSpec checked(Check fn) const;
   TensorSpec only_in(DType dtype) const;
+  TensorSpec located_as(std::vector<int64_t> dims) const;
   bool compared(DType act) const;
   TensorSpec any_shape(std::string why) const;
   TensorSpec any_dtype(std::string why) const;

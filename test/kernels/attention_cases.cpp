@@ -252,12 +252,18 @@ const char* impl_prefix(AttentionImpl impl) {
 OpCase attention(const Shape& shape, Setup s, unsigned modes) {
   const int64_t b = shape.b, t = shape.t, h = shape.h, heads = shape.heads;
   const bool flash = s.impl != AttentionImpl::kUnfused;
+  const int64_t d = h / heads;
+  // A failure's locus names the batch, the row, the Q, K or V part, the head and the column.
   std::vector<TensorSpec> tensors = {
       input("qkv", {b, t, 3 * h}, s.qkv),
       input("mask", {b, t}, s.mask, Kind::kI32),
-      output("out", {b, t, h}).checked(out_check(b, flash && s.empty_last)),
+      output("out", {b, t, h})
+          .checked(out_check(b, flash && s.empty_last))
+          .located_as({b, t, heads, d}),
       upstream("dout", "out", {b, t, h}, Kind::kAct, s.dout),
-      grad("dqkv", "qkv", {b, t, 3 * h}).checked(dqkv_check(b, h, flash && s.empty_last)),
+      grad("dqkv", "qkv", {b, t, 3 * h})
+          .checked(dqkv_check(b, h, flash && s.empty_last))
+          .located_as({b, t, 3, heads, d}),
       workspace("scratch", {b, heads, t, t}, Kind::kParam),
   };
   if (flash) {

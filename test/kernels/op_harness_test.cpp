@@ -69,6 +69,14 @@ TEST_CASE("the harness's parity run passes for a correct op and names a wrong ou
   // ...and says where: element 5 of the 15 x 7 output.
   CHECK_THAT(failures[0], Catch::Contains("1 of 105 elements") && Catch::Contains("at [0, 5]") &&
                               Catch::Contains("dim 0 (15): 0; dim 1 (7): 5"));
+  // In the finer shape a spec asks for (attention's dqkv as [B, T, 3, heads, d]).
+  for (TensorSpec& s : shifted.tensors) {
+    if (s.name == "y") s = s.located_as({3, 5, 7});
+  }
+  CHECK_THAT(parity(shifted, DType::F32, device)[0],
+             Catch::Contains("at [0, 0, 5]") && Catch::Contains("dim 2 (7): 5"));
+  CHECK_THROWS_WITH(output("z", {15, 7}).located_as({4, 7}),
+                    Catch::Contains("z's locus shape has 28 elements, not 105"));
 }
 
 TEST_CASE("a failure's locus lists the coordinates of its largest errors as ranges",
