@@ -17,8 +17,9 @@
 #      ignored it, and the user and resume phases failed on the 2026-11-27 H100 run), and again
 #      when the first came before the binary's handler;
 #   8. --attention and --unfused-layers reach every run of the step and user phases (train_step's
-#      own rows and profile, pretrain, finetune), on stand-in binaries and a stand-in nvidia-smi;
-#      an unknown attention is exit 2.
+#      own rows and profile, pretrain, finetune) and the pre-training of the table1 and ablation
+#      phases, whose scripts accept every option the phases give them, on stand-in binaries and a
+#      stand-in nvidia-smi; an unknown attention is exit 2.
 # Usage: gpu_check_test.sh SOURCE_DIR GPU_TEST_EXECUTABLE...
 set -uo pipefail
 src=$1
@@ -278,15 +279,21 @@ chmod +x "$work/fake/bin/electra"
 failures=$((failures + $?))
 
 # 8. --attention, on a bundle of stand-ins that log their arguments: electra (build-data makes its
-# --output, pretrain is section 7's, finetune passes), train_step (a RESULT line), nvidia-smi.
-mkdir -p "$work/att/bin" "$work/att/data/corpus" "$work/att/data/glue" "$work/att/path"
+# --output, pretrain is section 7's except a --dry-run, which prints nothing, finetune passes),
+# train_step (a RESULT line), nvidia-smi.
+mkdir -p "$work/att/bin" "$work/att/data/corpus" "$work/att/path" "$work/att/data/vocab"
+for task in CoLA SST-2 MRPC STS-B RTE; do
+  mkdir -p "$work/att/data/glue/$task"
+  touch "$work/att/data/glue/$task/train.tsv" "$work/att/data/glue/$task/dev.tsv"
+done
+echo "[PAD]" >"$work/att/data/vocab/bert-base-uncased-vocab.txt"
 printf '#!/usr/bin/env bash\necho "GPU 0: stand-in"\n' >"$work/att/path/nvidia-smi"
 cat >"$work/att/bin/electra" <<EOF
 #!/usr/bin/env bash
 echo "electra \$*" >>"$work/att/args"
 case \$1 in
   build-data) while ((\$#)); do [[ \$1 == --output ]] && mkdir -p "\$2"; shift; done ;;
-  pretrain) exec python3 "$work/fake/bin/electra" ;;
+  pretrain) [[ " \$* " == *" --dry-run "* ]] || exec python3 "$work/fake/bin/electra" ;;
 esac
 exit 0
 EOF
@@ -315,6 +322,22 @@ runs() { grep -c -- "$1" "$work/att/args"; }
   fail "--attention: pretrain: $(grep pretrain "$work/att/args"); $(tail -3 "$work/att.log")"
 [[ $(runs "^electra finetune .*finetune.attention=unfused") -eq 5 ]] &&
   pass "--attention: every finetune run" || fail "--attention: finetune: $(grep finetune "$work/att/args")"
+# The table1 and ablation phases' options reach their scripts, which accept them and get as far
+# as the stand-in's empty `pretrain --dry-run` (a refused option would stop them before), with
+# the pre-training overrides.
+: >"$work/att/args"
+PATH="$work/att/path:$PATH" GPU_CHECK_WORK="$work/w8" bash "$src/scripts/gpu_check.sh" \
+  --bundle "$work/att" --phases table1,ablation --attention unfused --unfused-layers \
+  --out "$work/out8b" >"$work/att_science.log" 2>&1
+for said in "table1/window:pretrain --dry-run printed no batch or FLOPs line" \
+  "ablation/table5:pretrain --dry-run printed no FLOPs or batch line"; do
+  log=$work/w8/logs/${said%%:*}.log
+  grep -q "${said#*:}" "$log" && pass "${said%%/*} phase: its options reach its script" ||
+    fail "${said%%/*} phase: $(tail -2 "$log")"
+done
+[[ $(runs "^electra pretrain .*model.attention=unfused.*model.fused_layers=false.* --dry-run") -eq 2 ]] &&
+  pass "table1 and ablation phases: --attention and --unfused-layers reach pretrain" ||
+  fail "table1 and ablation phases: pretrain: $(grep pretrain "$work/att/args")"
 bash "$src/scripts/gpu_check.sh" --attention fast >"$work/bad_att.log" 2>&1
 rc=$?
 [[ $rc -eq 2 ]] && grep -q "attention 'fast' is none of" "$work/bad_att.log" &&
