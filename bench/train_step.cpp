@@ -175,9 +175,10 @@ int main(int argc, char** argv) {
         "precision=%s batch=%lld seq=%lld threads=%d median_ms=%.2f min_ms=%.2f seq_per_s=%.1f "
         "tflops=%.2f loss=%.4f\n",
         model.c_str(), device.c_str(), attention.c_str(), overlap_generator ? 1 : 0,
-        fused_layers ? 1 : 0, precision.c_str(), static_cast<long long>(batch), static_cast<long long>(seq_len),
-        ctx.threads(), median, ms.front(), static_cast<double>(batch) / (median * 1e-3),
-        flops / (median * 1e-3) / 1e12, pretrainer.metrics(ctx).total_loss);
+        fused_layers ? 1 : 0, precision.c_str(), static_cast<long long>(batch),
+        static_cast<long long>(seq_len), ctx.threads(), median, ms.front(),
+        static_cast<double>(batch) / (median * 1e-3), flops / (median * 1e-3) / 1e12,
+        pretrainer.metrics(ctx).total_loss);
     if (profile) print_profile(ctx, [&] { update(warmup + repeats); });
   } catch (const std::exception& e) {
     std::fprintf(stderr, "train_step: %s\n", e.what());

@@ -158,8 +158,9 @@ TEST_CASE("a resume on other kernels is said: device, or model.attention or fuse
             h100 +
             " with model.attention flash_ds and model.fused_layers false: the updates from here on "
             "are not the bits an uninterrupted run would give");
-  write_text(dir.path / "trainer_state.json",
-             base + R"(, "device": ")" + h100 + R"(", "attention": "auto", "fused_layers": false})");
+  write_text(
+      dir.path / "trainer_state.json",
+      base + R"(, "device": ")" + h100 + R"(", "attention": "auto", "fused_layers": false})");
   CHECK_FALSE(read_trainer_state(dir.path.string()).fused_layers);
   now.fused_layers = true;
   now.device = "NVIDIA A100-SXM4-80GB (sm_80, 79 GiB)";  // another kind of GPU

@@ -150,8 +150,8 @@ TEST_CASE("with model.fused_layers false the generator's blocks run as separate 
   // output a GEMM and the residual LayerNorm (+1 library call); the FFN backward the residual
   // LayerNorm backward, two GEMMs and bias-GELU's backward (+1 kernel, +2 library calls):
   // 357 + 12 (2 + 5).
-  CHECK(counter.part("generator") == Launches{.kernels = 73 + 7 + 12 * 2,
-                                              .library_calls = 40 + 6 + 12 * 5});
+  CHECK(counter.part("generator") ==
+        Launches{.kernels = 73 + 7 + 12 * 2, .library_calls = 40 + 6 + 12 * 5});
   CHECK(counter.total() ==
         Launches{.kernels = 198 + 12 * 2, .library_calls = 158 + 12 * 5, .memsets = 1});
 }
