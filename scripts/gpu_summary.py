@@ -149,10 +149,11 @@ def summarize(work):
         passed = sum(1 for r in rows if r[1] == "ok")
         text += [f"## GPU tests: {passed} of {len(rows)} passed", ""]
         text += table(("test", "result", "time", "detail"), rows)
-        cases = [(step, case, why) for (phase, step), s in steps.items()
-                 if phase == "tests" and s["result"] not in ("0", "77")
-                 and not s["result"].startswith("not run")
-                 for case, why in failed_cases(log(phase, step))]
+        failed = [step for (phase, step), s in steps.items()
+                  if phase == "tests" and s["result"] not in ("0", "77")
+                  and not s["result"].startswith("not run")]
+        cases = [(step, case, why) for step in failed
+                 for case, why in failed_cases(log("tests", step))]
         if cases:
             shown = 40
             text += [f"### Failed test cases ({len(cases)}; the first failure of each)", ""]
@@ -160,14 +161,11 @@ def summarize(work):
                           [(t, c, w[:400].replace("|", "\\|")) for t, c, w in cases[:shown]])
             if len(cases) > shown:
                 text += [f"({len(cases) - shown} more in the tests' logs)", ""]
-        failed = {step for (phase, step), s in steps.items()
-                  if phase == "tests" and s["result"] not in ("0", "77")
-                  and not s["result"].startswith("not run")}
         # The kernels with a switch of their own: the later phases can run around them.
         fallbacks = [(tests, option) for tests, option in (
             (("attention_gpu_test",), "--attention unfused"),
             (("ffn_forward_gpu_test", "ffn_backward_gpu_test", "output_layernorm_gpu_test"),
-             "--unfused-layers")) if failed & set(tests)]
+             "--unfused-layers")) if set(failed) & set(tests)]
         for tests, option in fallbacks:
             text += [f"- {', '.join(t for t in tests if t in failed)} failed: run the later phases "
                      f"again with `{option}` (scripts/gpu_check.sh) to measure a correct update"]

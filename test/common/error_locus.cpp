@@ -4,6 +4,8 @@
 #include <cmath>
 #include <sstream>
 
+#include "test/common/test_util.h"
+
 namespace electra::test {
 namespace {
 
@@ -56,11 +58,10 @@ std::string index_ranges(const std::vector<bool>& hit, size_t max_ranges) {
 std::string error_locus(const std::vector<double>& got, const std::vector<double>& want,
                         const std::vector<int64_t>& dims_in) {
   const size_t n = std::min(got.size(), want.size());
-  int64_t product = 1;
-  for (const int64_t d : dims_in) product *= d;
-  const std::vector<int64_t> dims = product == static_cast<int64_t>(n) && !dims_in.empty()
-                                        ? dims_in
-                                        : std::vector<int64_t>{static_cast<int64_t>(n)};
+  const std::vector<int64_t> dims =
+      shape_elements(dims_in) == static_cast<int64_t>(n) && !dims_in.empty()
+          ? dims_in
+          : std::vector<int64_t>{static_cast<int64_t>(n)};
 
   size_t nonfinite = 0, worst = 0;
   double largest = 0;

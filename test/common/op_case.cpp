@@ -48,16 +48,8 @@ Fill fixed(std::vector<double> values) {
   return {.make = [values = std::move(values)](size_t, uint64_t) { return values; }};
 }
 
-namespace {
-int64_t product(const std::vector<int64_t>& dims) {
-  int64_t n = 1;
-  for (int64_t d : dims) n *= d;
-  return n;
-}
-}  // namespace
-
 int64_t TensorSpec::numel() const {
-  return product(dims);
+  return shape_elements(dims);
 }
 
 TensorSpec TensorSpec::with_tol(Tol t) const {
@@ -118,8 +110,8 @@ TensorSpec TensorSpec::only_in(DType dtype) const {
 TensorSpec TensorSpec::located_as(std::vector<int64_t> view) const {
   TensorSpec s = *this;
   s.locus_dims = std::move(view);
-  ELECTRA_CHECK(product(s.locus_dims) == numel(), "op case: ", name, "'s locus shape has ",
-                product(s.locus_dims), " elements, not ", numel());
+  ELECTRA_CHECK(shape_elements(s.locus_dims) == numel(), "op case: ", name, "'s locus shape has ",
+                shape_elements(s.locus_dims), " elements, not ", numel());
   return s;
 }
 

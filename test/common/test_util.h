@@ -41,6 +41,13 @@ std::vector<T> random_vector(size_t n, uint64_t seed, double lo = -1.0, double h
   return out;
 }
 
+// The number of elements of a shape (1 for no dims).
+inline int64_t shape_elements(const std::vector<int64_t>& dims) {
+  int64_t n = 1;
+  for (const int64_t d : dims) n *= d;
+  return n;
+}
+
 inline std::vector<int32_t> random_ints(size_t n, uint64_t seed, int32_t lo, int32_t hi_inclusive) {
   std::mt19937_64 gen(seed);
   std::uniform_int_distribution<int32_t> dist(lo, hi_inclusive);
