@@ -15,6 +15,11 @@
 // cp.async copies land at the cp.async.wait_group that waits for them, not at the issue.
 #include <sys/mman.h>
 
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#include <sanitizer/common_interface_defs.h>
+#endif
+
 #include <algorithm>
 #include <atomic>
 #include <climits>
@@ -37,6 +42,7 @@ namespace simt {
 namespace {
 
 constexpr size_t kStackBytes = size_t{512} << 10;
+constexpr size_t kGuardBytes = 4096;  // the stack's lowest page, unmapped
 constexpr size_t kDefaultDynamicShared = size_t{48} << 10;
 constexpr size_t kMaxDynamicShared = size_t{227} << 10;  // H100's opt-in maximum per block
 constexpr int kWarp = 32;
@@ -90,7 +96,8 @@ struct CpAsync {
 };
 
 struct Fiber {
-  void* sp = nullptr;  // the saved stack pointer while suspended
+  void* sp = nullptr;          // the saved stack pointer while suspended
+  void* fake_stack = nullptr;  // AddressSanitizer's, while suspended
   void* stack = nullptr;
   uint3 index{};
   bool done = false;
@@ -111,6 +118,8 @@ struct Block {
   int live = 0;
   int current = 0;
   void* scheduler_sp = nullptr;
+  const void* scheduler_bottom = nullptr;  // the scheduler's stack, for AddressSanitizer
+  size_t scheduler_size = 0;
   int barrier_arrived = 0, barrier_sum = 0, barrier_result = 0;
   size_t shared_bytes = 0;  // of dynamic shared memory
   const std::function<void()>* body = nullptr;
@@ -163,9 +172,28 @@ uint32_t live_lanes(int w) {
   return block.live_lanes[w];
 }
 
+// AddressSanitizer's fiber annotations (it must know which stack runs, or it reports the fibers'
+// frames as overflows); nothing in a build without it.
+void start_switch(void** fake_stack, const void* bottom, size_t size) {
+#if defined(__SANITIZE_ADDRESS__)
+  __sanitizer_start_switch_fiber(fake_stack, bottom, size);
+#else
+  static_cast<void>(fake_stack), static_cast<void>(bottom), static_cast<void>(size);
+#endif
+}
+void finish_switch(void* fake_stack, const void** from_bottom, size_t* from_size) {
+#if defined(__SANITIZE_ADDRESS__)
+  __sanitizer_finish_switch_fiber(fake_stack, from_bottom, from_size);
+#else
+  static_cast<void>(fake_stack), static_cast<void>(from_bottom), static_cast<void>(from_size);
+#endif
+}
+
 void yield() {
   Fiber& f = self();
+  start_switch(f.done ? nullptr : &f.fake_stack, block.scheduler_bottom, block.scheduler_size);
   simt_switch_stack(&f.sp, block.scheduler_sp);
+  finish_switch(f.fake_stack, &block.scheduler_bottom, &block.scheduler_size);
 }
 
 void release_barrier() {
@@ -214,6 +242,7 @@ void apply(const std::vector<CpAsync>& group) {
 }
 
 void fiber_main() {
+  finish_switch(nullptr, &block.scheduler_bottom, &block.scheduler_size);
   (*block.body)();
   Fiber& f = self();
   if (!f.open.empty()) f.committed.push_back(std::move(f.open));
@@ -236,7 +265,7 @@ void* new_stack() {
     std::fprintf(stderr, "simt: cannot map a fiber stack\n");
     std::abort();
   }
-  mprotect(p, 4096, PROT_NONE);  // a stack overflow faults instead of corrupting a neighbour
+  mprotect(p, kGuardBytes, PROT_NONE);  // a stack overflow faults instead of corrupting a neighbour
   return p;
 }
 
@@ -244,6 +273,11 @@ void* new_stack() {
 // return address for fiber_main (so that it starts with the stack aligned as after a call),
 // fiber_main's address, six zero registers and the default MXCSR and x87 control word.
 void* initial_sp(void* stack) {
+#if defined(__SANITIZE_ADDRESS__)
+  // A reused stack still carries the shadow of the last block's frames.
+  __asan_unpoison_memory_region(static_cast<unsigned char*>(stack) + kGuardBytes,
+                                kStackBytes - kGuardBytes);
+#endif
   auto* top = reinterpret_cast<uint64_t*>(static_cast<unsigned char*>(stack) + kStackBytes);
   uint64_t* sp = top - 9;
   sp[0] = uint64_t{0x037f} << 32 | 0x1f80;  // MXCSR, then the x87 control word
@@ -295,7 +329,10 @@ void run_block(size_t threads) {
       if (f.done || !f.runnable) continue;
       block.current = static_cast<int>(t);
       threadIdx = f.index;
+      void* fake_stack = nullptr;
+      start_switch(&fake_stack, f.stack, kStackBytes);
       simt_switch_stack(&block.scheduler_sp, f.sp);
+      finish_switch(fake_stack, nullptr, nullptr);
       ran = true;
     }
     if (!ran) deadlock();
