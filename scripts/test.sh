@@ -9,6 +9,8 @@
 #   scripts/test.sh              the above
 #   scripts/test.sh --sanitize   instead: the `asan` preset (CPU, AddressSanitizer +
 #                                UndefinedBehaviorSanitizer) over the unit, gradcheck and e2e labels
+# The GPU tests on the CPU, through the SIMT emulator, are scripts/simt_check.sh (about 10 minutes
+# an order on 2 cores after its build; not part of this run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 JOBS=$(nproc)

@@ -1,11 +1,10 @@
 // The SIMT emulator's scheduler (docs/ARCHITECTURE.md, "The SIMT emulator"): a launch runs its
-// blocks one after another on the launching host thread, each block's threads as fibers
-// (their own stacks, switched without a system call). A fiber runs until it reaches __syncthreads,
-// a warp collective (shuffle, ballot,
-// __syncwarp, mma.sync, ldmatrix) or its end; a barrier or collective completes when every live
-// thread it names has arrived. Blocks and fibers run in index order, or in reverse order with
-// SIMT_ORDER=reverse: a kernel that reads shared memory another thread writes without a barrier
-// between them reads the old value in one of the two orders.
+// blocks one after another on the launching host thread, each block's threads as fibers (their
+// own stacks, switched without a system call). A fiber runs until it reaches __syncthreads, a warp
+// collective (shuffle, ballot, __syncwarp, mma.sync, ldmatrix) or its end; a barrier or
+// collective completes when every live thread it names has arrived. Blocks and fibers run in
+// index order, or in reverse order with SIMT_ORDER=reverse: a kernel that reads shared memory
+// another thread writes without a barrier between them reads the old value in one of the two.
 //
 // What it checks beyond the results: a deadlock (a barrier or collective that can never
 // complete), a shuffle from a lane that is not taking part, an ldmatrix or cp.async address not
@@ -22,7 +21,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <deque>
@@ -47,14 +45,12 @@ constexpr size_t kDefaultDynamicShared = size_t{48} << 10;
 constexpr size_t kMaxDynamicShared = size_t{227} << 10;  // H100's opt-in maximum per block
 constexpr int kWarp = 32;
 
-enum class Wait { kNone, kBarrier, kWarp };
-
 }  // namespace
 }  // namespace simt
 
-// switch_stack(&save, to): saves the callee-saved registers, MXCSR and the x87 control word on
+// simt_switch_stack(&save, to): saves the callee-saved registers, MXCSR and the x87 control word on
 // the current stack, stores the stack pointer in save, and resumes the stack `to` as saved by an
-// earlier switch (or as prepared by new_fiber_stack). No system call, unlike swapcontext.
+// earlier switch (or as initial_sp prepares it). No system call, unlike swapcontext.
 extern "C" void simt_switch_stack(void** save, void* to);
 asm(R"(
   .text
@@ -90,6 +86,8 @@ simt_switch_stack:
 namespace simt {
 namespace {
 
+enum class Wait { kNone, kBarrier, kWarp };
+
 struct CpAsync {
   unsigned char* dst;
   unsigned char data[16];
@@ -98,7 +96,7 @@ struct CpAsync {
 struct Fiber {
   void* sp = nullptr;          // the saved stack pointer while suspended
   void* fake_stack = nullptr;  // AddressSanitizer's, while suspended
-  void* stack = nullptr;
+  void* stack = nullptr;       // kStackBytes, mapped once
   uint3 index{};
   bool done = false;
   bool runnable = true;
@@ -167,11 +165,6 @@ int warp_of(int t) {
   return t / kWarp;
 }
 
-// The live lanes of warp w as a mask.
-uint32_t live_lanes(int w) {
-  return block.live_lanes[w];
-}
-
 // AddressSanitizer's fiber annotations (it must know which stack runs, or it reports the fibers'
 // frames as overflows); nothing in a build without it.
 void start_switch(void** fake_stack, const void* bottom, size_t size) {
@@ -211,7 +204,7 @@ void release_barrier() {
 
 // Completes every group of warp w whose named live lanes have all arrived.
 void release_warp(int w) {
-  const uint32_t live = live_lanes(w);
+  const uint32_t live = block.live_lanes[w];
   for (uint32_t pending = block.waiting_lanes[w]; pending != 0; pending &= pending - 1) {
     const int l = __builtin_ctz(pending);
     const Fiber& lead = block.fibers[w * kWarp + l];
