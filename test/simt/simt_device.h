@@ -48,7 +48,6 @@ int syncthreads_count(int predicate);
 // taking part) and fills in the results.
 using Resolve = void (*)(void* const* requests, uint32_t mask);
 void warp_collective(uint32_t mask, void* request, Resolve resolve);
-unsigned lane_id();
 unsigned char* dynamic_shared_base();
 uint32_t shared_address(const void* p);
 void* shared_pointer(uint32_t address);
@@ -150,6 +149,10 @@ void launch_grid(const LaunchConfig& config, const void* kernel, std::function<v
 struct Launch {
   LaunchConfig config;
 
+  // `call` calls the kernel with the launch's arguments (rewrite.py's lambda), so that a kernel
+  // template's arguments are deduced from them as nvcc does; no address, so no
+  // cudaFuncSetAttribute limit (rewrite.py uses it only for launches without dynamic shared
+  // memory).
   template <class Call>
   auto run_deduced(Call call) const {
     return [config = config, call](auto&&... args) {

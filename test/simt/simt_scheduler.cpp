@@ -515,10 +515,6 @@ void warp_collective(uint32_t mask, void* request, Resolve resolve) {
   yield();
 }
 
-unsigned lane_id() {
-  return static_cast<unsigned>(block.current % kWarp);
-}
-
 unsigned char* dynamic_shared_base() {
   return shared_arena;
 }
@@ -632,7 +628,7 @@ void ptx_exec(const char* text, Operand* o, int count) {
       }
       break;
     case Ptx::kLaneId: {
-      const uint32_t lane = lane_id();
+      const uint32_t lane = static_cast<uint32_t>(block.current % kWarp);
       write(o[0], &lane);
       break;
     }
