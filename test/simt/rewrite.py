@@ -8,8 +8,8 @@ host. g++ parses everything in a .cu file but three constructs, which this scrip
                                                       .run(kernel)(args)
                                                     (or .run_deduced(lambda) without bytes)
   extern __shared__ T name[];                   ->  T* const name = ::simt::dynamic_shared<T>();
-  asm volatile("ptx" : outs : ins);             ->  ::simt::ptx("ptx", ::simt::out('f', x), ...,
-                                                      ::simt::in('r', y), ...);
+  asm volatile("ptx" : outs : ins);             ->  ::simt::ptx("ptx", ::simt::out(x), ...,
+                                                      ::simt::in(y), ...);
 
 Everything else (__global__, __shared__, intrinsics, built-in variables) is defined by
 simt_device.h. Usage: rewrite.py IN OUT
@@ -146,7 +146,7 @@ def matching_paren(text, open_at):
     raise SystemExit(f"rewrite.py: unbalanced asm( at offset {open_at}")
 
 
-OPERAND = re.compile(r'^\s*"([=+&]*)([a-z])"\s*\((.*)\)\s*$', re.S)
+OPERAND = re.compile(r'^\s*"[=+&]*[a-z]"\s*\((.*)\)\s*$', re.S)
 
 
 def operands(section, output):
@@ -157,12 +157,9 @@ def operands(section, output):
         m = OPERAND.match(op)
         if not m:
             raise SystemExit(f"rewrite.py: cannot read asm operand {op.strip()!r}")
-        modifier, letter, expr = m.groups()
-        if output:
-            result.append(f"::simt::out('{letter}', {'true' if '+' in modifier else 'false'}, "
-                          f"({expr}))")
-        else:
-            result.append(f"::simt::in('{letter}', ({expr}))")
+        expr = m.group(1)
+        # The instruction's text says what each operand is: only its place is kept.
+        result.append(f"::simt::{'out' if output else 'in'}(({expr}))")
     return result
 
 

@@ -29,11 +29,12 @@
 #define __launch_bounds__(...)
 #define __builtin_assume(x) static_cast<void>(0)
 
-// The built-in variables, set by the scheduler before it resumes a fiber.
-extern thread_local uint3 threadIdx;
-extern thread_local uint3 blockIdx;
-extern thread_local dim3 blockDim;
-extern thread_local dim3 gridDim;
+// The built-in variables, set by the scheduler before it resumes a fiber (plain globals: one grid
+// runs at a time in the process).
+extern uint3 threadIdx;
+extern uint3 blockIdx;
+extern dim3 blockDim;
+extern dim3 gridDim;
 constexpr int warpSize = 32;
 
 namespace simt {
@@ -92,32 +93,30 @@ void resolve_ballot(void* const* requests, uint32_t mask);
 void resolve_syncwarp(void* const* requests, uint32_t mask);
 
 // ---- Inline PTX --------------------------------------------------------------------------------
-// One asm operand: an output (or read-write, '+') through its address, or an input's bits.
+// One asm operand: an output (read-write for "+") through its address, with its value on entry,
+// or an input's bits (a signed integer sign-extended; an 'r' operand keeps the low 32 bits).
+// Which is which, the instruction's text says (ptx_exec).
 struct Operand {
-  char constraint;
-  bool read_write;
   void* target;  // outputs
   size_t size;
-  uint64_t bits;  // inputs, and a read-write output's value on entry
+  uint64_t bits;
 };
 
 template <class T>
-Operand out(char constraint, bool read_write, T& x) {
+Operand out(T& x) {
   static_assert(sizeof(T) <= 8 && std::is_trivially_copyable_v<T>);
-  Operand o{constraint, read_write, &x, sizeof(T), 0};
+  Operand o{&x, sizeof(T), 0};
   std::memcpy(&o.bits, &x, sizeof(T));
   return o;
 }
 
 template <class T>
-Operand in(char constraint, const T& x) {
-  Operand o{constraint, false, nullptr, sizeof(T), 0};
+Operand in(const T& x) {
+  Operand o{nullptr, sizeof(T), 0};
   if constexpr (std::is_pointer_v<T>) {
     o.bits = reinterpret_cast<uintptr_t>(x);
   } else if constexpr (std::is_integral_v<T> || std::is_enum_v<T>) {
-    // Sign- or zero-extended as the value's own type says; an 'r' operand keeps the low 32 bits.
-    o.bits = static_cast<uint64_t>(static_cast<int64_t>(x));
-    if constexpr (std::is_unsigned_v<T>) o.bits = static_cast<uint64_t>(x);
+    o.bits = static_cast<uint64_t>(x);  // modulo 2^64: a negative value sign-extended
   } else {
     static_assert(sizeof(T) <= 8 && std::is_trivially_copyable_v<T>);
     std::memcpy(&o.bits, &x, sizeof(T));

@@ -29,12 +29,13 @@
 #include <unordered_map>
 #include <vector>
 
+#include "engine/bf16.h"
 #include "test/simt/simt_device.h"
 
-thread_local uint3 threadIdx;
-thread_local uint3 blockIdx;
-thread_local dim3 blockDim;
-thread_local dim3 gridDim;
+uint3 threadIdx;
+uint3 blockIdx;
+dim3 blockDim;
+dim3 gridDim;
 
 namespace simt {
 namespace {
@@ -124,7 +125,7 @@ struct Block {
   const LaunchConfig* config = nullptr;
 };
 
-thread_local Block block;
+Block block;  // the running block (one grid at a time: grid_running)
 
 // The dynamic shared memory of the running block, in the executable's .bss: a shared address is
 // an offset from it, so that the static __shared__ arrays (also in .bss, within 2 GiB) have one
@@ -364,11 +365,10 @@ void write(Operand& o, const void* value) {
   std::memcpy(o.target, value, o.size);
 }
 
+// Half `half` (0: the low 16 bits, the first element) of a bf16 pair.
 float bf16_at(uint32_t word, int half) {
-  const uint32_t bits = half == 0 ? word << 16 : word & 0xffff0000u;
-  float x;
-  std::memcpy(&x, &bits, sizeof(x));
-  return x;
+  return electra::bf16_to_float(
+      electra::bf16{static_cast<uint16_t>(half == 0 ? word : word >> 16)});
 }
 
 // ---- mma.sync.m16n8k16.row.col.f32.bf16.bf16.f32 (PTX ISA, "Matrix fragments for mma.m16n8k16")
@@ -586,7 +586,7 @@ void resolve_ballot(void* const* requests, uint32_t mask) {
 void resolve_syncwarp(void* const*, uint32_t) {}
 
 void ptx_exec(const char* text, Operand* o, int count) {
-  thread_local std::unordered_map<const char*, Parsed> cache;
+  static std::unordered_map<const char*, Parsed> cache;  // one grid at a time
   auto it = cache.find(text);
   if (it == cache.end()) it = cache.emplace(text, parse(text)).first;
   const Parsed& p = it->second;

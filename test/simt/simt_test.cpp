@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/bf16.h"
 #include "test/simt/simt_device.h"
 
 namespace {
@@ -97,15 +98,9 @@ TEST_CASE("ballot per warp and __syncthreads_count over the block") {
   }
 }
 
-uint16_t bf16_bits(float x) {
-  const __nv_bfloat16 b = __float2bfloat16_rn(x);
-  uint16_t bits;
-  std::memcpy(&bits, &b, sizeof(bits));
-  return bits;
-}
-
 uint32_t pack(float lo, float hi) {
-  return uint32_t{bf16_bits(lo)} | uint32_t{bf16_bits(hi)} << 16;
+  return uint32_t{electra::float_to_bf16(lo).bits} | uint32_t{electra::float_to_bf16(hi).bits}
+                                                         << 16;
 }
 
 // D (16 x 8) = A (16 x 16) B (16 x 8) + C by one mma.sync, each lane's fragments built with the
@@ -123,9 +118,8 @@ __global__ void mma_tile(const float* a, const float* b, const float* c, float* 
   simt::ptx(
       "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
       "{%8, %9}, {%0, %1, %2, %3};\n",
-      simt::out('f', true, acc[0]), simt::out('f', true, acc[1]), simt::out('f', true, acc[2]),
-      simt::out('f', true, acc[3]), simt::in('r', fa[0]), simt::in('r', fa[1]),
-      simt::in('r', fa[2]), simt::in('r', fa[3]), simt::in('r', b0), simt::in('r', b1));
+      simt::out(acc[0]), simt::out(acc[1]), simt::out(acc[2]), simt::out(acc[3]), simt::in(fa[0]),
+      simt::in(fa[1]), simt::in(fa[2]), simt::in(fa[3]), simt::in(b0), simt::in(b1));
   d[g * 8 + 2 * t] = acc[0];
   d[g * 8 + 2 * t + 1] = acc[1];
   d[(g + 8) * 8 + 2 * t] = acc[2];
@@ -159,12 +153,10 @@ __global__ void ldmatrix_tiles(const uint16_t* m, int trans, uint32_t* out) {
   const uint32_t row = __cvta_generic_to_shared(s + (lane / 8) * 64 + (lane % 8) * 8);
   if (trans) {
     simt::ptx("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n",
-              simt::out('r', false, r[0]), simt::out('r', false, r[1]), simt::out('r', false, r[2]),
-              simt::out('r', false, r[3]), simt::in('r', row));
+              simt::out(r[0]), simt::out(r[1]), simt::out(r[2]), simt::out(r[3]), simt::in(row));
   } else {
-    simt::ptx("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n",
-              simt::out('r', false, r[0]), simt::out('r', false, r[1]), simt::out('r', false, r[2]),
-              simt::out('r', false, r[3]), simt::in('r', row));
+    simt::ptx("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n", simt::out(r[0]),
+              simt::out(r[1]), simt::out(r[2]), simt::out(r[3]), simt::in(row));
   }
   for (int q = 0; q < 4; ++q) out[lane * 4 + q] = r[q];
 }
@@ -194,17 +186,17 @@ __global__ void async_copies(const float4* src, float* seen) {
   const int t = static_cast<int>(threadIdx.x);
   for (int g = 0; g < 2; ++g) {
     simt::ptx("cp.async.cg.shared.global [%0], [%1], 16, %2;\n",
-              simt::in('r', static_cast<uint32_t>(__cvta_generic_to_shared(s + 2 * t + g))),
-              simt::in('l', src + 2 * t + g), simt::in('r', 16));
+              simt::in(static_cast<uint32_t>(__cvta_generic_to_shared(s + 2 * t + g))),
+              simt::in(src + 2 * t + g), simt::in(16));
     simt::ptx("cp.async.commit_group;\n");
   }
   float* row = seen + 6 * t;
   row[0] = s[2 * t].x;
   row[1] = s[2 * t + 1].x;
-  simt::ptx("cp.async.wait_group %0;\n", simt::in('n', 1));
+  simt::ptx("cp.async.wait_group %0;\n", simt::in(1));
   row[2] = s[2 * t].x;
   row[3] = s[2 * t + 1].x;
-  simt::ptx("cp.async.wait_group %0;\n", simt::in('n', 0));
+  simt::ptx("cp.async.wait_group %0;\n", simt::in(0));
   row[4] = s[2 * t].x;
   row[5] = s[2 * t + 1].x;
 }
