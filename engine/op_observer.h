@@ -1,8 +1,9 @@
 // A hook on every op call (run_op, kernels/dispatch.h) and every zero_tensor memset, for the tools
-// that look at a whole update: the profiler (engine/op_profiler.h) and the launch counter
-// (engine/launch_counter.h). Nothing is observed unless an ObserveOps scope is alive on the
-// thread: run_op then costs one thread-local load and a branch on a null pointer, and a training
-// step neither synchronises nor allocates for it.
+// that look at a whole update: the profiler (engine/op_profiler.h), the launch counter
+// (engine/launch_counter.h) and tests that read an op's tensors as it runs (kernels/op_call.h,
+// op_of). Nothing is observed unless an ObserveOps scope is alive on the thread: run_op then costs
+// one thread-local load and a branch on a null pointer, and a training step neither synchronises
+// nor allocates for it.
 //
 // Model parts: a ModelPart scope names the part of the work that the op calls inside it belong to
 // (the innermost scope wins); calls outside every scope belong to kOtherPart. The models and the
@@ -42,6 +43,9 @@ struct OpCall {
   double flops = 0;       // 0: the op states none
   double bytes = 0;       // the bytes of the op's tensors, or what the op states
   const char* part = "";  // current_model_part() at the call
+  // The op itself, of the type whose kName is `name`, for an observer that reads its tensors (a
+  // test's probe; kernels/op_call.h, op_of); valid inside before() and after() only.
+  const void* op = nullptr;
 };
 
 class OpObserver {

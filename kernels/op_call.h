@@ -18,6 +18,7 @@
 //   std::string label() const;   what tells its calls apart in a profile (a GEMM's shape).
 #pragma once
 
+#include <cstring>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -54,6 +55,7 @@ template <class Op>
 OpCall describe_op(const Op& op) {
   OpCall call;
   call.name = Op::kName;
+  call.op = &op;
   call.launches = launches_of(op);
   call.part = current_model_part();
   if constexpr (requires { op.flops(); }) call.flops = op.flops();
@@ -66,6 +68,12 @@ OpCall describe_op(const Op& op) {
   }
   if constexpr (requires { op.label(); }) call.label = op.label();
   return call;
+}
+
+// The op of `call` when it is an Op (by name), else null.
+template <class Op>
+const Op* op_of(const OpCall& call) {
+  return std::strcmp(call.name, Op::kName) == 0 ? static_cast<const Op*>(call.op) : nullptr;
 }
 
 }  // namespace electra

@@ -99,6 +99,32 @@ TEST_CASE("an observer sees each op call with its declarations and part", "[obse
   CHECK(std::string(current_model_part()) == kOtherPart);
 }
 
+// op_of: an observer reads the op's own fields, and only as the op's type.
+TEST_CASE("an observer reads the op of a call as its own type", "[observer]") {
+  struct Reader final : OpObserver {
+    std::vector<const void*> plain_x;
+    int compounds = 0;
+    bool before(Context&, const OpCall& call) override {
+      if (const Plain* op = op_of<Plain>(call)) plain_x.push_back(op->x.data);
+      if (op_of<Compound>(call) != nullptr) ++compounds;
+      return true;
+    }
+    void after(Context&, const OpCall&) override {}
+    void memset(size_t) override {}
+  };
+  Context ctx = Context::cpu();
+  std::vector<float> x(4), y(4);
+  int runs = 0;
+  Reader reader;
+  {
+    const ObserveOps observe(&reader);
+    run_op(ctx, Plain{.x = test::view(x), .y = Out(test::view(y)), .runs = &runs});
+    run_op(ctx, Compound{.x = test::view(y), .y = Out(test::view(x)), .runs = &runs});
+  }
+  CHECK(reader.plain_x == std::vector<const void*>{x.data()});  // not Compound's Plain
+  CHECK(reader.compounds == 1);
+}
+
 TEST_CASE("a dry run counts an op without running it", "[observer]") {
   Context ctx = Context::cpu();
   std::vector<float> x(4), y(4);

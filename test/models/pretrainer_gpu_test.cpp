@@ -1,8 +1,8 @@
 // The full pre-training step on the GPU against the CPU reference: in f32 the same RNG
 // key gives the same masking and samples and the same losses and gradients to 1e-5; in bf16,
 // with the CPU's masking and samples fixed (bf16 logits may tip a near-tie sample), within 2e-2;
-// "sharing: all" in bf16 within 2e-2 per model's contribution to a tied gradient
-// (check_tied_grads).
+// "sharing: all" in bf16 within 2e-2 per model's contribution to a tied gradient, the query
+// gradients within 2e-2 of the scale of their terms (check_tied_grads).
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "test/common/device_util.h"
+#include "test/models/query_grad_scale.h"
 #include "test/models/tiny_pretrainer.h"
 
 using namespace electra;
@@ -82,16 +83,27 @@ double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b = {
 // |err(G + D)| <= tolerance (max|G| + max|D|), and the whole is held to
 // tolerance (max|G| + max|D|) / max|G + D|. A gradient written by one model only is held to
 // `tolerance` itself. Errors are normwise (max |got - want| / max |want|) like check_grads.
+// The query gradients cancel once more inside G (query_grad_scale.h: dS's rows sum to zero), so G
+// of a query parameter is held to `tolerance` of the scale of its terms, measured on the CPU's
+// generator-only step, instead of max|G|. Emulated on the CPU (2026-11-28, test/simt), layer 1's
+// query bias had G within 2.9% of max|G| but 0.32% of that scale, which is 9.2 max|G|: less than
+// one bf16 rounding of the terms. An error in dQ itself is the f32 check's (1e-5) and
+// attention_gpu_test's to find.
 void check_tied_grads(Context& gpu, Context& cpu, const ElectraPretrainer& c,
                       const ElectraConfig& config, const PretrainOptions& options,
                       const test::FixedCorruption& fixed, double tolerance) {
   PretrainOptions generator_only = options;
   generator_only.disc_weight = 0;
   const auto cpu_all = fixed_step_grads(cpu, cpu, c, config, options, fixed);
-  const auto cpu_gen = fixed_step_grads(cpu, cpu, c, config, generator_only, fixed);
+  test::QueryGradScale query_scale(config.discriminator.layers);
+  std::map<std::string, std::vector<float>> cpu_gen;
+  {
+    const ObserveOps observe(&query_scale);
+    cpu_gen = fixed_step_grads(cpu, cpu, c, config, generator_only, fixed);
+  }
   const auto gpu_all = fixed_step_grads(gpu, cpu, c, config, options, fixed);
   const auto gpu_gen = fixed_step_grads(gpu, cpu, c, config, generator_only, fixed);
-  int tied = 0;
+  int tied = 0, queries = 0;
   for (const auto& [name, want] : cpu_all) {
     if (name.find("key.bias") != std::string::npos) continue;  // exactly zero in theory
     INFO(name);
@@ -108,12 +120,19 @@ void check_tied_grads(Context& gpu, Context& cpu, const ElectraPretrainer& c,
       continue;
     }
     ++tied;
-    INFO("max|G| " << g_max << ", max|D| " << d_max << ", max|G + D| " << max_abs_diff(want));
-    CHECK(test::normwise_error(gpu_gen.at(name), want_g) < tolerance);
+    // G's scale: the scale of its terms for a query parameter (at least max|G|), else max|G|.
+    const double query = query_scale.scale_of(name);
+    const double g_scale = query > 0 ? query : g_max;
+    queries += query > 0;
+    INFO("max|G| " << g_max << " (scale " << g_scale << "), max|D| " << d_max << ", max|G + D| "
+                   << max_abs_diff(want));
+    CHECK(g_scale >= g_max * (1 - 1e-5));  // a sum is at most the sum of its terms' sizes
+    CHECK(test::normwise_error(gpu_gen.at(name), want_g) < tolerance * g_scale / g_max);
     CHECK(test::normwise_error(got_d, want_d) < tolerance);
-    CHECK(test::normwise_error(got, want) < tolerance * (g_max + d_max) / max_abs_diff(want));
+    CHECK(test::normwise_error(got, want) < tolerance * (g_scale + d_max) / max_abs_diff(want));
   }
   CHECK(tied > 0);  // sharing all ties the encoder: both models write most gradients
+  CHECK(queries == 2 * config.discriminator.layers);  // each layer's query weight and bias
 }
 
 void check_metrics(const StepMetrics& got, const StepMetrics& want, double tolerance) {
