@@ -41,7 +41,7 @@ while [[ $# -gt 0 ]]; do
     -R) regex="${2:?simt_check.sh: -R needs a regular expression}"; shift 2 ;;
     -j) jobs="${2:?simt_check.sh: -j needs a number}"; shift 2 ;;
     --timeout) timeout="${2:?simt_check.sh: --timeout needs seconds}"; shift 2 ;;
-    -h | --help) sed -n '2,20p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,18p' "$0"; exit 0 ;;
     *) echo "simt_check.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
