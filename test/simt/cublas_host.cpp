@@ -371,6 +371,9 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t
   }
   const double alpha_value = *static_cast<const float*>(alpha);
   const double beta_value = *static_cast<const float*>(beta);
-  simt::submit(stream, [=] { matmul(problem, alpha_value, beta_value, A, B, C, D); });
+  // One kernel node, named as a library's kernel would be: outside namespace electra.
+  simt::submit(
+      stream, [=] { matmul(problem, alpha_value, beta_value, A, B, C, D); },
+      cudaGraphNodeTypeKernel, "simt::cublasLtMatmul");
   return CUBLAS_STATUS_SUCCESS;
 }

@@ -5,6 +5,8 @@
 // Streams run their work when it is submitted, in the host's order, which is one valid order of
 // every stream's work; a captured stream (and a stream that waits on an event recorded in the
 // capture) records its work instead, and a graph launch replays it in that order.
+#include <cuda.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
@@ -12,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "test/simt/simt_host.h"
@@ -25,6 +28,7 @@ constexpr size_t kMemory = size_t{80} << 30;
 struct Node {
   std::function<void()> work;
   cudaGraphNodeType type;
+  std::string name;  // a kernel node's (simt::submit's), "" for none
 };
 
 }  // namespace
@@ -94,13 +98,34 @@ cudaError_t fail(cudaError_t error) {
   return error;
 }
 
+CUresult kernel_node_params(CUgraphNode node, CUDA_KERNEL_NODE_PARAMS* params) {
+  const Node* n = reinterpret_cast<const Node*>(node);
+  if (n->type != cudaGraphNodeTypeKernel) return CUDA_ERROR_INVALID_VALUE;
+  *params = CUDA_KERNEL_NODE_PARAMS{};
+  params->func = reinterpret_cast<CUfunction>(const_cast<Node*>(n));
+  return CUDA_SUCCESS;
+}
+
+CUresult function_name(const char** name, CUfunction function) {
+  const Node* n = reinterpret_cast<const Node*>(function);
+  if (n->name.empty()) return CUDA_ERROR_NOT_FOUND;
+  *name = n->name.c_str();
+  return CUDA_SUCCESS;
+}
+
+// No CUkernel exists here (kernel_node_params sets func, never kern).
+CUresult library_kernel_name(const char**, CUkernel) {
+  return CUDA_ERROR_INVALID_HANDLE;
+}
+
 }  // namespace
 
 namespace simt {
 
-void submit(cudaStream_t stream, std::function<void()> work, cudaGraphNodeType type) {
+void submit(cudaStream_t stream, std::function<void()> work, cudaGraphNodeType type,
+            std::string name) {
   if (const auto graph = capture_of(stream)) {
-    graph->nodes.push_back({std::move(work), type});
+    graph->nodes.push_back({std::move(work), type, std::move(name)});
   } else {
     work();
   }
@@ -170,12 +195,21 @@ cudaError_t cudaDriverGetVersion(int* version) {
   *version = CUDART_VERSION;
   return cudaSuccess;
 }
-cudaError_t cudaGetDriverEntryPointByVersion(const char*, void** fn, unsigned int,
+// The driver API functions the tests ask for: a kernel node's function and its name. A graph
+// node's CUfunction is the node itself (the emulator has no functions apart from their launches).
+cudaError_t cudaGetDriverEntryPointByVersion(const char* symbol, void** fn, unsigned int,
                                              unsigned long long,
                                              cudaDriverEntryPointQueryResult* status) {
-  *fn = nullptr;
-  if (status != nullptr) *status = cudaDriverEntryPointSymbolNotFound;
-  return fail(cudaErrorNotSupported);
+  static const std::map<std::string, void*> kFunctions = {
+      {"cuGraphKernelNodeGetParams", reinterpret_cast<void*>(&kernel_node_params)},
+      {"cuFuncGetName", reinterpret_cast<void*>(&function_name)},
+      {"cuKernelGetName", reinterpret_cast<void*>(&library_kernel_name)}};
+  const auto it = kFunctions.find(symbol);
+  *fn = it == kFunctions.end() ? nullptr : it->second;
+  if (status != nullptr) {
+    *status = *fn != nullptr ? cudaDriverEntryPointSuccess : cudaDriverEntryPointSymbolNotFound;
+  }
+  return *fn != nullptr ? cudaSuccess : fail(cudaErrorNotSupported);
 }
 
 const char* cudaGetErrorString(cudaError_t error) {
@@ -321,7 +355,7 @@ cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec) {
   return cudaSuccess;
 }
 cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream) {
-  for (const Node& n : exec->nodes) simt::submit(stream, n.work, n.type);
+  for (const Node& n : exec->nodes) simt::submit(stream, n.work, n.type, n.name);
   return cudaSuccess;
 }
 // A node is the address of the graph's Node.

@@ -5,8 +5,9 @@ The SIMT emulator (docs/ARCHITECTURE.md, "The SIMT emulator") runs the kernels' 
 host. g++ parses everything in a .cu file but three constructs, which this script rewrites:
 
   kernel<<<grid, block, bytes, stream>>>(args)  ->  ::simt::launch(grid, block, bytes, stream)
-                                                      .run(kernel)(args)
-                                                    (or .run_deduced(lambda) without bytes)
+                                                      .run(kernel, "kernel")(args)
+                                                    (or .run_deduced(lambda, "kernel") without
+                                                    bytes; the string names the kernel)
   extern __shared__ T name[];                   ->  T* const name = ::simt::dynamic_shared<T>();
   asm volatile("ptx" : outs : ins);             ->  ::simt::ptx("ptx", ::simt::out(x), ...,
                                                       ::simt::in(y), ...);
@@ -71,12 +72,14 @@ def rewrite_launches(text):
         # A launch with dynamic shared memory passes the kernel's address (for the limit that
         # cudaFuncSetAttribute raised); one without calls it through a lambda, so that a kernel
         # template's arguments are deduced from the call's as nvcc does.
+        # The kernel's text names it (the driver API's cuFuncGetName in the emulator).
+        name = '"' + kernel.replace("\\", "\\\\").replace('"', '\\"') + '"'
         fields = split_top(config, ",")
         if len(fields) >= 3 and fields[2].strip() != "0":
-            call = f"::simt::launch({config}).run({kernel})"
+            call = f"::simt::launch({config}).run({kernel}, {name})"
         else:
             call = (f"::simt::launch({config}).run_deduced("
-                    f"[=](auto&... simt_args) {{ {kernel}(simt_args...); }})")
+                    f"[=](auto&... simt_args) {{ {kernel}(simt_args...); }}, {name})")
         # The kernel's own line breaks follow it, so the lines after keep their numbers.
         out.append(call + "\n" * raw.count("\n"))
         pos = close_at + len(LAUNCH_CLOSE)

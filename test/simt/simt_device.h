@@ -142,8 +142,10 @@ struct LaunchConfig {
 };
 
 // Runs the grid, or records it when `config.stream` is being captured; `kernel` is the
-// function's address (its cudaFuncSetAttribute limits).
-void launch_grid(const LaunchConfig& config, const void* kernel, std::function<void()> body);
+// function's address (its cudaFuncSetAttribute limits), `name` its source text (rewrite.py's; a
+// graph node's name, qualified by the launching function's namespace) or null.
+void launch_grid(const LaunchConfig& config, const void* kernel, const char* name,
+                 std::function<void()> body);
 
 struct Launch {
   LaunchConfig config;
@@ -153,19 +155,19 @@ struct Launch {
   // cudaFuncSetAttribute limit (rewrite.py uses it only for launches without dynamic shared
   // memory).
   template <class Call>
-  auto run_deduced(Call call) const {
-    return [config = config, call](auto&&... args) {
+  auto run_deduced(Call call, const char* name = nullptr) const {
+    return [config = config, call, name](auto&&... args) {
       std::tuple<std::decay_t<decltype(args)>...> params(std::forward<decltype(args)>(args)...);
-      launch_grid(config, nullptr, [call, params]() mutable { std::apply(call, params); });
+      launch_grid(config, nullptr, name, [call, params]() mutable { std::apply(call, params); });
     };
   }
 
   template <class... P>
-  auto run(void (*kernel)(P...)) const {
-    return [config = config, kernel](auto&&... args) {
+  auto run(void (*kernel)(P...), const char* name = nullptr) const {
+    return [config = config, kernel, name](auto&&... args) {
       // Converted to the parameters' types now, as a launch copies its arguments.
       std::tuple<std::decay_t<P>...> params(std::forward<decltype(args)>(args)...);
-      launch_grid(config, reinterpret_cast<const void*>(kernel),
+      launch_grid(config, reinterpret_cast<const void*>(kernel), name,
                   [kernel, params] { std::apply(kernel, params); });
     };
   }

@@ -7,12 +7,14 @@
 
 #include <cstddef>
 #include <functional>
+#include <string>
 
 namespace simt {
 
-// Runs `work` now, or appends it to the graph being captured on `stream` as a node of `type`.
+// Runs `work` now, or appends it to the graph being captured on `stream` as a node of `type`
+// (a kernel node named `name`: what the driver API's cuFuncGetName gives, "" for none).
 void submit(cudaStream_t stream, std::function<void()> work,
-            cudaGraphNodeType type = cudaGraphNodeTypeKernel);
+            cudaGraphNodeType type = cudaGraphNodeTypeKernel, std::string name = {});
 
 // What cudaGetLastError reports next (a launch's configuration error).
 void set_last_error(cudaError_t error);

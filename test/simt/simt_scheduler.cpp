@@ -23,9 +23,11 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <deque>
 #include <map>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -667,7 +669,40 @@ size_t max_dynamic_shared(const void* kernel) {
   return it == dynamic_limits().end() ? kDefaultDynamicShared : it->second;
 }
 
-void launch_grid(const LaunchConfig& config, const void* kernel, std::function<void()> body) {
+namespace {
+
+// `name` qualified by the namespace (or class) of the function that launched it, read off that
+// function's signature: "void electra::{anonymous}::f(int)" launching "k<2>" names it
+// "electra::{anonymous}::k<2>", which is where an unqualified name's lookup starts.
+std::string qualified_name(const std::source_location& where, const char* name) {
+  if (name == nullptr) return "";
+  if (std::strncmp(name, "::", 2) == 0) return name + 2;
+  const std::string_view f = where.function_name();
+  // The function's qualified name ends at the first '(' outside template arguments (its return
+  // type's may hold some) and starts after the last space before it outside them.
+  size_t start = 0, open = std::string_view::npos;
+  for (size_t i = 0, depth = 0; i < f.size() && open == std::string_view::npos; ++i) {
+    if (f[i] == '<') ++depth;
+    if (f[i] == '>' && depth > 0) --depth;
+    if (depth == 0 && f[i] == ' ') start = i + 1;
+    if (depth == 0 && f[i] == '(') open = i;
+  }
+  if (open == std::string_view::npos) return name;
+  const std::string_view function = f.substr(start, open - start);
+  size_t scope_end = std::string_view::npos;
+  for (size_t i = 0, depth = 0; i + 1 < function.size(); ++i) {
+    if (function[i] == '<') ++depth;
+    if (function[i] == '>' && depth > 0) --depth;
+    if (depth == 0 && function[i] == ':' && function[i + 1] == ':') scope_end = i;
+  }
+  if (scope_end == std::string_view::npos) return name;
+  return std::string(function.substr(0, scope_end)) + "::" + name;
+}
+
+}  // namespace
+
+void launch_grid(const LaunchConfig& config, const void* kernel, const char* name,
+                 std::function<void()> body) {
   const size_t threads = size_t{config.block.x} * config.block.y * config.block.z;
   const size_t blocks = size_t{config.grid.x} * config.grid.y * config.grid.z;
   if (threads == 0 || threads > 1024 || blocks == 0 || config.grid.y > 65535 ||
@@ -679,7 +714,9 @@ void launch_grid(const LaunchConfig& config, const void* kernel, std::function<v
     set_last_error(cudaErrorInvalidValue);
     return;
   }
-  submit(config.stream, [config, body = std::move(body)] { execute(config, body); });
+  submit(
+      config.stream, [config, body = std::move(body)] { execute(config, body); },
+      cudaGraphNodeTypeKernel, qualified_name(config.where, name));
 }
 
 }  // namespace simt

@@ -2,10 +2,13 @@
 // every mode and width, ballots, __syncthreads_count, mma.sync's and ldmatrix's fragment layouts
 // against plain loops, cp.async landing at its wait, a missing barrier caught by the two orders, a
 // deadlock and a bad shuffle stopping the process with a message, the launch limits a GPU
-// enforces, and graph capture and replay. The kernels here are plain C++ launched through
-// simt::launch (what test/simt/rewrite.py makes of <<<>>>).
+// enforces, and graph capture and replay with the nodes named as the driver API names them. The
+// kernels here are plain C++ launched through simt::launch (what test/simt/rewrite.py makes of
+// <<<>>>).
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <cuda.h>
 
 #include <array>
 #include <catch2/catch.hpp>
@@ -318,26 +321,62 @@ __global__ void add_one(int* x) {
   x[threadIdx.x] += 1;
 }
 
+// A driver API function, as the tests find one (launch_count_gpu_test).
+template <class F>
+F* driver_function(const char* symbol) {
+  void* f = nullptr;
+  cudaDriverEntryPointQueryResult found{};
+  REQUIRE(cudaGetDriverEntryPointByVersion(symbol, &f, 12030, cudaEnableDefault, &found) ==
+          cudaSuccess);
+  REQUIRE(found == cudaDriverEntryPointSuccess);
+  return reinterpret_cast<F*>(f);
+}
+
+// A kernel node's name by the driver API, or "(none)".
+std::string node_name(cudaGraphNode_t node) {
+  auto* get_params =
+      driver_function<decltype(cuGraphKernelNodeGetParams)>("cuGraphKernelNodeGetParams");
+  auto* func_name = driver_function<decltype(cuFuncGetName)>("cuFuncGetName");
+  CUDA_KERNEL_NODE_PARAMS params{};
+  if (get_params(node, &params) != CUDA_SUCCESS || params.func == nullptr) return "(none)";
+  const char* name = nullptr;
+  return func_name(&name, params.func) == CUDA_SUCCESS ? name : "(none)";
+}
+
+struct Launcher {
+  // Launches add_one by its name, as rewrite.py writes it, from a member function.
+  static void launch(cudaStream_t stream, int* x) {
+    simt::launch(1, 4, 0, stream).run(add_one, "add_one")(x);
+  }
+};
+
 TEST_CASE("a captured stream records launches and copies; the graph replays them in order") {
   cudaStream_t stream;
   REQUIRE(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) == cudaSuccess);
   std::array<int, 4> x{}, y{};
   REQUIRE(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal) == cudaSuccess);
-  simt::launch(1, 4, 0, stream).run(add_one)(x.data());
+  Launcher::launch(stream, x.data());
   REQUIRE(cudaMemcpyAsync(y.data(), x.data(), sizeof(x), cudaMemcpyDeviceToDevice, stream) ==
           cudaSuccess);
+  simt::launch(1, 1, 0, stream).run(add_one)(x.data() + 3);  // a launch without a name
   cudaGraph_t graph;
   REQUIRE(cudaStreamEndCapture(stream, &graph) == cudaSuccess);
   CHECK(x == std::array<int, 4>{});  // recorded, not run
-  size_t nodes = 0;
-  REQUIRE(cudaGraphGetNodes(graph, nullptr, &nodes) == cudaSuccess);
-  CHECK(nodes == 2);
+  size_t count = 0;
+  REQUIRE(cudaGraphGetNodes(graph, nullptr, &count) == cudaSuccess);
+  REQUIRE(count == 3);
+  std::array<cudaGraphNode_t, 3> nodes{};
+  REQUIRE(cudaGraphGetNodes(graph, nodes.data(), &count) == cudaSuccess);
+  // Named as the driver names a kernel: the launcher's scope is where the name's lookup starts.
+  CHECK(node_name(nodes[0]) == "{anonymous}::Launcher::add_one");
+  CHECK(node_name(nodes[1]) == "(none)");  // a copy
+  CHECK(node_name(nodes[2]) == "(none)");
   cudaGraphExec_t exec;
   REQUIRE(cudaGraphInstantiateWithFlags(&exec, graph, 0) == cudaSuccess);
   REQUIRE(cudaGraphLaunch(exec, stream) == cudaSuccess);
   REQUIRE(cudaGraphLaunch(exec, stream) == cudaSuccess);
-  CHECK(x == std::array<int, 4>{2, 2, 2, 2});
-  CHECK(y == std::array<int, 4>{2, 2, 2, 2});
+  CHECK(x == std::array<int, 4>{2, 2, 2, 4});
+  CHECK(y == std::array<int, 4>{2, 2, 2, 3});
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);
   cudaStreamDestroy(stream);

@@ -22,13 +22,14 @@ struct SmallRun {
   std::string shard;
   PretrainConfig config;
 
-  explicit SmallRun(const std::string& name)
+  // `overrides` ("section.key=value") change the config before the shard is written.
+  explicit SmallRun(const std::string& name, const std::vector<std::string>& overrides = {})
       : dir(std::filesystem::temp_directory_path() / ("electra_small_run_" + name)) {
     std::filesystem::remove_all(dir);
     std::filesystem::create_directories(dir);
     // Found as `electra` finds it (apps/default_config.h), so that the test also runs from the GPU
     // bundle, away from this source tree.
-    config = read_pretrain_config(apps::find_default_config("electra-small.yaml").path, {});
+    config = read_pretrain_config(apps::find_default_config("electra-small.yaml").path, overrides);
     config.train.set_ranks(1);
     config.checkpoint.dir = (dir / "run").string();
     shard = (dir / "data.bin").string();
