@@ -2,15 +2,20 @@
 # Runs the GPU tests on the host's SIMT emulator (test/simt; docs/ARCHITECTURE.md, "The SIMT
 # emulator"): every CUDA source compiled as C++ (the simt preset), the kernels run by fibers on
 # the CPU, each GPU test against its CPU reference as on a GPU. It cannot time anything or find
-# what only real hardware shows (a race the two orders do not expose, an instruction's speed), but
-# a wrong index, fragment layout, shuffle, missing barrier or unwritten output fails here, without
-# a GPU. Run it before spending a GPU window on kernels that never ran on one.
+# what only real hardware shows (an instruction's speed or rounding), but a wrong index, fragment
+# layout, shuffle, missing barrier or unwritten output fails here, without a GPU (a race that
+# neither order exposes under --tsan). Run it before spending a GPU window on kernels that never
+# ran on one.
 #
-# usage: scripts/simt_check.sh [--order forward|reverse|both] [--asan] [-R REGEX] [-E REGEX]
-#                              [-j N] [--timeout S]
-#   --order    the blocks' and threads' order (default both: a missing barrier shows in one)
+# usage: scripts/simt_check.sh [--order forward|reverse|both] [--asan | --tsan] [-R REGEX]
+#                              [-E REGEX] [-j N] [--timeout S]
+#   --order    the blocks' and threads' order (default both, but forward with --tsan: a missing
+#              barrier shows in one)
 #   --asan     under AddressSanitizer (the simt-asan preset): a kernel's access past a buffer's
 #              end or into freed memory fails, as compute-sanitizer's memcheck would say
+#   --tsan     under ThreadSanitizer (the simt-tsan preset; one order is enough): two threads of
+#              a block touching the same memory, one writing, with no barrier between them fail
+#              as a data race, as compute-sanitizer's racecheck would say
 #   -R         only the GPU tests whose name matches REGEX (ctest -R)
 #   -E         leave out the GPU tests whose name matches REGEX (ctest -E), e.g. 'base_2x512'
 #              under --asan, where one bf16 flash case at T = 512 takes about 9 minutes
@@ -19,7 +24,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-orders=(forward reverse)
+orders=()
 preset=simt
 exclude=""
 regex=""
@@ -35,14 +40,20 @@ while [[ $# -gt 0 ]]; do
       esac
       shift 2 ;;
     --asan) preset=simt-asan; shift ;;
+    --tsan) preset=simt-tsan; shift ;;
     -E) exclude="${exclude:+$exclude|}${2:?simt_check.sh: -E needs a regular expression}"; shift 2 ;;
     -R) regex="${2:?simt_check.sh: -R needs a regular expression}"; shift 2 ;;
     -j) jobs="${2:?simt_check.sh: -j needs a number}"; shift 2 ;;
     --timeout) timeout="${2:?simt_check.sh: --timeout needs seconds}"; shift 2 ;;
-    -h | --help) sed -n '2,18p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,23p' "$0"; exit 0 ;;
     *) echo "simt_check.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
+
+# ThreadSanitizer finds a race in either order; the other checks need both.
+if [[ ${#orders[@]} -eq 0 ]]; then
+  if [[ "$preset" == simt-tsan ]]; then orders=(forward); else orders=(forward reverse); fi
+fi
 
 # The GPU tests to run (ctest's selection).
 select=(-L gpu)

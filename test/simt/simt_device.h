@@ -9,6 +9,7 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -253,24 +254,28 @@ void __stcg(T* p, T value) {
   *p = value;
 }
 
-// ---- Atomics: the blocks run one after another, so a plain read-modify-write ------------------
+// ---- Atomics: relaxed read-modify-writes (ThreadSanitizer sees them as atomic, as they are) ---
+namespace simt {
+template <class T, class F>
+T atomic_update(T* p, F f) {
+  std::atomic_ref<T> a(*p);
+  T old = a.load(std::memory_order_relaxed);
+  while (!a.compare_exchange_weak(old, f(old), std::memory_order_relaxed)) {
+  }
+  return old;
+}
+}  // namespace simt
 template <class T>
 T atomicAdd(T* p, T value) {
-  const T old = *p;
-  *p = old + value;
-  return old;
+  return simt::atomic_update(p, [&](T old) { return static_cast<T>(old + value); });
 }
 template <class T>
 T atomicExch(T* p, T value) {
-  const T old = *p;
-  *p = value;
-  return old;
+  return simt::atomic_update(p, [&](T) { return value; });
 }
 template <class T>
 T atomicMax(T* p, T value) {
-  const T old = *p;
-  *p = old < value ? value : old;
-  return old;
+  return simt::atomic_update(p, [&](T old) { return old < value ? value : old; });
 }
 
 // ---- Bits and exactly rounded arithmetic -------------------------------------------------------

@@ -12,11 +12,30 @@
 // refuses (more than 1024 threads, dynamic shared memory above the kernel's limit), and reads of
 // dynamic shared memory before it is written (it starts as 0xff bytes, NaN in f32 and bf16).
 // cp.async copies land at the cp.async.wait_group that waits for them, not at the issue.
+//
+// Under ThreadSanitizer (the simt-tsan preset, which builds this file uninstrumented with
+// SIMT_TSAN) every fiber is one of its fibers, switched without synchronising, and the only
+// happens-before edges are the ones CUDA's memory model gives inside a block: __syncthreads among
+// the block's threads, __syncwarp among the lanes it names, and a block's start after the host's
+// work before the launch (the blocks one after another, as ordered as they run here). So two
+// threads of a block that touch the same shared (or global) memory, one writing, with no barrier
+// between them are reported as a data race, whichever order the fibers run in: what
+// compute-sanitizer's racecheck reports on a GPU. The PTX done here on the kernels' behalf counts
+// as the lane's own access: each lane's ldmatrix row read, a cp.async's source read at its issue
+// and its shared write where it lands. Shuffles, ballots and mma.sync order no memory.
 #include <sys/mman.h>
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/asan_interface.h>
 #include <sanitizer/common_interface_defs.h>
+#endif
+#if defined(SIMT_TSAN)
+#include <sanitizer/tsan_interface.h>
+// The instrumentation's own entry points: an access of 16 bytes by the running fiber.
+extern "C" void __tsan_read16(void* address);
+extern "C" void __tsan_write16(void* address);
+extern "C" void __tsan_ignore_thread_begin();
+extern "C" void __tsan_ignore_thread_end();
 #endif
 
 #include <algorithm>
@@ -96,9 +115,61 @@ struct CpAsync {
   unsigned char data[16];
 };
 
+// ThreadSanitizer's fibers and happens-before edges (nothing without SIMT_TSAN).
+namespace tsan {
+#if defined(SIMT_TSAN)
+constexpr bool kOn = true;
+void* current() {
+  return __tsan_get_current_fiber();
+}
+void* create() {
+  return __tsan_create_fiber(0);
+}
+void switch_to(void* fiber) {
+  __tsan_switch_to_fiber(fiber, __tsan_switch_to_fiber_no_sync);
+}
+void release(void* token) {
+  __tsan_release(token);
+}
+void acquire(const void* token) {
+  __tsan_acquire(const_cast<void*>(token));
+}
+void read16(const void* address) {
+  __tsan_read16(const_cast<void*>(address));
+}
+void write16(void* address) {
+  __tsan_write16(address);
+}
+// Around the emulator's own copies (a collective's results into its lanes' registers), which
+// the libc functions' interceptors would see as the running fiber's accesses.
+void ignore_begin() {
+  __tsan_ignore_thread_begin();
+}
+void ignore_end() {
+  __tsan_ignore_thread_end();
+}
+#else
+constexpr bool kOn = false;
+void* current() {
+  return nullptr;
+}
+void* create() {
+  return nullptr;
+}
+void switch_to(void*) {}
+void release(void*) {}
+void acquire(const void*) {}
+void read16(const void*) {}
+void write16(void*) {}
+void ignore_begin() {}
+void ignore_end() {}
+#endif
+}  // namespace tsan
+
 struct Fiber {
   void* sp = nullptr;          // the saved stack pointer while suspended
   void* fake_stack = nullptr;  // AddressSanitizer's, while suspended
+  void* tsan = nullptr;        // ThreadSanitizer's fiber
   void* stack = nullptr;       // kStackBytes, mapped once
   uint3 index{};
   bool done = false;
@@ -109,6 +180,13 @@ struct Fiber {
   uint32_t mask = 0;
   std::vector<CpAsync> open;                   // cp.async not yet committed
   std::deque<std::vector<CpAsync>> committed;  // cp.async.commit_group's groups, oldest first
+  // __syncwarp under ThreadSanitizer: each one releases the lane's token of its parity (a lane
+  // is at most one __syncwarp ahead of a lane of its group that has not resumed), and a lane
+  // resumed acquires the tokens its group's lanes released (set when the group completes).
+  uint32_t syncwarps = 0;
+  char syncwarp_tokens[2] = {};
+  uint32_t peers = 0;
+  const char* peer_tokens[32] = {};
 };
 
 struct Block {
@@ -122,6 +200,12 @@ struct Block {
   const void* scheduler_bottom = nullptr;  // the scheduler's stack, for AddressSanitizer
   size_t scheduler_size = 0;
   int barrier_arrived = 0, barrier_sum = 0, barrier_result = 0;
+  // Under ThreadSanitizer: __syncthreads number n releases and acquires token n % 2 (no thread
+  // is two barriers ahead of one that has not resumed); the block's start and end.
+  uint32_t barriers = 0;
+  char barrier_tokens[2] = {};
+  char start_token = 0, end_token = 0;
+  void* scheduler_tsan = nullptr;
   size_t shared_bytes = 0;  // of dynamic shared memory
   const std::function<void()>* body = nullptr;
   const LaunchConfig* config = nullptr;
@@ -187,6 +271,7 @@ void finish_switch(void* fake_stack, const void** from_bottom, size_t* from_size
 
 void yield() {
   Fiber& f = self();
+  tsan::switch_to(block.scheduler_tsan);
   start_switch(f.done ? nullptr : &f.fake_stack, block.scheduler_bottom, block.scheduler_size);
   simt_switch_stack(&f.sp, block.scheduler_sp);
   finish_switch(f.fake_stack, &block.scheduler_bottom, &block.scheduler_size);
@@ -196,6 +281,7 @@ void release_barrier() {
   if (block.live == 0 || block.barrier_arrived < block.live) return;
   block.barrier_result = block.barrier_sum;
   block.barrier_arrived = block.barrier_sum = 0;
+  ++block.barriers;
   for (int t = 0; t < block.count; ++t) {
     Fiber& f = block.fibers[t];
     if (f.wait == Wait::kBarrier) {
@@ -223,7 +309,19 @@ void release_warp(int w) {
       }
       requests[__builtin_ctz(m)] = f.request;
     }
+    tsan::ignore_begin();
     lead.resolve(requests, group);
+    tsan::ignore_end();
+    if (tsan::kOn && lead.resolve == resolve_syncwarp) {
+      for (uint32_t m = group; m != 0; m &= m - 1) {
+        Fiber& f = block.fibers[w * kWarp + __builtin_ctz(m)];
+        f.peers = group;
+        for (uint32_t n = group; n != 0; n &= n - 1) {
+          const Fiber& peer = block.fibers[w * kWarp + __builtin_ctz(n)];
+          f.peer_tokens[__builtin_ctz(n)] = &peer.syncwarp_tokens[peer.syncwarps % 2];
+        }
+      }
+    }
     block.waiting_lanes[w] &= ~group;
     for (uint32_t m = group; m != 0; m &= m - 1) {
       Fiber& f = block.fibers[w * kWarp + __builtin_ctz(m)];
@@ -233,18 +331,24 @@ void release_warp(int w) {
   }
 }
 
+// Lands a cp.async group: the issuing fiber's shared writes.
 void apply(const std::vector<CpAsync>& group) {
-  for (const CpAsync& c : group) std::memcpy(c.dst, c.data, sizeof(c.data));
+  for (const CpAsync& c : group) {
+    tsan::write16(c.dst);
+    std::memcpy(c.dst, c.data, sizeof(c.data));
+  }
 }
 
 void fiber_main() {
   finish_switch(nullptr, &block.scheduler_bottom, &block.scheduler_size);
+  tsan::acquire(&block.start_token);
   (*block.body)();
   Fiber& f = self();
   if (!f.open.empty()) f.committed.push_back(std::move(f.open));
   for (const auto& group : f.committed) apply(group);  // the copies land even after exit
   f.committed.clear();
   f.open.clear();
+  tsan::release(&block.end_token);
   f.done = true;
   f.runnable = false;
   --block.live;
@@ -300,7 +404,10 @@ void run_block(size_t threads) {
   block.count = static_cast<int>(threads);
   for (size_t t = 0; t < threads; ++t) {
     Fiber& f = block.fibers[t];
-    if (f.stack == nullptr) f.stack = new_stack();
+    if (f.stack == nullptr) {
+      f.stack = new_stack();
+      f.tsan = tsan::create();
+    }
     f.index = uint3{static_cast<unsigned>(t % blockDim.x),
                     static_cast<unsigned>(t / blockDim.x % blockDim.y),
                     static_cast<unsigned>(t / (blockDim.x * blockDim.y))};
@@ -317,6 +424,8 @@ void run_block(size_t threads) {
   }
   block.barrier_arrived = block.barrier_sum = 0;
   std::memset(shared_arena, 0xff, block.shared_bytes);
+  block.scheduler_tsan = tsan::current();
+  tsan::release(&block.start_token);
   while (block.live > 0) {
     bool ran = false;
     for (size_t i = 0; i < threads; ++i) {
@@ -326,6 +435,7 @@ void run_block(size_t threads) {
       block.current = static_cast<int>(t);
       threadIdx = f.index;
       void* fake_stack = nullptr;
+      tsan::switch_to(f.tsan);
       start_switch(&fake_stack, f.stack, kStackBytes);
       simt_switch_stack(&block.scheduler_sp, f.sp);
       finish_switch(fake_stack, nullptr, nullptr);
@@ -333,6 +443,7 @@ void run_block(size_t threads) {
     }
     if (!ran) deadlock();
   }
+  tsan::acquire(&block.end_token);
 }
 
 void execute(const LaunchConfig& config, const std::function<void()>& body) {
@@ -498,10 +609,13 @@ int syncthreads_count(int predicate) {
   Fiber& f = self();
   f.wait = Wait::kBarrier;
   f.runnable = false;
+  char* token = &block.barrier_tokens[block.barriers % 2];
+  tsan::release(token);
   ++block.barrier_arrived;
   block.barrier_sum += predicate != 0;
   release_barrier();
   yield();
+  tsan::acquire(token);
   return block.barrier_result;
 }
 
@@ -512,9 +626,14 @@ void warp_collective(uint32_t mask, void* request, Resolve resolve) {
   f.request = request;
   f.resolve = resolve;
   f.mask = mask;
+  const bool fence = tsan::kOn && resolve == resolve_syncwarp;
+  if (fence) tsan::release(&f.syncwarp_tokens[++f.syncwarps % 2]);
   block.waiting_lanes[warp_of(block.current)] |= 1u << block.current % kWarp;
   release_warp(warp_of(block.current));
   yield();
+  if (fence) {
+    for (uint32_t m = f.peers; m != 0; m &= m - 1) tsan::acquire(f.peer_tokens[__builtin_ctz(m)]);
+  }
 }
 
 unsigned char* dynamic_shared_base() {
@@ -603,6 +722,7 @@ void ptx_exec(const char* text, Operand* o, int count) {
     }
     case Ptx::kLdmatrix:
     case Ptx::kLdmatrixTrans: {
+      tsan::read16(shared_arena + static_cast<int32_t>(read32(o[4])));  // this lane's row
       LdmatrixRequest r{o, p.op == Ptx::kLdmatrixTrans};
       warp_collective(0xffffffffu, &r, resolve_ldmatrix);
       break;
@@ -615,7 +735,10 @@ void ptx_exec(const char* text, Operand* o, int count) {
       }
       CpAsync c{static_cast<unsigned char*>(shared_pointer(read32(o[0]))), {}};
       if (bytes != 0 && bytes != 16) fail("cp.async source size other than 0 or 16");
-      if (bytes == 16) std::memcpy(c.data, src, 16);
+      if (bytes == 16) {
+        tsan::read16(src);
+        std::memcpy(c.data, src, 16);
+      }
       f.open.push_back(c);
       break;
     }

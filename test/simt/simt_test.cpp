@@ -5,6 +5,7 @@
 // enforces, and graph capture and replay with the nodes named as the driver API names them. The
 // kernels here are plain C++ launched through simt::launch (what test/simt/rewrite.py makes of
 // <<<>>>).
+#include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -14,6 +15,7 @@
 #include <catch2/catch.hpp>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -147,10 +149,11 @@ TEST_CASE("mma.sync m16n8k16 bf16: the fragment layout gives A B + C") {
 
 // Four 8 x 8 bf16 matrices (stored row-major one after the other, 16-bit element e = its index)
 // loaded by ldmatrix.x4 (trans or not) from dynamic shared memory; out[lane][q] the lane's words.
-__global__ void ldmatrix_tiles(const uint16_t* m, int trans, uint32_t* out) {
+// Without `sync` the lanes read rows other lanes wrote with no __syncwarp between: a race.
+__global__ void ldmatrix_tiles(const uint16_t* m, int trans, uint32_t* out, int sync = 1) {
   uint16_t* s = simt::dynamic_shared<uint16_t>();
   for (int i = static_cast<int>(threadIdx.x); i < 256; i += kWarp) s[i] = m[i];
-  __syncwarp();
+  if (sync) __syncwarp();
   const int lane = static_cast<int>(threadIdx.x);
   uint32_t r[4];
   const uint32_t row = __cvta_generic_to_shared(s + (lane / 8) * 64 + (lane % 8) * 8);
@@ -169,7 +172,7 @@ TEST_CASE("ldmatrix x4: lane l holds row l/4, columns 2(l%4) and +1 (transposed:
   for (int i = 0; i < 256; ++i) m[i] = static_cast<uint16_t>(i);
   std::vector<uint32_t> out(kWarp * 4);
   for (int trans = 0; trans < 2; ++trans) {
-    simt::launch(1, kWarp, 512).run(ldmatrix_tiles)(m.data(), trans, out.data());
+    simt::launch(1, kWarp, 512).run(ldmatrix_tiles)(m.data(), trans, out.data(), 1);
     for (int lane = 0; lane < kWarp; ++lane) {
       const int g = lane / 4, t = lane % 4;
       for (int q = 0; q < 4; ++q) {
@@ -246,9 +249,94 @@ TEST_CASE("a missing __syncthreads reads stale shared memory in one of the two o
   };
   CHECK(stale_reads(1, false) == 0);
   CHECK(stale_reads(1, true) == 0);
+#if !defined(__SANITIZE_THREAD__)                // there the race is reported (the next test)
   CHECK(stale_reads(0, false) == kThreads - 1);  // every thread runs before its neighbour
   CHECK(stale_reads(0, true) == 0);              // every thread runs after it
+#endif
 }
+
+#if defined(__SANITIZE_THREAD__)
+// Lanes write their slot, then (after __syncwarp, after a shuffle, or after nothing) read the
+// next lane's.
+__global__ void warp_neighbour(int how, int* out) {
+  __shared__ int slot[32];
+  slot[threadIdx.x] = static_cast<int>(threadIdx.x);
+  if (how == 1) __syncwarp();
+  int other = 0;
+  if (how == 2) other = __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x), 0);
+  out[threadIdx.x] = slot[(threadIdx.x + 1) % 32] + other;
+}
+
+// What a new process of this test writes to stderr when its hidden case below runs `launch`
+// ("neighbour 0": a kernel and its argument) in `order`. Not a forked child: that would carry this
+// process's ThreadSanitizer state, in which the fibers' earlier launches here are not ordered
+// before the child's.
+std::string race_report(const char* launch, const char* order) {
+  int fds[2];
+  REQUIRE(pipe(fds) == 0);
+  const pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    dup2(fds[1], 2);
+    dup2(open("/dev/null", O_WRONLY), 1);  // its own test report
+    setenv("SIMT_RACE_LAUNCH", launch, 1);
+    setenv("SIMT_ORDER", order, 1);
+    execl("/proc/self/exe", "simt_test", "[.race_launch]", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  close(fds[1]);
+  std::string text;
+  char buf[256];
+  for (ssize_t n; (n = read(fds[0], buf, sizeof(buf))) > 0;) text.append(buf, n);
+  close(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  REQUIRE(WIFEXITED(status));
+  REQUIRE(WEXITSTATUS(status) != 127);
+  return text;
+}
+
+TEST_CASE("one launch of the ThreadSanitizer test, named by SIMT_RACE_LAUNCH", "[.race_launch]") {
+  const char* launch = std::getenv("SIMT_RACE_LAUNCH");
+  REQUIRE(launch != nullptr);
+  const std::string name(launch);
+  const int arg = name.back() - '0';
+  std::vector<int> out(64);
+  std::vector<uint16_t> m(256);
+  std::vector<uint32_t> words(kWarp * 4);
+  if (name.starts_with("neighbour ")) {
+    simt::launch(1, 64).run(neighbour)(arg, 1, out.data());
+  } else if (name.starts_with("warp_neighbour ")) {
+    simt::launch(1, 32).run(warp_neighbour)(arg, out.data());
+  } else if (name.starts_with("ldmatrix_tiles ")) {
+    simt::launch(1, kWarp, 512).run(ldmatrix_tiles)(m.data(), 0, words.data(), arg);
+  } else {
+    FAIL("no launch " << name);
+  }
+}
+
+TEST_CASE("under ThreadSanitizer a block's threads racing on shared memory are reported") {
+  const auto race = [](const char* launch, const char* order) {
+    INFO(launch << ", " << order << " order");
+    const std::string report = race_report(launch, order);
+    return report.find("ThreadSanitizer: data race") != std::string::npos;
+  };
+  for (const char* order : {"forward", "reverse"}) {
+    // __syncthreads orders the block's threads.
+    CHECK_FALSE(race("neighbour 1", order));
+    CHECK(race("neighbour 0", order));
+    // __syncwarp orders a warp's lanes; a shuffle orders no memory.
+    CHECK_FALSE(race("warp_neighbour 1", order));
+    CHECK(race("warp_neighbour 0", order));
+    CHECK(race("warp_neighbour 2", order));
+    // ldmatrix reads each lane's row as that lane's own access.
+    CHECK_FALSE(race("ldmatrix_tiles 1", order));
+    CHECK(race("ldmatrix_tiles 0", order));
+  }
+  // The report names the kernel.
+  CHECK(race_report("neighbour 0", "forward").find("in neighbour") != std::string::npos);
+}
+#endif
 
 // Runs `f` in a child process and returns what it wrote to stderr, REQUIRE-ing SIGABRT.
 template <class F>
