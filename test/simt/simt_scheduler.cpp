@@ -15,14 +15,17 @@
 //
 // Under ThreadSanitizer (the simt-tsan preset, which builds this file uninstrumented with
 // SIMT_TSAN) every fiber is one of its fibers, switched without synchronising, and the only
-// happens-before edges are the ones CUDA's memory model gives inside a block: __syncthreads among
-// the block's threads, __syncwarp among the lanes it names, and a block's start after the host's
-// work before the launch (the blocks one after another, as ordered as they run here). So two
-// threads of a block that touch the same shared (or global) memory, one writing, with no barrier
-// between them are reported as a data race, whichever order the fibers run in: what
-// compute-sanitizer's racecheck reports on a GPU. The PTX done here on the kernels' behalf counts
-// as the lane's own access: each lane's ldmatrix row read, a cp.async's source read at its issue
-// and its shared write where it lands. Shuffles, ballots and mma.sync order no memory.
+// happens-before edges are a block's synchronisation: __syncthreads among the block's threads, a
+// warp collective (__syncwarp, a shuffle, a ballot, mma.sync, ldmatrix) among the lanes it names,
+// as warp-synchronous code assumes (a lane's read before a shuffle and another lane's write after
+// it are ordered by the values the shuffle carries), and a block's start after the host's work
+// before the launch (the blocks one after another, as they run here). So two threads of a block
+// that touch the same shared (or global) memory, one writing, with neither between them are
+// reported as a data race, whichever order the fibers run in: what compute-sanitizer's racecheck
+// reports on a GPU. The PTX done here on the kernels' behalf counts as the lane's own access:
+// each lane's ldmatrix row read, at the collective (so a row another lane wrote just before it,
+// with no __syncwarp, is a race), a cp.async's source read at its issue and its shared write where
+// it lands.
 #include <sys/mman.h>
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -118,7 +121,6 @@ struct CpAsync {
 // ThreadSanitizer's fibers and happens-before edges (nothing without SIMT_TSAN).
 namespace tsan {
 #if defined(SIMT_TSAN)
-constexpr bool kOn = true;
 void* current() {
   return __tsan_get_current_fiber();
 }
@@ -149,7 +151,6 @@ void ignore_end() {
   __tsan_ignore_thread_end();
 }
 #else
-constexpr bool kOn = false;
 void* current() {
   return nullptr;
 }
@@ -180,13 +181,6 @@ struct Fiber {
   uint32_t mask = 0;
   std::vector<CpAsync> open;                   // cp.async not yet committed
   std::deque<std::vector<CpAsync>> committed;  // cp.async.commit_group's groups, oldest first
-  // __syncwarp under ThreadSanitizer: each one releases the lane's token of its parity (a lane
-  // is at most one __syncwarp ahead of a lane of its group that has not resumed), and a lane
-  // resumed acquires the tokens its group's lanes released (set when the group completes).
-  uint32_t syncwarps = 0;
-  char syncwarp_tokens[2] = {};
-  uint32_t peers = 0;
-  const char* peer_tokens[32] = {};
 };
 
 struct Block {
@@ -201,9 +195,13 @@ struct Block {
   size_t scheduler_size = 0;
   int barrier_arrived = 0, barrier_sum = 0, barrier_result = 0;
   // Under ThreadSanitizer: __syncthreads number n releases and acquires token n % 2 (no thread
-  // is two barriers ahead of one that has not resumed); the block's start and end.
+  // is two barriers ahead of one that has not resumed); a warp collective, the token of its
+  // group's lowest lane and the parity of that lane's completed groups (the same argument); the
+  // block's start and end.
   uint32_t barriers = 0;
   char barrier_tokens[2] = {};
+  uint32_t collectives[32][32] = {};  // per warp, per lowest lane
+  char collective_tokens[32][32][2] = {};
   char start_token = 0, end_token = 0;
   void* scheduler_tsan = nullptr;
   size_t shared_bytes = 0;  // of dynamic shared memory
@@ -312,16 +310,7 @@ void release_warp(int w) {
     tsan::ignore_begin();
     lead.resolve(requests, group);
     tsan::ignore_end();
-    if (tsan::kOn && lead.resolve == resolve_syncwarp) {
-      for (uint32_t m = group; m != 0; m &= m - 1) {
-        Fiber& f = block.fibers[w * kWarp + __builtin_ctz(m)];
-        f.peers = group;
-        for (uint32_t n = group; n != 0; n &= n - 1) {
-          const Fiber& peer = block.fibers[w * kWarp + __builtin_ctz(n)];
-          f.peer_tokens[__builtin_ctz(n)] = &peer.syncwarp_tokens[peer.syncwarps % 2];
-        }
-      }
-    }
+    ++block.collectives[w][l];
     block.waiting_lanes[w] &= ~group;
     for (uint32_t m = group; m != 0; m &= m - 1) {
       Fiber& f = block.fibers[w * kWarp + __builtin_ctz(m)];
@@ -626,14 +615,15 @@ void warp_collective(uint32_t mask, void* request, Resolve resolve) {
   f.request = request;
   f.resolve = resolve;
   f.mask = mask;
-  const bool fence = tsan::kOn && resolve == resolve_syncwarp;
-  if (fence) tsan::release(&f.syncwarp_tokens[++f.syncwarps % 2]);
-  block.waiting_lanes[warp_of(block.current)] |= 1u << block.current % kWarp;
-  release_warp(warp_of(block.current));
+  const int w = warp_of(block.current), lane = block.current % kWarp;
+  const uint32_t group = mask & block.live_lanes[w];
+  const int lowest = group != 0 ? __builtin_ctz(group) : lane;
+  char* token = &block.collective_tokens[w][lowest][block.collectives[w][lowest] % 2];
+  tsan::release(token);
+  block.waiting_lanes[w] |= 1u << lane;
+  release_warp(w);
   yield();
-  if (fence) {
-    for (uint32_t m = f.peers; m != 0; m &= m - 1) tsan::acquire(f.peer_tokens[__builtin_ctz(m)]);
-  }
+  tsan::acquire(token);
 }
 
 unsigned char* dynamic_shared_base() {
