@@ -254,13 +254,17 @@ void __stcg(T* p, T value) {
   *p = value;
 }
 
-// ---- Atomics: relaxed read-modify-writes (ThreadSanitizer sees them as atomic, as they are) ---
+// ---- Atomics: acquire-release read-modify-writes ---------------------------------------------
+// As __threadfence() around an atomic makes it on a GPU (a piece written, a fence, an arrival
+// counted; the last arrival's fence, the pieces read): the emulator has no fence of its own to
+// order them, so under ThreadSanitizer the atomic orders them.
 namespace simt {
 template <class T, class F>
 T atomic_update(T* p, F f) {
   std::atomic_ref<T> a(*p);
-  T old = a.load(std::memory_order_relaxed);
-  while (!a.compare_exchange_weak(old, f(old), std::memory_order_relaxed)) {
+  T old = a.load(std::memory_order_acquire);
+  while (!a.compare_exchange_weak(old, f(old), std::memory_order_acq_rel,
+                                  std::memory_order_acquire)) {
   }
   return old;
 }

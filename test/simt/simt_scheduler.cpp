@@ -34,9 +34,10 @@
 #endif
 #if defined(SIMT_TSAN)
 #include <sanitizer/tsan_interface.h>
-// The instrumentation's own entry points: an access of 16 bytes by the running fiber.
-extern "C" void __tsan_read16(void* address);
-extern "C" void __tsan_write16(void* address);
+// The instrumentation's own entry points: an access of 16 bytes by the running fiber, made by
+// the instruction before `pc`.
+extern "C" void __tsan_read16_pc(void* address, void* pc);
+extern "C" void __tsan_write16_pc(void* address, void* pc);
 extern "C" void __tsan_ignore_thread_begin();
 extern "C" void __tsan_ignore_thread_end();
 #endif
@@ -116,6 +117,7 @@ enum class Wait { kNone, kBarrier, kWarp };
 struct CpAsync {
   unsigned char* dst;
   unsigned char data[16];
+  void* pc;  // the kernel's code that issued it
 };
 
 // ThreadSanitizer's fibers and happens-before edges (nothing without SIMT_TSAN).
@@ -136,11 +138,11 @@ void release(void* token) {
 void acquire(const void* token) {
   __tsan_acquire(const_cast<void*>(token));
 }
-void read16(const void* address) {
-  __tsan_read16(const_cast<void*>(address));
+void read16(const void* address, void* pc) {
+  __tsan_read16_pc(const_cast<void*>(address), pc);
 }
-void write16(void* address) {
-  __tsan_write16(address);
+void write16(void* address, void* pc) {
+  __tsan_write16_pc(address, pc);
 }
 // Around the emulator's own copies (a collective's results into its lanes' registers), which
 // the libc functions' interceptors would see as the running fiber's accesses.
@@ -160,8 +162,8 @@ void* create() {
 void switch_to(void*) {}
 void release(void*) {}
 void acquire(const void*) {}
-void read16(const void*) {}
-void write16(void*) {}
+void read16(const void*, void*) {}
+void write16(void*, void*) {}
 void ignore_begin() {}
 void ignore_end() {}
 #endif
@@ -323,7 +325,7 @@ void release_warp(int w) {
 // Lands a cp.async group: the issuing fiber's shared writes.
 void apply(const std::vector<CpAsync>& group) {
   for (const CpAsync& c : group) {
-    tsan::write16(c.dst);
+    tsan::write16(c.dst, c.pc);
     std::memcpy(c.dst, c.data, sizeof(c.data));
   }
 }
@@ -697,6 +699,7 @@ void resolve_ballot(void* const* requests, uint32_t mask) {
 void resolve_syncwarp(void* const*, uint32_t) {}
 
 void ptx_exec(const char* text, Operand* o, int count) {
+  void* const pc = __builtin_return_address(0);  // in the kernel: where its accesses are made
   static std::unordered_map<const char*, Parsed> cache;  // one grid at a time
   auto it = cache.find(text);
   if (it == cache.end()) it = cache.emplace(text, parse(text)).first;
@@ -712,7 +715,7 @@ void ptx_exec(const char* text, Operand* o, int count) {
     }
     case Ptx::kLdmatrix:
     case Ptx::kLdmatrixTrans: {
-      tsan::read16(shared_arena + static_cast<int32_t>(read32(o[4])));  // this lane's row
+      tsan::read16(shared_arena + static_cast<int32_t>(read32(o[4])), pc);  // this lane's row
       LdmatrixRequest r{o, p.op == Ptx::kLdmatrixTrans};
       warp_collective(0xffffffffu, &r, resolve_ldmatrix);
       break;
@@ -723,10 +726,10 @@ void ptx_exec(const char* text, Operand* o, int count) {
       if (read32(o[0]) % 16 != 0 || reinterpret_cast<uintptr_t>(src) % 16 != 0) {
         fail("cp.async address not 16-byte aligned");
       }
-      CpAsync c{static_cast<unsigned char*>(shared_pointer(read32(o[0]))), {}};
+      CpAsync c{static_cast<unsigned char*>(shared_pointer(read32(o[0]))), {}, pc};
       if (bytes != 0 && bytes != 16) fail("cp.async source size other than 0 or 16");
       if (bytes == 16) {
-        tsan::read16(src);
+        tsan::read16(src, pc);
         std::memcpy(c.data, src, 16);
       }
       f.open.push_back(c);
