@@ -263,8 +263,8 @@ template <class T, class F>
 T atomic_update(T* p, F f) {
   std::atomic_ref<T> a(*p);
   T old = a.load(std::memory_order_acquire);
-  while (!a.compare_exchange_weak(old, f(old), std::memory_order_acq_rel,
-                                  std::memory_order_acquire)) {
+  while (
+      !a.compare_exchange_weak(old, f(old), std::memory_order_acq_rel, std::memory_order_acquire)) {
   }
   return old;
 }

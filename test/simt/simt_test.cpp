@@ -9,8 +9,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cuda.h>
-
 #include <array>
 #include <catch2/catch.hpp>
 #include <csignal>
@@ -21,6 +19,7 @@
 #include <vector>
 
 #include "engine/bf16.h"
+#include "test/common/kernel_node_name.h"
 #include "test/simt/simt_device.h"
 
 namespace {
@@ -408,28 +407,6 @@ __global__ void add_one(int* x) {
   x[threadIdx.x] += 1;
 }
 
-// A driver API function, as the tests find one (launch_count_gpu_test).
-template <class F>
-F* driver_function(const char* symbol) {
-  void* f = nullptr;
-  cudaDriverEntryPointQueryResult found{};
-  REQUIRE(cudaGetDriverEntryPointByVersion(symbol, &f, 12030, cudaEnableDefault, &found) ==
-          cudaSuccess);
-  REQUIRE(found == cudaDriverEntryPointSuccess);
-  return reinterpret_cast<F*>(f);
-}
-
-// A kernel node's name by the driver API, or "(none)".
-std::string node_name(cudaGraphNode_t node) {
-  auto* get_params =
-      driver_function<decltype(cuGraphKernelNodeGetParams)>("cuGraphKernelNodeGetParams");
-  auto* func_name = driver_function<decltype(cuFuncGetName)>("cuFuncGetName");
-  CUDA_KERNEL_NODE_PARAMS params{};
-  if (get_params(node, &params) != CUDA_SUCCESS || params.func == nullptr) return "(none)";
-  const char* name = nullptr;
-  return func_name(&name, params.func) == CUDA_SUCCESS ? name : "(none)";
-}
-
 struct Launcher {
   // Launches add_one by its name, as rewrite.py writes it, from a member function.
   static void launch(cudaStream_t stream, int* x) {
@@ -455,9 +432,9 @@ TEST_CASE("a captured stream records launches and copies; the graph replays them
   std::array<cudaGraphNode_t, 3> nodes{};
   REQUIRE(cudaGraphGetNodes(graph, nodes.data(), &count) == cudaSuccess);
   // Named as the driver names a kernel: the launcher's scope is where the name's lookup starts.
-  CHECK(node_name(nodes[0]) == "{anonymous}::Launcher::add_one");
-  CHECK(node_name(nodes[1]) == "(none)");  // a copy
-  CHECK(node_name(nodes[2]) == "(none)");
+  CHECK(electra::test::kernel_node_name(nodes[0]) == "{anonymous}::Launcher::add_one");
+  CHECK(electra::test::kernel_node_name(nodes[1]).empty());  // a copy
+  CHECK(electra::test::kernel_node_name(nodes[2]).empty());
   cudaGraphExec_t exec;
   REQUIRE(cudaGraphInstantiateWithFlags(&exec, graph, 0) == cudaSuccess);
   REQUIRE(cudaGraphLaunch(exec, stream) == cudaSuccess);

@@ -15,7 +15,6 @@
 
 #if ELECTRA_WITH_CUDA
 
-#include <cuda.h>
 #include <cuda_runtime.h>
 
 #include <cmath>
@@ -28,44 +27,13 @@
 #include "engine/communicator.h"
 #include "engine/cuda_check.h"
 #include "engine/launch_counter.h"
+#include "test/common/kernel_node_name.h"
 #include "test/train/small_run.h"
 #include "train/trainer.h"
 
 using namespace electra;
 
 namespace {
-
-// A driver API function, from the runtime (the binary does not link libcuda, so that it loads,
-// and skips, on a machine without a driver).
-template <class F>
-F* driver_function(const char* symbol) {
-  void* f = nullptr;
-  cudaDriverEntryPointQueryResult found{};
-  // 12.3: the first version with cuFuncGetName and cuKernelGetName.
-  ELECTRA_CUDA_CHECK(
-      cudaGetDriverEntryPointByVersion(symbol, &f, 12030, cudaEnableDefault, &found));
-  ELECTRA_CHECK(found == cudaDriverEntryPointSuccess && f != nullptr, "no driver function ",
-                symbol);
-  return reinterpret_cast<F*>(f);
-}
-
-// The name of a kernel node's function (the driver's: the project's kernels and the libraries'
-// alike), or "" when the driver cannot say.
-std::string kernel_name(cudaGraphNode_t node) {
-  static auto* get_params =
-      driver_function<decltype(cuGraphKernelNodeGetParams)>("cuGraphKernelNodeGetParams");
-  static auto* func_name = driver_function<decltype(cuFuncGetName)>("cuFuncGetName");
-  static auto* get_kernel_name = driver_function<decltype(cuKernelGetName)>("cuKernelGetName");
-  CUDA_KERNEL_NODE_PARAMS params{};
-  if (get_params(node, &params) != CUDA_SUCCESS) return "";
-  const char* name = nullptr;
-  if (params.func != nullptr) {
-    if (func_name(&name, params.func) != CUDA_SUCCESS) return "";
-  } else if (params.kern != nullptr) {
-    if (get_kernel_name(&name, params.kern) != CUDA_SUCCESS) return "";
-  }
-  return name != nullptr ? name : "";
-}
 
 // Whether a kernel is this project's: in namespace electra. The driver names a kernel by its
 // mangled name (namespace electra is "7electra" in it), the SIMT emulator by the source's, with
@@ -99,7 +67,7 @@ NodeCounts count_nodes(cudaGraph_t graph) {
       ++c.library;  // no op of ours enqueues a memset or a copy
       continue;
     }
-    const std::string name = kernel_name(node);
+    const std::string name = test::kernel_node_name(node);
     if (name.empty()) {
       ++c.unnamed;
     } else if (ours(name)) {
