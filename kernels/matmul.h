@@ -76,13 +76,15 @@ struct Gemm {
   int64_t n() const { return trans_b ? b.rows : b.cols; }
 
   // One cuBLASLt call, then the epilogue kernel for GELU or a bias cuBLASLt does not fuse. A bias
-  // is fused when it is 16-byte aligned and cuBLASLt has an algorithm with the bias epilogue
-  // (matmul.cu, get_plan); declared fused whenever it is aligned, which launch_count_gpu_test
-  // checks against the plans of the GPU it runs on.
+  // is fused when it is 16-byte aligned, of C's dtype (cuBLASLt's bias epilogue takes no other)
+  // and cuBLASLt has an algorithm with the bias epilogue (matmul.cu, get_plan); declared fused
+  // whenever the first two hold, which launch_count_gpu_test and every op case's parity run
+  // check against the plans of the GPU they run on.
   Launches launches() const {
     if (m() == 0 || n() == 0) return {};
     const bool has_bias = epilogue.bias != nullptr;
-    const bool fused = has_bias && reinterpret_cast<uintptr_t>(epilogue.bias->data) % 16 == 0;
+    const bool fused = has_bias && reinterpret_cast<uintptr_t>(epilogue.bias->data) % 16 == 0 &&
+                       epilogue.bias->dtype == c.storage.dtype;
     const bool kernel = epilogue.gelu_pre != nullptr || (has_bias && !fused);
     return {.kernels = kernel ? 1 : 0, .library_calls = 1};
   }

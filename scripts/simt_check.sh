@@ -63,10 +63,11 @@ select=(-L gpu)
 [[ -n "$exclude" ]] && select+=(-E "$exclude")
 
 cmake --preset "$preset" >/dev/null
-# Every GPU test executable has a ctest entry named after it (the op harness's per-case entries
-# are "<target>:<case>"): build exactly those targets.
+# Every GPU test executable has a ctest entry named after it, and the op harness's per-case
+# entries are "<target>:<case>": build the targets of the selected entries (a -R that matches
+# cases only, e.g. 'base_2x512', still builds their executable).
 mapfile -t tests < <(ctest --test-dir build/$preset -N "${select[@]}" |
-  sed -n 's/^ *Test *#[0-9]*: \([A-Za-z0-9_]*\)$/\1/p')
+  sed -n 's/^ *Test *#[0-9]*: \([A-Za-z0-9_]*\)\(:.*\)\{0,1\}$/\1/p' | sort -u)
 if [[ ${#tests[@]} -eq 0 ]]; then
   echo "simt_check.sh: no GPU test matches '${regex}'" >&2
   exit 2

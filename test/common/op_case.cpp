@@ -14,6 +14,7 @@
 #include "engine/error.h"
 #include "engine/launch_counter.h"
 #include "test/common/error_locus.h"
+#include "test/common/launch_capture.h"
 #include "test/common/test_util.h"
 
 namespace electra::test {
@@ -549,18 +550,37 @@ std::vector<std::string> parity(const OpCase& c, DType dtype, Context& device) {
       }
     }
   }
-  if (c.deterministic) {
-    // Again from the same starting values: an accumulated output restarts from them, the
-    // written outputs and the workspaces are poisoned again.
-    for (size_t i = 0; i < c.tensors.size(); ++i) {
-      const TensorSpec& s = c.tensors[i];
-      if (s.accumulates) {
-        upload_values(device, dev[s.name], s, values[i], dtype);
-      } else if (s.role != Role::kInput) {
-        poison_tensor(device.stream(), dev[s.name]);
-      }
+  // Again from the same starting values: an accumulated output restarts from them, the written
+  // outputs and the workspaces are poisoned again. On a GPU each op call of this run is recorded
+  // into a graph of its own and its nodes checked against what the op declares
+  // (launch_capture.h), at every case's shapes and dtypes: the launch count that
+  // launch_count_test pins is the sum of these declarations. Not with an empty tensor (an op
+  // with nothing to do may launch less).
+  for (size_t i = 0; i < c.tensors.size(); ++i) {
+    const TensorSpec& s = c.tensors[i];
+    if (s.accumulates) {
+      upload_values(device, dev[s.name], s, values[i], dtype);
+    } else if (s.role != Role::kInput) {
+      poison_tensor(device.stream(), dev[s.name]);
     }
+  }
+  const bool any_empty = std::any_of(c.tensors.begin(), c.tensors.end(),
+                                     [](const TensorSpec& s) { return s.numel() == 0; });
+#if ELECTRA_WITH_CUDA
+  if (device.is_cuda() && !any_empty) {
+    LaunchCapture capture;
+    {
+      const ObserveOps observe(&capture);
+      run_device();
+    }
+    for (const std::string& m : capture.mismatches) failures.push_back("launches: " + m);
+  } else {
     run_device();
+  }
+#else
+  run_device();
+#endif
+  if (c.deterministic) {
     for (size_t i = 0; i < c.tensors.size(); ++i) {
       const TensorSpec& s = c.tensors[i];
       if (!s.compared(dtype)) continue;

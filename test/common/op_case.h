@@ -25,9 +25,11 @@
 //   gpu parity (per dtype in `dtypes`): the CPU reference in f32 (f64 for `reference_f64`) on the
 //     inputs as the GPU sees them (rounded to bf16 for kAct tensors of a bf16 run) against the GPU
 //     in that dtype;
-//     accumulated outputs start from the same random values on both; `deterministic` cases then
-//     run again from the same start (written outputs and workspaces poisoned again, so that an
-//     element the second run leaves unwritten fails) and must give the same bits.
+//     accumulated outputs start from the same random values on both; then the device runs again
+//     from the same start (written outputs and workspaces poisoned again, so that an element the
+//     second run leaves unwritten fails), each op call recorded into a CUDA graph of its own
+//     whose kernels and library calls must be what the op declares (launch_capture.h), and
+//     `deterministic` cases must give the same bits in both runs.
 //   contract (CPU, every case, in the dtypes of an f32 GPU run, or of the gradient check for a
 //     case run only there): each tensor the forward or the backward names (workspaces aside),
 //     in turn given one more element in its last dim, then another dtype, must make the op's

@@ -1,16 +1,14 @@
 // launch_count_gpu_test (label gpu): every op call of an ELECTRA-Small update (seq 128, batch
 // 128, bf16) launches on the GPU what it declares (kernels/op_call.h), so the CPU's count
-// (launch_count_test) is the GPU's. Each op call is recorded into a CUDA graph of its own (a stream
-// capture around the call), then that graph is launched, so the update computes what it computes
-// eagerly. Of the graph's nodes, the kernels of this project (mangled names in namespace electra)
-// must number the declared kernels exactly; the other nodes (cuBLASLt's kernels, any memset of
-// its own) must be at least the declared library calls, and none where none is declared. The test
-// prints how many kernels the library calls really ran. Last, the declared launches of the GPU
-// update, per part, equal a dry run's on a CPU context of the same precision. With the default
-// attention, with model.attention: flash_ds and with flash_short, and with model.fused_layers:
-// false. On the SIMT emulator (scripts/simt_check.sh), whose cuBLASLt is a loop in double, the
-// update is ELECTRA-Small's with 2 layers and 8 sequences: the same ops at the same widths and
-// sequence length, about a hundredth of the work.
+// (launch_count_test) is the GPU's. Each op call is recorded into a CUDA graph of its own and its
+// nodes checked against the declaration (test/common/launch_capture.h; the op harness checks every
+// op case so too), then that graph is launched, so the update computes what it computes eagerly.
+// The test prints how many kernels the library calls really ran. Last, the declared launches of
+// the GPU update, per part, equal a dry run's on a CPU context of the same precision. With the
+// default attention, with model.attention: flash_ds and with flash_short, and with
+// model.fused_layers: false. On the SIMT emulator (scripts/simt_check.sh), whose cuBLASLt is a
+// loop in double, the update is ELECTRA-Small's with 2 layers and 8 sequences: the same ops at the
+// same widths and sequence length, about a hundredth of the work.
 #include <catch2/catch.hpp>
 
 #if ELECTRA_WITH_CUDA
@@ -27,7 +25,7 @@
 #include "engine/communicator.h"
 #include "engine/cuda_check.h"
 #include "engine/launch_counter.h"
-#include "test/common/kernel_node_name.h"
+#include "test/common/launch_capture.h"
 #include "test/train/small_run.h"
 #include "train/trainer.h"
 
@@ -35,88 +33,11 @@ using namespace electra;
 
 namespace {
 
-// Whether a kernel is this project's: in namespace electra. The driver names a kernel by its
-// mangled name (namespace electra is "7electra" in it), the SIMT emulator by the source's, with
-// the launching function's namespace ("electra::{anonymous}::k<2>").
-bool ours(const std::string& name) {
-  return name.find("7electra") != std::string::npos || name.starts_with("electra::");
-}
-
 bool on_simt_emulator() {
   cudaDeviceProp prop{};
   ELECTRA_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
   return std::string(prop.name) == "SIMT emulator";
 }
-
-struct NodeCounts {
-  int64_t ours = 0;     // kernels in namespace electra
-  int64_t library = 0;  // other nodes: the libraries' kernels, memsets and copies
-  int64_t unnamed = 0;  // kernels whose name the driver did not give
-};
-
-NodeCounts count_nodes(cudaGraph_t graph) {
-  size_t n = 0;
-  ELECTRA_CUDA_CHECK(cudaGraphGetNodes(graph, nullptr, &n));
-  std::vector<cudaGraphNode_t> nodes(n);
-  ELECTRA_CUDA_CHECK(cudaGraphGetNodes(graph, nodes.data(), &n));
-  NodeCounts c;
-  for (cudaGraphNode_t node : nodes) {
-    cudaGraphNodeType type{};
-    ELECTRA_CUDA_CHECK(cudaGraphNodeGetType(node, &type));
-    if (type != cudaGraphNodeTypeKernel) {
-      ++c.library;  // no op of ours enqueues a memset or a copy
-      continue;
-    }
-    const std::string name = test::kernel_node_name(node);
-    if (name.empty()) {
-      ++c.unnamed;
-    } else if (ours(name)) {
-      ++c.ours;
-    } else {
-      ++c.library;
-    }
-  }
-  return c;
-}
-
-// Records each op call into its own graph, checks its nodes against the declaration, launches it.
-class CaptureChecker final : public OpObserver {
- public:
-  LaunchCounter declared{/*dry_run=*/false};
-  std::vector<std::string> mismatches;
-  int64_t library_calls = 0, library_nodes = 0;
-
-  bool before(Context& ctx, const OpCall& call) override {
-    declared.before(ctx, call);
-    ELECTRA_CUDA_CHECK(cudaStreamBeginCapture(ctx.stream(), cudaStreamCaptureModeThreadLocal));
-    return true;
-  }
-  void after(Context& ctx, const OpCall& call) override {
-    cudaGraph_t graph = nullptr;
-    ELECTRA_CUDA_CHECK(cudaStreamEndCapture(ctx.stream(), &graph));
-    const NodeCounts nodes = count_nodes(graph);
-    const Launches& l = call.launches;
-    const bool ok = nodes.unnamed == 0 && nodes.ours == l.kernels &&
-                    nodes.library >= l.library_calls &&
-                    (nodes.library == 0) == (l.library_calls == 0);
-    if (!ok) {
-      mismatches.push_back(str_cat(
-          call.part, " ", call.name, " ", call.label, ": declares ", l.kernels, " kernels and ",
-          l.library_calls, " library calls; the graph has ", nodes.ours, " of ours, ",
-          nodes.library, " other nodes, ", nodes.unnamed, " unnamed kernels"));
-    }
-    library_calls += l.library_calls;
-    library_nodes += nodes.library;
-    cudaGraphExec_t exec = nullptr;
-    const cudaError_t status = cudaGraphInstantiateWithFlags(&exec, graph, 0);
-    cudaGraphDestroy(graph);
-    ELECTRA_CUDA_CHECK(status);
-    ELECTRA_CUDA_CHECK(cudaGraphLaunch(exec, ctx.stream()));
-    ELECTRA_CUDA_CHECK(cudaStreamSynchronize(ctx.stream()));
-    cudaGraphExecDestroy(exec);
-  }
-  void memset(size_t bytes) override { declared.memset(bytes); }
-};
 
 }  // namespace
 
@@ -144,7 +65,7 @@ TEST_CASE("every op of an ELECTRA-Small update launches what it declares", "[lau
   Trainer trainer(ctx, *comm, config, SpecialTokens{}, shards);
   trainer.init_weights();
   trainer.update();  // plans, kernel attributes and other lazily built state exist before capture
-  CaptureChecker checker;
+  test::LaunchCapture checker;
   {
     const ObserveOps observe(&checker);
     trainer.update();
