@@ -1,19 +1,27 @@
 // softmax_xent kernel: one block of 16 warps per row. Warp w owns the contiguous columns
-// [w S, (w + 1) S) of the row, S = 32 ceil(stride / 512), which its lanes read 32 at a time
-// (coalesced). Each warp makes three passes over its own columns, with two block-wide exchanges:
+// [w S, (w + 1) S) of the row, S = 32 V ceil(stride / (512 V)), which its lanes read 32 V at a
+// time (coalesced): V = 8 consecutive columns a lane in 16-byte accesses when the row stride is a
+// multiple of 8 and the logits 16-byte aligned (the model's vocabulary padded to a multiple of
+// 128), else V = 1. Each warp makes three passes over its own columns, with two block-wide
+// exchanges:
 //   1. the max and the argmax: an fmaxf and a select per element (no branch, no exp); the warps'
 //      results meet in shared memory and every thread combines them in the same order.
 //   2. the sum of exp(x - max) for the loss (no online rescale: the max is known) and the integer
 //      sample weights of kernels/softmax_sample.h, summed per warp; every thread then reads the
 //      row's sum, the total weight W and the weight of the warps before its own.
-//   3. the one warp whose columns hold the target floor(W r / 2^32) walks them again, 32 at a time
-//      (an inclusive warp scan of the weights, a ballot for the first prefix above the target),
-//      and writes the sample; then every warp overwrites its own columns with dlogits. After the
-//      second exchange a warp reads and writes only its own columns, so the search needs no sync.
+//   3. the one warp whose columns hold the target floor(W r / 2^32) walks them again, 32 V at a
+//      time (an inclusive warp scan of the lanes' weights, a ballot for the first lane whose
+//      prefix passes the target, then that lane's V columns in order), and writes the sample;
+//      then every warp overwrites its own columns with dlogits. After the second exchange a warp
+//      reads and writes only its own columns, so the search needs no sync.
 // Per element: one expf and the fixed-point 2^t (about 16 float operations, a few integer ones and
 // a 64-bit shift; no conversion instruction) in pass 2, one expf in pass 3; one Philox call per
 // row, no log, no division. Deterministic: the float reductions have a fixed tree and the integer
 // sums are exact, so the sample is the CPU reference's whatever the order of the additions.
+// Why 16-byte accesses: with V = 1 a bf16 lane read 2 bytes an instruction, 4 in flight (8 bytes
+// a thread), so the passes waited on memory latency (the 2026-11-27 H100 run: 36.6% of the copy
+// bandwidth at Small, bench/RESULTS.md); with V = 8, 2 accesses in flight are 32 bytes a thread
+// (64 in f32) and an eighth of the load instructions and their address arithmetic.
 #include <climits>
 
 #include "kernels/cuda_common.cuh"
@@ -61,19 +69,33 @@ __device__ __forceinline__ uint64_t warp_inclusive_scan(uint64_t x) {
   return x;
 }
 
-template <class T>
+// V columns of row x from column j0 as f32 (V = 8: 16-byte aligned, all below the row's stride),
+// those at or past valid_end (the vocabulary's padding) as -inf, which changes nothing in passes
+// 1 and 2: -inf is never the max (fmaxf, `>`), exp(-inf - max) adds +0 and its sample weight is 0
+// (kernels/softmax_sample.h). A select per element instead of a branch around its work.
+template <int V, class T>
+__device__ __forceinline__ void load_valid(const T* x, int j0, int valid_end, float (&out)[V]) {
+  load_vec<V>(x + j0, out);
+#pragma unroll
+  for (int e = 0; e < V; ++e) out[e] = j0 + e < valid_end ? out[e] : -INFINITY;
+}
+
+template <class T, int V>
 __global__ void __launch_bounds__(kThreads)
     softmax_xent_kernel(T* logits, int stride, int vocab, const int32_t* labels,
                         const float* weights, RngStream stream_arg, float exp2_scale,
                         DeviceScalar<float> scale_arg, float* loss, int32_t* sample,
                         int32_t* argmax) {
+  constexpr int kTile = kWarpSize * V;     // columns a warp reads at once
+  [[maybe_unused]] constexpr int kUnroll = V == 1 ? 4 : 2;  // accesses in flight a lane (nvcc)
   __shared__ Top tops[kWarps];
   __shared__ float sums[kWarps];
   __shared__ uint64_t sample_weights[kWarps];
   const int64_t row = blockIdx.x;
   T* x = logits + row * stride;
   const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
-  const int span = kWarpSize * static_cast<int>(ceil_div(stride, kThreads));
+  const int span = kTile * static_cast<int>(ceil_div(stride, kThreads * V));
+  // With V = 8 the stride is a multiple of 8, so a lane's V columns lie below `end` together.
   const int begin = warp * span, end = min(begin + span, stride), valid_end = min(end, vocab);
   const float w = weights[row];
   const int label = labels[row];
@@ -85,11 +107,15 @@ __global__ void __launch_bounds__(kThreads)
 
   // Pass 1: columns ascend per lane, so `>` keeps the first of equal values.
   Top top{-INFINITY, INT_MAX};
-#pragma unroll 4
-  for (int j = begin + lane; j < valid_end; j += kWarpSize) {
-    const float xj = to_float(x[j]);
-    top.index = xj > top.value ? j : top.index;
-    top.value = fmaxf(top.value, xj);
+#pragma unroll(kUnroll)
+  for (int j0 = begin + lane * V; j0 < valid_end; j0 += kTile) {
+    float xv[V];
+    load_valid(x, j0, valid_end, xv);
+#pragma unroll
+    for (int e = 0; e < V; ++e) {
+      top.index = xv[e] > top.value ? j0 + e : top.index;
+      top.value = fmaxf(top.value, xv[e]);
+    }
   }
   top = warp_top(top);
   if (lane == 0) tops[warp] = top;
@@ -101,11 +127,15 @@ __global__ void __launch_bounds__(kThreads)
   // Pass 2.
   float sum = 0.0f;
   uint64_t weight = 0;
-#pragma unroll 4
-  for (int j = begin + lane; j < valid_end; j += kWarpSize) {
-    const float xj = to_float(x[j]);
-    sum += expf(xj - max);
-    weight += sample_weight(xj, max, exp2_scale);
+#pragma unroll(kUnroll)
+  for (int j0 = begin + lane * V; j0 < valid_end; j0 += kTile) {
+    float xv[V];
+    load_valid(x, j0, valid_end, xv);
+#pragma unroll
+    for (int e = 0; e < V; ++e) {
+      sum += expf(xv[e] - max);
+      weight += sample_weight(xv[e], max, exp2_scale);
+    }
   }
   sum = warp_sum(sum);
   weight = warp_total(weight);
@@ -133,27 +163,50 @@ __global__ void __launch_bounds__(kThreads)
   const RngStream stream = stream_arg.resolved();
   const uint64_t target = sample_target(total, stream.bits(static_cast<uint64_t>(row)));
   if (below <= target && target < below + sample_weights[warp]) {
-    for (int tile = begin; tile < valid_end; tile += kWarpSize) {
-      const int j = tile + lane;
-      const uint64_t wj = j < valid_end ? sample_weight(to_float(x[j]), max, exp2_scale) : 0;
-      const uint64_t prefix = below + warp_inclusive_scan(wj);
+    for (int j0 = begin + lane * V; j0 - lane * V < valid_end; j0 += kTile) {
+      uint64_t wv[V] = {};
+      uint64_t lane_weight = 0;
+      if (j0 < valid_end) {
+        float xv[V];
+        load_valid(x, j0, valid_end, xv);
+#pragma unroll
+        for (int e = 0; e < V; ++e) {
+          wv[e] = sample_weight(xv[e], max, exp2_scale);
+          lane_weight += wv[e];
+        }
+      }
+      // The weight of the columns up to this lane's last, from the warp's first.
+      const uint64_t prefix = below + warp_inclusive_scan(lane_weight);
       const unsigned hit = __ballot_sync(kFullMask, prefix > target);
       if (hit != 0) {
-        if (lane == __ffs(hit) - 1) sample[row] = j;
+        if (lane == __ffs(hit) - 1) {
+          // The first of this lane's columns whose prefix passes the target (the last does).
+          uint64_t at = prefix - lane_weight;
+          int k = -1;
+#pragma unroll
+          for (int e = 0; e < V; ++e) {
+            at += wv[e];
+            k = k < 0 && at > target ? e : k;
+          }
+          sample[row] = j0 + k;
+        }
         break;
       }
       below = __shfl_sync(kFullMask, prefix, kWarpSize - 1);
     }
   }
   const float coef = w * scale_arg.get();
-#pragma unroll 4
-  for (int j = begin + lane; j < end; j += kWarpSize) {
-    float d = 0.0f;
-    if (w != 0.0f && j < vocab) {
-      d = coef * expf(to_float(x[j]) - lse);
-      if (j == label) d -= coef;
+#pragma unroll(kUnroll)
+  for (int j0 = begin + lane * V; j0 < end; j0 += kTile) {
+    float d[V] = {};
+    if (w != 0.0f) load_vec<V>(x + j0, d);
+#pragma unroll
+    for (int e = 0; e < V; ++e) {
+      const int j = j0 + e;
+      const float p = coef * expf(d[e] - lse);
+      d[e] = w != 0.0f && j < vocab ? (j == label ? p - coef : p) : 0.0f;
     }
-    x[j] = from_float<T>(d);
+    store_vec<V>(x + j0, d);
   }
 }
 
@@ -162,7 +215,9 @@ void launch(Context& ctx, T* logits, const Tensor& labels, const Tensor& weights
             const SoftmaxXentParams& params, const Tensor& loss, const Tensor& sample,
             const Tensor& argmax, int64_t rows, int64_t stride) {
   if (rows == 0) return;
-  softmax_xent_kernel<T><<<rows, kThreads, 0, ctx.stream()>>>(
+  auto kernel =
+      vectorizable(stride, {logits}) ? softmax_xent_kernel<T, 8> : softmax_xent_kernel<T, 1>;
+  kernel<<<rows, kThreads, 0, ctx.stream()>>>(
       logits, static_cast<int>(stride), static_cast<int>(params.vocab), labels.ptr<int32_t>(),
       weights.ptr<float>(), params.stream, sample_exp2_scale(params.temperature), params.scale,
       loss.ptr<float>(), sample.ptr<int32_t>(), argmax.ptr<int32_t>());

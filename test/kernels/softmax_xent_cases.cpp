@@ -5,10 +5,11 @@
 // columns included); on the GPU loss and dlogits are within tolerance and samples and argmax
 // identical (the same f32 logits give the same integer sample weights, whose sums are exact in the
 // kernel's order too), at the generator's shape with padding rows (some with an invalid, unread
-// label), at tiny odd rows, and at logits of +-60 with T = 0.3, where most weights are clamped or
-// floor to 0 and a row's mass sits in a few columns; benchmarks at the MLM shapes in bf16 and f32.
-// Hand values, ties, NaN, the weights and the sampling distribution: softmax_xent_test.cpp; a bad
-// label, rows without finite logits and a NaN at column 0 on the GPU: softmax_xent_gpu_test.cpp.
+// label), at tiny odd rows (one column a lane, and 16-byte accesses), and at logits of +-60 with
+// T = 0.3, where most weights are clamped or floor to 0 and a row's mass sits in a few columns;
+// benchmarks at the MLM shapes in bf16 and f32. Hand values, ties, NaN, the weights and the
+// sampling distribution: softmax_xent_test.cpp; a bad label, rows without finite logits and a NaN
+// at column 0 on the GPU: softmax_xent_gpu_test.cpp.
 #include "engine/device.h"
 #include "kernels/softmax_xent.h"
 #include "test/common/op_case.h"
@@ -116,22 +117,32 @@ std::vector<OpCase> op_cases() {
                    generator, kGpu),
       softmax_xent("5x3_stride5", 5, 3, 5, params({4, RngPurpose::kSample, 2, 0}, 1.0f), 2, tiny,
                    kGpu),
+      // 16-byte accesses (a stride of a multiple of 8) in the first warp only, the vocabulary
+      // ending inside lane 12's 8 columns.
+      softmax_xent("5x97_stride104", 5, 97, 104, params({3, RngPurpose::kSample, 1, 0}, 1 / 4.5f),
+                   3, five, kGpu),
       softmax_xent("wide_640x30522_T0.3", m, v, stride, params(sample, 1.0f / 512, 0.3f), 60,
                    generator, kGpu),
   };
+  // Each at the model's padded stride (16-byte accesses: kernels/softmax_xent.cu) and unpadded
+  // (stride 30522: one column a lane), so one run times both paths.
   for (const auto& [name, rows] : {std::pair{"small_128x19", int64_t{128 * 19}},
                                    std::pair{"base_256x79", int64_t{256 * 79}}}) {
-    for (DType dtype : {DType::BF16, DType::F32}) {
-      OpCase c = softmax_xent(name, rows, v, v, params({1, RngPurpose::kSample, 0, 0}, 1.0f / rows),
-                              8, weighted, kBench);
-      c.bench_dtype = dtype;
-      // 64 of the rows: the CPU reference of 20224 rows of 30522 would take minutes.
-      c.bench_validation = [=] {
-        return softmax_xent("64_rows", 64, v, v,
-                            params({1, RngPurpose::kSample, 0, 0}, 1.0f / rows), 8, weighted,
-                            kBench);
-      };
-      cases.push_back(std::move(c));
+    for (const int64_t row_stride : {stride, v}) {
+      const std::string shape = row_stride == v ? name : std::string(name) + "_stride30592";
+      for (DType dtype : {DType::BF16, DType::F32}) {
+        OpCase c =
+            softmax_xent(shape, rows, v, row_stride,
+                         params({1, RngPurpose::kSample, 0, 0}, 1.0f / rows), 8, weighted, kBench);
+        c.bench_dtype = dtype;
+        // 64 of the rows: the CPU reference of 20224 rows of 30522 would take minutes.
+        c.bench_validation = [=] {
+          return softmax_xent("64_rows", 64, v, row_stride,
+                              params({1, RngPurpose::kSample, 0, 0}, 1.0f / rows), 8, weighted,
+                              kBench);
+        };
+        cases.push_back(std::move(c));
+      }
     }
   }
   return cases;
