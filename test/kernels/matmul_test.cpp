@@ -3,6 +3,7 @@
 // batch layouts, and the arguments it refuses (wrong shapes and dtypes: matmul_contract_test).
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 
@@ -268,4 +269,27 @@ TEST_CASE("matmul refuses a pre-GELU output with beta != 0 and a batch past its 
   const MatrixBatch mc{test::view(c, {35}), 0, 5, 7, 7, 35};
   CHECK_THROWS_WITH(matmul_batched(ctx, ma, false, mb, false, mc, 2),
                     Catch::Contains("A (2 x 5x3") && Catch::Contains("reaches element 30"));
+}
+
+// What a GEMM declares it launches on a GPU (kernels/op_call.h; the op harness checks it against
+// captured graphs): cuBLASLt's bias epilogue takes a 16-byte aligned bias of C's dtype only, so an
+// f32 bias with a bf16 C, or a misaligned one, costs the epilogue kernel too, as GELU always does.
+TEST_CASE("matmul declares its bias fused only when aligned and of C's dtype", "[matmul]") {
+  alignas(16) static float f32_data[64];
+  alignas(16) static uint16_t bf16_data[64];
+  const Tensor f32 = Tensor::view_of(f32_data, DType::F32, Device::CUDA, {8, 8});
+  const Tensor bf16 = Tensor::view_of(bf16_data, DType::BF16, Device::CUDA, {8, 8});
+  const Tensor f32_bias = Tensor::view_of(f32_data, DType::F32, Device::CUDA, {8});
+  const Tensor bf16_bias = Tensor::view_of(bf16_data, DType::BF16, Device::CUDA, {8});
+  const Tensor misaligned = Tensor::view_of(f32_data + 1, DType::F32, Device::CUDA, {8});
+  auto gemm = [](const Tensor& c, MatmulEpilogue e) {
+    return Gemm{.a = as_matrix(c), .b = as_matrix(c), .c = as_matrix(c), .epilogue = e};
+  };
+  using L = Launches;
+  CHECK(gemm(f32, {}).launches() == L{.kernels = 0, .library_calls = 1});
+  CHECK(gemm(f32, {&f32_bias, nullptr}).launches() == L{.kernels = 0, .library_calls = 1});
+  CHECK(gemm(bf16, {&bf16_bias, nullptr}).launches() == L{.kernels = 0, .library_calls = 1});
+  CHECK(gemm(bf16, {&f32_bias, nullptr}).launches() == L{.kernels = 1, .library_calls = 1});
+  CHECK(gemm(f32, {&misaligned, nullptr}).launches() == L{.kernels = 1, .library_calls = 1});
+  CHECK(gemm(f32, {&f32_bias, &f32}).launches() == L{.kernels = 1, .library_calls = 1});
 }
