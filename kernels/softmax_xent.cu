@@ -86,7 +86,7 @@ __global__ void __launch_bounds__(kThreads)
                         const float* weights, RngStream stream_arg, float exp2_scale,
                         DeviceScalar<float> scale_arg, float* loss, int32_t* sample,
                         int32_t* argmax) {
-  constexpr int kTile = kWarpSize * V;     // columns a warp reads at once
+  constexpr int kTile = kWarpSize * V;                      // columns a warp reads at once
   [[maybe_unused]] constexpr int kUnroll = V == 1 ? 4 : 2;  // accesses in flight a lane (nvcc)
   __shared__ Top tops[kWarps];
   __shared__ float sums[kWarps];
@@ -232,8 +232,8 @@ namespace electra {
 
 void SoftmaxXent::cuda(Context& ctx) const {
   const int64_t rows = logits.dim(0), stride = logits.dim(1);
-  // Column indices are ints; the 16 warps' spans end below stride + 512.
-  ELECTRA_CHECK(stride < INT_MAX - cuda::kThreads, "softmax_xent (cuda): row stride ", stride);
+  // Column indices are ints; the 16 warps' spans end below stride + 512 V (V <= 8).
+  ELECTRA_CHECK(stride < INT_MAX - 8 * cuda::kThreads, "softmax_xent (cuda): row stride ", stride);
   check_dtype(loss, DType::F32, "softmax_xent (cuda) loss");
   cuda::dispatch_activation(logits, kName, [&](auto tag) {
     using T = decltype(tag);
