@@ -4,7 +4,13 @@
 // filled with 0xff bytes when allocated (NaN in f32 and bf16, so an unwritten output shows).
 // Streams run their work when it is submitted, in the host's order, which is one valid order of
 // every stream's work; a captured stream (and a stream that waits on an event recorded in the
-// capture) records its work instead, and a graph launch replays it in that order.
+// capture) records its work instead, and a graph launch replays it in that order. While a thread
+// captures in a mode other than relaxed, its potentially unsafe calls (those that may allocate or
+// synchronise: cudaMalloc, cudaFree, their host versions, cudaMemcpy, cudaMemset,
+// cudaDeviceSynchronize) fail with cudaErrorStreamCaptureUnsupported, as the runtime refuses them
+// (cudaThreadExchangeStreamCaptureMode's documentation), so an op that would allocate or
+// synchronise inside a CUDA graph fails here too. cudaStreamCaptureModeGlobal is treated as
+// ThreadLocal: other threads' calls are not refused.
 #include <cuda.h>
 
 #include <algorithm>
@@ -15,6 +21,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "test/simt/simt_host.h"
@@ -35,6 +42,10 @@ struct Node {
 
 struct CUgraph_st {
   std::vector<Node> nodes;
+  // While capturing: the thread that began it, and whether its mode refuses that thread's
+  // potentially unsafe calls (every mode but relaxed).
+  std::thread::id owner{};
+  bool refuses_unsafe = false;
 };
 struct CUgraphExec_st {
   std::vector<Node> nodes;
@@ -66,6 +77,17 @@ std::shared_ptr<CUgraph_st> capture_of(cudaStream_t stream) {
   std::lock_guard<std::mutex> lock(capture_mutex());
   const auto it = captures().find(stream);
   return it == captures().end() ? nullptr : it->second;
+}
+
+// Whether this thread captures in a mode that refuses its potentially unsafe calls.
+bool unsafe_calls_refused() {
+  std::lock_guard<std::mutex> lock(capture_mutex());
+  for (const auto& entry : captures()) {
+    if (entry.second->refuses_unsafe && entry.second->owner == std::this_thread::get_id()) {
+      return true;
+    }
+  }
+  return false;
 }
 
 struct ErrorText {
@@ -230,6 +252,7 @@ cudaError_t cudaPeekAtLastError() {
 // Exactly `bytes` (256-byte aligned, as the runtime's): under AddressSanitizer an access past the
 // end fails as compute-sanitizer's memcheck reports it.
 cudaError_t cudaMalloc(void** p, size_t bytes) {
+  if (unsafe_calls_refused()) return fail(cudaErrorStreamCaptureUnsupported);
   if (posix_memalign(p, 256, std::max<size_t>(bytes, 1)) != 0) {
     *p = nullptr;
     return fail(cudaErrorMemoryAllocation);
@@ -238,6 +261,7 @@ cudaError_t cudaMalloc(void** p, size_t bytes) {
   return cudaSuccess;
 }
 cudaError_t cudaFree(void* p) {
+  if (unsafe_calls_refused()) return fail(cudaErrorStreamCaptureUnsupported);
   std::free(p);
   return cudaSuccess;
 }
@@ -245,6 +269,7 @@ cudaError_t cudaMallocHost(void** p, size_t bytes) {
   return cudaMalloc(p, bytes);
 }
 cudaError_t cudaFreeHost(void* p) {
+  if (unsafe_calls_refused()) return fail(cudaErrorStreamCaptureUnsupported);
   std::free(p);
   return cudaSuccess;
 }
@@ -255,6 +280,7 @@ cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpy
   return cudaSuccess;
 }
 cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) {
+  if (unsafe_calls_refused()) return fail(cudaErrorStreamCaptureUnsupported);
   return cudaMemcpyAsync(dst, src, bytes, kind, nullptr);
 }
 cudaError_t cudaMemsetAsync(void* p, int value, size_t bytes, cudaStream_t stream) {
@@ -263,6 +289,7 @@ cudaError_t cudaMemsetAsync(void* p, int value, size_t bytes, cudaStream_t strea
   return cudaSuccess;
 }
 cudaError_t cudaMemset(void* p, int value, size_t bytes) {
+  if (unsafe_calls_refused()) return fail(cudaErrorStreamCaptureUnsupported);
   return cudaMemsetAsync(p, value, bytes, nullptr);
 }
 cudaError_t cudaFuncSetAttribute(const void* kernel, cudaFuncAttribute attr, int value) {
@@ -284,7 +311,7 @@ cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
   return capture_of(stream) ? fail(cudaErrorStreamCaptureUnsupported) : cudaSuccess;
 }
 cudaError_t cudaDeviceSynchronize() {
-  return cudaSuccess;
+  return unsafe_calls_refused() ? fail(cudaErrorStreamCaptureUnsupported) : cudaSuccess;
 }
 
 cudaError_t cudaEventCreate(cudaEvent_t* event) {
@@ -324,10 +351,13 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned
   return cudaSuccess;
 }
 
-cudaError_t cudaStreamBeginCapture(cudaStream_t stream, cudaStreamCaptureMode) {
+cudaError_t cudaStreamBeginCapture(cudaStream_t stream, cudaStreamCaptureMode mode) {
   if (capture_of(stream)) return fail(cudaErrorIllegalState);
+  auto graph = std::make_shared<CUgraph_st>();
+  graph->owner = std::this_thread::get_id();
+  graph->refuses_unsafe = mode != cudaStreamCaptureModeRelaxed;
   std::lock_guard<std::mutex> lock(capture_mutex());
-  captures()[stream] = std::make_shared<CUgraph_st>();
+  captures()[stream] = std::move(graph);
   return cudaSuccess;
 }
 // Ends the capture of `stream` and of every stream that joined it.

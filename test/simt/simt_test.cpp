@@ -2,7 +2,8 @@
 // every mode and width, ballots, __syncthreads_count, mma.sync's and ldmatrix's fragment layouts
 // against plain loops, cp.async landing at its wait, a missing barrier caught by the two orders, a
 // deadlock and a bad shuffle stopping the process with a message, the launch limits a GPU
-// enforces, and graph capture and replay with the nodes named as the driver API names them. The
+// enforces, graph capture and replay with the nodes named as the driver API names them, and the
+// calls a capturing thread may not make. The
 // kernels here are plain C++ launched through simt::launch (what test/simt/rewrite.py makes of
 // <<<>>>).
 #include <fcntl.h>
@@ -15,6 +16,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -443,6 +445,41 @@ TEST_CASE("a captured stream records launches and copies; the graph replays them
   CHECK(y == std::array<int, 4>{2, 2, 2, 3});
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);
+  cudaStreamDestroy(stream);
+}
+
+TEST_CASE("a thread capturing (not relaxed) may not allocate or synchronise, as on a GPU") {
+  cudaStream_t stream;
+  REQUIRE(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) == cudaSuccess);
+  void* p = nullptr;
+  void* q = nullptr;
+  REQUIRE(cudaMalloc(&p, 64) == cudaSuccess);
+  REQUIRE(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal) == cudaSuccess);
+  constexpr cudaError_t kRefused = cudaErrorStreamCaptureUnsupported;
+  CHECK(cudaMalloc(&q, 64) == kRefused);
+  CHECK(cudaFree(p) == kRefused);
+  CHECK(cudaMemcpy(p, p, 64, cudaMemcpyDeviceToDevice) == kRefused);
+  CHECK(cudaMemset(p, 0, 64) == kRefused);
+  CHECK(cudaDeviceSynchronize() == kRefused);
+  CHECK(cudaGetLastError() == kRefused);
+  // Another thread's calls are not refused (ThreadLocal).
+  cudaError_t other = cudaErrorUnknown;
+  std::thread([&] {
+    void* r = nullptr;
+    other = cudaMalloc(&r, 64);
+    if (other == cudaSuccess) other = cudaFree(r);
+  }).join();
+  CHECK(other == cudaSuccess);
+  cudaGraph_t graph;
+  REQUIRE(cudaStreamEndCapture(stream, &graph) == cudaSuccess);
+  cudaGraphDestroy(graph);
+  // Relaxed mode refuses nothing; after the capture nothing is refused.
+  REQUIRE(cudaStreamBeginCapture(stream, cudaStreamCaptureModeRelaxed) == cudaSuccess);
+  CHECK(cudaMalloc(&q, 64) == cudaSuccess);
+  CHECK(cudaFree(q) == cudaSuccess);
+  REQUIRE(cudaStreamEndCapture(stream, &graph) == cudaSuccess);
+  cudaGraphDestroy(graph);
+  CHECK(cudaFree(p) == cudaSuccess);
   cudaStreamDestroy(stream);
 }
 
