@@ -4,8 +4,8 @@
 // the call computes what it computes eagerly. Of the graph's nodes, the kernels of this project
 // (in namespace electra) must number the declared kernels exactly; the other nodes (cuBLASLt's
 // kernels, a memset of its own) must be at least the declared library calls, and none where none
-// is declared. Ops with nothing to do (an empty tensor) may launch less, so an op case with an
-// empty tensor is not observed by it.
+// is declared. Ops with nothing to do (an empty tensor) may launch less, so the op harness does
+// not observe a case with an empty tensor.
 //
 // Used by launch_count_gpu_test (every op call of an update) and the op harness's parity runs
 // (every op case on a GPU, test/common/op_case.cpp). The call before the observed one must have

@@ -564,9 +564,9 @@ std::vector<std::string> parity(const OpCase& c, DType dtype, Context& device) {
       poison_tensor(device.stream(), dev[s.name]);
     }
   }
+#if ELECTRA_WITH_CUDA
   const bool any_empty = std::any_of(c.tensors.begin(), c.tensors.end(),
                                      [](const TensorSpec& s) { return s.numel() == 0; });
-#if ELECTRA_WITH_CUDA
   if (device.is_cuda() && !any_empty) {
     LaunchCapture capture;
     {
