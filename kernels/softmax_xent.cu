@@ -71,7 +71,8 @@ __device__ __forceinline__ uint64_t warp_inclusive_scan(uint64_t x) {
 
 // V columns of row x from column j0 as f32 (V = 8: 16-byte aligned, all below the row's stride),
 // those at or past valid_end (the vocabulary's padding) as -inf, which changes nothing in passes
-// 1 and 2: -inf is never the max (fmaxf, `>`), exp(-inf - max) adds +0 and its sample weight is 0
+// 1 and 2: -inf is never the max (fmaxf, `>`), exp(-inf - max) adds +0 (NaN when the max is -inf,
+// but then the row's own columns already made the sum NaN) and its sample weight is 0
 // (kernels/softmax_sample.h). A select per element instead of a branch around its work.
 template <int V, class T>
 __device__ __forceinline__ void load_valid(const T* x, int j0, int valid_end, float (&out)[V]) {
