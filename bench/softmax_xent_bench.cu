@@ -1,5 +1,7 @@
 // softmax_xent at the generator's MLM shapes (rows = batch x max_predictions, V = 30522, bf16 and
-// f32 logits): the cases of test/kernels/softmax_xent_cases.cpp run by bench/op_bench.cuh, ours
+// f32 logits; row stride 30592 as the model pads it, and 30522, so that one run times the kernel's
+// 16-byte and one-column-a-lane paths): the cases of test/kernels/softmax_xent_cases.cpp run by
+// bench/op_bench.cuh, ours
 // (one block per row: max, sum + sample weights, the search and dlogits) against a plain-CUDA
 // baseline of four kernels (row max, row sum of exp, loss + dlogits, and the same inverse-CDF
 // sample with its own max and total and a shared-memory scan per 512 columns), each reading the
