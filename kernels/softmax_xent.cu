@@ -81,14 +81,28 @@ __device__ __forceinline__ void load_valid(const T* x, int j0, int valid_end, fl
   for (int e = 0; e < V; ++e) out[e] = j0 + e < valid_end ? out[e] : -INFINITY;
 }
 
+// f(j, x_j) for a lane's columns below valid_end in ascending order: V from column `first`, then V
+// a warp tile (32 V columns) further each time; the padding as -inf (load_valid); kUnroll
+// accesses in flight.
+template <int V, int kUnroll, class T, class F>
+__device__ __forceinline__ void for_lane_columns(const T* x, int first, int valid_end, F&& f) {
+#pragma unroll(kUnroll)
+  for (int j0 = first; j0 < valid_end; j0 += kWarpSize * V) {
+    float xv[V];
+    load_valid(x, j0, valid_end, xv);
+#pragma unroll
+    for (int e = 0; e < V; ++e) f(j0 + e, xv[e]);
+  }
+}
+
 template <class T, int V>
 __global__ void __launch_bounds__(kThreads)
     softmax_xent_kernel(T* logits, int stride, int vocab, const int32_t* labels,
                         const float* weights, RngStream stream_arg, float exp2_scale,
                         DeviceScalar<float> scale_arg, float* loss, int32_t* sample,
                         int32_t* argmax) {
-  constexpr int kTile = kWarpSize * V;                      // columns a warp reads at once
-  [[maybe_unused]] constexpr int kUnroll = V == 1 ? 4 : 2;  // accesses in flight a lane (nvcc)
+  constexpr int kTile = kWarpSize * V;     // columns a warp reads at once
+  constexpr int kUnroll = V == 1 ? 4 : 2;  // accesses in flight a lane
   __shared__ Top tops[kWarps];
   __shared__ float sums[kWarps];
   __shared__ uint64_t sample_weights[kWarps];
@@ -108,16 +122,10 @@ __global__ void __launch_bounds__(kThreads)
 
   // Pass 1: columns ascend per lane, so `>` keeps the first of equal values.
   Top top{-INFINITY, INT_MAX};
-#pragma unroll(kUnroll)
-  for (int j0 = begin + lane * V; j0 < valid_end; j0 += kTile) {
-    float xv[V];
-    load_valid(x, j0, valid_end, xv);
-#pragma unroll
-    for (int e = 0; e < V; ++e) {
-      top.index = xv[e] > top.value ? j0 + e : top.index;
-      top.value = fmaxf(top.value, xv[e]);
-    }
-  }
+  for_lane_columns<V, kUnroll>(x, begin + lane * V, valid_end, [&](int j, float xj) {
+    top.index = xj > top.value ? j : top.index;
+    top.value = fmaxf(top.value, xj);
+  });
   top = warp_top(top);
   if (lane == 0) tops[warp] = top;
   __syncthreads();
@@ -128,16 +136,10 @@ __global__ void __launch_bounds__(kThreads)
   // Pass 2.
   float sum = 0.0f;
   uint64_t weight = 0;
-#pragma unroll(kUnroll)
-  for (int j0 = begin + lane * V; j0 < valid_end; j0 += kTile) {
-    float xv[V];
-    load_valid(x, j0, valid_end, xv);
-#pragma unroll
-    for (int e = 0; e < V; ++e) {
-      sum += expf(xv[e] - max);
-      weight += sample_weight(xv[e], max, exp2_scale);
-    }
-  }
+  for_lane_columns<V, kUnroll>(x, begin + lane * V, valid_end, [&](int, float xj) {
+    sum += expf(xj - max);
+    weight += sample_weight(xj, max, exp2_scale);
+  });
   sum = warp_sum(sum);
   weight = warp_total(weight);
   if (lane == 0) {
