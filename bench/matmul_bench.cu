@@ -54,6 +54,11 @@ struct RawGemm {
     const uint64_t ws = ctx.cublaslt_workspace_bytes();
     ELECTRA_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
         pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)));
+    if (ct != CUDA_R_32F) {  // as kernels/matmul.cu: no split-K rounding partials to bf16
+      const uint32_t reduction = CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
+      ELECTRA_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+          pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &reduction, sizeof(reduction)));
+    }
     cublasLtMatmulHeuristicResult_t result{};
     int count = 0;
     ELECTRA_CUBLAS_CHECK(

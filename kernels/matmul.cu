@@ -146,6 +146,15 @@ std::unique_ptr<Plan> build_plan(Context& ctx, const Gemm& g, bool fuse_bias) {
   set_pref(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, alignment_bytes(g.a, g.batch));
   set_pref(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, alignment_bytes(out, g.batch));
   set_pref(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, alignment_bytes(out, g.batch));
+  // An output narrower than the f32 compute type (bf16) is rounded once: no split-K whose
+  // partial sums meet in the output's type (the in-place and output-type reduction schemes round
+  // each partial to bf16). The 2026-11-28 H200 run found such an extra rounding: a bf16 dX GEMM
+  // accumulating into C (beta = 1) at 300 x 64 x 256 was off by u |x W| where C cancelled x W,
+  // 1.5x the one-rounding bound of ffn_backward_cases.cpp. Unsplit algorithms stay allowed.
+  if (c_type != CUDA_R_32F) {
+    set_pref(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK,
+             static_cast<uint32_t>(CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE));
+  }
   cublasLtMatmulHeuristicResult_t result{};
   int count = 0;
   const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(

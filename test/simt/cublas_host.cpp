@@ -12,7 +12,16 @@
 // simt::submit with copies of the descriptors' contents taken at the call, so it runs in stream
 // order or lands in the graph being captured. The heuristic offers one algorithm (no workspace)
 // for a consistent problem and NOT_SUPPORTED otherwise; the descriptors take only the attributes
-// the engine sets (INVALID_VALUE for others) and a preference accepts and ignores every attribute.
+// the engine sets (INVALID_VALUE for others); a preference keeps its reduction scheme mask and
+// accepts and ignores every other attribute.
+//
+// Split-K as cuBLASLt may run it: when D is bf16, K >= 2 and the preference allows a reduction
+// scheme that sums the partial products in the output's type (INPLACE or OUTPUT_TYPE; the
+// default mask allows every scheme), the algorithm offered splits K in two halves and rounds after
+// each: D = bf16(alpha sum_1 + beta C), then D = bf16(alpha sum_2 + D). A real GPU picks such an
+// algorithm for some shapes only (the 2026-11-28 H200 run met one at 300 x 64 x 256, bf16, beta
+// 1); the emulator takes it whenever it is allowed, so that a GEMM which does not forbid it is
+// judged with the extra rounding on the CPU too.
 #include <cublasLt.h>
 #include <cublas_api.h>
 #include <cuda_bf16.h>
@@ -38,6 +47,13 @@ struct MatmulDesc {
   int32_t bias_type = -1;  // cublasLt.h's default: D's type
   const void* bias = nullptr;
 };
+
+struct Preference {
+  uint32_t reduction_mask = CUBLASLT_REDUCTION_SCHEME_MASK;  // cublasLt.h's default: every scheme
+};
+
+// The algorithm the heuristic offers: its data[0] says whether it splits K (see the header).
+constexpr uint64_t kSplitK = 1;
 
 struct Layout {
   cudaDataType_t type;
@@ -131,8 +147,21 @@ std::vector<float> gather(const void* base, const Layout& x, int64_t batch, bool
   return out;
 }
 
+// Whether the heuristic offers the split-K algorithm for p under `pref` (see the header).
+bool splits_k(const Problem& p, const Preference& pref) {
+  const uint32_t rounds_partials =
+      CUBLASLT_REDUCTION_SCHEME_INPLACE | CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE;
+  return p.d.type == CUDA_R_16BF && op_shape(p.a, p.op.trans_a).second >= 2 &&
+         (pref.reduction_mask & rounds_partials) != 0;
+}
+
+double round_to(cudaDataType_t type, double v) {
+  return type == CUDA_R_32F ? static_cast<float>(v)
+                            : static_cast<double>(__bfloat162float(__double2bfloat16(v)));
+}
+
 void matmul(const Problem& p, double alpha, double beta, const void* a, const void* b,
-            const void* c, void* d) {
+            const void* c, void* d, bool split_k) {
   const auto [m, k] = op_shape(p.a, p.op.trans_a);
   const int64_t n = p.d.cols;
   std::vector<float> bias;
@@ -145,12 +174,18 @@ void matmul(const Problem& p, double alpha, double beta, const void* a, const vo
     const std::vector<float> b_cols = gather(b, p.b, batch, p.op.trans_b == CUBLAS_OP_N, n, k);
     for (int64_t j = 0; j < n; ++j) {
       for (int64_t i = 0; i < m; ++i) {
-        double sum = 0.0;
-        for (int64_t l = 0; l < k; ++l) {
-          sum += static_cast<double>(a_rows[i * k + l]) * b_cols[j * k + l];
-        }
-        double v = alpha * sum;
+        // The halves [0, split) and [split, k); without split-K the first is all of K.
+        const int64_t split = split_k ? k / 2 : k;
+        auto partial = [&](int64_t from, int64_t to) {
+          double sum = 0.0;
+          for (int64_t l = from; l < to; ++l) {
+            sum += static_cast<double>(a_rows[i * k + l]) * b_cols[j * k + l];
+          }
+          return alpha * sum;
+        };
+        double v = partial(0, split);
         if (beta != 0.0) v += beta * element(c, p.c.type, batch * p.c.stride + i + j * p.c.ld);
+        if (split_k) v = round_to(p.d.type, v) + partial(split, k);
         if (!bias.empty()) v += bias[i];
         const int64_t at = batch * p.d.stride + i + j * p.d.ld;
         if (p.d.type == CUDA_R_32F) {
@@ -321,8 +356,7 @@ cublasStatus_t cublasLtMatrixLayoutSetAttribute(cublasLtMatrixLayout_t matLayout
 
 cublasStatus_t cublasLtMatmulPreferenceCreate(cublasLtMatmulPreference_t* pref) {
   if (pref == nullptr) return CUBLAS_STATUS_INVALID_VALUE;
-  *pref = new (std::nothrow) cublasLtMatmulPreferenceOpaque_t{};
-  return *pref != nullptr ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_ALLOC_FAILED;
+  return create(pref, Preference{});
 }
 
 cublasStatus_t cublasLtMatmulPreferenceDestroy(cublasLtMatmulPreference_t pref) {
@@ -331,18 +365,23 @@ cublasStatus_t cublasLtMatmulPreferenceDestroy(cublasLtMatmulPreference_t pref) 
 }
 
 cublasStatus_t cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t pref,
-                                                    cublasLtMatmulPreferenceAttributes_t,
-                                                    const void* buf, size_t) {
-  return pref != nullptr && buf != nullptr ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_INVALID_VALUE;
+                                                    cublasLtMatmulPreferenceAttributes_t attr,
+                                                    const void* buf, size_t sizeInBytes) {
+  if (pref == nullptr || buf == nullptr) return CUBLAS_STATUS_INVALID_VALUE;
+  if (attr != CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK) return CUBLAS_STATUS_SUCCESS;
+  return read_attribute(buf, sizeInBytes, state<Preference>(pref).reduction_mask)
+             ? CUBLAS_STATUS_SUCCESS
+             : CUBLAS_STATUS_INVALID_VALUE;
 }
 
 cublasStatus_t cublasLtMatmulAlgoGetHeuristic(
     cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t operationDesc, cublasLtMatrixLayout_t Adesc,
     cublasLtMatrixLayout_t Bdesc, cublasLtMatrixLayout_t Cdesc, cublasLtMatrixLayout_t Ddesc,
-    cublasLtMatmulPreference_t, int requestedAlgoCount,
+    cublasLtMatmulPreference_t preference, int requestedAlgoCount,
     cublasLtMatmulHeuristicResult_t heuristicResultsArray[], int* returnAlgoCount) {
   if (lightHandle == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
-  if (requestedAlgoCount < 1 || heuristicResultsArray == nullptr || returnAlgoCount == nullptr) {
+  if (requestedAlgoCount < 1 || heuristicResultsArray == nullptr || returnAlgoCount == nullptr ||
+      preference == nullptr) {
     return CUBLAS_STATUS_INVALID_VALUE;
   }
   *returnAlgoCount = 0;
@@ -350,6 +389,8 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(
   const cublasStatus_t status = make_problem(operationDesc, Adesc, Bdesc, Cdesc, Ddesc, problem);
   if (status != CUBLAS_STATUS_SUCCESS) return status;
   heuristicResultsArray[0] = cublasLtMatmulHeuristicResult_t{};
+  heuristicResultsArray[0].algo.data[0] =
+      splits_k(problem, state<Preference>(preference)) ? kSplitK : 0;
   heuristicResultsArray[0].state = CUBLAS_STATUS_SUCCESS;
   *returnAlgoCount = 1;
   return CUBLAS_STATUS_SUCCESS;
@@ -359,7 +400,7 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t
                               const void* alpha, const void* A, cublasLtMatrixLayout_t Adesc,
                               const void* B, cublasLtMatrixLayout_t Bdesc, const void* beta,
                               const void* C, cublasLtMatrixLayout_t Cdesc, void* D,
-                              cublasLtMatrixLayout_t Ddesc, const cublasLtMatmulAlgo_t*, void*,
+                              cublasLtMatrixLayout_t Ddesc, const cublasLtMatmulAlgo_t* algo, void*,
                               size_t, cudaStream_t stream) {
   if (lightHandle == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
   if (alpha == nullptr || beta == nullptr) return CUBLAS_STATUS_INVALID_VALUE;
@@ -371,9 +412,11 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t
   }
   const double alpha_value = *static_cast<const float*>(alpha);
   const double beta_value = *static_cast<const float*>(beta);
+  // Without an algorithm cuBLASLt picks one by its own heuristic, which may split.
+  const bool split_k = algo != nullptr ? algo->data[0] == kSplitK : splits_k(problem, Preference{});
   // One kernel node, named as a library's kernel would be: outside namespace electra.
   simt::submit(
-      stream, [=] { matmul(problem, alpha_value, beta_value, A, B, C, D); },
+      stream, [=] { matmul(problem, alpha_value, beta_value, A, B, C, D, split_k); },
       cudaGraphNodeTypeKernel, "simt::cublasLtMatmul");
   return CUBLAS_STATUS_SUCCESS;
 }

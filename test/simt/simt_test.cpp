@@ -2,8 +2,9 @@
 // every mode and width, ballots, __syncthreads_count, mma.sync's and ldmatrix's fragment layouts
 // against plain loops, cp.async landing at its wait, a missing barrier caught by the two orders, a
 // deadlock and a bad shuffle stopping the process with a message, the launch limits a GPU
-// enforces, graph capture and replay with the nodes named as the driver API names them, and the
-// calls a capturing thread may not make. The
+// enforces, graph capture and replay with the nodes named as the driver API names them, the
+// calls a capturing thread may not make, and the host cuBLASLt's split-K rounding where a
+// preference allows it. The
 // kernels here are plain C++ launched through simt::launch (what test/simt/rewrite.py makes of
 // <<<>>>).
 #include <fcntl.h>
@@ -19,6 +20,8 @@
 #include <thread>
 #include <utility>
 #include <vector>
+
+#include <cublasLt.h>
 
 #include "engine/bf16.h"
 #include "test/common/kernel_node_name.h"
@@ -481,6 +484,63 @@ TEST_CASE("a thread capturing (not relaxed) may not allocate or synchronise, as 
   cudaGraphDestroy(graph);
   CHECK(cudaFree(p) == cudaSuccess);
   cudaStreamDestroy(stream);
+}
+
+// D = A B for a 1 x 4 bf16 A and a column of ones, D in bf16, with the preference's reduction
+// scheme mask (nullptr: none set).
+float gemm_1x4(const std::array<float, 4>& a, const uint32_t* reduction_mask) {
+  cublasLtHandle_t lt;
+  REQUIRE(cublasLtCreate(&lt) == CUBLAS_STATUS_SUCCESS);
+  cublasLtMatmulDesc_t desc;
+  REQUIRE(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F) == CUBLAS_STATUS_SUCCESS);
+  // Column-major: A is 1 x 4 (ld 1), B 4 x 1, D 1 x 1.
+  cublasLtMatrixLayout_t la, lb, ld;
+  REQUIRE(cublasLtMatrixLayoutCreate(&la, CUDA_R_16BF, 1, 4, 1) == CUBLAS_STATUS_SUCCESS);
+  REQUIRE(cublasLtMatrixLayoutCreate(&lb, CUDA_R_16BF, 4, 1, 4) == CUBLAS_STATUS_SUCCESS);
+  REQUIRE(cublasLtMatrixLayoutCreate(&ld, CUDA_R_16BF, 1, 1, 1) == CUBLAS_STATUS_SUCCESS);
+  cublasLtMatmulPreference_t pref;
+  REQUIRE(cublasLtMatmulPreferenceCreate(&pref) == CUBLAS_STATUS_SUCCESS);
+  if (reduction_mask != nullptr) {
+    REQUIRE(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK,
+                                                 reduction_mask,
+                                                 sizeof(*reduction_mask)) == CUBLAS_STATUS_SUCCESS);
+  }
+  cublasLtMatmulHeuristicResult_t result{};
+  int count = 0;
+  REQUIRE(cublasLtMatmulAlgoGetHeuristic(lt, desc, la, lb, ld, ld, pref, 1, &result, &count) ==
+          CUBLAS_STATUS_SUCCESS);
+  REQUIRE(count == 1);
+  std::array<electra::bf16, 4> a16{}, ones{};
+  for (int i = 0; i < 4; ++i) {
+    a16[i] = electra::float_to_bf16(a[i]);
+    ones[i] = electra::float_to_bf16(1.0f);
+  }
+  electra::bf16 d = electra::float_to_bf16(0.0f);
+  const float alpha = 1, beta = 0;
+  REQUIRE(cublasLtMatmul(lt, desc, &alpha, a16.data(), la, ones.data(), lb, &beta, &d, ld, &d, ld,
+                         &result.algo, nullptr, 0, nullptr) == CUBLAS_STATUS_SUCCESS);
+  REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+  cublasLtMatmulPreferenceDestroy(pref);
+  cublasLtMatrixLayoutDestroy(ld);
+  cublasLtMatrixLayoutDestroy(lb);
+  cublasLtMatrixLayoutDestroy(la);
+  cublasLtMatmulDescDestroy(desc);
+  cublasLtDestroy(lt);
+  return electra::bf16_to_float(d);
+}
+
+TEST_CASE("cuBLASLt's bf16 split-K rounds the first half of K unless the preference forbids it") {
+  // 1 + 2^-8 - 1 = 2^-8 exactly; split in halves, bf16(1 + 2^-8) = 1 (a tie, to even) and the
+  // second half's -1 leaves 0.
+  const std::array<float, 4> a{1.0f, 0.00390625f, -1.0f, 0.0f};
+  CHECK(gemm_1x4(a, nullptr) == 0.0f);  // the default mask allows every scheme
+  for (uint32_t rounds_in_bf16 :
+       {CUBLASLT_REDUCTION_SCHEME_INPLACE, CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE}) {
+    CHECK(gemm_1x4(a, &rounds_in_bf16) == 0.0f);
+  }
+  for (uint32_t once : {CUBLASLT_REDUCTION_SCHEME_NONE, CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE}) {
+    CHECK(gemm_1x4(a, &once) == 0.00390625f);  // what kernels/matmul.cu asks for bf16 outputs
+  }
 }
 
 }  // namespace
