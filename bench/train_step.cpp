@@ -8,7 +8,8 @@
 //                   [--attention auto|unfused|flash|flash_ds|flash_short (the GPU's kernels,
 //                    model.attention)]
 //                   [--overlap-generator (the generator's backward on a second CUDA stream,
-//                    train.overlap_generator; not with --profile, which times ops on one stream)]
+//                    train.overlap_generator, which electra pretrain's configs turn on; not with
+//                    --profile, which times ops on one stream)]
 //                   [--no-fused-layers (the generator's blocks as separate ops on the GPU,
 //                    model.fused_layers: false)]
 //                   [--profile]

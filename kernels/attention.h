@@ -48,7 +48,8 @@
 //   every element written (0 for padded keys), undefined afterwards. Key-major because the dK,
 //   dV blocks hold dS^T: a lane's two consecutive queries of one key are one 4-byte store, and
 //   cuBLASLt reads the transpose at no cost.
-// - kFlashShort, one block per head at short T (not yet measured, so kAuto never picks it): for
+// - kFlashShort, one block per head at short T (kAuto picks it where it applies: measured faster
+//   than v2 on every such shape, bench/RESULTS.md 2026-11-28): for
 //   bf16 at T <= 128 and d = 64 exactly (attention_uses_short: every ELECTRA size at the paper's
 //   pre-training length) each direction is one kernel of one block of 8 warps per (b, head) that
 //   holds the whole head in shared memory (kernels/attention_flash_short.cu), with v2's saved L
@@ -89,7 +90,8 @@
 namespace electra {
 
 enum class AttentionImpl {
-  kAuto,         // flash where attention_uses_flash allows it, else v1
+  kAuto,         // kFlashShort's kernels where attention_uses_short allows them, else flash
+                 // where attention_uses_flash does, else v1
   kUnfused,      // v1
   kFlash,        // v2; a shape it does not support throws instead of falling back
   kFlashDsGemm,  // v2's forward; backward: v2's dK, dV blocks writing dS, then dQ by GEMMs;
@@ -136,11 +138,12 @@ inline bool attention_uses_ds_gemm(Device device, const AttentionArgs& args, int
 }
 
 // Whether that call, qkv in `dtype`, runs kFlashShort's kernels (its forward and its one-pass
-// backward, both directions alike): bf16, t <= 128 and d = h / heads = 64; kFlashShort's other
-// calls run v2's forward and backward.
+// backward, both directions alike): impl kFlashShort or kAuto, bf16, t <= 128 and
+// d = h / heads = 64; the other flash calls of either run v2's forward and backward.
 inline bool attention_uses_short(Device device, const AttentionArgs& args, int64_t t, int64_t h,
                                  DType dtype) {
-  return attention_uses_flash(device, args, t, h) && args.impl == AttentionImpl::kFlashShort &&
+  return attention_uses_flash(device, args, t, h) &&
+         (args.impl == AttentionImpl::kFlashShort || args.impl == AttentionImpl::kAuto) &&
          dtype == DType::BF16 && t <= kFlashShortMaxSeqLen && h / args.heads == kFlashShortHeadDim;
 }
 

@@ -27,16 +27,18 @@
 #                  each test's largest error against its bound goes to the summary
 #   sanitize  150  compute-sanitizer memcheck on every GPU test, racecheck and synccheck on the
 #                  small-shape cases of attention, layernorm, softmax-CE and embedding
-#   bench     180  every *_bench (they validate what they time), bench/attention_sdpa_baseline.py
-#                  right after attention_bench (the 2026-11-27 H100 run took 145 s for the rest)
+#   bench     240  every *_bench (they validate what they time), bench/attention_sdpa_baseline.py
+#                  right after attention_bench (the 2026-11-28 H200 run: attention_bench 48 s,
+#                  the SDPA baseline 12 s, the rest to softmax_xent_bench 115 s)
 #   step      170  the bf16 update: ours (train_step) on Small seq 128 batch 128, Base seq 128
 #                  and 512, Small again with --attention flash_ds, --attention flash_short and
 #                  --overlap-generator, then train_step --profile of the Small update, then HF
 #                  eager and torch.compile (bench/step_pytorch.py) on the same shapes
 #   user      195  the user's path: electra build-data on the bundle's corpus, pretrain
 #                  ELECTRA-Small for a fixed time, SIGINT, --resume for a fixed time, SIGINT, the
-#                  same pretrain with train.overlap_generator for 25 s (its seq/s beside the
-#                  first's), then finetune the first checkpoint on the bundle's five GLUE tasks
+#                  same pretrain with train.overlap_generator off for 25 s (the serial backward's
+#                  seq/s beside the default's), then finetune the first checkpoint on the
+#                  bundle's five GLUE tasks
 #   resume     75  bit for bit on the GPU: N updates straight (N = 400) against a run stopped by
 #                  SIGINT after update N/4 and resumed to N (same checkpoint bytes, or the first
 #                  differing tensor named), and two identical runs give identical bytes
@@ -103,7 +105,7 @@ while (($#)); do
     *) echo "gpu_check.sh: unknown argument '$1' (see the header of $0)" >&2; exit 2 ;;
   esac
 done
-declare -A budget=([tests]=100 [sanitize]=150 [bench]=180 [step]=170 [user]=195 [resume]=75
+declare -A budget=([tests]=100 [sanitize]=150 [bench]=240 [step]=170 [user]=195 [resume]=75
   [table1]=570 [ablation]=570 [kernels]=90)
 IFS=, read -r -a phases <<<"$phases_arg"
 for phase in "${phases[@]}"; do
@@ -276,10 +278,11 @@ phase_step() {
       --precision bf16 --seq-len "$seq" --batch "$batch" --warmup 5 --repeats 50 \
       "${step_flags[@]}" || rc=1
   done
-  # The same Small update with each variant that is off by default until it is measured faster:
-  # model.attention flash_ds (the flash backward taking dQ from a GEMM on its stored dS),
-  # flash_short (one block per head at T <= 128, d = 64, both directions) and
-  # train.overlap_generator (the generator's backward on a second stream). NAME FLAGS...
+  # The same Small update with each variant train_step leaves off: model.attention flash_ds (the
+  # flash backward taking dQ from a GEMM on its stored dS; off by default, measured no faster),
+  # flash_short (one block per head at T <= 128, d = 64, both directions; what auto picks there
+  # since the 2026-11-28 run, so this row checks that auto row) and train.overlap_generator (the
+  # generator's backward on a second stream; electra pretrain's configs turn it on). NAME FLAGS...
   local variant name flags
   for variant in "flash_ds --attention flash_ds" "flash_short --attention flash_short" \
     "overlap --overlap-generator"; do
@@ -345,11 +348,12 @@ phase_user() {
     --set logging.every=100 || rc=1
   interrupted user resume "$deadline" "${GPU_CHECK_RESUME_S:-20}" "${small[@]}" \
     --set logging.every=100 --resume "$work/user" || rc=1
-  # The same run from the start with the generator's backward on a second stream: the throughput
-  # of the graph replay with train.overlap_generator, beside the pretrain step's.
-  small_run "$work/user_overlap"
-  interrupted user pretrain_overlap "$deadline" "${GPU_CHECK_OVERLAP_S:-25}" "${small[@]}" \
-    --set logging.every=100 --set train.overlap_generator=true || rc=1
+  # The same run from the start with the generator's backward serial (train.overlap_generator
+  # off; the configs turn it on): the graph replay's throughput without the overlap, beside the
+  # pretrain step's.
+  small_run "$work/user_serial"
+  interrupted user pretrain_serial "$deadline" "${GPU_CHECK_SERIAL_S:-25}" "${small[@]}" \
+    --set logging.every=100 --set train.overlap_generator=false || rc=1
   small_run "$work/user"
   for task in CoLA SST-2 MRPC STS-B RTE; do
     step user "finetune_$task" "$deadline" 90 bin electra finetune --task "$task" \
@@ -425,8 +429,12 @@ phase_kernels() {
   }
   # 250 launches: the first update's 210 kernels (docs/KERNELS.md, "Profile and launch count")
   # and the start of the second; each is replayed once per metric pass (about 0.1 s a launch).
+  # The clocks as they are (--clock-control none, as the device notes advise for these VMs): on
+  # the 2026-11-28 H200 ncu with its default clock control failed the first kernel it profiled and
+  # wrote no rows (the cause not established).
   rm -f "$work/kernels.csv"
   step kernels ncu_small "$deadline" 85 env LD_LIBRARY_PATH="$GPU_CHECK_LIBS" "$ncu" \
+    --clock-control none \
     --target-processes all --kernel-name-base function --kernel-name regex:_kernel \
     --launch-count 250 --section SpeedOfLight --section Occupancy --section WarpStateStats \
     --csv --page details --log-file "$work/kernels.csv" "$bundle/bin/train_step" --model small \

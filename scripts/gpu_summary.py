@@ -274,7 +274,7 @@ def summarize(work):
                 continue
             lines = log(p, step)
             note = ""
-            if step in ("pretrain", "resume", "pretrain_overlap"):
+            if step in ("pretrain", "resume", "pretrain_serial", "pretrain_overlap"):
                 speed = last(lines, r"^step (\d+)/\d+ .*?\| ([\d.]+) seq/s.*?\| ([\d.]+ TFLOP/s[^|]*)")
                 resumed = first(lines, r"(resumed from .*)")
                 note = "; ".join(x for x in (

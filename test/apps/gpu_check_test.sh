@@ -89,7 +89,7 @@ printf '%s\n' tests$'\t'disc_head_gpu_test$'\t'1$'\t'1 tests$'\t'cast_gpu_test$'
   step$'\t'small128_ours_flash_short$'\t'0$'\t'9 step$'\t'small128_ours_overlap$'\t'0$'\t'9 \
   step$'\t'small128_hf_eager$'\t'0$'\t'30 \
   step$'\t'small128_hf_compile$'\t'0$'\t'70 user$'\t'pretrain$'\t'0$'\t'50 \
-  user$'\t'pretrain_overlap$'\t'0$'\t'25 \
+  user$'\t'pretrain_serial$'\t'0$'\t'25 \
   user$'\t'finetune_MRPC$'\t'0$'\t'6 resume$'\t'all$'\t'"not run: the phase's budget was spent"$'\t'0 \
   ablation$'\t'table5$'\t'75$'\t'561 \
   >"$w/steps.tsv"
@@ -151,7 +151,7 @@ step 100/200000 | gen loss 8.8933 acc 0.216 | disc loss 0.2494 acc 0.883 | repla
 step 200/200000 | gen loss 7.3774 acc 0.224 | disc loss 0.2589 acc 0.890 | replaced 0.148 | lr 9.940e-05 | grad norm 9.768 | 7490.1 seq/s 958730 tok/s | 75.58 TFLOP/s (MFU 7.6%) | ETA 56m54s
 pretrain: SIGINT received at update 212; saving a checkpoint
 EOF
-cat >"$w/logs/user/pretrain_overlap.log" <<'EOF'
+cat >"$w/logs/user/pretrain_serial.log" <<'EOF'
 step 100/200000 | gen loss 8.8933 acc 0.216 | disc loss 0.2494 acc 0.883 | replaced 0.148 | lr 4.948e-05 | grad norm 8.013 | 6701.0 seq/s 857728 tok/s | 67.62 TFLOP/s (MFU 6.8%) | ETA 1h04m
 pretrain: SIGINT received at update 150; saving a checkpoint
 EOF
@@ -176,7 +176,7 @@ expect_line "benchmark ratio" "| cast_f32_bf16 | 110M | 0.2203 | 99.7 | baseline
 expect_line "benchmark failure" "| matmul_bench | FAILED (exit 1) | validate small_qkv: max rel err 0.587 FAILED |"
 expect_line "update vs HF" "| small seq 128 batch 128 | 19.02 | 6729.8 | 18.40 | 17.20 | 16.90 | 88.59 | 49.39 | 4.66x | 2.60x |"
 expect_line "pretrain" "| pretrain | ok | 50 s | step 200: 7490.1 seq/s, 75.58 TFLOP/s (MFU 7.6%); SIGINT saved a checkpoint |"
-expect_line "pretrain with overlap_generator" "| pretrain_overlap | ok | 25 s | step 100: 6701.0 seq/s, 67.62 TFLOP/s (MFU 6.8%); SIGINT saved a checkpoint |"
+expect_line "pretrain with the serial backward" "| pretrain_serial | ok | 25 s | step 100: 6701.0 seq/s, 67.62 TFLOP/s (MFU 6.8%); SIGINT saved a checkpoint |"
 expect_line "finetune" "| finetune_MRPC | ok | 6 s | best epoch 2: f1 0.8259, accuracy 0.7304 (6 s) |"
 expect_line "a science run cut at its budget" "| ablation table5 | cut at its budget (the same phase again continues it) | 561 s | [01:02:03] replace-mlm: stopped before update 2100: run the same command again |"
 expect_line "the Table 5 table" "| electra | 2000 |"
@@ -304,7 +304,7 @@ echo "RESULT impl=electra median_ms=1"
 EOF
 chmod +x "$work/att/bin/"* "$work/att/path/nvidia-smi"
 PATH="$work/att/path:$PATH" GPU_CHECK_WORK="$work/w8" GPU_CHECK_PRETRAIN_S=1 \
-  GPU_CHECK_RESUME_S=1 GPU_CHECK_OVERLAP_S=1 bash "$src/scripts/gpu_check.sh" --bundle \
+  GPU_CHECK_RESUME_S=1 GPU_CHECK_SERIAL_S=1 bash "$src/scripts/gpu_check.sh" --bundle \
   "$work/att" --phases step,user --attention unfused --unfused-layers --out "$work/out8" \
   >"$work/att.log" 2>&1
 runs() { grep -c -- "$1" "$work/att/args"; }

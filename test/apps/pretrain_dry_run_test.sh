@@ -48,7 +48,7 @@ fi
 # cuBLASLt workspace: the plan counts it.
 work_of() { grep "^  workspace" <<<"$1" | awk '{print $2}'; }
 one=$("$electra" pretrain --config "$src/configs/electra-small.yaml" --set train.device=cuda \
-  --dry-run --gpu-memory 80 2>&1)
+  --set train.overlap_generator=false --dry-run --gpu-memory 80 2>&1)
 two=$("$electra" pretrain --config "$src/configs/electra-small.yaml" --set train.device=cuda \
   --set train.overlap_generator=true --dry-run --gpu-memory 80 2>&1)
 if [[ -n "$(work_of "$one")" && $(work_of "$two") -eq $((2 * $(work_of "$one"))) ]]; then

@@ -221,8 +221,9 @@ TEST_CASE("attention: kFlashDsGemm saves L, plans dS as its scratch and counts i
 // kFlashShort is host logic too: v2's state (L saved, the [B, heads, T] f32 scratch unused) and
 // launches (one kernel each way) whichever kernels run; its own kernels, the forward and the
 // one-pass backward alike (attention_uses_short: AttentionForward::cuda and AttentionBackward::cuda
-// both branch on it), only for bf16 at T <= 128 and d = 64, on CUDA; kAuto and the other choices
-// never take them; a shape flash does not support throws, as for kFlash.
+// both branch on it), only for bf16 at T <= 128 and d = 64, on CUDA; kAuto takes them there too
+// (measured faster than v2's, bench/RESULTS.md 2026-11-28), kFlash and kFlashDsGemm never; a shape
+// flash does not support throws, as for kFlash.
 TEST_CASE(
     "attention: kFlashShort keeps v2's state and launches, its own forward and backward only for "
     "bf16 at T <= 128, d = 64",
@@ -256,6 +257,15 @@ TEST_CASE(
   CHECK_FALSE(attention_uses_short(Device::CUDA, args, t, 512, DType::BF16));  // d 128
   CHECK_FALSE(attention_uses_short(Device::CPU, args, t, h, DType::BF16));
   CHECK_FALSE(attention_uses_short(Device::CUDA, args, t, 192, DType::BF16));  // d 48
+  for (AttentionImpl impl : {AttentionImpl::kAuto, AttentionImpl::kFlash,
+                             AttentionImpl::kFlashDsGemm, AttentionImpl::kUnfused}) {
+    const AttentionArgs other{heads, 0.1f, RngStream{}, 0, impl};
+    INFO("impl " << static_cast<int>(impl));
+    CHECK(attention_uses_short(Device::CUDA, other, t, h, DType::BF16) ==
+          (impl == AttentionImpl::kAuto));
+    CHECK_FALSE(attention_uses_short(Device::CUDA, other, t, h, DType::F32));
+    CHECK_FALSE(attention_uses_short(Device::CUDA, other, 129, h, DType::BF16));
+  }
   // Every T from 1 to 128 (partial warps, a single query) at the heads of every ELECTRA size
   // (d = 64), in both directions (one predicate), and none past 128.
   for (const auto& [hidden, n] :

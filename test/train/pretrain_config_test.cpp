@@ -297,15 +297,15 @@ TEST_CASE("train.cuda_graph: default true, a bool, stated by describe, outside t
              Catch::Contains("updates: eager (train.cuda_graph: false)"));
 }
 
-TEST_CASE(
-    "train.overlap_generator: default false, a bool, reaches the pretrainer, outside the hash",
-    "[pretrain_config]") {
+TEST_CASE("train.overlap_generator: default true, a bool, reaches the pretrainer, outside the hash",
+          "[pretrain_config]") {
   const std::string small = config_path("small");
-  const PretrainConfig off = read_pretrain_config(small, {});
+  const PretrainConfig off = read_pretrain_config(small, {"train.overlap_generator=false"});
   CHECK_FALSE(off.train.overlap_generator);
   CHECK_FALSE(off.pretrainer_options(SpecialTokens{}).overlap_generator);
-  const PretrainConfig on = read_pretrain_config(small, {"train.overlap_generator=true"});
+  const PretrainConfig on = read_pretrain_config(small, {});
   CHECK(on.train.overlap_generator);
+  CHECK(TrainConfig{}.overlap_generator);  // a config without the key gets it too
   CHECK(on.pretrainer_options(SpecialTokens{}).overlap_generator);
   CHECK(config_hash(on) == config_hash(off));  // the same bits either way
   CHECK_THROWS_WITH(read_pretrain_config(small, {"train.overlap_generator=2"}),
