@@ -122,7 +122,9 @@ bool uncased_vocabulary(const Vocab& vocab) {
       utf8proc_int32_t c = 0;
       const utf8proc_ssize_t n = utf8proc_iterate(p, left, &c);
       if (n <= 0) break;
-      if (utf8proc_isupper(c)) return false;
+      // A letter lower-casing changes: a lower-cased text has none. Not every upper-case letter:
+      // BERT's uncased vocabulary holds U+211D (double-struck R), which has no lower case.
+      if (utf8proc_tolower(c) != c) return false;
       p += n;
       left -= n;
     }

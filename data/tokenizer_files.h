@@ -29,9 +29,10 @@ struct ModelTokenizer {
   std::string casing_source;  // the file (or "inferred from <vocab>") the casing came from
 };
 
-// A vocabulary without any upper-case letter outside its special ("[...]") tokens was built from
-// lower-cased text (build-vocab --lowercase, BERT's uncased vocabularies): text is lower-cased
-// before WordPiece. A cased vocabulary holds upper-case letters in practice ("The", "A").
+// A vocabulary without any letter that lower-casing changes, outside its special ("[...]") tokens,
+// was built from lower-cased text (build-vocab --lowercase, BERT's uncased vocabularies, which
+// keep upper-case letters without a lower case such as U+211D): text is lower-cased before
+// WordPiece. A cased vocabulary holds such letters in practice ("The", "A").
 bool uncased_vocabulary(const Vocab& vocab);
 
 // The tokenizer of model directory `dir`: vocab.txt, else tokenizer.json's WordPiece vocabulary;

@@ -81,6 +81,8 @@ TEST_CASE("without tokenizer files the casing follows the vocabulary") {
   CHECK(uncased_vocabulary(Vocab::from_tokens(uncased, "uncased")));
   uncased[5] = "\xc3\x89t\xc3\xa9";  // "Été": a non-ASCII capital
   CHECK_FALSE(uncased_vocabulary(Vocab::from_tokens(uncased, "accented")));
+  uncased[5] = "\xe2\x84\x9d";  // U+211D, an upper-case letter lower-casing keeps (BERT's uncased)
+  CHECK(uncased_vocabulary(Vocab::from_tokens(uncased, "double-struck")));
   TempDir dir("electra_tokenizer_infer_test");
   write_text(dir.path / "vocab.txt", "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nthe\n");
   const ModelTokenizer t = load_vocab_tokenizer((dir.path / "vocab.txt").string());

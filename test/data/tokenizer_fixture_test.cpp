@@ -14,6 +14,7 @@
 #include "data/fnv.h"
 #include "data/text_reader.h"
 #include "data/tokenizer.h"
+#include "data/tokenizer_files.h"
 #include "data/vocab.h"
 #include "test/data/tokenizer_fixture_util.h"
 
@@ -51,6 +52,9 @@ std::vector<int32_t> from_base64_u16(const std::string& b64) {
 TEST_CASE("tokenizer matches HF BertTokenizer on crafted text, corpus lines and pairs",
           "[tokenizer][fixture]") {
   const Vocab vocab = Vocab::load(kShared + "/data/vocab/bert-base-uncased-vocab.txt");
+  // Its checkpoints say do_lower_case true (train/trainer_checkpoint.cpp infers it from here):
+  // fine-tuning cased text against it gave the 2026-11-28 GPU run's GLUE scores.
+  CHECK(uncased_vocabulary(vocab));
   Tokenizer tokenizer(vocab);
   const auto records = read_jsonl(kFixtureDir + "/bert_tokenizer_fixture.jsonl");
 
