@@ -19,7 +19,8 @@
 #   8. --attention and --unfused-layers reach every run of the step and user phases (train_step's
 #      own rows and profile, pretrain, finetune) and the pre-training of the table1 and ablation
 #      phases, whose scripts accept every option the phases give them, on stand-in binaries and a
-#      stand-in nvidia-smi; an unknown attention is exit 2.
+#      stand-in nvidia-smi; an unknown attention is exit 2; GPU_CHECK_HF_SHAPES limits the step
+#      phase's HF baselines to the shapes it names.
 # Usage: gpu_check_test.sh SOURCE_DIR GPU_TEST_EXECUTABLE...
 set -uo pipefail
 src=$1
@@ -322,6 +323,16 @@ runs() { grep -c -- "$1" "$work/att/args"; }
   fail "--attention: pretrain: $(grep pretrain "$work/att/args"); $(tail -3 "$work/att.log")"
 [[ $(runs "^electra finetune .*finetune.attention=unfused") -eq 5 ]] &&
   pass "--attention: every finetune run" || fail "--attention: finetune: $(grep finetune "$work/att/args")"
+# GPU_CHECK_HF_SHAPES picks the shapes whose HF baselines the step phase times; the others are
+# recorded as not run, saying why.
+PATH="$work/att/path:$PATH" GPU_CHECK_WORK="$work/w8c" GPU_CHECK_HF_SHAPES=base128 \
+  bash "$src/scripts/gpu_check.sh" --bundle "$work/att" --phases step --out "$work/out8c" \
+  >"$work/hf_shapes.log" 2>&1
+grep -q $'small128_hf_eager\tnot run: not in GPU_CHECK_HF_SHAPES (base128)' "$work/w8c/steps.tsv" &&
+  grep -q $'base512_hf_eager\tnot run: not in GPU_CHECK_HF_SHAPES' "$work/w8c/steps.tsv" &&
+  ! grep -q $'base128_hf_eager\tnot run: not in' "$work/w8c/steps.tsv" &&
+  pass "GPU_CHECK_HF_SHAPES: only the named shapes' HF baselines" ||
+  fail "GPU_CHECK_HF_SHAPES: $(grep _hf_ "$work/w8c/steps.tsv" 2>&1)"
 # The table1 and ablation phases' options reach their scripts, which accept them and get as far
 # as the stand-in's empty `pretrain --dry-run` (a refused option would stop them before), with
 # the pre-training overrides.
