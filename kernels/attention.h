@@ -39,15 +39,15 @@
 //   `out` for D_i = <dout_i, out_i> = sum_k P_ik dP_ik, which its blocks compute for the rows they
 //   read. The scratch, [B, heads, T] f32, is used by neither direction (it held D while the
 //   backward was two launches; the callers still plan it with the saved state's shape).
-// - v2 with a dS GEMM (kFlashDsGemm; not yet measured, so kAuto never picks it): v2's forward
-//   and saved L, the same shapes supported; its backward runs only v2's dK, dV blocks, which also
-//   write dS (before the 1 / sqrt(d) scale, in qkv's dtype: the bf16 values the dK product uses)
-//   into the scratch, then dQ = dS K / sqrt(d) is min(B, heads) strided-batched cuBLASLt GEMMs as
-//   in v1, instead of v2's dQ blocks recomputing S, P and dPd. Scratch (the backward's; the
-//   forward leaves it alone): dS^T [B, heads, T (key), T (query)] in qkv's dtype (bf16 or f32),
-//   every element written (0 for padded keys), undefined afterwards. Key-major because the dK,
-//   dV blocks hold dS^T: a lane's two consecutive queries of one key are one 4-byte store, and
-//   cuBLASLt reads the transpose at no cost.
+// - v2 with a dS GEMM (kFlashDsGemm; measured no faster than v2 on 2026-11-28, so kAuto never
+//   picks it): v2's forward and saved L, the same shapes supported; its backward runs only v2's dK,
+//   dV blocks, which also write dS (before the 1 / sqrt(d) scale, in qkv's dtype: the bf16 values
+//   the dK product uses) into the scratch, then dQ = dS K / sqrt(d) is min(B, heads)
+//   strided-batched cuBLASLt GEMMs as in v1, instead of v2's dQ blocks recomputing S, P and dPd.
+//   Scratch (the backward's; the forward leaves it alone): dS^T [B, heads, T (key), T (query)] in
+//   qkv's dtype (bf16 or f32), every element written (0 for padded keys), undefined afterwards.
+//   Key-major because the dK, dV blocks hold dS^T: a lane's two consecutive queries of one key are
+//   one 4-byte store, and cuBLASLt reads the transpose at no cost.
 // - kFlashShort, one block per head at short T (kAuto picks it where it applies: measured faster
 //   than v2 on every such shape, bench/RESULTS.md 2026-11-28): for
 //   bf16 at T <= 128 and d = 64 exactly (attention_uses_short: every ELECTRA size at the paper's
