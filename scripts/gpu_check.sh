@@ -305,14 +305,15 @@ phase_step() {
   local hf_shapes=${GPU_CHECK_HF_SHAPES:-small128 base128 base512}
   for shape in "${shapes[@]}"; do
     read -r model seq batch <<<"$shape"
-    local name=${model}${seq}
+    local name=${model}${seq} why=""
     if [[ " $hf_shapes " != *" $name "* ]]; then
-      record step "${name}_hf_eager" "not run: not in GPU_CHECK_HF_SHAPES ($hf_shapes)" 0
-      continue
+      why="not in GPU_CHECK_HF_SHAPES ($hf_shapes)"
+    elif ((!have_torch)); then
+      why="python3 has no torch + transformers with CUDA"
     fi
     for impl in eager compile; do
-      if ((!have_torch)); then
-        record step "${name}_hf_$impl" "not run: python3 has no torch + transformers with CUDA" 0
+      if [[ -n $why ]]; then
+        record step "${name}_hf_$impl" "not run: $why" 0
         continue
       fi
       step step "${name}_hf_$impl" "$deadline" 150 python3 bench/step_pytorch.py --model "$model" \

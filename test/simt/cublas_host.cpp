@@ -155,11 +155,6 @@ bool splits_k(const Problem& p, const Preference& pref) {
          (pref.reduction_mask & rounds_partials) != 0;
 }
 
-double round_to(cudaDataType_t type, double v) {
-  return type == CUDA_R_32F ? static_cast<float>(v)
-                            : static_cast<double>(__bfloat162float(__double2bfloat16(v)));
-}
-
 void matmul(const Problem& p, double alpha, double beta, const void* a, const void* b,
             const void* c, void* d, bool split_k) {
   const auto [m, k] = op_shape(p.a, p.op.trans_a);
@@ -185,7 +180,8 @@ void matmul(const Problem& p, double alpha, double beta, const void* a, const vo
         };
         double v = partial(0, split);
         if (beta != 0.0) v += beta * element(c, p.c.type, batch * p.c.stride + i + j * p.c.ld);
-        if (split_k) v = round_to(p.d.type, v) + partial(split, k);
+        // splits_k: only a bf16 D splits, its first half rounded to bf16.
+        if (split_k) v = __bfloat162float(__double2bfloat16(v)) + partial(split, k);
         if (!bias.empty()) v += bias[i];
         const int64_t at = batch * p.d.stride + i + j * p.d.ld;
         if (p.d.type == CUDA_R_32F) {
